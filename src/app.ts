@@ -1,0 +1,62 @@
+import express, { type Express } from 'express';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { adminAuth } from './auth/admin-auth';
+import { apiKeyAuth } from './auth/api-key-auth';
+import type { Database } from './db/schema';
+import { errorHandler } from './errors/error-handler';
+import { generateImageRouter } from './generation/generateImage.router';
+import type { GenerationService } from './generation/generation.service';
+import { docsRouter } from './http/docs';
+import type { OpenApiDocument } from './http/openapi-document';
+import { openApiValidator } from './http/openapi-validator';
+import { requestId } from './http/request-id';
+import { requestLogger } from './http/request-logger';
+import { securityHeaders } from './http/security-headers';
+import { adminKeysRouter } from './keys/routes';
+import type { KeysService } from './keys/keys.service';
+import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
+import type { RateLimiter } from './ratelimit/rate-limiter';
+import type { Clock } from './shared/clock';
+
+export interface GatewayAppDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  logger: Logger;
+  adminSecret: string;
+  bodyLimitBytes: number;
+  validateResponses: boolean;
+  document: OpenApiDocument;
+  keys: KeysService;
+  generation: GenerationService;
+  rateLimiter: RateLimiter;
+}
+
+/**
+ * The public gateway. Order matters: ids and logging, then auth (so key errors keep their own
+ * codes), then the spec validator, then the thin operation routers, then the one error handler.
+ */
+export function createGatewayApp(deps: GatewayAppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestId, securityHeaders, requestLogger(deps.logger));
+
+  app.get('/openapi.json', (_req, res) => {
+    res.json(deps.document);
+  });
+  app.use(docsRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
+
+  app.use('/admin', adminAuth(deps.adminSecret));
+  app.use('/images', apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
+
+  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(openApiValidator(deps.document, deps.validateResponses));
+
+  app.use(adminKeysRouter(deps.keys));
+  app.use(generateImageRouter(deps.generation));
+
+  app.use(errorHandler(deps.logger));
+  return app;
+}

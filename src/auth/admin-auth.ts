@@ -1,0 +1,28 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { ApiError } from '../errors/api-error';
+
+/** Bearer token from an Authorization header, or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** Constant-time equality for secrets of any length (compares SHA-256 digests). */
+export function secretsEqual(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** Guards /admin: only the admin secret opens it; client keys never do. */
+export function adminAuth(adminSecret: string): RequestHandler {
+  return (req, _res, next) => {
+    const token = bearerToken(req.get('authorization'));
+    if (token === undefined || !secretsEqual(token, adminSecret)) {
+      throw new ApiError('invalid_admin_secret', 'Send the admin secret as Authorization: Bearer <ADMIN_SECRET>.');
+    }
+    next();
+  };
+}

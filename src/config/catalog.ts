@@ -1,0 +1,57 @@
+/** One model a client may ask for, and how the gateway serves and prices it. */
+export interface CatalogModel {
+  /** The id clients send as `model`. */
+  model: string;
+  /** Provider that serves it; a key must allow this provider. */
+  provider: string;
+  /** The model id the provider's upstream understands. */
+  upstream_model: string;
+  credits_per_image: number;
+  /** Used when the request has no `size`. */
+  default_size: string;
+}
+
+export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
+
+export const DEFAULT_CATALOG: CatalogModel[] = [
+  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
+  {
+    model: 'jimeng-4.5',
+    provider: 'jimeng',
+    upstream_model: 'doubao-seedream-4-5-251128',
+    credits_per_image: 4,
+    default_size: '2048x2048',
+  },
+];
+
+/** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
+export function parseCatalog(raw: unknown): CatalogModel[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw new Error('must be a non-empty JSON array of models');
+  const seen = new Set<string>();
+  return raw.map((entry: unknown, index) => {
+    const where = `entry ${index}`;
+    if (typeof entry !== 'object' || entry === null) throw new Error(`${where} is not an object`);
+    const e = entry as Record<string, unknown>;
+    const text = (field: string): string => {
+      const value = e[field];
+      if (typeof value !== 'string' || value.length === 0) throw new Error(`${where}: "${field}" must be a non-empty string`);
+      return value;
+    };
+    const model = text('model');
+    if (seen.has(model)) throw new Error(`${where}: model "${model}" appears twice`);
+    seen.add(model);
+    const credits = e.credits_per_image;
+    if (typeof credits !== 'number' || !Number.isInteger(credits) || credits < 0) {
+      throw new Error(`${where}: "credits_per_image" must be an integer >= 0`);
+    }
+    const defaultSize = e.default_size === undefined ? '1024x1024' : text('default_size');
+    if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
+    return {
+      model,
+      provider: text('provider'),
+      upstream_model: e.upstream_model === undefined ? model : text('upstream_model'),
+      credits_per_image: credits,
+      default_size: defaultSize,
+    };
+  });
+}

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBase62 } from '../shared/ids';
+import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
+
+/** Everything the gateway reads from its environment, validated once at startup. */
+export interface GatewayConfig {
+  nodeEnv: string;
+  host: string;
+  port: number;
+  /** `sqlite:<path>`, a plain file path, or `postgres://...`. */
+  databaseUrl: string;
+  adminSecret: string;
+  logLevel: string;
+  /** Check every response against the spec (on in tests; costs CPU). */
+  validateResponses: boolean;
+  bodyLimitBytes: number;
+  providerTimeoutMs: number;
+  catalog: CatalogModel[];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function readCatalog(env: Env): CatalogModel[] {
+  const inline = env.MODEL_CATALOG;
+  const file = env.MODEL_CATALOG_FILE;
+  if (!inline && !file) return DEFAULT_CATALOG;
+  const source = inline ? 'MODEL_CATALOG' : `MODEL_CATALOG_FILE (${file})`;
+  try {
+    const text = inline ?? fs.readFileSync(file as string, 'utf8');
+    return parseCatalog(JSON.parse(text));
+  } catch (error) {
+    throw new ConfigError(`${source} is invalid: ${(error as Error).message}`);
+  }
+}
+
+/** Directory for local state (SQLite file, generated admin secret). */
+export function dataDirectory(databaseUrl: string): string {
+  if (databaseUrl.startsWith('postgres')) return path.resolve('data');
+  return path.dirname(path.resolve(databaseUrl.replace(/^sqlite:/, '')));
+}
+
+/**
+ * Outside production a missing ADMIN_SECRET is generated once, kept in the data directory
+ * (mode 0600) and printed once, so `npm start` works with zero configuration.
+ */
+function resolveAdminSecret(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): string {
+  const given = env.ADMIN_SECRET;
+  if (given !== undefined && given !== '') {
+    if (given.length < 16) throw new ConfigError('ADMIN_SECRET must be at least 16 characters');
+    return given;
+  }
+  if (nodeEnv === 'production') throw new ConfigError('ADMIN_SECRET is required when NODE_ENV=production');
+  const file = path.join(dataDirectory(databaseUrl), 'admin-secret');
+  if (fs.existsSync(file)) {
+    announce(`Using the admin secret stored in ${file}`);
+    return fs.readFileSync(file, 'utf8').trim();
+  }
+  const secret = `adm_${randomBase62(40)}`;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  announce(`Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n`);
+  return secret;
+}
+
+export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
+  const nodeEnv = env.NODE_ENV ?? 'development';
+  const databaseUrl = env.DATABASE_URL || './data/gateway.db';
+  const logLevel = env.LOG_LEVEL ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
+  }
+  return {
+    nodeEnv,
+    host: env.HOST || '0.0.0.0',
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    databaseUrl,
+    adminSecret: resolveAdminSecret(env, nodeEnv, databaseUrl, announce),
+    logLevel,
+    validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
+    providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 60_000, 100, 600_000),
+    catalog: readCatalog(env),
+  };
+}

@@ -1,0 +1,41 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Pool, types } from 'pg';
+import type { Database } from './schema';
+
+export type DatabaseEngine = 'sqlite' | 'postgres';
+
+export interface GatewayDatabase {
+  db: Kysely<Database>;
+  engine: DatabaseEngine;
+  close(): Promise<void>;
+}
+
+export function engineOf(databaseUrl: string): DatabaseEngine {
+  return /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
+}
+
+// Our bigint columns hold epoch milliseconds and credit counts: far below 2^53, so numbers are exact.
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
+};
+
+export function openDatabase(databaseUrl: string, options: { poolSize?: number } = {}): GatewayDatabase {
+  if (engineOf(databaseUrl) === 'postgres') {
+    const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, types: pgTypes });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, engine: 'postgres', close: () => db.destroy() };
+  }
+  const file = databaseUrl.replace(/^sqlite:/, '');
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const sqlite = new SQLite(file);
+  // WAL lets readers run beside the writer; busy_timeout makes several processes on one file wait, not fail.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('synchronous = NORMAL');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, engine: 'sqlite', close: () => db.destroy() };
+}

@@ -1,0 +1,45 @@
+/** Table shapes as stored. Times are epoch milliseconds (bigint on PostgreSQL, integer on SQLite). */
+export interface ApiKeysTable {
+  id: string;
+  key_hash: string;
+  hint: string;
+  name: string;
+  owner: string;
+  /** 'active' | 'disabled'; "expired" is derived from expires_at. */
+  status: string;
+  credits_quota: number;
+  /** Credits spent or reserved in the period that started at period_started_at. */
+  credits_used: number;
+  quota_period_days: number;
+  period_started_at: number;
+  rate_limit_rpm: number;
+  /** JSON array of provider names. */
+  allowed_providers: string;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+  disabled_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface GenerationsTable {
+  id: string;
+  key_id: string;
+  model: string;
+  provider: string;
+  images: number;
+  credits: number;
+  /** 'pending' | 'succeeded' | 'failed' */
+  status: string;
+  error_code: string | null;
+  latency_ms: number | null;
+  /** The quota period the credits were reserved in (a release only refunds that period). */
+  period_started_at: number;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export interface Database {
+  api_keys: ApiKeysTable;
+  generations: GenerationsTable;
+}

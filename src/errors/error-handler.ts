@@ -1,0 +1,89 @@
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { ApiError } from './api-error';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
+
+/** The shape express-openapi-validator and body-parser give their errors. */
+interface FrameworkError {
+  status?: number;
+  headers?: Record<string, string>;
+  type?: string;
+  message?: string;
+  errors?: Array<{ path?: string; message?: string }>;
+}
+
+/** `/body/prompt`, `.body.prompt`, `/query/limit` -> `prompt`, `limit`. */
+function paramOf(path: string | undefined): string | null {
+  if (!path) return null;
+  const parts = path.split(/[./]/).filter(Boolean);
+  const field = ['body', 'query', 'params', 'path', 'headers'].includes(parts[0] ?? '') ? parts.slice(1) : parts;
+  return field.length > 0 ? field.join('.') : null;
+}
+
+/** Turns whatever was thrown into an ApiError; null means "unexpected", logged and sent as 500. */
+function toApiError(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  const e = err as FrameworkError;
+  if (e?.type === 'entity.too.large') return new ApiError('payload_too_large', 'The request body is too large.');
+  if (e?.type === 'entity.parse.failed') return new ApiError('invalid_request', 'The request body is not valid JSON.');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new ApiError('unsupported_media_type', 'Send the body as UTF-8 application/json.');
+  }
+  const byStatus: Partial<Record<number, ErrorCode>> = {
+    400: 'invalid_request',
+    404: 'not_found',
+    405: 'method_not_allowed',
+    413: 'payload_too_large',
+    415: 'unsupported_media_type',
+  };
+  const code = e?.status === undefined ? undefined : byStatus[e.status];
+  if (!code) return null;
+  const first = e.errors?.[0];
+  if (code === 'invalid_request') {
+    const param = paramOf(first?.path);
+    const detail = first?.message ?? e.message ?? 'invalid request';
+    return new ApiError(code, param ? `${param}: ${detail}` : detail, { param });
+  }
+  if (code === 'not_found') return new ApiError(code, 'No such route. See /docs for the API reference.');
+  if (code === 'method_not_allowed') {
+    const allow = e.headers?.Allow ?? e.headers?.allow;
+    return new ApiError(code, 'This route does not accept that method.', { headers: allow ? { Allow: allow } : {} });
+  }
+  if (code === 'unsupported_media_type') return new ApiError(code, 'Send the body as application/json.');
+  return new ApiError(code, 'The request body is too large.');
+}
+
+export function sendError(res: Response, error: ApiError): void {
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  res.status(error.status).json({
+    error: {
+      code: error.code,
+      message: error.message,
+      type: ERROR_CODES[error.code].type,
+      param: error.param,
+      request_id: res.locals.requestId,
+      ...error.details,
+    },
+  });
+}
+
+/** The one place errors become responses: always the envelope, never a stack trace. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    let apiError = toApiError(err);
+    if (!apiError) {
+      logger.error({ err, request_id: res.locals.requestId, method: req.method, path: req.path }, 'unhandled error');
+      apiError = new ApiError('internal_error', `Something went wrong on our side (request ${res.locals.requestId}).`);
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    sendError(res, apiError);
+  };
+}
+
+/** For paths no router or validator claimed (e.g. outside the spec on the internal listener). */
+export const notFound: RequestHandler = () => {
+  throw new ApiError('not_found', 'No such route. See /docs for the API reference.');
+};

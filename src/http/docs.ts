@@ -1,0 +1,33 @@
+import { Router } from 'express';
+
+const SCALAR_BUNDLE = require.resolve('@scalar/api-reference/browser/standalone.js');
+
+/**
+ * Scalar API reference at /docs, fully offline: the script is served from node_modules
+ * and default (remote) fonts are off.
+ */
+export function docsRouter(options: { specUrl: string; title: string }): Router {
+  const router = Router();
+  router.get('/docs/scalar.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.sendFile(SCALAR_BUNDLE);
+  });
+  router.get('/docs', async (req, res, next) => {
+    // Scalar's express integration is an ES module; load it lazily from CommonJS.
+    const { apiReference } = await import('@scalar/express-api-reference');
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'",
+    );
+    res.setHeader('Cache-Control', 'no-cache');
+    apiReference({
+      url: options.specUrl,
+      cdn: '/docs/scalar.js',
+      pageTitle: options.title,
+      withDefaultFonts: false,
+      hideClientButton: true,
+      telemetry: false,
+    } as Parameters<typeof apiReference>[0])(req as never, res, next);
+  });
+  return router;
+}

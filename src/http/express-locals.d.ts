@@ -1,0 +1,13 @@
+import type { ApiKeyRow } from '../keys/key.model';
+
+declare global {
+  namespace Express {
+    interface Locals {
+      requestId: string;
+      /** The authenticated client key (client routes only). */
+      apiKey?: ApiKeyRow;
+    }
+  }
+}
+
+export {};

@@ -1,0 +1,20 @@
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { RequestHandler } from 'express';
+import type { OpenApiDocument } from './openapi-document';
+
+/**
+ * Checks every request (and, when asked, every response) against the spec. Auth runs
+ * before it, so the error codes for keys stay ours; it answers 400/404/405/415 through the
+ * central error handler.
+ */
+export function openApiValidator(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
+  return OpenApiValidator.middleware({
+    apiSpec: structuredClone(document) as never,
+    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
+    validateResponses: validateResponses ? { coerceTypes: false, removeAdditional: false } : false,
+    validateSecurity: false,
+    ignoreUndocumented: false,
+    // The default mode skips validating a shared $ref'd file (upstream issue #906).
+    $refParser: { mode: 'dereference' },
+  }) as unknown as RequestHandler[];
+}

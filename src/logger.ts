@@ -1,0 +1,13 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+/** JSON logs. Redaction is a second line of defence: no code path logs headers or keys. */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'creative-gateway' },
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'adminSecret'], censor: '[redacted]' },
+    },
+    destination,
+  );
+}

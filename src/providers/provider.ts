@@ -1,0 +1,28 @@
+/** What the gateway asks a provider for, already resolved against the catalog. */
+export interface ProviderRequest {
+  prompt: string;
+  negativePrompt?: string;
+  /** The upstream's own model id (catalog `upstream_model`). */
+  upstreamModel: string;
+  n: number;
+  width: number;
+  height: number;
+  seed?: number;
+  responseFormat: 'url' | 'b64_json';
+}
+
+export interface ProviderImage {
+  url?: string;
+  b64Json?: string;
+  width: number;
+  height: number;
+}
+
+/**
+ * An image-generation backend. Implementations throw ApiError with a provider_* (or
+ * content) code on failure and must stop work when `signal` aborts.
+ */
+export interface ImageProvider {
+  readonly name: string;
+  generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]>;
+}

@@ -1,0 +1,89 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DestinationStream, Logger } from 'pino';
+import { createGatewayApp } from './app';
+import type { GatewayConfig } from './config/config';
+import { openDatabase, type GatewayDatabase } from './db/database';
+import { migrateToLatest } from './db/migrations';
+import { GenerationService } from './generation/generation.service';
+import { loadOpenApiDocument } from './http/openapi-document';
+import { KeysService } from './keys/keys.service';
+import { createLogger } from './logger';
+import { createProviderRegistry } from './providers/create-registry';
+import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter';
+import { type Clock, systemClock } from './shared/clock';
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  database: GatewayDatabase;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  logDestination?: DestinationStream;
+}
+
+/** Wires config into a running gateway: database (migrated), services, HTTP listener. */
+export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const clock = options.clock ?? systemClock;
+  const logger = createLogger(config.logLevel, options.logDestination);
+  const database = openDatabase(config.databaseUrl);
+  await migrateToLatest(database.db as never);
+
+  const providers = createProviderRegistry(config);
+  const rateLimiter = new MemoryRateLimiter();
+  const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
+  const app = createGatewayApp({
+    db: database.db,
+    clock,
+    logger,
+    adminSecret: config.adminSecret,
+    bodyLimitBytes: config.bodyLimitBytes,
+    validateResponses: config.validateResponses,
+    document: loadOpenApiDocument('gateway'),
+    keys: new KeysService(database.db, clock, providers.names()),
+    generation: new GenerationService({
+      db: database.db,
+      clock,
+      catalog,
+      providers,
+      rateLimiter,
+      providerTimeoutMs: config.providerTimeoutMs,
+      logger,
+    }),
+    rateLimiter,
+  });
+
+  const server = http.createServer(app);
+  server.headersTimeout = 15_000;
+  server.requestTimeout = config.providerTimeoutMs + 30_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, database: database.engine }, 'gateway listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    database,
+    logger,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await rateLimiter.close();
+        await database.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import { randomBytes } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `length` uniformly random base62 characters (rejection sampling, no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 4 * 62: bytes above it would bias the distribution.
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Non-negative integer to base62, left-padded with '0' to `width`. */
+export function toBase62(value: number, width: number): string {
+  let out = '';
+  let rest = value;
+  do {
+    out = BASE62[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  } while (rest > 0);
+  return out.padStart(width, '0');
+}
+
+/** Prefixed resource id such as `key_...` or `gen_...` (22 chars = 131 random bits). */
+export function newId(prefix: 'key' | 'gen' | 'req'): string {
+  return `${prefix}_${randomBase62(22)}`;
+}
