@@ -7,7 +7,7 @@ import type { Database } from './db/schema';
 import { errorHandler } from './errors/error-handler';
 import { generateImageRouter } from './generation/generateImage.router';
 import type { GenerationService } from './generation/generation.service';
-import { docsRouter } from './http/docs';
+import { docsAssetsRouter, docsPageRouter } from './http/docs';
 import type { OpenApiDocument } from './http/openapi-document';
 import { openApiValidator } from './http/openapi-validator';
 import { requestId } from './http/request-id';
@@ -43,17 +43,18 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.set('query parser', 'simple');
   app.use(requestId, securityHeaders, requestLogger(deps.logger));
 
-  app.get('/openapi.json', (_req, res) => {
-    res.json(deps.document);
-  });
-  app.use(docsRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
 
+  app.use(docsAssetsRouter());
   app.use('/admin', adminAuth(deps.adminSecret));
   app.use('/images', apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
 
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
+  app.use(docsPageRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
+  app.get('/openapi.json', (_req, res) => {
+    res.json(deps.document);
+  });
   app.use(adminKeysRouter(deps.keys));
   app.use(generateImageRouter(deps.generation));
 

@@ -2,16 +2,17 @@ import { Router } from 'express';
 
 const SCALAR_BUNDLE = require.resolve('@scalar/api-reference/browser/standalone.js');
 
-/**
- * Scalar API reference at /docs, fully offline: the script is served from node_modules
- * and default (remote) fonts are off.
- */
-export function docsRouter(options: { specUrl: string; title: string }): Router {
-  const router = Router();
-  router.get('/docs/scalar.js', (_req, res) => {
+/** Scalar's browser bundle, from node_modules (no CDN). A static asset, so it sits outside the spec. */
+export function docsAssetsRouter(): Router {
+  return Router().get('/docs/scalar.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=86400');
     res.sendFile(SCALAR_BUNDLE);
   });
+}
+
+/** Scalar API reference page at /docs, fully offline: local script, default (remote) fonts off. */
+export function docsPageRouter(options: { specUrl: string; title: string }): Router {
+  const router = Router();
   router.get('/docs', async (req, res, next) => {
     // Scalar's express integration is an ES module; load it lazily from CommonJS.
     const { apiReference } = await import('@scalar/express-api-reference');

@@ -1,0 +1,99 @@
+import request, { type Response } from 'supertest';
+import { loadConfig } from '../../src/config/config';
+import { type RunningGateway, startGateway } from '../../src/server';
+import { SpecResponses } from './spec-responses';
+import { createThrowawayDatabase } from './test-database';
+import { TestClock } from './test-clock';
+
+export const ADMIN_SECRET = 'test-admin-secret-0123456789';
+
+type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
+
+const gatewaySpec = new SpecResponses('gateway');
+
+/** HTTP client for tests: every response is checked against the spec before the test sees it. */
+export class ApiClient {
+  constructor(
+    readonly url: string,
+    private readonly spec: SpecResponses = gatewaySpec,
+  ) {}
+
+  async send(method: Method, path: string, options: { body?: unknown; headers?: Record<string, string>; rawBody?: string } = {}): Promise<Response> {
+    let req = request(this.url)[method](path);
+    for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
+    if (options.rawBody !== undefined) req = req.send(options.rawBody);
+    else if (options.body !== undefined) req = req.send(options.body as object);
+    const res = await req;
+    const problem = this.spec.check(method, path, res);
+    if (problem) throw new Error(`Response does not match the spec: ${problem}\n${res.status} ${res.text.slice(0, 500)}`);
+    return res;
+  }
+
+  admin(method: Method, path: string, body?: unknown): Promise<Response> {
+    return this.send(method, path, { body, headers: { Authorization: `Bearer ${ADMIN_SECRET}` } });
+  }
+
+  client(key: string, body: unknown, path = '/images/generate'): Promise<Response> {
+    return this.send('post', path, { body, headers: { Authorization: `Bearer ${key}` } });
+  }
+}
+
+export interface TestGateway {
+  gateway: RunningGateway;
+  api: ApiClient;
+  clock: TestClock;
+  /** Every log line the gateway wrote. */
+  logs: string[];
+  /** Creates a key through the admin API; `local` provider and a generous quota unless overridden. */
+  createKey(overrides?: Record<string, unknown>): Promise<{ id: string; key: string; record: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+  const database = await createThrowawayDatabase();
+  const clock = new TestClock();
+  const logs: string[] = [];
+  const config = loadConfig(
+    {
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: database.url,
+      ADMIN_SECRET,
+      LOG_LEVEL: 'info',
+      VALIDATE_RESPONSES: 'true',
+      ...env,
+    },
+    () => undefined,
+  );
+  const gateway = await startGateway(config, { clock, logDestination: { write: (line: string) => logs.push(line) } });
+  const api = new ApiClient(gateway.url);
+  return {
+    gateway,
+    api,
+    clock,
+    logs,
+    async createKey(overrides = {}) {
+      const res = await api.admin('post', '/admin/keys', {
+        name: 'test key',
+        owner: 'tests@example.com',
+        credits_quota: 1000,
+        quota_period_days: 30,
+        allowed_providers: ['local'],
+        rate_limit_rpm: 1000,
+        ...overrides,
+      });
+      if (res.status !== 201) throw new Error(`createKey failed: ${res.status} ${res.text}`);
+      return { id: res.body.id as string, key: res.body.key as string, record: res.body as Record<string, unknown> };
+    },
+    async close() {
+      await gateway.close();
+      await database.drop();
+    },
+  };
+}
+
+/** A small valid generation request for the local provider. */
+export function localRequest(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { prompt: 'a lighthouse at dawn', model: 'local-1', size: '32x32', response_format: 'b64_json', ...overrides };
+}

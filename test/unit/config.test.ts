@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config/config';
+
+describe('configuration', () => {
+  const dir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-config-'));
+
+  it('zero configuration: defaults, and an admin secret generated once, stored 0600, printed once', () => {
+    const db = path.join(dir(), 'gw.db');
+    const printed: string[] = [];
+    const first = loadConfig({ DATABASE_URL: db }, (line) => printed.push(line));
+    expect(first).toMatchObject({ port: 8080, validateResponses: false, bodyLimitBytes: 65536 });
+    const file = path.join(path.dirname(db), 'admin-secret');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(printed.join('\n')).toContain(first.adminSecret);
+    const again: string[] = [];
+    const second = loadConfig({ DATABASE_URL: db }, (line) => again.push(line));
+    expect(second.adminSecret).toBe(first.adminSecret);
+    expect(again.join('\n')).not.toContain(first.adminSecret);
+  });
+
+  it('refuses to start in production without ADMIN_SECRET', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: path.join(dir(), 'x.db') })).toThrow(/ADMIN_SECRET is required/);
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT must be an integer/],
+    [{ ADMIN_SECRET: 'short' }, /at least 16/],
+    [{ VALIDATE_RESPONSES: 'maybe' }, /VALIDATE_RESPONSES must be true or false/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ MODEL_CATALOG: '{"not":"an array"}' }, /MODEL_CATALOG is invalid/],
+    [{ MODEL_CATALOG: '[{"model":"m","provider":"local","credits_per_image":-1}]' }, /credits_per_image/],
+  ])('fails fast with a clear message for %j', (env, message) => {
+    expect(() => loadConfig({ ADMIN_SECRET: 'a-long-enough-secret', DATABASE_URL: path.join(dir(), 'x.db'), ...env })).toThrow(message);
+  });
+
+  it('reads a model catalog from MODEL_CATALOG', () => {
+    const config = loadConfig({
+      ADMIN_SECRET: 'a-long-enough-secret',
+      DATABASE_URL: path.join(dir(), 'x.db'),
+      MODEL_CATALOG: '[{"model":"cheap","provider":"local","credits_per_image":0,"default_size":"64x64"}]',
+    });
+    expect(config.catalog).toEqual([{ model: 'cheap', provider: 'local', upstream_model: 'cheap', credits_per_image: 0, default_size: '64x64' }]);
+  });
+});
