@@ -10,7 +10,7 @@ import { loadOpenApiDocument } from './http/openapi-document';
 import { KeysService } from './keys/keys.service';
 import { createLogger } from './logger';
 import { createProviderRegistry } from './providers/create-registry';
-import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter';
+import { createRateLimiter } from './ratelimit/create-rate-limiter';
 import { type Clock, systemClock } from './shared/clock';
 
 export interface RunningGateway {
@@ -30,11 +30,11 @@ export interface StartOptions {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
   await migrateToLatest(database.db as never);
 
   const providers = createProviderRegistry(config);
-  const rateLimiter = new MemoryRateLimiter();
+  const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const app = createGatewayApp({
     db: database.db,
@@ -66,7 +66,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, database: database.engine }, 'gateway listening');
+  logger.info({ port, database: database.engine, rate_limit_store: config.rateLimitStore }, 'gateway listening');
 
   let closing: Promise<void> | undefined;
   return {

@@ -17,6 +17,13 @@ export interface GatewayConfig {
   bodyLimitBytes: number;
   providerTimeoutMs: number;
   catalog: CatalogModel[];
+  /** Where request-per-minute windows live; see createRateLimiter. */
+  rateLimitStore: 'memory' | 'sql' | 'redis';
+  redisUrl: string | undefined;
+  /** Prefix of every Redis key, so several gateways (or test runs) can share one Redis. */
+  redisPrefix: string;
+  /** PostgreSQL connections per process. */
+  dbPoolSize: number;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +92,19 @@ function resolveAdminSecret(env: Env, nodeEnv: string, databaseUrl: string, anno
   return secret;
 }
 
+function rateLimitStore(env: Env, databaseUrl: string): GatewayConfig['rateLimitStore'] {
+  const chosen = env.RATE_LIMIT_STORE;
+  if (chosen === undefined || chosen === '') {
+    if (env.REDIS_URL) return 'redis';
+    return databaseUrl.startsWith('postgres') ? 'sql' : 'memory';
+  }
+  if (chosen !== 'memory' && chosen !== 'sql' && chosen !== 'redis') {
+    throw new ConfigError(`RATE_LIMIT_STORE must be memory, sql or redis, got "${chosen}"`);
+  }
+  if (chosen === 'redis' && !env.REDIS_URL) throw new ConfigError('RATE_LIMIT_STORE=redis needs REDIS_URL');
+  return chosen;
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const databaseUrl = env.DATABASE_URL || './data/gateway.db';
@@ -103,5 +123,9 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 60_000, 100, 600_000),
     catalog: readCatalog(env),
+    rateLimitStore: rateLimitStore(env, databaseUrl),
+    redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.REDIS_PREFIX ?? 'cgw:',
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
   };
 }

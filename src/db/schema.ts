@@ -39,7 +39,14 @@ export interface GenerationsTable {
   completed_at: number | null;
 }
 
+/** One counted request per row, for the SQL rate limiter (rows older than the window are pruned). */
+export interface RateLimitHitsTable {
+  key_id: string;
+  at: number;
+}
+
 export interface Database {
+  rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
 }

@@ -1,4 +1,4 @@
-import { type RateLimitDecision, type RateLimiter, WINDOW_MS } from './rate-limiter';
+import { type RateLimitDecision, type RateLimiter, WINDOW_MS, decisionFromWindow, freesNextIndex } from './rate-limiter';
 
 /**
  * Sliding-window log in process memory: per key, the times of the requests counted in the
@@ -17,11 +17,7 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 
   private decide(times: number[], limit: number, now: number, allowed: boolean): RateLimitDecision {
-    const remaining = Math.max(0, limit - times.length);
-    // The request whose expiry frees the next slot: the oldest one, or when full the one `limit` back.
-    const freesNext = remaining > 0 ? times[0] : times[times.length - limit];
-    const resetSeconds = freesNext === undefined ? 0 : Math.max(1, Math.ceil((freesNext + WINDOW_MS - now) / 1000));
-    return { allowed, limit, remaining, resetSeconds };
+    return decisionFromWindow(limit, times.length, times[freesNextIndex(limit, times.length)], now, allowed);
   }
 
   async consume(keyId: string, limit: number, now: number): Promise<RateLimitDecision> {

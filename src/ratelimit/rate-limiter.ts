@@ -23,6 +23,20 @@ export interface RateLimiter {
 
 export const WINDOW_MS = 60_000;
 
+/**
+ * The decision from a window holding `count` requests. `freesNextAt` is the time of the request
+ * whose expiry frees the next slot: the oldest one, or when full the one `limit` back.
+ */
+export function decisionFromWindow(limit: number, count: number, freesNextAt: number | undefined, now: number, allowed: boolean): RateLimitDecision {
+  const resetSeconds = freesNextAt === undefined ? 0 : Math.max(1, Math.ceil((freesNextAt + WINDOW_MS - now) / 1000));
+  return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds };
+}
+
+/** Index, oldest first, of the request whose expiry frees the next slot. */
+export function freesNextIndex(limit: number, count: number): number {
+  return count >= limit ? count - limit : 0;
+}
+
 /** IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. */
 export function setRateLimitHeaders(res: Response, decision: RateLimitDecision): void {
   res.setHeader('RateLimit-Policy', `"rpm";q=${decision.limit};w=60`);

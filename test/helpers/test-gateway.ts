@@ -2,7 +2,8 @@ import request, { type Response } from 'supertest';
 import { loadConfig } from '../../src/config/config';
 import { type RunningGateway, startGateway } from '../../src/server';
 import { SpecResponses } from './spec-responses';
-import { createThrowawayDatabase } from './test-database';
+import { createThrowawayDatabase, testEngine } from './test-database';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from './test-redis';
 import { TestClock } from './test-clock';
 
 export const ADMIN_SECRET = 'test-admin-secret-0123456789';
@@ -51,6 +52,9 @@ export interface TestGateway {
 
 export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const database = await createThrowawayDatabase();
+  // On the PostgreSQL project the gateway runs as replicas would: PostgreSQL + Redis.
+  const redis = testEngine === 'postgres' ? throwawayRedisPrefix() : undefined;
+  const scaleOut: Record<string, string> = redis ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redis.prefix } : {};
   const clock = new TestClock();
   const logs: string[] = [];
   const config = loadConfig(
@@ -62,6 +66,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       ADMIN_SECRET,
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'true',
+      ...scaleOut,
       ...env,
     },
     () => undefined,
@@ -89,6 +94,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     async close() {
       await gateway.close();
       await database.drop();
+      await redis?.drop();
     },
   };
 }

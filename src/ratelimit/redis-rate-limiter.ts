@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
+import { type RateLimitDecision, type RateLimiter, WINDOW_MS, decisionFromWindow } from './rate-limiter';
+
+/**
+ * Sliding-window log in a Redis sorted set per key, checked and updated by one Lua script,
+ * so the limit is exact across any number of gateway replicas.
+ * Returns {allowed, count, score of the request whose expiry frees the next slot or -1}.
+ */
+const SCRIPT = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local consume = ARGV[4] == '1'
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if consume and count < limit then
+  redis.call('ZADD', key, now, ARGV[5])
+  redis.call('PEXPIRE', key, window)
+  count = count + 1
+  allowed = 1
+end
+local index = 0
+if count >= limit then index = count - limit end
+local entry = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
+local frees = -1
+if entry[2] then frees = tonumber(entry[2]) end
+return {allowed, count, frees}
+`;
+
+export class RedisRateLimiter implements RateLimiter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {
+    this.redis.defineCommand('cgwSlidingWindow', { numberOfKeys: 1, lua: SCRIPT });
+  }
+
+  private async run(keyId: string, limit: number, now: number, consume: boolean): Promise<RateLimitDecision> {
+    const member = `${now}-${randomBytes(6).toString('hex')}`;
+    const redis = this.redis as unknown as { cgwSlidingWindow: (...args: unknown[]) => Promise<number[]> };
+    const [allowed, count, frees] = (await redis.cgwSlidingWindow(
+      `${this.prefix}rl:${keyId}`,
+      now,
+      WINDOW_MS,
+      limit,
+      consume ? '1' : '0',
+      member,
+    )) as [number, number, number];
+    return decisionFromWindow(limit, count, frees < 0 ? undefined : frees, now, consume ? allowed === 1 : true);
+  }
+
+  consume(keyId: string, limit: number, now: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, now, true);
+  }
+
+  peek(keyId: string, limit: number, now: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, now, false);
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit();
+  }
+}

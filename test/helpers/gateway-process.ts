@@ -1,0 +1,48 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { ADMIN_SECRET } from './test-gateway';
+
+export const MAIN_JS = path.resolve(__dirname, '../../dist/src/main.js');
+
+export interface GatewayProcess {
+  url: string;
+  child: ChildProcess;
+  output: string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Runs the built gateway (`dist/`, made by jest's global setup) as a real process on port 0. */
+export function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [MAIN_JS], {
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', ADMIN_SECRET, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output.join('')}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString();
+      output.push(text);
+      const match = /"port":(\d+).*"gateway listening"|"msg":"gateway listening"/.test(text) ? /"port":(\d+)/.exec(text) : null;
+      if (match) {
+        clearTimeout(timer);
+        resolve({
+          url: `http://127.0.0.1:${match[1]}`,
+          child,
+          output,
+          async stop(signal: NodeJS.Signals = 'SIGTERM') {
+            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${output.join('')}`));
+    });
+  });
+}
