@@ -313,7 +313,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -345,6 +345,27 @@ export interface components {
         };
         /** @description The request is malformed or breaks the contract; `param` names the field. */
         InvalidRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request breaks the contract (`invalid_request`, `param` names the field), or the
+         *     provider refused the prompt (`content_policy_violation`). Not charged.
+         */
+        GenerationRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The provider generated an image but withheld it (output moderation). Credits released. */
+        OutputModerated: {
             headers: {
                 [name: string]: unknown;
             };
@@ -454,7 +475,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The provider is not configured or not reachable right now. Credits released. */
+        /**
+         * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
+         *     stayed busy through the gateway's retries (`provider_busy`). Credits released; see `Retry-After`.
+         */
         ProviderUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -533,13 +557,14 @@ export interface operations {
                     "application/json": components["schemas"]["GenerateImageResponse"];
                 };
             };
-            400: components["responses"]["InvalidRequest"];
+            400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
             403: components["responses"]["ProviderNotAllowed"];
             404: components["responses"]["ModelNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["OutputModerated"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];

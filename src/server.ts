@@ -30,10 +30,13 @@ export interface StartOptions {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
-  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
+  const database = openDatabase(config.databaseUrl, {
+    poolSize: config.dbPoolSize,
+    onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
+  });
   await migrateToLatest(database.db as never);
 
-  const providers = createProviderRegistry(config);
+  const providers = createProviderRegistry(config, clock);
   const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const app = createGatewayApp({
@@ -51,7 +54,6 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       catalog,
       providers,
       rateLimiter,
-      providerTimeoutMs: config.providerTimeoutMs,
       logger,
     }),
     rateLimiter,
@@ -59,7 +61,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 
   const server = http.createServer(app);
   server.headersTimeout = 15_000;
-  server.requestTimeout = config.providerTimeoutMs + 30_000;
+  server.requestTimeout = Math.max(...Object.values(config.providers.resilience).map((r) => r.timeoutMs)) + 30_000;
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

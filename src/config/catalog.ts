@@ -9,19 +9,25 @@ export interface CatalogModel {
   credits_per_image: number;
   /** Used when the request has no `size`. */
   default_size: string;
+  /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
+  transport?: string;
 }
 
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
 
 export const DEFAULT_CATALOG: CatalogModel[] = [
   { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
+  // Jimeng 4.5 is Seedream 4.5, served through Ark (the visual API has no 4.5 req_key).
   {
     model: 'jimeng-4.5',
     provider: 'jimeng',
+    transport: 'ark',
     upstream_model: 'doubao-seedream-4-5-251128',
     credits_per_image: 4,
     default_size: '2048x2048',
   },
+  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048' },
+  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328' },
 ];
 
 /** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
@@ -52,6 +58,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       upstream_model: e.upstream_model === undefined ? model : text('upstream_model'),
       credits_per_image: credits,
       default_size: defaultSize,
+      ...(e.transport === undefined ? {} : { transport: text('transport') }),
     };
   });
 }

@@ -1,7 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBase62 } from '../shared/ids';
+import type { ResilienceSettings } from '../providers/resilience/resilient-provider';
 import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
+
+export interface ProvidersConfig {
+  volc?: { accessKeyId: string; secretAccessKey: string; endpoint: string; pollIntervalMs: number };
+  ark?: { apiKey: string; baseUrl: string };
+  openaiCompatible?: { name: string; baseUrl: string; apiKey: string };
+  /** Per provider name: deadline, retries, concurrency, breaker. */
+  resilience: Record<string, ResilienceSettings>;
+}
 
 /** Everything the gateway reads from its environment, validated once at startup. */
 export interface GatewayConfig {
@@ -15,7 +24,6 @@ export interface GatewayConfig {
   /** Check every response against the spec (on in tests; costs CPU). */
   validateResponses: boolean;
   bodyLimitBytes: number;
-  providerTimeoutMs: number;
   catalog: CatalogModel[];
   /** Where request-per-minute windows live; see createRateLimiter. */
   rateLimitStore: 'memory' | 'sql' | 'redis';
@@ -24,6 +32,7 @@ export interface GatewayConfig {
   redisPrefix: string;
   /** PostgreSQL connections per process. */
   dbPoolSize: number;
+  providers: ProvidersConfig;
 }
 
 export class ConfigError extends Error {
@@ -105,6 +114,65 @@ function rateLimitStore(env: Env, databaseUrl: string): GatewayConfig['rateLimit
   return chosen;
 }
 
+function url(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  return raw;
+}
+
+function bothOrNeither(env: Env, a: string, b: string): boolean {
+  if (Boolean(env[a]) !== Boolean(env[b])) throw new ConfigError(`set both ${a} and ${b}, or neither`);
+  return Boolean(env[a]);
+}
+
+/** Provider credentials and per-provider resilience; PROVIDER_<NAME>_* override the defaults. */
+function readProviders(env: Env, catalog: CatalogModel[]): ProvidersConfig {
+  const providers: ProvidersConfig = { resilience: {} };
+  if (bothOrNeither(env, 'VOLC_ACCESS_KEY_ID', 'VOLC_SECRET_ACCESS_KEY')) {
+    providers.volc = {
+      accessKeyId: env.VOLC_ACCESS_KEY_ID as string,
+      secretAccessKey: env.VOLC_SECRET_ACCESS_KEY as string,
+      endpoint: url(env, 'VOLC_VISUAL_ENDPOINT', 'https://visual.volcengineapi.com'),
+      pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
+    };
+  }
+  if (env.ARK_API_KEY) providers.ark = { apiKey: env.ARK_API_KEY, baseUrl: url(env, 'ARK_BASE_URL', 'https://ark.cn-beijing.volces.com/api/v3') };
+  if (bothOrNeither(env, 'OPENAI_COMPAT_BASE_URL', 'OPENAI_COMPAT_API_KEY')) {
+    const name = env.OPENAI_COMPAT_PROVIDER_NAME || 'openai';
+    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name) || name === 'local' || name === 'jimeng') {
+      throw new ConfigError(`OPENAI_COMPAT_PROVIDER_NAME must be a lowercase name other than local and jimeng, got "${name}"`);
+    }
+    providers.openaiCompatible = { name, baseUrl: url(env, 'OPENAI_COMPAT_BASE_URL', ''), apiKey: env.OPENAI_COMPAT_API_KEY as string };
+  }
+  const names = ['local', 'jimeng', ...(providers.openaiCompatible ? [providers.openaiCompatible.name] : [])];
+  for (const model of catalog) {
+    if (!names.includes(model.provider)) {
+      throw new ConfigError(`catalog model ${model.model} uses provider "${model.provider}", which is not configured (known: ${names.join(', ')})`);
+    }
+    if (model.provider === 'jimeng' && model.transport !== 'visual' && model.transport !== 'ark') {
+      throw new ConfigError(`catalog model ${model.model}: jimeng models need "transport": "visual" or "ark"`);
+    }
+  }
+  const timeoutMs = integer(env, 'PROVIDER_TIMEOUT_MS', 60_000, 100, 600_000);
+  for (const name of names) {
+    const prefix = `PROVIDER_${name.toUpperCase().replace(/-/g, '_')}_`;
+    providers.resilience[name] = {
+      timeoutMs: integer(env, `${prefix}TIMEOUT_MS`, timeoutMs, 100, 600_000),
+      maxAttempts: integer(env, `${prefix}MAX_ATTEMPTS`, 3, 1, 10),
+      retryBaseDelayMs: integer(env, `${prefix}RETRY_BASE_DELAY_MS`, 500, 1, 60_000),
+      maxConcurrent: integer(env, `${prefix}MAX_CONCURRENCY`, 16, 1, 10_000),
+      breakerThreshold: integer(env, `${prefix}BREAKER_THRESHOLD`, 5, 1, 1000),
+      breakerCooldownMs: integer(env, `${prefix}BREAKER_COOLDOWN_MS`, 30_000, 10, 3_600_000),
+    };
+  }
+  return providers;
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const databaseUrl = env.DATABASE_URL || './data/gateway.db';
@@ -112,6 +180,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
   }
+  const catalog = readCatalog(env);
   return {
     nodeEnv,
     host: env.HOST || '0.0.0.0',
@@ -121,8 +190,8 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     logLevel,
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
-    providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 60_000, 100, 600_000),
-    catalog: readCatalog(env),
+    catalog,
+    providers: readProviders(env, catalog),
     rateLimitStore: rateLimitStore(env, databaseUrl),
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX ?? 'cgw:',

@@ -23,9 +23,15 @@ const pgTypes = {
     oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
 };
 
-export function openDatabase(databaseUrl: string, options: { poolSize?: number } = {}): GatewayDatabase {
+export function openDatabase(
+  databaseUrl: string,
+  options: { poolSize?: number; onIdleError?: (error: Error) => void } = {},
+): GatewayDatabase {
   if (engineOf(databaseUrl) === 'postgres') {
     const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, types: pgTypes });
+    // An idle connection dropped by the server (restart, failover) is replaced on next use;
+    // without a listener pg would throw the error and end the process.
+    pool.on('error', options.onIdleError ?? (() => undefined));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, engine: 'postgres', close: () => db.destroy() };
   }

@@ -9,6 +9,7 @@ export type ErrorType = components['schemas']['Error']['error']['type'];
  */
 export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }> = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
+  content_policy_violation: { status: 400, type: 'invalid_request_error' },
   missing_api_key: { status: 401, type: 'authentication_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   key_disabled: { status: 401, type: 'authentication_error' },
@@ -22,9 +23,11 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  output_moderated: { status: 422, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   provider_error: { status: 502, type: 'provider_error' },
   provider_unavailable: { status: 503, type: 'provider_error' },
+  provider_busy: { status: 503, type: 'provider_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
 };

@@ -7,7 +7,6 @@ import { ApiError } from '../errors/api-error';
 import type { ApiKeyRow } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
-import type { ImageProvider } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
@@ -23,7 +22,6 @@ export interface GenerationDeps {
   catalog: ReadonlyMap<string, CatalogModel>;
   providers: ProviderRegistry;
   rateLimiter: RateLimiter;
-  providerTimeoutMs: number;
   logger: Logger;
 }
 
@@ -72,8 +70,7 @@ export class GenerationService {
     const reservation = await this.reserve(key, entry, n);
     const started = clock.now();
     try {
-      const images = await this.callProvider(
-        provider,
+      const images = await provider.generate(
         {
           prompt: input.prompt,
           negativePrompt: input.negative_prompt,
@@ -83,6 +80,7 @@ export class GenerationService {
           height,
           seed: input.seed,
           responseFormat: input.response_format ?? 'url',
+          transport: entry.transport,
         },
         signal,
       );
@@ -144,19 +142,6 @@ export class GenerationService {
       });
     }
     return { generationId, cost, periodStart, creditsRemaining: reserved.credits_quota - reserved.credits_used };
-  }
-
-  private async callProvider(provider: ImageProvider, request: Parameters<ImageProvider['generate']>[0], clientSignal: AbortSignal) {
-    const deadline = AbortSignal.timeout(this.deps.providerTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, deadline]);
-    try {
-      return await provider.generate(request, signal);
-    } catch (error) {
-      if (deadline.aborted) {
-        throw new ApiError('provider_timeout', `The provider did not answer within ${Math.round(this.deps.providerTimeoutMs / 1000)} s.`);
-      }
-      throw error;
-    }
   }
 
   private async release(key: ApiKeyRow, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {

@@ -1,12 +1,26 @@
 import type { GatewayConfig } from '../config/config';
+import type { Clock } from '../shared/clock';
+import { JimengProvider } from './jimeng/jimeng.provider';
 import { LocalProvider } from './local/local.provider';
+import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
+import type { ImageProvider } from './provider';
 import { ProviderRegistry } from './registry';
-import { UnavailableProvider } from './unavailable.provider';
+import { ResilientProvider } from './resilience/resilient-provider';
 
-/** Every provider the gateway knows, built from configuration. */
-export function createProviderRegistry(_config: GatewayConfig): ProviderRegistry {
-  return new ProviderRegistry([
+/** Every provider the gateway knows, built from configuration, each behind its resilience wrapper. */
+export function createProviderRegistry(config: GatewayConfig, clock: Clock): ProviderRegistry {
+  const { providers } = config;
+  const raw: ImageProvider[] = [
     new LocalProvider(process.env.LOCAL_PROVIDER_MODE === 'tiny' ? 'tiny' : 'render'),
-    new UnavailableProvider('jimeng', 'its adapter has not landed yet.'),
-  ]);
+    new JimengProvider({
+      visual: providers.volc && {
+        endpoint: providers.volc.endpoint,
+        credentials: { accessKeyId: providers.volc.accessKeyId, secretAccessKey: providers.volc.secretAccessKey },
+        pollIntervalMs: providers.volc.pollIntervalMs,
+      },
+      ark: providers.ark,
+    }),
+  ];
+  if (providers.openaiCompatible) raw.push(new OpenAiCompatibleProvider(providers.openaiCompatible.name, providers.openaiCompatible));
+  return new ProviderRegistry(raw.map((provider) => new ResilientProvider(provider, providers.resilience[provider.name]!, clock)));
 }

@@ -4,6 +4,8 @@ export interface ProviderRequest {
   negativePrompt?: string;
   /** The upstream's own model id (catalog `upstream_model`). */
   upstreamModel: string;
+  /** How the provider reaches this model (catalog `transport`), for providers with several. */
+  transport?: string;
   n: number;
   width: number;
   height: number;

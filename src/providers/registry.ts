@@ -1,14 +1,14 @@
-import type { ImageProvider } from './provider';
+import type { ResilientProvider } from './resilience/resilient-provider';
 
 /** Providers by name. The names are what keys list in `allowed_providers`. */
 export class ProviderRegistry {
-  private readonly providers = new Map<string, ImageProvider>();
+  private readonly providers = new Map<string, ResilientProvider>();
 
-  constructor(providers: ImageProvider[]) {
+  constructor(providers: ResilientProvider[]) {
     for (const provider of providers) this.providers.set(provider.name, provider);
   }
 
-  get(name: string): ImageProvider | undefined {
+  get(name: string): ResilientProvider | undefined {
     return this.providers.get(name);
   }
 

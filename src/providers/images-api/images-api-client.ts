@@ -1,0 +1,75 @@
+import type { ProviderImage, ProviderRequest } from '../provider';
+import { postJson, upstream, type UpstreamError } from '../upstream-errors';
+
+/**
+ * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
+ * Volcengine Ark (Seedream) and many self-hosted servers. Differences are options.
+ */
+export interface ImagesApiOptions {
+  provider: string;
+  baseUrl: string;
+  apiKey: string;
+  /** Fields the upstream needs besides the OpenAI ones (Ark: watermark, sequential_image_generation). */
+  extraBody?: Record<string, unknown>;
+  /** Ark makes one image per call; OpenAI takes `n`. */
+  oneImagePerCall: boolean;
+}
+
+interface ImagesAnswer {
+  data?: Array<{ url?: string; b64_json?: string; size?: string }>;
+  error?: { code?: string | null; message?: string; type?: string };
+}
+
+const CONTENT_CODES = new Set(['InputTextSensitiveContentDetected', 'InputImageSensitiveContentDetected', 'content_policy_violation', 'moderation_blocked']);
+const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected']);
+
+function imagesApiError(provider: string, status: number, answer: ImagesAnswer): UpstreamError {
+  const code = answer.error?.code ?? '';
+  const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
+  if (CONTENT_CODES.has(code)) return upstream.contentRefused(provider, detail);
+  if (OUTPUT_CODES.has(code)) return upstream.outputModerated(provider, detail);
+  if (status === 429 || code === 'ServerOverloaded' || status === 503) return upstream.busy(provider, detail);
+  return upstream.failed(provider, detail);
+}
+
+export class ImagesApiClient {
+  constructor(private readonly options: ImagesApiOptions) {}
+
+  async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
+    const calls = this.options.oneImagePerCall ? request.n : 1;
+    const results = await Promise.all(Array.from({ length: calls }, (_, index) => this.call(request, index, this.options.oneImagePerCall ? 1 : request.n, signal)));
+    return results.flat();
+  }
+
+  private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
+    const { provider, baseUrl, apiKey, extraBody } = this.options;
+    const { status, json } = await postJson(
+      provider,
+      `${baseUrl.replace(/\/$/, '')}/images/generations`,
+      {
+        model: request.upstreamModel,
+        prompt: request.prompt,
+        size: `${request.width}x${request.height}`,
+        response_format: request.responseFormat,
+        ...(n > 1 ? { n } : {}),
+        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
+        ...extraBody,
+      },
+      { Authorization: `Bearer ${apiKey}` },
+      signal,
+    );
+    const answer = (json ?? {}) as ImagesAnswer;
+    if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer);
+    if (!Array.isArray(answer.data) || answer.data.length === 0) throw upstream.failed(provider, 'the answer has no images');
+    return answer.data.map((item) => {
+      const [width, height] = (item.size ?? `${request.width}x${request.height}`).split('x').map(Number);
+      const image = { width: width || request.width, height: height || request.height };
+      if (request.responseFormat === 'b64_json') {
+        if (!item.b64_json) throw upstream.failed(provider, 'an image has no b64_json');
+        return { b64Json: item.b64_json, ...image };
+      }
+      if (!item.url) throw upstream.failed(provider, 'an image has no url');
+      return { url: item.url, ...image };
+    });
+  }
+}

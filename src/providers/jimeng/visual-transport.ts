@@ -1,0 +1,97 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProviderImage, ProviderRequest } from '../provider';
+import { postJson, upstream, UpstreamError } from '../upstream-errors';
+import { signVolcRequest, type VolcCredentials } from './volc-signer';
+
+/** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
+export interface VisualTransportOptions {
+  endpoint: string;
+  credentials: VolcCredentials;
+  pollIntervalMs: number;
+}
+
+const VERSION = '2022-08-31';
+const PROVIDER = 'jimeng';
+
+interface VisualAnswer {
+  code?: number;
+  message?: string;
+  data?: { task_id?: string; status?: string; image_urls?: string[] | null; binary_data_base64?: string[] | null } | null;
+  ResponseMetadata?: { Error?: { Code?: string; Message?: string } };
+}
+
+/** Our error for a visual API answer that is not a success. */
+function visualError(answer: VisualAnswer, httpStatus: number): UpstreamError {
+  const signatureError = answer.ResponseMetadata?.Error;
+  if (signatureError) return upstream.failed(PROVIDER, `the visual API refused the request (${signatureError.Code}: ${signatureError.Message})`);
+  const code = answer.code;
+  const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
+  if (code === 50411 || code === 50412 || code === 50413) return upstream.contentRefused(PROVIDER, detail);
+  if (code === 50511 || code === 50512 || code === 50519) return upstream.outputModerated(PROVIDER, detail);
+  if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail);
+  return upstream.failed(PROVIDER, detail);
+}
+
+export class VisualTransport {
+  constructor(private readonly options: VisualTransportOptions) {}
+
+  private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
+    const url = new URL(this.options.endpoint);
+    const query = { Action: action, Version: VERSION };
+    const text = JSON.stringify(body);
+    const headers = signVolcRequest(
+      { method: 'POST', host: url.host, path: url.pathname || '/', query, body: text, contentType: 'application/json' },
+      this.options.credentials,
+    );
+    const target = new URL(url.toString());
+    target.search = new URLSearchParams(query).toString();
+    const { status, json } = await postJson(PROVIDER, target.toString(), text, headers, signal);
+    const answer = (json ?? {}) as VisualAnswer;
+    if (answer.code !== 10000) throw visualError(answer, status);
+    return answer;
+  }
+
+  /** One image per task (force_single), tasks for several images run side by side. */
+  async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
+    const tasks = Array.from({ length: request.n }, (_, index) => this.generateOne(request, index, signal));
+    return (await Promise.all(tasks)).flat();
+  }
+
+  private async generateOne(request: ProviderRequest, index: number, signal: AbortSignal): Promise<ProviderImage[]> {
+    const reqKey = request.upstreamModel;
+    const submitted = await this.call(
+      'CVSync2AsyncSubmitTask',
+      {
+        req_key: reqKey,
+        prompt: request.prompt,
+        width: request.width,
+        height: request.height,
+        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
+        force_single: true,
+      },
+      signal,
+    );
+    const taskId = submitted.data?.task_id;
+    if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
+    const reqJson = JSON.stringify({ return_url: request.responseFormat === 'url' });
+    for (;;) {
+      const answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);
+      const status = answer.data?.status;
+      if (status === 'done') return this.images(answer, request);
+      if (status !== 'in_queue' && status !== 'generating') throw upstream.failed(PROVIDER, `task ${taskId} ended as ${status ?? 'unknown'}`);
+      await sleep(this.options.pollIntervalMs, undefined, { signal });
+    }
+  }
+
+  private images(answer: VisualAnswer, request: ProviderRequest): ProviderImage[] {
+    const size = { width: request.width, height: request.height };
+    if (request.responseFormat === 'url') {
+      const urls = answer.data?.image_urls ?? [];
+      if (urls.length === 0) throw upstream.failed(PROVIDER, 'the finished task has no image_urls');
+      return urls.map((url) => ({ url, ...size }));
+    }
+    const blobs = answer.data?.binary_data_base64 ?? [];
+    if (blobs.length === 0) throw upstream.failed(PROVIDER, 'the finished task has no binary_data_base64');
+    return blobs.map((b64Json) => ({ b64Json, ...size }));
+  }
+}

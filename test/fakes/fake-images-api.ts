@@ -1,0 +1,64 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
+
+/**
+ * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
+ * per call, size echoed) or OpenAI (`'openai'`, honours n, revised_prompt). Checks the Bearer key.
+ * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
+ * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [empty] no images.
+ */
+export interface FakeImagesApi {
+  url: string;
+  requests: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
+  const requests: Array<Record<string, unknown>> = [];
+  const busyCounts = new Map<string, number>();
+  const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
+    sendJson(res, status, { error: { code, message, param: status === 400 ? 'prompt' : null, type: status === 400 ? 'BadRequest' : 'ServerError' } });
+
+  const server = http.createServer(async (req, res) => {
+    const raw = await readBody(req);
+    if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
+    if (req.headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    requests.push(body);
+    const prompt = String(body.prompt ?? '');
+    const slow = token(prompt, 'slow');
+    if (slow) await delay(Number(slow));
+    if (token(prompt, 'garbage') !== undefined) {
+      res.writeHead(502, { 'Content-Type': 'text/html' });
+      return res.end('<html>bad gateway</html>');
+    }
+    const failure = token(prompt, 'error');
+    if (failure) {
+      const [code, status] = failure.split(':');
+      return error(res, Number(status ?? 400), code ?? 'BadRequest', `fake ${code}`);
+    }
+    const busy = Number(token(prompt, 'busy') ?? 0);
+    const seen = busyCounts.get(prompt) ?? 0;
+    if (seen < busy) {
+      busyCounts.set(prompt, seen + 1);
+      return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
+    }
+    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
+    const size = String(body.size ?? '1024x1024');
+    const data = Array.from({ length: count }, (_, i) => ({
+      ...(body.response_format === 'b64_json' ? { b64_json: TINY_PNG_B64 } : { url: `https://fake-images.invalid/${Date.now()}-${i}.png` }),
+      ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),
+    }));
+    sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: count, output_tokens: 16384 * count, total_tokens: 16384 * count } });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,139 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expectedVolcSignature } from './volc-signature';
+import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
+
+/**
+ * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
+ * signature verification and the real answer shapes. Behaviour per prompt token:
+ * [code:N] submit fails with code N; [post-code:N] the result fails with N; [busy:K] the first K
+ * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
+ * not_found; [garbage] a non-JSON body; [slow:MS] answers late.
+ */
+export interface FakeVisual {
+  url: string;
+  requests: Array<{ action: string; body: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+const BUSY_CODES = new Set([50429, 50430]);
+const MESSAGES: Record<number, string> = {
+  50411: 'Pre Img Risk Not Pass',
+  50412: 'Text Risk Not Pass',
+  50413: 'Post Text Risk Not Pass',
+  50429: 'Request Has Reached API Limit, Please Try Later',
+  50430: 'Request Has Reached API Concurrent Limit, Please Try Later',
+  50500: 'Internal Error',
+  50501: 'Internal RPC Error',
+  50511: 'Post Img Risk Not Pass',
+  50512: 'Post Img Risk Not Pass',
+  50519: 'Post Img Risk Not Pass',
+};
+
+export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0): Promise<FakeVisual> {
+  const requests: FakeVisual['requests'] = [];
+  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number }>();
+  const busyCounts = new Map<string, number>();
+  let nextTask = 1;
+
+  const metadataError = (res: http.ServerResponse, action: string, code: string, message: string) =>
+    sendJson(res, 401, {
+      ResponseMetadata: { RequestId: `fake-${Date.now()}`, Action: action, Version: '2022-08-31', Service: 'cv', Region: 'cn-north-1', Error: { CodeN: 100010, Code: code, Message: message } },
+    });
+  const failure = (res: http.ServerResponse, code: number) =>
+    sendJson(res, BUSY_CODES.has(code) ? 429 : code >= 50500 && code < 50510 ? 500 : 200, {
+      code,
+      data: null,
+      message: MESSAGES[code] ?? 'Error',
+      request_id: `fake-${Date.now()}`,
+      status: code,
+      time_elapsed: '1ms',
+    });
+
+  const server = http.createServer(async (req, res) => {
+    const raw = await readBody(req);
+    const target = new URL(req.url ?? '/', 'http://fake');
+    const action = target.searchParams.get('Action') ?? '';
+    const auth = /^HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(req.headers.authorization ?? '');
+    if (!auth) return metadataError(res, action, 'MissingAuthenticationToken', 'missing or malformed Authorization');
+    const [, accessKeyId, , region, service, signedHeaders, signature] = auth;
+    if (accessKeyId !== credentials.accessKeyId) return metadataError(res, action, 'InvalidAccessKey', 'unknown access key');
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) headers[name] = String(value);
+    if (headers['x-content-sha256'] === undefined || !signedHeaders!.split(';').includes('x-date')) {
+      return metadataError(res, action, 'SignatureDoesNotMatch', 'X-Date and X-Content-Sha256 must be signed');
+    }
+    const expected = expectedVolcSignature({
+      secretAccessKey: credentials.secretAccessKey,
+      method: req.method ?? 'POST',
+      path: target.pathname,
+      query: target.search.slice(1),
+      headers,
+      signedHeaders: signedHeaders!.split(';'),
+      body: raw,
+      xDate: headers['x-date'] ?? '',
+      region: region!,
+      service: service!,
+    });
+    if (expected !== signature) return metadataError(res, action, 'SignatureDoesNotMatch', 'The request signature we calculated does not match');
+
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    requests.push({ action, body });
+    if (action === 'CVSync2AsyncSubmitTask') {
+      const prompt = String(body.prompt ?? '');
+      const slow = token(prompt, 'slow');
+      if (slow) await delay(Number(slow));
+      if (token(prompt, 'garbage') !== undefined) {
+        res.writeHead(200, { 'Content-Type': 'text/html' });
+        return res.end('<html>upstream exploded</html>');
+      }
+      const code = token(prompt, 'code');
+      if (code) return failure(res, Number(code));
+      const busy = Number(token(prompt, 'busy') ?? 0);
+      const seen = busyCounts.get(prompt) ?? 0;
+      if (seen < busy) {
+        busyCounts.set(prompt, seen + 1);
+        return failure(res, 50429);
+      }
+      const taskId = `task-${nextTask++}`;
+      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height) });
+      return sendJson(res, 200, { code: 10000, data: { task_id: taskId }, message: 'Success', request_id: `fake-${taskId}`, status: 10000, time_elapsed: '5ms' });
+    }
+    if (action === 'CVSync2AsyncGetResult') {
+      const task = tasks.get(String(body.task_id));
+      if (!task || token(task.prompt, 'lost') !== undefined) {
+        return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
+      }
+      const postCode = token(task.prompt, 'post-code');
+      if (postCode) return failure(res, Number(postCode));
+      task.polls += 1;
+      const pending = Number(token(task.prompt, 'pending') ?? 1);
+      if (task.polls <= pending) {
+        return sendJson(res, 200, { code: 10000, data: { status: task.polls === 1 ? 'in_queue' : 'generating', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
+      }
+      const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
+      return sendJson(res, 200, {
+        code: 10000,
+        data: {
+          status: 'done',
+          image_urls: returnUrl ? [`https://fake-visual.invalid/${String(body.task_id)}.png`] : null,
+          binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
+        },
+        message: 'Success',
+        request_id: 'fake',
+        status: 10000,
+        time_elapsed: '800ms',
+      });
+    }
+    return sendJson(res, 404, { ResponseMetadata: { Error: { Code: 'InvalidActionOrVersion', Message: `unknown action ${action}` } } });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,134 @@
+import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
+import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+
+const credentials = { accessKeyId: 'AKtest', secretAccessKey: 'secret-for-tests' };
+
+describe('jimeng through the Volcengine visual API (fake upstream)', () => {
+  let fake: FakeVisual;
+  let t: TestGateway;
+  let key: string;
+  let keyId: string;
+
+  beforeAll(async () => {
+    fake = await startFakeVisual(credentials);
+    t = await startTestGateway({
+      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
+      VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      VOLC_VISUAL_ENDPOINT: fake.url,
+      VOLC_POLL_INTERVAL_MS: '5',
+      PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
+      PROVIDER_JIMENG_TIMEOUT_MS: '1500',
+      PROVIDER_JIMENG_BREAKER_THRESHOLD: '1000',
+    });
+    ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+  });
+
+  const generate = (prompt: string, extra: Record<string, unknown> = {}) =>
+    t.api.client(key, { prompt, model: 'jimeng-4.0', size: '1024x1024', ...extra });
+  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+
+  it('submits a signed task, polls until done and returns URLs', async () => {
+    const before = fake.requests.length;
+    const res = await generate('a red fox [pending:3]', { seed: 11 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ model: 'jimeng-4.0', provider: 'jimeng', usage: { images: 1, credits_charged: 3 } });
+    expect(res.body.data[0]).toMatchObject({ url: expect.stringMatching(/^https:\/\/fake-visual\.invalid\//), width: 1024, height: 1024 });
+    const calls = fake.requests.slice(before);
+    expect(calls[0]).toEqual({
+      action: 'CVSync2AsyncSubmitTask',
+      body: { req_key: 'jimeng_t2i_v40', prompt: 'a red fox [pending:3]', width: 1024, height: 1024, seed: 11, force_single: true },
+    });
+    expect(calls.filter((c) => c.action === 'CVSync2AsyncGetResult')).toHaveLength(4);
+    expect(calls[1]!.body).toMatchObject({ req_key: 'jimeng_t2i_v40', req_json: '{"return_url":true}' });
+  });
+
+  it('returns b64_json when asked, and one task per image', async () => {
+    const res = await generate('two owls', { n: 2, response_format: 'b64_json', model: 'jimeng-3.1' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(2);
+    expect(res.body.data[0].b64_json).toMatch(/^iVBOR/);
+    expect(res.body.usage.credits_charged).toBe(4);
+  });
+
+  it.each([
+    [50411, 400, 'content_policy_violation'],
+    [50412, 400, 'content_policy_violation'],
+    [50413, 400, 'content_policy_violation'],
+    [50500, 502, 'provider_error'],
+    [50501, 502, 'provider_error'],
+  ])('submit code %i -> %i %s, credits released', async (code, status, errorCode) => {
+    const before = await creditsUsed();
+    const res = await generate(`a scene [code:${code}]`);
+    expect(res.status).toBe(status);
+    expect(res.body.error.code).toBe(errorCode);
+    expect(await creditsUsed()).toBe(before);
+  });
+
+  it.each([50511, 50512, 50519])('result code %i -> 422 output_moderated, credits released', async (code) => {
+    const before = await creditsUsed();
+    const res = await generate(`a scene [post-code:${code}]`);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('output_moderated');
+    expect(await creditsUsed()).toBe(before);
+  });
+
+  it('retries 50429 with backoff and succeeds when the upstream recovers', async () => {
+    const res = await generate('busy twice [busy:2]');
+    expect(res.status).toBe(200);
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'busy twice [busy:2]')).toHaveLength(3);
+  });
+
+  it('gives up on a busy upstream after bounded retries: 503 provider_busy with Retry-After, refunded', async () => {
+    const before = await creditsUsed();
+    const res = await generate('always busy [code:50430]');
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('provider_busy');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(fake.requests.filter((r) => r.body.prompt === 'always busy [code:50430]')).toHaveLength(3);
+    expect(await creditsUsed()).toBe(before);
+  });
+
+  it('502 provider_error for a garbage body and for a lost task', async () => {
+    for (const prompt of ['x [garbage]', 'x [lost]']) {
+      const res = await generate(prompt);
+      expect(res.status).toBe(502);
+      expect(res.body.error.code).toBe('provider_error');
+    }
+  });
+
+  it('504 provider_timeout past the deadline, refunded', async () => {
+    const before = await creditsUsed();
+    const res = await generate('slow one [slow:3000]');
+    expect(res.status).toBe(504);
+    expect(res.body.error.code).toBe('provider_timeout');
+    expect(await creditsUsed()).toBe(before);
+    const row = await t.gateway.database.db.selectFrom('generations').select(['status', 'error_code']).where('key_id', '=', keyId).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'failed', error_code: 'provider_timeout' });
+  });
+
+  it('a wrong secret is refused by the upstream (SignatureDoesNotMatch) -> 502', async () => {
+    const other = await startTestGateway({
+      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
+      VOLC_SECRET_ACCESS_KEY: 'not-the-secret',
+      VOLC_VISUAL_ENDPOINT: fake.url,
+    });
+    try {
+      const { key: otherKey } = await other.createKey({ allowed_providers: ['jimeng'] });
+      const res = await other.api.client(otherKey, { prompt: 'a cat', model: 'jimeng-4.0' });
+      expect(res.status).toBe(502);
+      expect(res.body.error.message).toContain('SignatureDoesNotMatch');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('503 provider_unavailable naming the variables when Ark is not configured', async () => {
+    const res = await generate('needs ark', { model: 'jimeng-4.5' });
+    expect(res.status).toBe(503);
+    expect(res.body.error.message).toContain('ARK_API_KEY');
+  });
+});
