@@ -13,6 +13,7 @@ import { openApiValidator } from './http/openapi-validator';
 import { requestId } from './http/request-id';
 import { requestLogger } from './http/request-logger';
 import { securityHeaders } from './http/security-headers';
+import { idempotency } from './idempotency/idempotency.middleware';
 import { adminKeysRouter } from './keys/routes';
 import type { KeysService } from './keys/keys.service';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
@@ -51,6 +52,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
+  app.use(idempotency(deps));
   app.use(docsPageRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
   app.get('/openapi.json', (_req, res) => {
     res.json(deps.document);

@@ -9,6 +9,7 @@ import { GenerationService } from './generation/generation.service';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { KeysService } from './keys/keys.service';
 import { createLogger } from './logger';
+import { startSweeper } from './maintenance/sweeper';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
 import { type Clock, systemClock } from './shared/clock';
@@ -37,6 +38,18 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   await migrateToLatest(database.db as never);
 
   const providers = createProviderRegistry(config, clock);
+  const longestDeadlineMs = Math.max(...Object.values(config.providers.resilience).map((r) => r.timeoutMs));
+  // Pending longer than its provider's deadline (+ grace) means the process handling it died.
+  const staleAfterMs = Object.fromEntries(
+    Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
+  );
+  const stopSweeper = await startSweeper({
+    db: database.db,
+    clock,
+    staleAfterMs,
+    intervalMs: 60_000,
+    logger,
+  });
   const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const app = createGatewayApp({
@@ -60,8 +73,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   });
 
   const server = http.createServer(app);
+  let shuttingDown = false;
+  // While draining, answers close their connection so clients move to another replica.
+  server.on('request', (_req, res: http.ServerResponse) => {
+    if (shuttingDown) res.setHeader('Connection', 'close');
+  });
   server.headersTimeout = 15_000;
-  server.requestTimeout = Math.max(...Object.values(config.providers.resilience).map((r) => r.timeoutMs)) + 30_000;
+  server.requestTimeout = longestDeadlineMs + 30_000;
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -78,10 +96,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     logger,
     close() {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        // Graceful: stop accepting, let in-flight requests finish (up to the deadline), then
+        // cut what is left, stop background work and close the stores.
+        shuttingDown = true;
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+        await drained;
+        clearTimeout(deadline);
+        await stopSweeper();
         await rateLimiter.close();
         await database.close();
       })();

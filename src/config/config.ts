@@ -33,6 +33,10 @@ export interface GatewayConfig {
   /** PostgreSQL connections per process. */
   dbPoolSize: number;
   providers: ProvidersConfig;
+  /** How long SIGTERM waits for in-flight requests before cutting them. */
+  shutdownTimeoutMs: number;
+  /** Extra wait beyond the slowest provider deadline before a pending generation counts as abandoned. */
+  sweepGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -196,5 +200,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX ?? 'cgw:',
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
+    sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
   };
 }

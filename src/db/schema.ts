@@ -45,7 +45,24 @@ export interface RateLimitHitsTable {
   at: number;
 }
 
+/** Stored first responses for Idempotency-Key retries (Stripe semantics), per caller scope. */
+export interface IdempotencyKeysTable {
+  /** `key:<key id>` for clients, `admin` for the admin secret. */
+  scope: string;
+  idempotency_key: string;
+  /** SHA-256 over method, path and body: a retry must send the same request. */
+  request_hash: string;
+  /** 'running' | 'done' */
+  state: string;
+  response_status: number | null;
+  response_body: string | null;
+  /** Location header of the first response, if any. */
+  response_location: string | null;
+  created_at: number;
+}
+
 export interface Database {
+  idempotency_keys: IdempotencyKeysTable;
   rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;
   generations: GenerationsTable;

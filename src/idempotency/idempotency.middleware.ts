@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import type { RequestHandler, Response } from 'express';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import type { Clock } from '../shared/clock';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyRecord,
+  deleteIdempotencyRecord,
+  findIdempotencyRecord,
+} from './idempotency.repository';
+import { openResponse, sealResponse } from './response-sealing';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+/** The operations that honour Idempotency-Key (all create something or spend credits). */
+const IDEMPOTENT_ROUTES = new Set(['POST /images/generate', 'POST /v1/images/generations', 'POST /admin/keys']);
+
+/** Outcomes worth replaying. 429 and 5xx are not kept: a retry should run again (nothing was charged). */
+function keepable(status: number): boolean {
+  return status < 500 && status !== 429 && status !== 409;
+}
+
+function scopeOf(res: Response): string {
+  return res.locals.apiKey ? `key:${res.locals.apiKey.id}` : 'admin';
+}
+
+/**
+ * Stripe-style Idempotency-Key, scoped to the caller: the first response is stored (before it
+ * is sent) and replayed for a retry with the same body; another body is 422, and a retry while the
+ * first is still running is 409. Runs after validation, so an invalid request stores nothing.
+ */
+export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: Logger; adminSecret: string }): RequestHandler {
+  return async (req, res, next) => {
+    const key = req.get('idempotency-key');
+    if (key === undefined || !IDEMPOTENT_ROUTES.has(`${req.method} ${req.path}`)) {
+      next();
+      return;
+    }
+    const scope = scopeOf(res);
+    const now = deps.clock.now();
+    const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`).digest('hex');
+
+    let claimed = await claimIdempotencyKey(deps.db, { scope, idempotency_key: key, request_hash: requestHash, created_at: now });
+    if (!claimed) {
+      const existing = await findIdempotencyRecord(deps.db, scope, key);
+      if (existing && existing.created_at < now - IDEMPOTENCY_TTL_MS) {
+        // Expired: the key may be used afresh.
+        await deleteIdempotencyRecord(deps.db, scope, key);
+        claimed = await claimIdempotencyKey(deps.db, { scope, idempotency_key: key, request_hash: requestHash, created_at: now });
+      }
+      if (!claimed) {
+        const record = existing ?? (await findIdempotencyRecord(deps.db, scope, key));
+        if (!record) throw new ApiError('idempotency_key_in_use', 'This Idempotency-Key is being processed; retry shortly.');
+        if (record.request_hash !== requestHash) {
+          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key.', {
+            param: 'Idempotency-Key',
+          });
+        }
+        if (record.state !== 'done') {
+          throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry shortly.');
+        }
+        res.setHeader('Idempotent-Replayed', 'true');
+        if (record.response_location) res.setHeader('Location', record.response_location);
+        res
+          .status(record.response_status as number)
+          .type('application/json')
+          .send(openResponse(record.response_body as string, deps.adminSecret, scope, key));
+        return;
+      }
+    }
+
+    const send = res.json.bind(res);
+    let stored = false;
+    res.json = ((body: unknown) => {
+      if (stored) return send(body);
+      stored = true;
+      const status = res.statusCode;
+      const text = sealResponse(JSON.stringify(body), deps.adminSecret, scope, key);
+      const location = res.getHeader('location');
+      const persist = keepable(status)
+        ? completeIdempotencyRecord(deps.db, scope, key, { status, body: text, location: typeof location === 'string' ? location : null })
+        : deleteIdempotencyRecord(deps.db, scope, key);
+      persist.then(
+        () => send(body),
+        (error: unknown) => {
+          deps.logger.error({ err: error, request_id: res.locals.requestId }, 'could not store the idempotent response');
+          send(body);
+        },
+      );
+      return res;
+    }) as typeof res.json;
+    next();
+  };
+}

@@ -1,0 +1,73 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/schema';
+import { failPendingGeneration, findStalePendingGenerations } from '../generation/generations.repository';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
+import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
+import { releaseCredits } from '../keys/keys.repository';
+import type { Clock } from '../shared/clock';
+
+export interface SweepResult {
+  abandoned: number;
+  idempotencyPruned: number;
+}
+
+/**
+ * Crash safety. A generation still pending after every provider deadline (plus grace) belongs to a
+ * process that died: its credits go back and it is marked failed/abandoned. Old idempotency records,
+ * and 'running' ones of dead processes, are dropped. Safe with several replicas: each row is
+ * claimed by one conditional UPDATE before its credits are released.
+ */
+export interface SweepDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  /** Per provider: its deadline plus grace. A pending generation older than that was abandoned. */
+  staleAfterMs: Record<string, number>;
+}
+
+export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
+  const now = deps.clock.now();
+  let abandoned = 0;
+  for (const [provider, staleAfterMs] of Object.entries(deps.staleAfterMs)) {
+    for (;;) {
+      const stale = await findStalePendingGenerations(deps.db, provider, now - staleAfterMs, 500);
+      for (const generation of stale) {
+        const released = await deps.db.transaction().execute(async (trx) => {
+          if (!(await failPendingGeneration(trx, generation.id, 'abandoned', now))) return false;
+          await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
+          return true;
+        });
+        if (released) abandoned += 1;
+      }
+      if (stale.length < 500) break;
+    }
+  }
+  // A 'running' idempotency record outlives any request only when its process died.
+  const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
+  const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
+  return { abandoned, idempotencyPruned };
+}
+
+/** Runs the sweep now and then every `intervalMs` until stopped. */
+export async function startSweeper(deps: SweepDeps & { intervalMs: number; logger: Logger }): Promise<() => Promise<void>> {
+  const run = async () => {
+    try {
+      const result = await sweepOnce(deps);
+      if (result.abandoned > 0 || result.idempotencyPruned > 0) deps.logger.info(result, 'sweep released abandoned work');
+    } catch (error) {
+      deps.logger.error({ err: error }, 'sweep failed');
+    }
+  };
+  await run();
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= run().finally(() => {
+      running = undefined;
+    });
+  }, deps.intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}

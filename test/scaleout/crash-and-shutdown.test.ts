@@ -1,0 +1,92 @@
+import SQLite from 'better-sqlite3';
+import request from 'supertest';
+import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { startGatewayProcess } from '../helpers/gateway-process';
+import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
+import { ADMIN_SECRET, ApiClient } from '../helpers/test-gateway';
+
+const until = async (check: () => boolean, timeoutMs = 5000) => {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error('condition not reached');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+};
+
+describe('a real gateway process: crash safety and graceful shutdown', () => {
+  let ark: FakeImagesApi;
+  let database: ThrowawayDatabase;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    ark = await startFakeImagesApi({ apiKey: 'k', flavour: 'ark' });
+    database = await createThrowawayDatabase('sqlite');
+    env = {
+      DATABASE_URL: database.url,
+      ARK_API_KEY: 'k',
+      ARK_BASE_URL: ark.url,
+      // Every provider's deadline is 1 s, so anything pending for longer was abandoned.
+      PROVIDER_TIMEOUT_MS: '1000',
+      SWEEP_GRACE_MS: '0',
+    };
+  });
+  afterAll(async () => {
+    await ark.close();
+    await database.drop();
+  });
+
+  it('SIGKILL mid-request leaks no reservation: the restarted gateway releases it and marks it abandoned', async () => {
+    const first = await startGatewayProcess(env);
+    const api = new ApiClient(first.url);
+    const created = await api.admin('post', '/admin/keys', {
+      name: 'crash', owner: 'crash@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
+    });
+    const inFlight = request(first.url)
+      .post('/images/generate')
+      .set('Authorization', `Bearer ${created.body.key}`)
+      .set('Idempotency-Key', 'crash-1')
+      .send({ prompt: 'never finishes [slow:20000]', model: 'jimeng-4.5' })
+      .then(() => 'answered', () => 'connection lost');
+    const observer = new SQLite(database.url, { readonly: true });
+    const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status = 'pending'").get() as { n: number };
+    await until(() => pending().n === 1);
+    expect((observer.prepare('SELECT credits_used FROM api_keys').get() as { credits_used: number }).credits_used).toBe(4);
+
+    await first.stop('SIGKILL');
+    expect(await inFlight).toBe('connection lost');
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // past the provider deadline
+
+    const second = await startGatewayProcess(env);
+    try {
+      const row = observer.prepare('SELECT status, error_code FROM generations').get();
+      expect(row).toEqual({ status: 'failed', error_code: 'abandoned' });
+      const key = await new ApiClient(second.url).admin('get', `/admin/keys/${created.body.id}`);
+      expect(key.body.credits_used).toBe(0);
+      // The idempotency record of the dead request is gone too, so a retry runs.
+      expect((observer.prepare('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number }).n).toBe(0);
+    } finally {
+      observer.close();
+      await second.stop();
+    }
+  });
+
+  it('SIGTERM finishes in-flight requests, refuses new connections and exits 0', async () => {
+    const gateway = await startGatewayProcess(env);
+    const api = new ApiClient(gateway.url);
+    const created = await api.admin('post', '/admin/keys', {
+      name: 'drain', owner: 'drain@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
+    });
+    const slow = request(gateway.url)
+      .post('/images/generate')
+      .set('Authorization', `Bearer ${created.body.key}`)
+      .send({ prompt: 'takes a moment [slow:500]', model: 'jimeng-4.5' });
+    const answered = slow.then((res) => res);
+    await until(() => ark.requests.some((r) => r.prompt === 'takes a moment [slow:500]'));
+    const exit = gateway.stop('SIGTERM');
+    const res = await answered;
+    expect(res.status).toBe(200);
+    expect(res.headers.connection).toBe('close');
+    expect(await exit).toBe(0);
+    await expect(request(gateway.url).get('/openapi.json').set('Authorization', `Bearer ${ADMIN_SECRET}`)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
