@@ -42,6 +42,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('case sensitive routing', true);
   app.use(requestId, securityHeaders, requestLogger(deps.logger));
 
 

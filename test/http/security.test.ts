@@ -1,6 +1,8 @@
+import crypto from 'node:crypto';
+import { secretsEqual } from '../../src/auth/admin-auth';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 
-describe('secrets never leak', () => {
+describe('security', () => {
   let t: TestGateway;
   beforeAll(async () => {
     t = await startTestGateway({ LOG_LEVEL: 'trace' });
@@ -39,5 +41,24 @@ describe('secrets never leak', () => {
     } finally {
       await t.gateway.database.db.schema.alterTable('generations_moved').renameTo('generations').execute();
     }
+  });
+
+  it('compares the admin secret in constant time, whatever the length of the guess', async () => {
+    const spy = jest.spyOn(crypto, 'timingSafeEqual');
+    try {
+      for (const guess of ['x', ADMIN_SECRET.slice(0, -1), `${ADMIN_SECRET}-longer`]) {
+        spy.mockClear();
+        const res = await t.api.send('get', '/admin/keys', { headers: { Authorization: `Bearer ${guess}` } });
+        expect(res.status).toBe(401);
+        // Equal-length digests are compared, so the comparison cannot end early or leak the length.
+        expect(spy).toHaveBeenCalledTimes(1);
+        const [a, b] = spy.mock.calls[0] as [Buffer, Buffer];
+        expect([a.length, b.length]).toEqual([32, 32]);
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    expect(secretsEqual('same', 'same')).toBe(true);
+    expect(secretsEqual('same', 'Same')).toBe(false);
   });
 });
