@@ -6,17 +6,21 @@ import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
  * per call, size echoed) or OpenAI (`'openai'`, honours n, revised_prompt). Checks the Bearer key.
  * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
- * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [empty] no images.
+ * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
+ * [empty] no images.
  */
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
+  /** Answers every request that carries [hold] and is still waiting. */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
   const busyCounts = new Map<string, number>();
+  let held: Array<() => void> = [];
   const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(res, status, { error: { code, message, param: status === 400 ? 'prompt' : null, type: status === 400 ? 'BadRequest' : 'ServerError' } });
 
@@ -29,6 +33,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const prompt = String(body.prompt ?? '');
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
+    if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
     if (token(prompt, 'garbage') !== undefined) {
       res.writeHead(502, { 'Content-Type': 'text/html' });
       return res.end('<html>bad gateway</html>');
@@ -56,6 +61,10 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    releaseHeld() {
+      for (const release of held) release();
+      held = [];
+    },
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

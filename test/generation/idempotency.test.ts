@@ -39,12 +39,13 @@ describe('Idempotency-Key', () => {
 
   it('a retry while the first is still running is 409 idempotency_key_in_use', async () => {
     const { key } = await t.createKey({ allowed_providers: ['jimeng'] });
-    const body = { prompt: 'slow [slow:400]', model: 'jimeng-4.5' };
+    const body = { prompt: 'held until released [hold]', model: 'jimeng-4.5' };
     const first = generate(key, 'order-3', body);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    while (!ark.requests.some((r) => r.prompt === body.prompt)) await new Promise((resolve) => setTimeout(resolve, 10));
     const second = await generate(key, 'order-3', body);
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('idempotency_key_in_use');
+    ark.releaseHeld();
     expect((await first).status).toBe(200);
     expect((await generate(key, 'order-3', body)).headers['idempotent-replayed']).toBe('true');
   });

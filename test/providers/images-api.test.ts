@@ -22,7 +22,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
         { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'black-forest-labs/flux-dev', credits_per_image: 2, default_size: '1024x1024' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
-      PROVIDER_JIMENG_TIMEOUT_MS: '1000',
+      PROVIDER_JIMENG_TIMEOUT_MS: '2000',
       PROVIDER_SELFHOSTED_RETRY_BASE_DELAY_MS: '5',
     });
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng', 'selfhosted'], credits_quota: 100000 }));
@@ -83,7 +83,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   it('garbage, empty and slow answers map to 502, 502 and 504', async () => {
     expect((await t.api.client(key, { prompt: 'x [garbage]', model: 'jimeng-4.5' })).status).toBe(502);
     expect((await t.api.client(key, { prompt: 'x [empty]', model: 'jimeng-4.5' })).status).toBe(502);
-    expect((await t.api.client(key, { prompt: 'x [slow:2500]', model: 'jimeng-4.5' })).status).toBe(504);
+    expect((await t.api.client(key, { prompt: 'x [slow:6000]', model: 'jimeng-4.5' })).status).toBe(504);
   });
 
   it('the OpenAI-compatible provider sends n in one call under its configured name', async () => {

@@ -17,7 +17,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       VOLC_VISUAL_ENDPOINT: fake.url,
       VOLC_POLL_INTERVAL_MS: '5',
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
-      PROVIDER_JIMENG_TIMEOUT_MS: '1500',
+      PROVIDER_JIMENG_TIMEOUT_MS: '2500',
       PROVIDER_JIMENG_BREAKER_THRESHOLD: '1000',
     });
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
@@ -102,7 +102,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
 
   it('504 provider_timeout past the deadline, refunded', async () => {
     const before = await creditsUsed();
-    const res = await generate('slow one [slow:3000]');
+    const res = await generate('slow one [slow:8000]');
     expect(res.status).toBe(504);
     expect(res.body.error.code).toBe('provider_timeout');
     expect(await creditsUsed()).toBe(before);

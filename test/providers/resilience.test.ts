@@ -27,13 +27,20 @@ describe('provider circuit breaker and concurrency cap', () => {
 
   it('caps concurrent upstream calls per provider', async () => {
     const started = ark.requests.length;
-    // Six slow requests with a cap of 2: after 100 ms only the first two have reached the fake.
-    const pending = Array.from({ length: 6 }, (_, i) => generate(`slow ${i} [slow:150]`));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(ark.requests.length - started).toBe(2);
+    const arrived = () => ark.requests.length - started;
+    // Six requests the fake holds until released; with a cap of 2 only two may reach it.
+    const pending = Array.from({ length: 6 }, (_, i) => generate(`held ${i} [hold]`));
+    while (arrived() < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(arrived()).toBe(2);
+    // Each release lets the next two in, until all six have been served.
+    while (arrived() < 6) {
+      ark.releaseHeld();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    ark.releaseHeld();
     const results = await Promise.all(pending);
-    expect(results.every((r) => r.status === 200)).toBe(true);
-    expect(ark.requests.length - started).toBe(6);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
   });
 
   it('opens after 3 provider failures: fails fast with 503 and Retry-After, content refusals do not count', async () => {

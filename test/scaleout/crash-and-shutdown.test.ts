@@ -25,8 +25,8 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
       DATABASE_URL: database.url,
       ARK_API_KEY: 'k',
       ARK_BASE_URL: ark.url,
-      // Every provider's deadline is 1 s, so anything pending for longer was abandoned.
-      PROVIDER_TIMEOUT_MS: '1000',
+      // Every provider's deadline is 3 s, so anything pending for longer was abandoned.
+      PROVIDER_TIMEOUT_MS: '3000',
       SWEEP_GRACE_MS: '0',
     };
   });
@@ -54,7 +54,7 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
 
     await first.stop('SIGKILL');
     expect(await inFlight).toBe('connection lost');
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // past the provider deadline
+    await new Promise((resolve) => setTimeout(resolve, 3100)); // past the provider deadline
 
     const second = await startGatewayProcess(env);
     try {
