@@ -22,6 +22,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/images/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate images (OpenAI-compatible)
+         * @description The OpenAI images API shape, so OpenAI SDKs work with `baseURL` set to this gateway's
+         *     `/v1`. Same keys, quotas, limits and error envelope as `POST /images/generate`. Unknown
+         *     OpenAI fields (`quality`, `style`, `background`, ...) are accepted and ignored; `size: auto`
+         *     means the model's default size.
+         */
+        post: operations["createImageOpenAI"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -179,54 +202,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness
+         * @description The process is up.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description The database answers; take the replica out of rotation while it does not.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
-         * @example local
-         * @example jimeng
-         */
-        ProviderName: string;
         /** @enum {string} */
         KeyStatus: "active" | "disabled" | "expired";
-        /**
-         * Format: date-time
-         * @description RFC 3339 UTC timestamp.
-         */
-        Timestamp: string;
-        GenerateImageRequest: {
-            /** @description What to draw. */
-            prompt: string;
-            /** @description Model id from the catalog, e.g. `local-1` or `jimeng-4.5`. */
-            model: string;
-            /**
-             * @description Number of images.
-             * @default 1
-             */
-            n: number;
-            /** @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. */
-            size?: string;
-            /** @description Seed for reproducible output. */
-            seed?: number;
-            /** @description What to avoid. */
-            negative_prompt?: string;
-            /**
-             * @description Return image URLs or base64-encoded PNG data.
-             * @default url
-             * @enum {string}
-             */
-            response_format: "url" | "b64_json";
-        };
-        GeneratedImage: {
-            /** @description Image URL (when `response_format` is `url`). */
-            url?: string;
-            /** @description Base64 PNG (when `response_format` is `b64_json`). */
-            b64_json?: string;
-            width: number;
-            height: number;
-        };
         GenerateImageResponse: {
             /** @description Generation id. */
             id: string;
@@ -240,6 +261,31 @@ export interface components {
                 credits_charged: number;
                 credits_remaining: number;
             };
+        };
+        /** @description OpenAI's request; fields not listed here are accepted and ignored. */
+        OpenAIImageRequest: {
+            prompt: string;
+            model: string;
+            /** @default 1 */
+            n: number;
+            size?: string;
+            /**
+             * @default url
+             * @enum {string}
+             */
+            response_format: "url" | "b64_json";
+            /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
+            user?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIImageResponse: {
+            created: number;
+            data: {
+                url?: string;
+                b64_json?: string;
+                revised_prompt?: string;
+            }[];
         };
         CreateKeyRequest: {
             name: string;
@@ -309,11 +355,53 @@ export interface components {
             data: components["schemas"]["Key"][];
             next_cursor: string | null;
         };
+        GenerateImageRequest: {
+            /** @description What to draw. */
+            prompt: string;
+            /** @description Model id from the catalog, e.g. `local-1` or `jimeng-4.5`. */
+            model: string;
+            /**
+             * @description Number of images.
+             * @default 1
+             */
+            n: number;
+            /** @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. */
+            size?: string;
+            /** @description Seed for reproducible output. */
+            seed?: number;
+            /** @description What to avoid. */
+            negative_prompt?: string;
+            /**
+             * @description Return image URLs or base64-encoded PNG data.
+             * @default url
+             * @enum {string}
+             */
+            response_format: "url" | "b64_json";
+        };
+        /**
+         * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
+         * @example local
+         * @example jimeng
+         */
+        ProviderName: string;
+        GeneratedImage: {
+            /** @description Image URL (when `response_format` is `url`). */
+            url?: string;
+            /** @description Base64 PNG (when `response_format` is `b64_json`). */
+            b64_json?: string;
+            width: number;
+            height: number;
+        };
         /**
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready";
+        /**
+         * Format: date-time
+         * @description RFC 3339 UTC timestamp.
+         */
+        Timestamp: string;
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -343,8 +431,26 @@ export interface components {
                 "application/json": components["schemas"]["Key"];
             };
         };
-        /** @description The request is malformed or breaks the contract; `param` names the field. */
-        InvalidRequest: {
+        /** @description No usable API key. */
+        ClientUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Missing or wrong admin secret (a client key is never accepted here). */
+        AdminUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No key with this id. */
+        KeyNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -357,54 +463,6 @@ export interface components {
          *     provider refused the prompt (`content_policy_violation`). Not charged.
          */
         GenerationRefused: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description A request with this Idempotency-Key is still running. */
-        IdempotencyKeyInUse: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The Idempotency-Key was already used with a different request. */
-        IdempotencyKeyReused: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /**
-         * @description The provider generated an image but withheld it (`output_moderated`, credits released),
-         *     or the Idempotency-Key was used with a different request (`idempotency_key_reused`).
-         */
-        GenerationUnprocessable: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description No usable API key. */
-        ClientUnauthorized: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Missing or wrong admin secret (a client key is never accepted here). */
-        AdminUnauthorized: {
             headers: {
                 [name: string]: unknown;
             };
@@ -439,21 +497,9 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No key with this id. */
-        KeyNotFound: {
+        /** @description A request with this Idempotency-Key is still running. */
+        IdempotencyKeyInUse: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Too many requests this minute for this key. Not charged. */
-        RateLimited: {
-            headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -472,6 +518,30 @@ export interface components {
         /** @description The body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The provider generated an image but withheld it (`output_moderated`, credits released),
+         *     or the Idempotency-Key was used with a different request (`idempotency_key_reused`).
+         */
+        GenerationUnprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Too many requests this minute for this key. Not charged. */
+        RateLimited: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -518,6 +588,45 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request is malformed or breaks the contract; `param` names the field. */
+        InvalidRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The Idempotency-Key was already used with a different request. */
+        IdempotencyKeyReused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description OK. */
+        Healthy: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    status: "ok";
+                };
+            };
+        };
+        /** @description A dependency (the database) does not answer. */
+        NotReady: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -536,6 +645,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Requests allowed per minute for this key. */
+        XRateLimitLimit: number;
+        /** @description Requests left in the current window. */
+        XRateLimitRemaining: number;
+        /** @description Seconds until the window frees a request. */
+        XRateLimitReset: number;
         /**
          * @description IETF draft RateLimit-Policy: quota `q` per window `w` seconds.
          * @example "rpm";q=30;w=60
@@ -546,12 +661,6 @@ export interface components {
          * @example "rpm";r=29;t=60
          */
         RateLimit: string;
-        /** @description Requests allowed per minute for this key. */
-        XRateLimitLimit: number;
-        /** @description Requests left in the current window. */
-        XRateLimitRemaining: number;
-        /** @description Seconds until the window frees a request. */
-        XRateLimitReset: number;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
     };
@@ -593,6 +702,55 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GenerateImageResponse"];
+                };
+            };
+            400: components["responses"]["GenerationRefused"];
+            401: components["responses"]["ClientUnauthorized"];
+            402: components["responses"]["QuotaExceeded"];
+            403: components["responses"]["ProviderNotAllowed"];
+            404: components["responses"]["ModelNotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["GenerationUnprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+            504: components["responses"]["ProviderTimeout"];
+        };
+    };
+    createImageOpenAI: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
+                 *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
+                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
+                 * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenAIImageRequest"];
+            };
+        };
+        responses: {
+            /** @description Images generated and credits charged. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIImageResponse"];
                 };
             };
             400: components["responses"]["GenerationRefused"];
@@ -859,6 +1017,33 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Healthy"];
+            400: components["responses"]["InvalidRequest"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Healthy"];
+            400: components["responses"]["InvalidRequest"];
+            503: components["responses"]["NotReady"];
         };
     };
 }

@@ -5,6 +5,7 @@ import { adminAuth } from './auth/admin-auth';
 import { apiKeyAuth } from './auth/api-key-auth';
 import type { Database } from './db/schema';
 import { errorHandler } from './errors/error-handler';
+import { createImageOpenAIRouter } from './generation/createImageOpenAI.router';
 import { generateImageRouter } from './generation/generateImage.router';
 import type { GenerationService } from './generation/generation.service';
 import { docsAssetsRouter, docsPageRouter } from './http/docs';
@@ -12,6 +13,9 @@ import type { OpenApiDocument } from './http/openapi-document';
 import { openApiValidator } from './http/openapi-validator';
 import { requestId } from './http/request-id';
 import { requestLogger } from './http/request-logger';
+import { requestMetrics } from './http/request-metrics';
+import { healthRouter } from './health/health.router';
+import type { GatewayMetrics } from './metrics/metrics';
 import { securityHeaders } from './http/security-headers';
 import { idempotency } from './idempotency/idempotency.middleware';
 import { adminKeysRouter } from './keys/routes';
@@ -31,6 +35,7 @@ export interface GatewayAppDeps {
   keys: KeysService;
   generation: GenerationService;
   rateLimiter: RateLimiter;
+  metrics: GatewayMetrics;
 }
 
 /**
@@ -43,23 +48,25 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
-  app.use(requestId, securityHeaders, requestLogger(deps.logger));
+  app.use(requestId, securityHeaders, requestLogger(deps.logger), requestMetrics(deps.metrics, 'public'));
 
 
   app.use(docsAssetsRouter());
   app.use('/admin', adminAuth(deps.adminSecret));
-  app.use('/images', apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
+  app.use(['/images', '/v1/images'], apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
 
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
   app.use(idempotency(deps));
+  app.use(healthRouter(deps.db));
   app.use(docsPageRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
   app.get('/openapi.json', (_req, res) => {
     res.json(deps.document);
   });
   app.use(adminKeysRouter(deps.keys));
   app.use(generateImageRouter(deps.generation));
+  app.use(createImageOpenAIRouter(deps.generation));
 
   app.use(errorHandler(deps.logger));
   return app;

@@ -35,8 +35,17 @@ export interface GatewayConfig {
   providers: ProvidersConfig;
   /** How long SIGTERM waits for in-flight requests before cutting them. */
   shutdownTimeoutMs: number;
+  /** Second listener for the internal creative API. */
+  internalPort: number;
+  /** Cloudflare-Access-style service tokens accepted on the internal API. */
+  serviceTokens: ServiceToken[];
   /** Extra wait beyond the slowest provider deadline before a pending generation counts as abandoned. */
   sweepGraceMs: number;
+}
+
+export interface ServiceToken {
+  clientId: string;
+  clientSecret: string;
 }
 
 export class ConfigError extends Error {
@@ -103,6 +112,36 @@ function resolveAdminSecret(env: Env, nodeEnv: string, databaseUrl: string, anno
   fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   announce(`Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n`);
   return secret;
+}
+
+/**
+ * CF_ACCESS_CLIENT_ID / CF_ACCESS_CLIENT_SECRET, comma-separated for several pairs. Outside
+ * production a missing pair is generated once, kept in the data directory (0600) and printed once.
+ */
+function resolveServiceTokens(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): ServiceToken[] {
+  const ids = (env.CF_ACCESS_CLIENT_ID ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  const secrets = (env.CF_ACCESS_CLIENT_SECRET ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  if (ids.length !== secrets.length) throw new ConfigError('CF_ACCESS_CLIENT_ID and CF_ACCESS_CLIENT_SECRET must list the same number of values');
+  if (ids.length > 0) {
+    if (secrets.some((secret) => secret.length < 16)) throw new ConfigError('every CF_ACCESS_CLIENT_SECRET must be at least 16 characters');
+    return ids.map((clientId, i) => ({ clientId, clientSecret: secrets[i] as string }));
+  }
+  if (nodeEnv === 'production') throw new ConfigError('CF_ACCESS_CLIENT_ID and CF_ACCESS_CLIENT_SECRET are required when NODE_ENV=production');
+  const file = path.join(dataDirectory(databaseUrl), 'service-token');
+  if (fs.existsSync(file)) {
+    const [clientId, clientSecret] = fs.readFileSync(file, 'utf8').trim().split('\n');
+    if (clientId && clientSecret) {
+      announce(`Using the internal API service token stored in ${file}`);
+      return [{ clientId, clientSecret }];
+    }
+  }
+  const token = { clientId: `svc_${randomBase62(16)}.access`, clientSecret: randomBase62(48) };
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${token.clientId}\n${token.clientSecret}\n`, { mode: 0o600 });
+  announce(
+    `Generated a service token for the internal API (stored in ${file}, shown only now):\n\n    CF-Access-Client-Id: ${token.clientId}\n    CF-Access-Client-Secret: ${token.clientSecret}\n`,
+  );
+  return [token];
 }
 
 function rateLimitStore(env: Env, databaseUrl: string): GatewayConfig['rateLimitStore'] {
@@ -202,5 +241,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
     sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
+    internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),
+    serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
   };
 }

@@ -24,7 +24,10 @@ export interface ApiKeysTable {
 
 export interface GenerationsTable {
   id: string;
-  key_id: string;
+  /** The client key (gateway generations); null for internal ones. */
+  key_id: string | null;
+  /** The service token's client id (internal generations); null for gateway ones. */
+  client_id: string | null;
   model: string;
   provider: string;
   images: number;

@@ -1,8 +1,8 @@
 import { type Request, type Response, Router } from 'express';
 import type { operations } from '../../generated/gateway';
-import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { abortOnDisconnect } from '../http/abort-on-disconnect';
-import type { GenerationService } from './generation.service';
+import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
+import { type GenerationService, toImageData } from './generation.service';
 
 type Body = operations['generateImage']['requestBody']['content']['application/json'];
 type Generated = operations['generateImage']['responses']['200']['content']['application/json'];
@@ -11,7 +11,14 @@ export function generateImageRouter(generation: GenerationService): Router {
   return Router().post('/images/generate', async (req: Request<object, Generated, Body>, res: Response<Generated>) => {
     const key = res.locals.apiKey;
     if (!key) throw new Error('generateImage reached without an authenticated key');
-    const result = await generation.generate(key, req.body, abortOnDisconnect(res), (decision) => setRateLimitHeaders(res, decision));
-    res.json(result);
+    const outcome = await generation.generateForKey(key, req.body, abortOnDisconnect(res), (decision) => setRateLimitHeaders(res, decision));
+    res.json({
+      id: outcome.id,
+      created: outcome.created,
+      model: outcome.entry.model,
+      provider: outcome.entry.provider,
+      data: toImageData(outcome.images),
+      usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining },
+    });
   });
 }

@@ -7,6 +7,8 @@ import { ApiError } from '../errors/api-error';
 import type { ApiKeyRow } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
+import type { GatewayMetrics } from '../metrics/metrics';
+import type { ProviderImage } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
@@ -22,89 +24,171 @@ export interface GenerationDeps {
   catalog: ReadonlyMap<string, CatalogModel>;
   providers: ProviderRegistry;
   rateLimiter: RateLimiter;
+  metrics: GatewayMetrics;
   logger: Logger;
 }
 
+/** What a generation produced, before each API shapes it into its own response. */
+export interface GenerationOutcome {
+  id: string;
+  created: number;
+  entry: CatalogModel;
+  images: ProviderImage[];
+  credits: number;
+}
+
+export interface KeyGenerationOutcome extends GenerationOutcome {
+  /** Credits left on the key in this period, after this charge. */
+  creditsRemaining: number;
+}
+
+/** The generated images in the API's snake_case shape. */
+export function toImageData(images: ProviderImage[]): GenerateImageResult['data'] {
+  return images.map((image) => ({
+    ...(image.url !== undefined ? { url: image.url } : {}),
+    ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
+    width: image.width,
+    height: image.height,
+  }));
+}
+
 /**
- * Generation with exact accounting: checks model and provider, counts the request against
- * the key's RPM, reserves credits atomically, calls the provider, then settles the usage
- * row or releases the credits. A refused request is never charged.
+ * Generation with exact accounting. For a client key: model and provider checks, the key's RPM,
+ * an atomic credit reservation, the provider call, then settlement or release. For an internal
+ * service: no key, no quota, the usage row records the service. A refused request is never charged.
  */
 export class GenerationService {
   constructor(private readonly deps: GenerationDeps) {}
 
-  async generate(
+  private modelFor(model: string, providerOverride?: string): CatalogModel {
+    const { catalog, providers } = this.deps;
+    const entry = catalog.get(model);
+    if (providerOverride !== undefined) {
+      if (!providers.get(providerOverride)) {
+        throw new ApiError('invalid_request', `Unknown provider ${providerOverride}. Known providers: ${[...providers.names()].join(', ')}.`, {
+          param: 'provider',
+        });
+      }
+      if (entry && entry.provider !== providerOverride) {
+        throw new ApiError('invalid_request', `Model ${model} is served by ${entry.provider}, not ${providerOverride}.`, { param: 'provider' });
+      }
+      // Trusted callers may address an upstream model the catalog does not list.
+      if (!entry) {
+        return {
+          model,
+          provider: providerOverride,
+          upstream_model: model,
+          credits_per_image: 0,
+          default_size: '1024x1024',
+          ...(providerOverride === 'jimeng' ? { transport: model.startsWith('jimeng_') ? 'visual' : 'ark' } : {}),
+        };
+      }
+    }
+    if (!entry) {
+      throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
+    }
+    return entry;
+  }
+
+  /** The gateway's path: a client key pays, within its rate limit and quota. */
+  async generateForKey(
     key: ApiKeyRow,
     input: GenerateImageInput,
     signal: AbortSignal,
     onRateLimit: (decision: RateLimitDecision) => void,
-  ): Promise<GenerateImageResult> {
-    const { clock, catalog, providers } = this.deps;
-    const entry = catalog.get(input.model);
-    if (!entry) {
-      throw new ApiError('model_not_found', `Unknown model ${input.model}. Known models: ${[...catalog.keys()].join(', ')}.`, {
-        param: 'model',
-      });
-    }
+  ): Promise<KeyGenerationOutcome> {
+    const entry = this.modelFor(input.model);
     const allowed = JSON.parse(key.allowed_providers) as string[];
     if (!allowed.includes(entry.provider)) {
       throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${allowed.join(', ')}).`, {
         param: 'model',
       });
     }
-    const provider = providers.get(entry.provider);
-    if (!provider) throw new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured.`, { param: 'model' });
-
-    const decision = await this.deps.rateLimiter.consume(key.id, key.rate_limit_rpm, clock.now());
+    const decision = await this.deps.rateLimiter.consume(key.id, key.rate_limit_rpm, this.deps.clock.now());
     onRateLimit(decision);
     if (!decision.allowed) {
-      throw new ApiError(
-        'rate_limited',
-        `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`,
-        { headers: { 'Retry-After': String(decision.resetSeconds) } },
-      );
+      this.deps.metrics.rateLimitRefusals.inc();
+      throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+        headers: { 'Retry-After': String(decision.resetSeconds) },
+      });
     }
-
     const n = input.n ?? 1;
-    const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     const reservation = await this.reserve(key, entry, n);
+    const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
+      this.release(key, reservation, error, latencyMs),
+    );
+    this.deps.metrics.creditsCharged.inc({ model: entry.model }, reservation.cost);
+    return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
+  }
+
+  /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
+  async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
+    const entry = this.modelFor(input.model, input.provider);
+    const { db, clock } = this.deps;
+    const generationId = newId('gen');
+    const credits = (input.n ?? 1) * entry.credits_per_image;
+    await insertGeneration(db, {
+      id: generationId,
+      key_id: null,
+      client_id: clientId,
+      model: entry.model,
+      provider: entry.provider,
+      images: input.n ?? 1,
+      credits,
+      status: 'pending',
+      error_code: null,
+      latency_ms: null,
+      period_started_at: clock.now(),
+      created_at: clock.now(),
+      completed_at: null,
+    });
+    const outcome = await this.run(generationId, entry, input, signal, (error, latencyMs) =>
+      completeGeneration(db, generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt: clock.now() }),
+    );
+    return { ...outcome, credits };
+  }
+
+  /** Calls the provider and settles the usage row; `onFailure` undoes the reservation. */
+  private async run(
+    generationId: string,
+    entry: CatalogModel,
+    input: GenerateImageInput,
+    signal: AbortSignal,
+    onFailure: (error: unknown, latencyMs: number) => Promise<void>,
+  ): Promise<Omit<GenerationOutcome, 'credits'>> {
+    const { clock, providers, metrics } = this.deps;
+    const provider = providers.get(entry.provider);
+    const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     const started = clock.now();
     try {
+      if (!provider) throw new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured.`, { param: 'model' });
       const images = await provider.generate(
         {
           prompt: input.prompt,
           negativePrompt: input.negative_prompt,
           upstreamModel: entry.upstream_model,
-          n,
+          transport: entry.transport,
+          n: input.n ?? 1,
           width,
           height,
           seed: input.seed,
           responseFormat: input.response_format ?? 'url',
-          transport: entry.transport,
         },
         signal,
       );
-      await completeGeneration(this.deps.db, reservation.generationId, {
-        status: 'succeeded',
-        errorCode: null,
-        latencyMs: clock.now() - started,
-        completedAt: clock.now(),
-      });
-      return {
-        id: reservation.generationId,
-        created: Math.floor(started / 1000),
-        model: entry.model,
-        provider: entry.provider,
-        data: images.map((image) => ({
-          ...(image.url !== undefined ? { url: image.url } : {}),
-          ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
-          width: image.width,
-          height: image.height,
-        })),
-        usage: { images: images.length, credits_charged: reservation.cost, credits_remaining: reservation.creditsRemaining },
-      };
+      const latencyMs = clock.now() - started;
+      await completeGeneration(this.deps.db, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() });
+      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
+      return { id: generationId, created: Math.floor(started / 1000), entry, images };
     } catch (error) {
-      await this.release(key, reservation, error, clock.now() - started);
+      const latencyMs = clock.now() - started;
+      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, latencyMs / 1000);
+      try {
+        await onFailure(error, latencyMs);
+      } catch (settleError) {
+        // Leave the row pending: the sweeper releases stale reservations.
+        this.deps.logger.error({ err: settleError, generation_id: generationId }, 'could not settle a failed generation');
+      }
       throw error;
     }
   }
@@ -122,6 +206,7 @@ export class GenerationService {
       await insertGeneration(trx, {
         id: generationId,
         key_id: key.id,
+        client_id: null,
         model: entry.model,
         provider: entry.provider,
         images: n,
@@ -137,24 +222,24 @@ export class GenerationService {
     });
     if (!reserved) {
       const resetsAt = toIso(periodEnd(periodStart, key.quota_period_days));
-      throw new ApiError('quota_exceeded', `This request needs ${cost} credits, which exceeds what is left of the key's quota of ${key.credits_quota}; the quota refills at ${resetsAt}.`, {
-        details: { period_resets_at: resetsAt },
-      });
+      throw new ApiError(
+        'quota_exceeded',
+        `This request needs ${cost} credits, more than is left of the key's quota of ${key.credits_quota}; the quota refills at ${resetsAt}.`,
+        { details: { period_resets_at: resetsAt } },
+      );
     }
     return { generationId, cost, periodStart, creditsRemaining: reserved.credits_quota - reserved.credits_used };
   }
 
   private async release(key: ApiKeyRow, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {
-    const { db, clock, logger } = this.deps;
-    const errorCode = error instanceof ApiError ? error.code : 'internal_error';
-    try {
-      await db.transaction().execute(async (trx) => {
-        await releaseCredits(trx, key.id, reservation.cost, reservation.periodStart);
-        await completeGeneration(trx, reservation.generationId, { status: 'failed', errorCode, latencyMs, completedAt: clock.now() });
-      });
-    } catch (releaseError) {
-      // Leave the row pending: the startup sweep releases stale reservations.
-      logger.error({ err: releaseError, generation_id: reservation.generationId }, 'could not release reserved credits');
-    }
+    const { db, clock } = this.deps;
+    await db.transaction().execute(async (trx) => {
+      await releaseCredits(trx, key.id, reservation.cost, reservation.periodStart);
+      await completeGeneration(trx, reservation.generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt: clock.now() });
+    });
   }
+}
+
+function errorCodeOf(error: unknown): string {
+  return error instanceof ApiError ? error.code : 'internal_error';
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, GenerationsTable } from '../db/schema';
 
 type Db = Kysely<Database>;
@@ -45,4 +45,65 @@ export async function failPendingGeneration(db: Db, id: string, errorCode: strin
     .where('status', '=', 'pending')
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
+}
+
+export interface GenerationListQuery {
+  keyId?: string;
+  clientId?: string;
+  model?: string;
+  status?: string;
+  createdAfter?: number;
+  createdBefore?: number;
+  limit: number;
+  after?: { createdAt: number; id: string };
+}
+
+/** Newest first; one row more than `limit` tells the caller a next page exists. */
+export async function listGenerations(db: Db, query: GenerationListQuery): Promise<GenerationsTable[]> {
+  let q = db.selectFrom('generations').selectAll();
+  if (query.keyId !== undefined) q = q.where('key_id', '=', query.keyId);
+  if (query.clientId !== undefined) q = q.where('client_id', '=', query.clientId);
+  if (query.model !== undefined) q = q.where('model', '=', query.model);
+  if (query.status !== undefined) q = q.where('status', '=', query.status);
+  if (query.createdAfter !== undefined) q = q.where('created_at', '>=', query.createdAfter);
+  if (query.createdBefore !== undefined) q = q.where('created_at', '<', query.createdBefore);
+  const after = query.after;
+  if (after) {
+    q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+  }
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+}
+
+export interface UsageAggregate {
+  day_start: number;
+  key_id: string | null;
+  client_id: string | null;
+  model: string;
+  generations: number;
+  images: number;
+  credits: number;
+}
+
+/** Succeeded generations in [from, to), summed per UTC day, key or service, and model. */
+export async function aggregateUsage(db: Db, range: { from: number; to: number; keyId?: string }): Promise<UsageAggregate[]> {
+  // Integer arithmetic on epoch milliseconds gives the UTC day on both engines.
+  const day = sql<number>`created_at - (created_at % 86400000)`;
+  let q = db
+    .selectFrom('generations')
+    .select((eb) => [
+      day.as('day_start'),
+      'key_id',
+      'client_id',
+      'model',
+      eb.fn.countAll<number>().as('generations'),
+      eb.fn.sum<number>('images').as('images'),
+      eb.fn.sum<number>('credits').as('credits'),
+    ])
+    .where('status', '=', 'succeeded')
+    .where('created_at', '>=', range.from)
+    .where('created_at', '<', range.to);
+  if (range.keyId !== undefined) q = q.where('key_id', '=', range.keyId);
+  const rows = await q.groupBy([day, 'key_id', 'client_id', 'model']).orderBy('day_start').orderBy('key_id').orderBy('model').execute();
+  // PostgreSQL answers count/sum as strings.
+  return rows.map((r) => ({ ...r, day_start: Number(r.day_start), generations: Number(r.generations), images: Number(r.images), credits: Number(r.credits) }));
 }

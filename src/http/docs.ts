@@ -11,7 +11,7 @@ export function docsAssetsRouter(): Router {
 }
 
 /** Scalar API reference page at /docs, fully offline: local script, default (remote) fonts off. */
-export function docsPageRouter(options: { specUrl: string; title: string }): Router {
+export function docsPageRouter(options: { title: string } & ({ specUrl: string } | { document: object })): Router {
   const router = Router();
   router.get('/docs', async (req, res, next) => {
     // Scalar's express integration is an ES module; load it lazily from CommonJS.
@@ -22,7 +22,7 @@ export function docsPageRouter(options: { specUrl: string; title: string }): Rou
     );
     res.setHeader('Cache-Control', 'no-cache');
     apiReference({
-      url: options.specUrl,
+      ...('specUrl' in options ? { url: options.specUrl } : { content: options.document }),
       cdn: '/docs/scalar.js',
       pageTitle: options.title,
       withDefaultFonts: false,

@@ -6,6 +6,8 @@ declare global {
       requestId: string;
       /** The authenticated client key (client routes only). */
       apiKey?: ApiKeyRow;
+      /** The authenticated service token's client id (internal API only). */
+      serviceClientId?: string;
     }
   }
 }

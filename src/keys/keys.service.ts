@@ -1,6 +1,7 @@
 import type { components } from '../../generated/gateway';
 import { ApiError } from '../errors/api-error';
 import { type Clock, DAY_MS } from '../shared/clock';
+import { decodeCursor, pageOf } from '../shared/cursor';
 import { newId } from '../shared/ids';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
@@ -18,16 +19,6 @@ const DEFAULT_PROVIDERS = ['jimeng'];
 
 function keyNotFound(id: string): ApiError {
   return new ApiError('key_not_found', `No key with id ${id}.`, { param: 'id' });
-}
-
-function encodeCursor(row: ApiKeyRow): string {
-  return Buffer.from(`${row.created_at}:${row.id}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  const match = /^(\d{1,15}):(key_[0-9A-Za-z]+)$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw new ApiError('invalid_request', 'cursor is not one this API returned.', { param: 'cursor' });
-  return { createdAt: Number(match[1]), id: match[2] as string };
 }
 
 /** Issuing and managing client keys: the logic behind the /admin/keys routes. */
@@ -109,15 +100,11 @@ export class KeysService {
       status: query.status,
       owner: query.owner,
       limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'key'),
       now,
     });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      data: page.map((row) => toKeyResource(row, now)),
-      next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
-    };
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { data: page.map((row) => toKeyResource(row, now)), next_cursor: nextCursor };
   }
 
   async getKey(id: string): Promise<KeyResource> {

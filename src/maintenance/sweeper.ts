@@ -34,7 +34,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
       for (const generation of stale) {
         const released = await deps.db.transaction().execute(async (trx) => {
           if (!(await failPendingGeneration(trx, generation.id, 'abandoned', now))) return false;
-          await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
+          // Internal generations (no key) reserved nothing.
+          if (generation.key_id !== null) await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
           return true;
         });
         if (released) abandoned += 1;

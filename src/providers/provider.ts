@@ -26,5 +26,7 @@ export interface ProviderImage {
  */
 export interface ImageProvider {
   readonly name: string;
+  /** Whether it has what it needs (credentials) to serve models over `transport`. */
+  isConfigured(transport?: string): boolean;
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]>;
 }

@@ -12,6 +12,10 @@ export class ProviderRegistry {
     return this.providers.get(name);
   }
 
+  all(): ResilientProvider[] {
+    return [...this.providers.values()];
+  }
+
   names(): ReadonlySet<string> {
     return new Set(this.providers.keys());
   }

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { ADMIN_SECRET } from './test-gateway';
+import { ADMIN_SECRET, SERVICE_TOKEN } from './test-gateway';
 
 export const MAIN_JS = path.resolve(__dirname, '../../dist/src/main.js');
 
@@ -14,7 +14,18 @@ export interface GatewayProcess {
 /** Runs the built gateway (`dist/`, made by jest's global setup) as a real process on port 0. */
 export function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [MAIN_JS], {
-    env: { PATH: process.env.PATH, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', ADMIN_SECRET, LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      PORT: '0',
+      INTERNAL_PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_SECRET,
+      CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
+      CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

@@ -7,10 +7,13 @@ import { TEST_REDIS_URL, throwawayRedisPrefix } from './test-redis';
 import { TestClock } from './test-clock';
 
 export const ADMIN_SECRET = 'test-admin-secret-0123456789';
+/** The service token the test gateways accept on the internal API. */
+export const SERVICE_TOKEN = { 'CF-Access-Client-Id': 'svc-tests.access', 'CF-Access-Client-Secret': 'service-secret-for-tests-0123' };
 
 type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
 
 const gatewaySpec = new SpecResponses('gateway');
+const creativeSpec = new SpecResponses('creative');
 
 /** HTTP client for tests: every response is checked against the spec before the test sees it. */
 export class ApiClient {
@@ -37,11 +40,18 @@ export class ApiClient {
   client(key: string, body: unknown, path = '/images/generate'): Promise<Response> {
     return this.send('post', path, { body, headers: { Authorization: `Bearer ${key}` } });
   }
+
+  /** With the test service token (internal API). */
+  service(method: Method, path: string, body?: unknown): Promise<Response> {
+    return this.send(method, path, { body, headers: SERVICE_TOKEN });
+  }
 }
 
 export interface TestGateway {
   gateway: RunningGateway;
   api: ApiClient;
+  /** The internal creative API, its responses checked against openapi/creative.yaml. */
+  internal: ApiClient;
   clock: TestClock;
   /** Every log line the gateway wrote. */
   logs: string[];
@@ -61,6 +71,9 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     {
       NODE_ENV: 'test',
       PORT: '0',
+      INTERNAL_PORT: '0',
+      CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
+      CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
       HOST: '127.0.0.1',
       DATABASE_URL: database.url,
       ADMIN_SECRET,
@@ -76,6 +89,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
   return {
     gateway,
     api,
+    internal: new ApiClient(gateway.internalUrl, creativeSpec),
     clock,
     logs,
     async createKey(overrides = {}) {

@@ -18,7 +18,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
     async () => {
       const throwaway: ThrowawayDatabase = await createThrowawayDatabase();
       const database: GatewayDatabase = openDatabase(throwaway.url);
-      await migrateToLatest(database.db as never);
+      await migrateToLatest(database.db as never, database.engine);
       return {
         limiter: new SqlRateLimiter(database.db, database.engine),
         cleanup: async () => {

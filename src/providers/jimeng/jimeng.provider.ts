@@ -33,6 +33,10 @@ export class JimengProvider implements ImageProvider {
     }
   }
 
+  isConfigured(transport?: string): boolean {
+    return transport === 'ark' ? this.ark !== undefined : this.visual !== undefined;
+  }
+
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     if (request.transport === 'ark') {
       if (!this.ark) throw this.unconfigured('ARK_API_KEY');

@@ -19,6 +19,10 @@ export class LocalProvider implements ImageProvider {
 
   constructor(private readonly mode: 'render' | 'tiny' = 'render') {}
 
+  isConfigured(): boolean {
+    return true;
+  }
+
   async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     const { width, height } = request;
     if (width < MIN_SIDE || height < MIN_SIDE || width > MAX_SIDE || height > MAX_SIDE) {

@@ -12,6 +12,10 @@ export class OpenAiCompatibleProvider implements ImageProvider {
     this.client = new ImagesApiClient({ provider: name, baseUrl: settings.baseUrl, apiKey: settings.apiKey, oneImagePerCall: false });
   }
 
+  isConfigured(): boolean {
+    return true;
+  }
+
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     return this.client.generate(request, signal);
   }

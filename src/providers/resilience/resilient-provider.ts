@@ -46,6 +46,10 @@ export class ResilientProvider implements ImageProvider {
     this.slots = new ConcurrencyLimit(settings.maxConcurrent);
   }
 
+  isConfigured(transport?: string): boolean {
+    return this.inner.isConfigured(transport);
+  }
+
   health(): ProviderHealth {
     return { circuit: this.breaker.state, in_flight: this.slots.inFlight, ...this.stats.snapshot() };
   }

@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { components } from '../../generated/creative';
+import type { Database, GenerationsTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import { aggregateUsage, findGeneration, listGenerations } from '../generation/generations.repository';
+import { toIso, toIsoOrNull } from '../shared/clock';
+import { decodeCursor, pageOf } from '../shared/cursor';
+
+type Schemas = components['schemas'];
+export type GenerationResource = Schemas['Generation'];
+
+function toGenerationResource(row: GenerationsTable): GenerationResource {
+  return {
+    id: row.id,
+    key_id: row.key_id,
+    client_id: row.client_id,
+    model: row.model,
+    provider: row.provider,
+    images: row.images,
+    credits: row.credits,
+    status: row.status as GenerationResource['status'],
+    error_code: row.error_code,
+    latency_ms: row.latency_ms,
+    created_at: toIso(row.created_at),
+    completed_at: toIsoOrNull(row.completed_at),
+  };
+}
+
+/** Reading generations and usage for the internal API. */
+export class UsageService {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async listGenerations(query: {
+    key_id?: string;
+    client_id?: string;
+    model?: string;
+    status?: string;
+    created_after?: string;
+    created_before?: string;
+    limit?: number;
+    cursor?: string;
+  }): Promise<{ data: GenerationResource[]; next_cursor: string | null }> {
+    const limit = query.limit ?? 50;
+    const rows = await listGenerations(this.db, {
+      keyId: query.key_id,
+      clientId: query.client_id,
+      model: query.model,
+      status: query.status,
+      createdAfter: query.created_after === undefined ? undefined : Date.parse(query.created_after),
+      createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
+      limit,
+      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
+    });
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { data: page.map(toGenerationResource), next_cursor: nextCursor };
+  }
+
+  async getGeneration(id: string): Promise<GenerationResource> {
+    const row = await findGeneration(this.db, id);
+    if (!row) throw new ApiError('generation_not_found', `No generation with id ${id}.`, { param: 'id' });
+    return toGenerationResource(row);
+  }
+
+  async usage(query: { from: string; to: string; key_id?: string }): Promise<Schemas['UsageRow'][]> {
+    const from = Date.parse(query.from);
+    const to = Date.parse(query.to);
+    if (!(to > from)) throw new ApiError('invalid_request', '`to` must be after `from`.', { param: 'to' });
+    const rows = await aggregateUsage(this.db, { from, to, keyId: query.key_id });
+    return rows.map((row) => ({
+      day: toIso(row.day_start).slice(0, 10),
+      key_id: row.key_id,
+      client_id: row.client_id,
+      model: row.model,
+      generations: row.generations,
+      images: row.images,
+      credits: row.credits,
+    }));
+  }
+}
