@@ -21,7 +21,7 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
       quality: 'high',
       style: 'vivid',
       user: 'end-user-42',
-    } as OpenAI.Images.ImageGenerateParams);
+    } as OpenAI.Images.ImageGenerateParamsNonStreaming);
     expect(b64.data).toHaveLength(2);
     expect(Buffer.from(b64.data![0]!.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
     expect(b64.data![0]!.revised_prompt).toBe('a lighthouse at dawn');
@@ -39,8 +39,8 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
 
   it('our errors become the SDK\'s typed errors', async () => {
     const { key } = await t.createKey({ credits_quota: 1, rate_limit_rpm: 2, allowed_providers: ['local'] });
-    const call = (apiKey: string, params: Partial<OpenAI.Images.ImageGenerateParams> = {}) =>
-      client(apiKey).images.generate({ model: 'local-1', prompt: 'x', size: '32x32' as '256x256', ...params } as OpenAI.Images.ImageGenerateParams);
+    const call = (apiKey: string, params: Partial<OpenAI.Images.ImageGenerateParamsNonStreaming> = {}) =>
+      client(apiKey).images.generate({ model: 'local-1', prompt: 'x', size: '32x32' as '256x256', ...params } as OpenAI.Images.ImageGenerateParamsNonStreaming);
 
     await expect(call('hyai_not-a-key')).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
     await expect(call(key, { model: 'nope' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
