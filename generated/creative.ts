@@ -261,7 +261,7 @@ export interface components {
             model: string;
             provider?: components["schemas"]["ProviderName"];
             /** @default 1 */
-            n: number;
+            n?: number;
             size?: string;
             seed?: number;
             negative_prompt?: string;
@@ -269,7 +269,7 @@ export interface components {
              * @default url
              * @enum {string}
              */
-            response_format: "url" | "b64_json";
+            response_format?: "url" | "b64_json";
         };
         InternalGenerationResponse: {
             id: string;

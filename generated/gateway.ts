@@ -267,13 +267,13 @@ export interface components {
             prompt: string;
             model: string;
             /** @default 1 */
-            n: number;
+            n?: number;
             size?: string;
             /**
              * @default url
              * @enum {string}
              */
-            response_format: "url" | "b64_json";
+            response_format?: "url" | "b64_json";
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
         } & {
@@ -293,13 +293,13 @@ export interface components {
             credits_quota: number;
             quota_period_days: number;
             /** @default 30 */
-            rate_limit_rpm: number;
+            rate_limit_rpm?: number;
             /**
              * @default [
              *       "jimeng"
              *     ]
              */
-            allowed_providers: components["schemas"]["ProviderName"][];
+            allowed_providers?: components["schemas"]["ProviderName"][];
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -322,7 +322,7 @@ export interface components {
             credits_quota: number;
             quota_period_days?: number;
             /** @default false */
-            reset_usage: boolean;
+            reset_usage?: boolean;
         };
         /** @description A key record. Never contains the secret. */
         Key: {
@@ -364,7 +364,7 @@ export interface components {
              * @description Number of images.
              * @default 1
              */
-            n: number;
+            n?: number;
             /** @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. */
             size?: string;
             /** @description Seed for reproducible output. */
@@ -376,7 +376,7 @@ export interface components {
              * @default url
              * @enum {string}
              */
-            response_format: "url" | "b64_json";
+            response_format?: "url" | "b64_json";
         };
         /**
          * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { adminAuth } from './auth/admin-auth';
 import { apiKeyAuth } from './auth/api-key-auth';
 import type { Database } from './db/schema';
-import { errorHandler } from './errors/error-handler';
+import { errorHandler, notFound } from './errors/error-handler';
 import { createImageOpenAIRouter } from './generation/createImageOpenAI.router';
 import { generateImageRouter } from './generation/generateImage.router';
 import type { GenerationService } from './generation/generation.service';
@@ -68,6 +68,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.use(generateImageRouter(deps.generation));
   app.use(createImageOpenAIRouter(deps.generation));
 
+  app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;
 }

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
 import type { DestinationStream, Logger } from 'pino';
 import { createGatewayApp } from './app';
 import type { GatewayConfig } from './config/config';
@@ -26,6 +27,8 @@ export interface RunningGateway {
   internalUrl: string;
   database: GatewayDatabase;
   logger: Logger;
+  /** The Express apps, for tests that inspect routing. */
+  apps: { public: Express; internal: Express };
   close(): Promise<void>;
 }
 
@@ -121,6 +124,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     internalUrl: `http://127.0.0.1:${internalListener.port}`,
     database,
     logger,
+    apps: { public: publicApp, internal: internalApp },
     close() {
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { serviceTokenAuth } from '../auth/service-token-auth';
 import type { ServiceToken } from '../config/config';
 import type { Database } from '../db/schema';
-import { errorHandler } from '../errors/error-handler';
+import { errorHandler, notFound } from '../errors/error-handler';
 import type { GenerationService } from '../generation/generation.service';
 import { healthRouter } from '../health/health.router';
 import { docsAssetsRouter, docsPageRouter } from '../http/docs';
@@ -67,6 +67,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
     getGenerationRouter(deps.usage),
     getUsageRouter(deps.usage),
   );
+  app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;
 }

@@ -12,7 +12,7 @@ function pngSize(b64: string): { width: number; height: number; pixels: number }
   return { width, height, pixels: (raw.length - height) / 3 };
 }
 
-describe('POST /images/generate', () => {
+describe('POST /images/generate (generateImage)', () => {
   let t: TestGateway;
   beforeAll(async () => {
     t = await startTestGateway();

@@ -36,7 +36,7 @@ describe('HTTP basics', () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
-  it('GET /openapi.json serves the gateway contract', async () => {
+  it('GET /openapi.json (getOpenApiDocument) serves the gateway contract', async () => {
     const res = await t.api.send('get', '/openapi.json');
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
@@ -45,7 +45,7 @@ describe('HTTP basics', () => {
     expect(bad.status).toBe(400);
   });
 
-  it('GET /docs serves Scalar with its bundle from this server, not a CDN', async () => {
+  it('GET /docs (getApiReference) serves Scalar with its bundle from this server, not a CDN', async () => {
     const page = await t.api.send('get', '/docs');
     expect(page.status).toBe(200);
     expect(page.text).toContain('<script src="/docs/scalar.js">');
