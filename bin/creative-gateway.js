@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+// The admin CLI (`npx creative-gateway keys ...`); built into dist/ by `npm install` (prepare).
+require("../dist/src/cli/main.js").main();
