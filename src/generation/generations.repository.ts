@@ -1,23 +1,50 @@
 import { type Kysely, sql } from 'kysely';
+import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationsTable } from '../db/schema';
 
 type Db = Kysely<Database>;
 
-/** All SQL on generations (one usage row per generation request that reserved credits). */
+const GENERATION_COLUMNS = [
+  'id',
+  'key_id',
+  'client_id',
+  'model',
+  'provider',
+  'images',
+  'credits',
+  'status',
+  'error_code',
+  'latency_ms',
+  'period_started_at',
+  'created_at',
+  'completed_at',
+] as const satisfies ReadonlyArray<keyof GenerationsTable>;
+
+const insertGenerationQuery = preparedQuery<GenerationsTable & Record<string, unknown>, never>([...GENERATION_COLUMNS], (db, p) =>
+  db.insertInto('generations').values(p),
+);
+
+/** All SQL on generations: one usage row per generation (prepared: every generation runs these). */
 export async function insertGeneration(db: Db, row: GenerationsTable): Promise<void> {
-  await db.insertInto('generations').values(row).execute();
+  await insertGenerationQuery(db, row as GenerationsTable & Record<string, unknown>);
 }
+
+const completeGenerationQuery = preparedQuery<
+  { id: string; status: string; errorCode: string | null; latencyMs: number; completedAt: number },
+  never
+>(['id', 'status', 'errorCode', 'latencyMs', 'completedAt'], (db, p) =>
+  db
+    .updateTable('generations')
+    .set({ status: p.status, error_code: p.errorCode, latency_ms: p.latencyMs, completed_at: p.completedAt })
+    .where('id', '=', p.id),
+);
 
 export async function completeGeneration(
   db: Db,
   id: string,
   outcome: { status: 'succeeded' | 'failed'; errorCode: string | null; latencyMs: number; completedAt: number },
 ): Promise<void> {
-  await db
-    .updateTable('generations')
-    .set({ status: outcome.status, error_code: outcome.errorCode, latency_ms: outcome.latencyMs, completed_at: outcome.completedAt })
-    .where('id', '=', id)
-    .execute();
+  await completeGenerationQuery(db, { id, ...outcome });
 }
 
 export async function findGeneration(db: Db, id: string): Promise<GenerationsTable | undefined> {

@@ -1,4 +1,5 @@
 import type { Kysely, Updateable } from 'kysely';
+import { preparedQuery } from '../db/prepared-query';
 import type { ApiKeysTable, Database } from '../db/schema';
 import type { ApiKeyRow, KeyStatus } from './key.model';
 
@@ -13,8 +14,13 @@ export async function findKeyById(db: Db, id: string): Promise<ApiKeyRow | undef
   return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+const selectKeyByHash = preparedQuery<{ keyHash: string }, ApiKeyRow>(['keyHash'], (db, p) =>
+  db.selectFrom('api_keys').selectAll().where('key_hash', '=', p.keyHash),
+);
+
+/** Every client request runs this: prepared once. */
 export async function findKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  return (await selectKeyByHash(db, { keyHash })).rows[0];
 }
 
 export interface KeyListQuery {
@@ -48,6 +54,28 @@ export async function updateKey(db: Db, id: string, changes: Updateable<ApiKeysT
   return db.updateTable('api_keys').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
+const reserveCreditsQuery = preparedQuery<
+  { id: string; cost: number; periodStart: number; now: number },
+  { credits_used: number; credits_quota: number }
+>(['id', 'cost', 'periodStart', 'now'], (db, p) =>
+  db
+    .updateTable('api_keys')
+    .set((eb) => ({
+      credits_used: eb.case().when('period_started_at', '<', p.periodStart).then(p.cost).else(eb('credits_used', '+', p.cost)).end(),
+      period_started_at: eb.case().when('period_started_at', '<', p.periodStart).then(p.periodStart).else(eb.ref('period_started_at')).end(),
+      last_used_at: p.now,
+    }))
+    .where('id', '=', p.id)
+    .where((eb) =>
+      eb(
+        eb(eb.case().when('period_started_at', '<', p.periodStart).then(0).else(eb.ref('credits_used')).end(), '+', p.cost),
+        '<=',
+        eb.ref('credits_quota'),
+      ),
+    )
+    .returning(['credits_used', 'credits_quota']),
+);
+
 /**
  * Reserves `cost` credits in one atomic conditional UPDATE, so concurrent requests (or replicas)
  * can never spend past the quota. When the stored usage belongs to an older period, the period
@@ -60,28 +88,7 @@ export async function reserveCredits(
   periodStart: number,
   now: number,
 ): Promise<{ credits_used: number; credits_quota: number } | undefined> {
-  return db
-    .updateTable('api_keys')
-    .set((eb) => ({
-      credits_used: eb
-        .case()
-        .when('period_started_at', '<', periodStart)
-        .then(cost)
-        .else(eb('credits_used', '+', cost))
-        .end(),
-      period_started_at: eb.case().when('period_started_at', '<', periodStart).then(periodStart).else(eb.ref('period_started_at')).end(),
-      last_used_at: now,
-    }))
-    .where('id', '=', id)
-    .where((eb) =>
-      eb(
-        eb(eb.case().when('period_started_at', '<', periodStart).then(0).else(eb.ref('credits_used')).end(), '+', cost),
-        '<=',
-        eb.ref('credits_quota'),
-      ),
-    )
-    .returning(['credits_used', 'credits_quota'])
-    .executeTakeFirst();
+  return (await reserveCreditsQuery(db, { id, cost, periodStart, now })).rows[0];
 }
 
 /** Gives back reserved credits, but only to the period they were taken from. */

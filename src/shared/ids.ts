@@ -2,15 +2,25 @@ import { randomBytes } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+// CSPRNG bytes drawn 4 KiB at a time: one randomBytes call per id was measurable per request.
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+function randomByte(): number {
+  if (poolOffset >= pool.length) {
+    pool = randomBytes(4096);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++] as number;
+}
+
 /** `length` uniformly random base62 characters (rejection sampling, no modulo bias). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      // 248 = 4 * 62: bytes above it would bias the distribution.
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    // 248 = 4 * 62: bytes above it would bias the distribution.
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
 }

@@ -1,0 +1,229 @@
+// `npm run bench`: throughput and latency of the full gateway path against a bare Express 5 app,
+// measured in one run on this machine with autocannon, then written to BENCHMARKS.md.
+// The local provider runs in `tiny` mode (a fixed 1x1 PNG) so the provider costs ~0.
+// Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_SKIP_MILLION=1, BENCH_SKIP_PG=1.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import autocannon from 'autocannon';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(import.meta.dirname, '..');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const FIXED_RATE = 1000;
+const ADMIN_SECRET = 'bench-admin-secret-0123456789';
+const SERVICE = { id: 'bench.access', secret: 'bench-service-secret-0123' };
+
+execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+const { generateKeySecret, hashKey, keyHint } = require(path.join(root, 'dist/src/keys/key-secret.js'));
+
+const BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', response_format: 'b64_json' });
+
+function startProcess(args, env) {
+  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (chunk) => {
+      buffer += chunk.toString();
+      const match = /"port":(\d+)/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
+      if (match) {
+        child.stdout.off('data', onData);
+        child.stdout.resume(); // discard the request logs, as a log shipper would
+        resolve({ child, url: `http://127.0.0.1:${match[1]}` });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`process exited with ${code}: ${buffer}`)));
+  });
+}
+
+const stop = (child) => new Promise((resolve) => {
+  child.once('exit', resolve);
+  child.kill('SIGTERM');
+});
+
+function rssMb(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)[1]) / 1024);
+}
+
+async function load(url, keys, options = {}) {
+  let i = 0;
+  const result = await autocannon({
+    url: `${url}/images/generate`,
+    method: 'POST',
+    connections: options.connections ?? CONNECTIONS,
+    duration: SECONDS,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    headers: { 'content-type': 'application/json' },
+    body: BODY,
+    requests: [
+      {
+        setupRequest: (request) => {
+          const key = keys[i++ % keys.length];
+          return key ? { ...request, headers: { ...request.headers, authorization: `Bearer ${key}` } } : request;
+        },
+      },
+    ],
+  });
+  const bad = result.non2xx + result.errors + result.timeouts;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, total: result.requests.total };
+}
+
+/** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
+function seedSqlite(file, count, keep) {
+  const Database = require('better-sqlite3');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  const insert = db.prepare(`INSERT INTO api_keys (id, key_hash, hint, name, owner, status, credits_quota, credits_used, quota_period_days,
+    period_started_at, rate_limit_rpm, allowed_providers, expires_at, created_at, updated_at, disabled_at, last_used_at)
+    VALUES (?, ?, ?, 'bench', ?, 'active', 1000000000, 0, 30, ?, 100000, '["local"]', NULL, ?, ?, NULL, NULL)`);
+  const secrets = [];
+  const now = Date.now();
+  const batch = db.transaction((n, offset) => {
+    for (let j = 0; j < n; j += 1) {
+      const secret = generateKeySecret();
+      if (secrets.length < keep) secrets.push(secret);
+      insert.run(`key_bench${offset + j}${randomBytes(4).toString('hex')}`, hashKey(secret), keyHint(secret), `owner-${(offset + j) % 1000}`, now, now, now);
+    }
+  });
+  for (let offset = 0; offset < count; offset += 50_000) batch(Math.min(50_000, count - offset), offset);
+  db.close();
+  return secrets;
+}
+
+async function seedPostgres(url, count) {
+  const { Client } = require('pg');
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  const secrets = [];
+  const now = Date.now();
+  for (let offset = 0; offset < count; offset += 1000) {
+    const values = [];
+    const params = [];
+    for (let j = 0; j < Math.min(1000, count - offset); j += 1) {
+      const secret = generateKeySecret();
+      secrets.push(secret);
+      params.push(`key_bench${offset + j}`, hashKey(secret), keyHint(secret), now);
+      const b = params.length - 4;
+      values.push(`($${b + 1}, $${b + 2}, $${b + 3}, 'bench', 'bench', 'active', 1000000000, 0, 30, $${b + 4}, 100000, '["local"]', NULL, $${b + 4}, $${b + 4}, NULL, NULL)`);
+    }
+    await client.query(`INSERT INTO api_keys VALUES ${values.join(',')}`, params);
+  }
+  await client.end();
+  return secrets;
+}
+
+const gatewayEnv = (databaseUrl, extra = {}) => ({
+  NODE_ENV: 'production',
+  PORT: '0',
+  INTERNAL_PORT: '0',
+  HOST: '127.0.0.1',
+  ADMIN_SECRET,
+  CF_ACCESS_CLIENT_ID: SERVICE.id,
+  CF_ACCESS_CLIENT_SECRET: SERVICE.secret,
+  DATABASE_URL: databaseUrl,
+  LOCAL_PROVIDER_MODE: 'tiny',
+  LOG_LEVEL: 'info',
+  ...extra,
+});
+
+async function measureGateway(name, env, keys, runs) {
+  const { child, url } = await startProcess([...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []), 'dist/src/main.js'], env);
+  await load(url, keys, { connections: 10 }); // warm-up: JIT, caches, connection pools
+  const out = {};
+  if (runs.includes('max')) out.max = await load(url, keys);
+  if (runs.includes('rate')) out.rate = await load(url, keys, { rate: FIXED_RATE, connections: 20 });
+  out.rss = rssMb(child.pid);
+  await stop(child);
+  console.log(name, JSON.stringify(out));
+  return out;
+}
+
+async function main() {
+  const results = {};
+  // 1. Baseline: bare Express 5 answering the same JSON body.
+  {
+    const { child, url } = await startProcess(['scripts/bench-baseline.cjs'], {});
+    await load(url, [], { connections: 10 });
+    results.baseline = { max: await load(url, []), rate: await load(url, [], { rate: FIXED_RATE, connections: 20 }), rss: rssMb(child.pid) };
+    await stop(child);
+    console.log('baseline', JSON.stringify(results.baseline));
+  }
+  // 2. and 3. The full gateway path on SQLite, 10,000 keys then 1,000,000 keys.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-bench-'));
+  const file = path.join(dir, 'gateway.db');
+  {
+    // Let the gateway create the schema, then seed.
+    const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(file));
+    await stop(child);
+  }
+  const keys = seedSqlite(file, 10_000, 10_000);
+  results.sqlite10k = await measureGateway('sqlite 10k keys', gatewayEnv(file), keys, ['max', 'rate']);
+  if (!process.env.BENCH_SKIP_MILLION) {
+    seedSqlite(file, 990_000, 0);
+    results.sqlite1m = await measureGateway('sqlite 1M keys', gatewayEnv(file), keys, ['max', 'rate']);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  // 4. PostgreSQL + Redis.
+  if (!process.env.BENCH_SKIP_PG) {
+    const { Client } = require('pg');
+    const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+    await admin.connect();
+    const name = `cgw_bench_${Date.now()}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+    const env = gatewayEnv(url, { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `${name}:`, DB_POOL_SIZE: '20' });
+    {
+      const { child } = await startProcess(['dist/src/main.js'], env);
+      await stop(child);
+    }
+    const pgKeys = await seedPostgres(url, 10_000);
+    results.postgres = await measureGateway('postgres+redis 10k keys', env, pgKeys, ['max', 'rate']);
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+  writeReport(results);
+}
+
+function writeReport(r) {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const ratio = (x) => `${((x / r.baseline.max.rps) * 100).toFixed(0)}%`;
+  const rows = [
+    ['bare Express 5 (baseline)', r.baseline],
+    ['gateway, SQLite, 10,000 keys', r.sqlite10k],
+    ['gateway, SQLite, 1,000,000 keys', r.sqlite1m],
+    ['gateway, PostgreSQL + Redis, 10,000 keys', r.postgres],
+  ].filter(([, v]) => v);
+  const table = rows
+    .map(([name, v]) =>
+      `| ${name} | ${Math.round(v.max.rps)} | ${ratio(v.max.rps)} | ${v.max.p50} | ${v.max.p99} | ${v.rate.p50} | ${v.rate.p99} | ${(v.rate.p99 - r.baseline.rate.p99).toFixed(0)} | ${v.rss} | ${v.max.bad + v.rate.bad} |`,
+    )
+    .join('\n');
+  const text = `# Benchmarks
+
+Written by \`npm run bench\` (scripts/bench.mjs); the numbers below are from its last run.
+
+- Machine: ${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}
+- Date: ${new Date().toISOString()}
+- Load: autocannon in the bench process, the server in its own process, on loopback. "max" = ${CONNECTIONS} connections for ${SECONDS} s;
+  "@${FIXED_RATE}/s" = a fixed ${FIXED_RATE} requests/s over 20 connections for ${SECONDS} s. Latencies in ms.
+- Gateway path: \`POST /images/generate\` with a client key (auth by hash), request validation, RPM check, credit
+  reservation + settlement, usage row, response, request log line (JSON, to a pipe); local provider in \`tiny\` mode.
+  Keys are spread over all requests round-robin from 10,000 distinct keys.
+- Baseline: a bare Express 5 app (express.json + one handler) answering the same JSON body.
+- These machines are noisy: compare ratios within one run, not absolute numbers across runs.
+
+| setup | max req/s | vs baseline | max p50 | max p99 | @${FIXED_RATE}/s p50 | @${FIXED_RATE}/s p99 | added p99 @${FIXED_RATE}/s | RSS MB | non-2xx |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${table}
+`;
+  fs.writeFileSync(path.join(root, 'BENCHMARKS.md'), text);
+  console.log(text);
+}
+
+await main();
