@@ -7,113 +7,113 @@ import type { DatabaseEngine } from './database';
  */
 function migrations(engine: DatabaseEngine): Record<string, Migration> {
   return {
-  '0001_keys_and_generations': {
-    async up(db: Kysely<unknown>) {
-      await db.schema
-        .createTable('api_keys')
-        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
-        .addColumn('key_hash', 'varchar(64)', (c) => c.notNull().unique())
-        .addColumn('hint', 'varchar(64)', (c) => c.notNull())
-        .addColumn('name', 'varchar(200)', (c) => c.notNull())
-        .addColumn('owner', 'varchar(200)', (c) => c.notNull())
-        .addColumn('status', 'varchar(16)', (c) => c.notNull())
-        .addColumn('credits_quota', 'bigint', (c) => c.notNull())
-        .addColumn('credits_used', 'bigint', (c) => c.notNull())
-        .addColumn('quota_period_days', 'integer', (c) => c.notNull())
-        .addColumn('period_started_at', 'bigint', (c) => c.notNull())
-        .addColumn('rate_limit_rpm', 'integer', (c) => c.notNull())
-        .addColumn('allowed_providers', 'text', (c) => c.notNull())
-        .addColumn('expires_at', 'bigint')
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .addColumn('disabled_at', 'bigint')
-        .addColumn('last_used_at', 'bigint')
-        .execute();
-      await db.schema.createIndex('api_keys_created_idx').on('api_keys').columns(['created_at', 'id']).execute();
-      await db.schema.createIndex('api_keys_owner_idx').on('api_keys').columns(['owner', 'created_at']).execute();
+    '0001_keys_and_generations': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+          .addColumn('key_hash', 'varchar(64)', (c) => c.notNull().unique())
+          .addColumn('hint', 'varchar(64)', (c) => c.notNull())
+          .addColumn('name', 'varchar(200)', (c) => c.notNull())
+          .addColumn('owner', 'varchar(200)', (c) => c.notNull())
+          .addColumn('status', 'varchar(16)', (c) => c.notNull())
+          .addColumn('credits_quota', 'bigint', (c) => c.notNull())
+          .addColumn('credits_used', 'bigint', (c) => c.notNull())
+          .addColumn('quota_period_days', 'integer', (c) => c.notNull())
+          .addColumn('period_started_at', 'bigint', (c) => c.notNull())
+          .addColumn('rate_limit_rpm', 'integer', (c) => c.notNull())
+          .addColumn('allowed_providers', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .addColumn('disabled_at', 'bigint')
+          .addColumn('last_used_at', 'bigint')
+          .execute();
+        await db.schema.createIndex('api_keys_created_idx').on('api_keys').columns(['created_at', 'id']).execute();
+        await db.schema.createIndex('api_keys_owner_idx').on('api_keys').columns(['owner', 'created_at']).execute();
 
-      await db.schema
-        .createTable('generations')
-        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
-        .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
-        .addColumn('model', 'varchar(100)', (c) => c.notNull())
-        .addColumn('provider', 'varchar(32)', (c) => c.notNull())
-        .addColumn('images', 'integer', (c) => c.notNull())
-        .addColumn('credits', 'bigint', (c) => c.notNull())
-        .addColumn('status', 'varchar(16)', (c) => c.notNull())
-        .addColumn('error_code', 'varchar(64)')
-        .addColumn('latency_ms', 'integer')
-        .addColumn('period_started_at', 'bigint', (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('completed_at', 'bigint')
-        .execute();
-      await db.schema.createIndex('generations_key_idx').on('generations').columns(['key_id', 'created_at']).execute();
-      await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
-    },
-    async down(db: Kysely<unknown>) {
-      await db.schema.dropTable('generations').execute();
-      await db.schema.dropTable('api_keys').execute();
-    },
-  },
-  '0002_rate_limit_hits': {
-    async up(db: Kysely<unknown>) {
-      await db.schema
-        .createTable('rate_limit_hits')
-        .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
-        .addColumn('at', 'bigint', (c) => c.notNull())
-        .execute();
-      await db.schema.createIndex('rate_limit_hits_key_at_idx').on('rate_limit_hits').columns(['key_id', 'at']).execute();
-    },
-    async down(db: Kysely<unknown>) {
-      await db.schema.dropTable('rate_limit_hits').execute();
-    },
-  },
-  '0003_idempotency_keys': {
-    async up(db: Kysely<unknown>) {
-      await db.schema
-        .createTable('idempotency_keys')
-        .addColumn('scope', 'varchar(80)', (c) => c.notNull())
-        .addColumn('idempotency_key', 'varchar(255)', (c) => c.notNull())
-        .addColumn('request_hash', 'varchar(64)', (c) => c.notNull())
-        .addColumn('state', 'varchar(16)', (c) => c.notNull())
-        .addColumn('response_status', 'integer')
-        .addColumn('response_body', 'text')
-        .addColumn('response_location', 'varchar(300)')
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'idempotency_key'])
-        .execute();
-      await db.schema.createIndex('idempotency_keys_created_idx').on('idempotency_keys').column('created_at').execute();
-    },
-    async down(db: Kysely<unknown>) {
-      await db.schema.dropTable('idempotency_keys').execute();
-    },
-  },
-  '0004_internal_generations': {
-    // Internal (service-token) generations have no key: key_id becomes nullable, client_id says who.
-    async up(db: Kysely<unknown>) {
-      await db.schema.alterTable('generations').addColumn('client_id', 'varchar(200)').execute();
-      if (engine === 'postgres') {
-        await sql`ALTER TABLE generations ALTER COLUMN key_id DROP NOT NULL`.execute(db);
-      } else {
-        // SQLite cannot drop NOT NULL in place: rebuild the table with the same rows.
-        await sql`CREATE TABLE generations_new (
-          id varchar(64) PRIMARY KEY, key_id varchar(64), model varchar(100) NOT NULL, provider varchar(32) NOT NULL,
-          images integer NOT NULL, credits bigint NOT NULL, status varchar(16) NOT NULL, error_code varchar(64),
-          latency_ms integer, period_started_at bigint NOT NULL, created_at bigint NOT NULL, completed_at bigint,
-          client_id varchar(200))`.execute(db);
-        await sql`INSERT INTO generations_new SELECT id, key_id, model, provider, images, credits, status, error_code,
-          latency_ms, period_started_at, created_at, completed_at, client_id FROM generations`.execute(db);
-        await sql`DROP TABLE generations`.execute(db);
-        await sql`ALTER TABLE generations_new RENAME TO generations`.execute(db);
+        await db.schema
+          .createTable('generations')
+          .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+          .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
+          .addColumn('model', 'varchar(100)', (c) => c.notNull())
+          .addColumn('provider', 'varchar(32)', (c) => c.notNull())
+          .addColumn('images', 'integer', (c) => c.notNull())
+          .addColumn('credits', 'bigint', (c) => c.notNull())
+          .addColumn('status', 'varchar(16)', (c) => c.notNull())
+          .addColumn('error_code', 'varchar(64)')
+          .addColumn('latency_ms', 'integer')
+          .addColumn('period_started_at', 'bigint', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('completed_at', 'bigint')
+          .execute();
         await db.schema.createIndex('generations_key_idx').on('generations').columns(['key_id', 'created_at']).execute();
         await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
-      }
-      await db.schema.createIndex('generations_created_idx').on('generations').columns(['created_at', 'id']).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable('generations').execute();
+        await db.schema.dropTable('api_keys').execute();
+      },
     },
-    async down() {
-      throw new Error('0004 cannot be undone');
+    '0002_rate_limit_hits': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('rate_limit_hits')
+          .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('rate_limit_hits_key_at_idx').on('rate_limit_hits').columns(['key_id', 'at']).execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable('rate_limit_hits').execute();
+      },
     },
-  },
+    '0003_idempotency_keys': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('idempotency_keys')
+          .addColumn('scope', 'varchar(80)', (c) => c.notNull())
+          .addColumn('idempotency_key', 'varchar(255)', (c) => c.notNull())
+          .addColumn('request_hash', 'varchar(64)', (c) => c.notNull())
+          .addColumn('state', 'varchar(16)', (c) => c.notNull())
+          .addColumn('response_status', 'integer')
+          .addColumn('response_body', 'text')
+          .addColumn('response_location', 'varchar(300)')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'idempotency_key'])
+          .execute();
+        await db.schema.createIndex('idempotency_keys_created_idx').on('idempotency_keys').column('created_at').execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropTable('idempotency_keys').execute();
+      },
+    },
+    '0004_internal_generations': {
+      // Internal (service-token) generations have no key: key_id becomes nullable, client_id says who.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('generations').addColumn('client_id', 'varchar(200)').execute();
+        if (engine === 'postgres') {
+          await sql`ALTER TABLE generations ALTER COLUMN key_id DROP NOT NULL`.execute(db);
+        } else {
+          // SQLite cannot drop NOT NULL in place: rebuild the table with the same rows.
+          await sql`CREATE TABLE generations_new (
+            id varchar(64) PRIMARY KEY, key_id varchar(64), model varchar(100) NOT NULL, provider varchar(32) NOT NULL,
+            images integer NOT NULL, credits bigint NOT NULL, status varchar(16) NOT NULL, error_code varchar(64),
+            latency_ms integer, period_started_at bigint NOT NULL, created_at bigint NOT NULL, completed_at bigint,
+            client_id varchar(200))`.execute(db);
+          await sql`INSERT INTO generations_new SELECT id, key_id, model, provider, images, credits, status, error_code,
+            latency_ms, period_started_at, created_at, completed_at, client_id FROM generations`.execute(db);
+          await sql`DROP TABLE generations`.execute(db);
+          await sql`ALTER TABLE generations_new RENAME TO generations`.execute(db);
+          await db.schema.createIndex('generations_key_idx').on('generations').columns(['key_id', 'created_at']).execute();
+          await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
+        }
+        await db.schema.createIndex('generations_created_idx').on('generations').columns(['created_at', 'id']).execute();
+      },
+      async down() {
+        throw new Error('0004 cannot be undone');
+      },
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { ApiError } from './api-error';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 
@@ -69,7 +70,7 @@ export function sendError(res: Response, error: ApiError): void {
 
 /** The one place errors become responses: always the envelope, never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
+  return async (err, req, res, _next) => {
     let apiError = toApiError(err);
     if (!apiError) {
       logger.error({ err, request_id: res.locals.requestId, method: req.method, path: req.path }, 'unhandled error');
@@ -79,6 +80,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
+    await ensureRateLimitHeaders(res);
     sendError(res, apiError);
   };
 }

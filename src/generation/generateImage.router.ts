@@ -2,7 +2,7 @@ import { type Request, type Response, Router } from 'express';
 import type { operations } from '../../generated/gateway';
 import { abortOnDisconnect } from '../http/abort-on-disconnect';
 import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
-import { type GenerationService, toImageData } from './generation.service';
+import { type GenerationService, generationSummary } from './generation.service';
 
 type Body = operations['generateImage']['requestBody']['content']['application/json'];
 type Generated = operations['generateImage']['responses']['200']['content']['application/json'];
@@ -13,11 +13,7 @@ export function generateImageRouter(generation: GenerationService): Router {
     if (!key) throw new Error('generateImage reached without an authenticated key');
     const outcome = await generation.generateForKey(key, req.body, abortOnDisconnect(res), (decision) => setRateLimitHeaders(res, decision));
     res.json({
-      id: outcome.id,
-      created: outcome.created,
-      model: outcome.entry.model,
-      provider: outcome.entry.provider,
-      data: toImageData(outcome.images),
+      ...generationSummary(outcome),
       usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining },
     });
   });

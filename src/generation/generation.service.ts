@@ -42,14 +42,20 @@ export interface KeyGenerationOutcome extends GenerationOutcome {
   creditsRemaining: number;
 }
 
-/** The generated images in the API's snake_case shape. */
-export function toImageData(images: ProviderImage[]): GenerateImageResult['data'] {
-  return images.map((image) => ({
-    ...(image.url !== undefined ? { url: image.url } : {}),
-    ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
-    width: image.width,
-    height: image.height,
-  }));
+/** What the gateway's and the internal API's generation responses share (all but `usage`). */
+export function generationSummary(outcome: GenerationOutcome): Omit<GenerateImageResult, 'usage'> {
+  return {
+    id: outcome.id,
+    created: outcome.created,
+    model: outcome.entry.model,
+    provider: outcome.entry.provider,
+    data: outcome.images.map((image) => ({
+      ...(image.url !== undefined ? { url: image.url } : {}),
+      ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
+      width: image.width,
+      height: image.height,
+    })),
+  };
 }
 
 /**

@@ -8,6 +8,8 @@ declare global {
       apiKey?: ApiKeyRow;
       /** The authenticated service token's client id (internal API only). */
       serviceClientId?: string;
+      /** Client routes: adds rate-limit headers to a response that did not reach the limiter. */
+      addRateLimitHeaders?: () => Promise<void>;
     }
   }
 }

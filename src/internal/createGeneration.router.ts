@@ -1,6 +1,6 @@
 import { type Request, type Response, Router } from 'express';
 import type { operations } from '../../generated/creative';
-import { type GenerationService, toImageData } from '../generation/generation.service';
+import { type GenerationService, generationSummary } from '../generation/generation.service';
 import { abortOnDisconnect } from '../http/abort-on-disconnect';
 
 type Body = operations['createGeneration']['requestBody']['content']['application/json'];
@@ -11,13 +11,6 @@ export function createGenerationRouter(generation: GenerationService): Router {
     const clientId = res.locals.serviceClientId;
     if (!clientId) throw new Error('createGeneration reached without a service token');
     const outcome = await generation.generateForService(clientId, req.body, abortOnDisconnect(res));
-    res.json({
-      id: outcome.id,
-      created: outcome.created,
-      model: outcome.entry.model,
-      provider: outcome.entry.provider,
-      data: toImageData(outcome.images),
-      usage: { images: outcome.images.length, credits: outcome.credits },
-    });
+    res.json({ ...generationSummary(outcome), usage: { images: outcome.images.length, credits: outcome.credits } });
   });
 }

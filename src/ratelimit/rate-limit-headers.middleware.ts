@@ -1,15 +1,25 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Clock } from '../shared/clock';
 import { type RateLimiter, setRateLimitHeaders } from './rate-limiter';
 
 /**
- * Puts the key's current rate-limit state on every authenticated client response, including
- * ones refused before the limiter counts (400/403/404). The limiter overwrites it when it counts.
+ * Every authenticated client response carries the key's rate-limit state. The limiter sets it
+ * when it counts the request; responses that end before that (400/403/404, replays) look it up
+ * on the way out. Looking up only then saves a limiter round trip (Redis) on every success.
  */
 export function rateLimitHeaders(limiter: RateLimiter, clock: Clock): RequestHandler {
-  return async (_req, res, next) => {
+  return (_req, res, next) => {
     const key = res.locals.apiKey;
-    if (key) setRateLimitHeaders(res, await limiter.peek(key.id, key.rate_limit_rpm, clock.now()));
+    if (key) {
+      res.locals.addRateLimitHeaders = async () => {
+        if (!res.getHeader('RateLimit')) setRateLimitHeaders(res, await limiter.peek(key.id, key.rate_limit_rpm, clock.now()));
+      };
+    }
     next();
   };
+}
+
+/** Adds the headers when the request did not reach the limiter; never fails the response. */
+export async function ensureRateLimitHeaders(res: Response): Promise<void> {
+  await res.locals.addRateLimitHeaders?.().catch(() => undefined);
 }

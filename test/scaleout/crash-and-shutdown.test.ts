@@ -13,6 +13,16 @@ const until = async (check: () => boolean, timeoutMs = 5000) => {
   }
 };
 
+/** Creates a jimeng key on the process and starts one generation with it (not awaited). */
+async function startGeneration(url: string, prompt: string, headers: Record<string, string> = {}) {
+  const created = await new ApiClient(url).admin('post', '/admin/keys', {
+    name: 'lifecycle', owner: 'lifecycle@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
+  });
+  let generation = request(url).post('/images/generate').set('Authorization', `Bearer ${created.body.key}`);
+  for (const [name, value] of Object.entries(headers)) generation = generation.set(name, value);
+  return { keyId: created.body.id as string, response: generation.send({ prompt, model: 'jimeng-4.5' }) };
+}
+
 describe('a real gateway process: crash safety and graceful shutdown', () => {
   let ark: FakeImagesApi;
   let database: ThrowawayDatabase;
@@ -37,16 +47,8 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
 
   it('SIGKILL mid-request leaks no reservation: the restarted gateway releases it and marks it abandoned', async () => {
     const first = await startGatewayProcess(env);
-    const api = new ApiClient(first.url);
-    const created = await api.admin('post', '/admin/keys', {
-      name: 'crash', owner: 'crash@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
-    });
-    const inFlight = request(first.url)
-      .post('/images/generate')
-      .set('Authorization', `Bearer ${created.body.key}`)
-      .set('Idempotency-Key', 'crash-1')
-      .send({ prompt: 'never finishes [slow:20000]', model: 'jimeng-4.5' })
-      .then(() => 'answered', () => 'connection lost');
+    const { keyId, response } = await startGeneration(first.url, 'never finishes [slow:20000]', { 'Idempotency-Key': 'crash-1' });
+    const inFlight = response.then(() => 'answered', () => 'connection lost');
     const observer = new SQLite(database.url, { readonly: true });
     const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status = 'pending'").get() as { n: number };
     await until(() => pending().n === 1);
@@ -60,7 +62,7 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
     try {
       const row = observer.prepare('SELECT status, error_code FROM generations').get();
       expect(row).toEqual({ status: 'failed', error_code: 'abandoned' });
-      const key = await new ApiClient(second.url).admin('get', `/admin/keys/${created.body.id}`);
+      const key = await new ApiClient(second.url).admin('get', `/admin/keys/${keyId}`);
       expect(key.body.credits_used).toBe(0);
       // The idempotency record of the dead request is gone too, so a retry runs.
       expect((observer.prepare('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number }).n).toBe(0);
@@ -72,15 +74,8 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
 
   it('SIGTERM finishes in-flight requests, refuses new connections and exits 0', async () => {
     const gateway = await startGatewayProcess(env);
-    const api = new ApiClient(gateway.url);
-    const created = await api.admin('post', '/admin/keys', {
-      name: 'drain', owner: 'drain@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
-    });
-    const slow = request(gateway.url)
-      .post('/images/generate')
-      .set('Authorization', `Bearer ${created.body.key}`)
-      .send({ prompt: 'takes a moment [slow:500]', model: 'jimeng-4.5' });
-    const answered = slow.then((res) => res);
+    const { response } = await startGeneration(gateway.url, 'takes a moment [slow:500]');
+    const answered = response.then((res) => res);
     await until(() => ark.requests.some((r) => r.prompt === 'takes a moment [slow:500]'));
     const exit = gateway.stop('SIGTERM');
     const res = await answered;
