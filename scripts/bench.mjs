@@ -222,7 +222,10 @@ Written by \`npm run bench\` (scripts/bench.mjs); the numbers below are from its
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${table}
 `;
-  fs.writeFileSync(path.join(root, 'BENCHMARKS.md'), text);
+  // Keep the hand-written analysis below the generated table across runs.
+  const previous = fs.existsSync(path.join(root, 'BENCHMARKS.md')) ? fs.readFileSync(path.join(root, 'BENCHMARKS.md'), 'utf8') : '';
+  const analysis = previous.includes('\n## Against the targets') ? previous.slice(previous.indexOf('\n## Against the targets')) : '';
+  fs.writeFileSync(path.join(root, 'BENCHMARKS.md'), text + analysis);
   console.log(text);
 }
 
