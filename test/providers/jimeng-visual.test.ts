@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
@@ -108,6 +109,27 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(await creditsUsed()).toBe(before);
     const row = await t.gateway.database.db.selectFrom('generations').select(['status', 'error_code']).where('key_id', '=', keyId).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
     expect(row).toEqual({ status: 'failed', error_code: 'provider_timeout' });
+  });
+
+  it('a client that goes away stops the upstream polling and gets its credits back', async () => {
+    const before = await creditsUsed();
+    const prompt = 'endless [pending:100000]';
+    // Tests here run one at a time, so every poll the fake sees now belongs to this request.
+    const polls = () => fake.requests.filter((r) => r.action === 'CVSync2AsyncGetResult').length;
+    const req = http.request(`${t.gateway.url}/images/generate`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ prompt, model: 'jimeng-4.0' }));
+    const startedAt = fake.requests.length;
+    while (fake.requests.length - startedAt < 5) await new Promise((resolve) => setTimeout(resolve, 10));
+    req.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const afterAbort = polls();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(polls()).toBe(afterAbort);
+    expect(await creditsUsed()).toBe(before);
   });
 
   it('a wrong secret is refused by the upstream (SignatureDoesNotMatch) -> 502', async () => {
