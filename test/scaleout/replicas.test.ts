@@ -1,4 +1,4 @@
-import { ApiClient, ADMIN_SECRET, localRequest } from '../helpers/test-gateway';
+import { ApiClient, localRequest } from '../helpers/test-gateway';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
