@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { adminAuth } from './auth/admin-auth';
@@ -8,15 +8,12 @@ import { errorHandler, notFound } from './errors/error-handler';
 import { createImageOpenAIRouter } from './generation/createImageOpenAI.router';
 import { generateImageRouter } from './generation/generateImage.router';
 import type { GenerationService } from './generation/generation.service';
-import { docsAssetsRouter, docsPageRouter } from './http/docs';
+import { createBaseApp, jsonBody } from './http/base-app';
+import { docsPageRouter } from './http/docs';
 import type { OpenApiDocument } from './http/openapi-document';
 import { openApiValidator } from './http/openapi-validator';
-import { requestId } from './http/request-id';
-import { requestLogger } from './http/request-logger';
-import { requestMetrics } from './http/request-metrics';
 import { healthRouter } from './health/health.router';
 import type { GatewayMetrics } from './metrics/metrics';
-import { securityHeaders } from './http/security-headers';
 import { idempotency } from './idempotency/idempotency.middleware';
 import { adminKeysRouter } from './keys/routes';
 import type { KeysService } from './keys/keys.service';
@@ -43,19 +40,11 @@ export interface GatewayAppDeps {
  * codes), then the spec validator, then the thin operation routers, then the one error handler.
  */
 export function createGatewayApp(deps: GatewayAppDeps): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.set('query parser', 'simple');
-  app.set('case sensitive routing', true);
-  app.use(requestId, securityHeaders, requestLogger(deps.logger), requestMetrics(deps.metrics, 'public'));
-
-
-  app.use(docsAssetsRouter());
+  const app = createBaseApp(deps, 'public');
   app.use('/admin', adminAuth(deps.adminSecret));
   app.use(['/images', '/v1/images'], apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
 
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(jsonBody(deps.bodyLimitBytes));
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
   app.use(idempotency(deps));

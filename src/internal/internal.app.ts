@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { serviceTokenAuth } from '../auth/service-token-auth';
@@ -7,13 +7,10 @@ import type { Database } from '../db/schema';
 import { errorHandler, notFound } from '../errors/error-handler';
 import type { GenerationService } from '../generation/generation.service';
 import { healthRouter } from '../health/health.router';
-import { docsAssetsRouter, docsPageRouter } from '../http/docs';
+import { createBaseApp, jsonBody } from '../http/base-app';
+import { docsPageRouter } from '../http/docs';
 import type { OpenApiDocument } from '../http/openapi-document';
 import { openApiValidator } from '../http/openapi-validator';
-import { requestId } from '../http/request-id';
-import { requestLogger } from '../http/request-logger';
-import { requestMetrics } from '../http/request-metrics';
-import { securityHeaders } from '../http/security-headers';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { CatalogService } from './catalog.service';
 import { createGenerationRouter } from './createGeneration.router';
@@ -39,15 +36,9 @@ export interface InternalAppDeps {
 
 /** The internal creative API (second listener): service-token guarded, same error model. */
 export function createInternalApp(deps: InternalAppDeps): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.set('query parser', 'simple');
-  app.set('case sensitive routing', true);
-  app.use(requestId, securityHeaders, requestLogger(deps.logger), requestMetrics(deps.metrics, 'internal'));
-  app.use(docsAssetsRouter());
+  const app = createBaseApp(deps, 'internal');
   app.use(['/api/v1/creative', '/docs'], serviceTokenAuth(deps.serviceTokens));
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(jsonBody(deps.bodyLimitBytes));
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
   app.use(healthRouter(deps.db));
