@@ -11,6 +11,8 @@ export interface CatalogModel {
   default_size: string;
   /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
   transport?: string;
+  /** Extra fields sent to the upstream as they are, e.g. `{"scale": 0.5}` for the visual API. */
+  upstream_options?: Record<string, unknown>;
 }
 
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
@@ -29,6 +31,11 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
   { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048' },
   { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328' },
 ];
+
+function options(value: unknown, where: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where}: "upstream_options" must be an object`);
+  return value as Record<string, unknown>;
+}
 
 /** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
 export function parseCatalog(raw: unknown): CatalogModel[] {
@@ -59,6 +66,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       credits_per_image: credits,
       default_size: defaultSize,
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
+      ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
     };
   });
 }

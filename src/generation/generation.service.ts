@@ -174,6 +174,7 @@ export class GenerationService {
           negativePrompt: input.negative_prompt,
           upstreamModel: entry.upstream_model,
           transport: entry.transport,
+          upstreamOptions: entry.upstream_options,
           n: input.n ?? 1,
           width,
           height,

@@ -6,6 +6,8 @@ export interface ProviderRequest {
   upstreamModel: string;
   /** How the provider reaches this model (catalog `transport`), for providers with several. */
   transport?: string;
+  /** Catalog `upstream_options`: extra upstream fields, sent as they are. */
+  upstreamOptions?: Record<string, unknown>;
   n: number;
   width: number;
   height: number;

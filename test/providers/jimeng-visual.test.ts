@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
@@ -20,6 +21,11 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
       PROVIDER_JIMENG_TIMEOUT_MS: '2500',
       PROVIDER_JIMENG_BREAKER_THRESHOLD: '1000',
+      // The default jimeng models, plus one with upstream_options (scale) from the catalog.
+      MODEL_CATALOG: JSON.stringify([
+        ...DEFAULT_CATALOG,
+        { model: 'jimeng-4.0-loose', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '1024x1024', upstream_options: { scale: 0.3 } },
+      ]),
     });
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
   });
@@ -45,6 +51,13 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     });
     expect(calls.filter((c) => c.action === 'CVSync2AsyncGetResult')).toHaveLength(4);
     expect(calls[1]!.body).toMatchObject({ req_key: 'jimeng_t2i_v40', req_json: '{"return_url":true}' });
+  });
+
+  it('sends catalog upstream_options (e.g. scale) with the task', async () => {
+    const res = await generate('loose interpretation', { model: 'jimeng-4.0-loose' });
+    expect(res.status).toBe(200);
+    const submit = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').at(-1);
+    expect(submit?.body).toMatchObject({ req_key: 'jimeng_t2i_v40', scale: 0.3, force_single: true });
   });
 
   it('returns b64_json when asked, and one task per image', async () => {

@@ -54,6 +54,7 @@ export class ImagesApiClient {
         ...(n > 1 ? { n } : {}),
         ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
         ...extraBody,
+        ...request.upstreamOptions,
       },
       { Authorization: `Bearer ${apiKey}` },
       signal,

@@ -68,6 +68,7 @@ export class VisualTransport {
         height: request.height,
         ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
         force_single: true,
+        ...request.upstreamOptions,
       },
       signal,
     );
