@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const shutdown = (signal: string) => {
     gateway.logger.info({ signal }, 'shutting down');
     gateway.close().then(
-      () => process.exit(0),
+      () => gateway.logger.flush(() => process.exit(0)),
       (error: unknown) => {
         gateway.logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
