@@ -92,25 +92,31 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     internal: new ApiClient(gateway.internalUrl, creativeSpec),
     clock,
     logs,
-    async createKey(overrides = {}) {
-      const res = await api.admin('post', '/admin/keys', {
-        name: 'test key',
-        owner: 'tests@example.com',
-        credits_quota: 1000,
-        quota_period_days: 30,
-        allowed_providers: ['local'],
-        rate_limit_rpm: 1000,
-        ...overrides,
-      });
-      if (res.status !== 201) throw new Error(`createKey failed: ${res.status} ${res.text}`);
-      return { id: res.body.id as string, key: res.body.key as string, record: res.body as Record<string, unknown> };
-    },
+    createKey: (overrides = {}) => createKeyVia(api, overrides),
     async close() {
       await gateway.close();
       await database.drop();
       await redis?.drop();
     },
   };
+}
+
+/** Creates a key through any gateway's admin API: `local` provider and a generous quota unless overridden. */
+export async function createKeyVia(
+  api: ApiClient,
+  overrides: Record<string, unknown> = {},
+): Promise<{ id: string; key: string; record: Record<string, unknown> }> {
+  const res = await api.admin('post', '/admin/keys', {
+    name: 'test key',
+    owner: 'tests@example.com',
+    credits_quota: 1000,
+    quota_period_days: 30,
+    allowed_providers: ['local'],
+    rate_limit_rpm: 1000,
+    ...overrides,
+  });
+  if (res.status !== 201) throw new Error(`createKey failed: ${res.status} ${res.text}`);
+  return { id: res.body.id as string, key: res.body.key as string, record: res.body as Record<string, unknown> };
 }
 
 /** A small valid generation request for the local provider. */

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { startGatewayProcess } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
-import { ADMIN_SECRET, ApiClient } from '../helpers/test-gateway';
+import { ADMIN_SECRET, ApiClient, createKeyVia } from '../helpers/test-gateway';
 
 const until = async (check: () => boolean, timeoutMs = 5000) => {
   const started = Date.now();
@@ -15,12 +15,10 @@ const until = async (check: () => boolean, timeoutMs = 5000) => {
 
 /** Creates a jimeng key on the process and starts one generation with it (not awaited). */
 async function startGeneration(url: string, prompt: string, headers: Record<string, string> = {}) {
-  const created = await new ApiClient(url).admin('post', '/admin/keys', {
-    name: 'lifecycle', owner: 'lifecycle@example.com', credits_quota: 10, quota_period_days: 30, allowed_providers: ['jimeng'],
-  });
-  let generation = request(url).post('/images/generate').set('Authorization', `Bearer ${created.body.key}`);
+  const created = await createKeyVia(new ApiClient(url), { credits_quota: 10, allowed_providers: ['jimeng'] });
+  let generation = request(url).post('/images/generate').set('Authorization', `Bearer ${created.key}`);
   for (const [name, value] of Object.entries(headers)) generation = generation.set(name, value);
-  return { keyId: created.body.id as string, response: generation.send({ prompt, model: 'jimeng-4.5' }) };
+  return { keyId: created.id, response: generation.send({ prompt, model: 'jimeng-4.5' }) };
 }
 
 describe('a real gateway process: crash safety and graceful shutdown', () => {

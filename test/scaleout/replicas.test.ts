@@ -1,21 +1,7 @@
-import { ApiClient, localRequest } from '../helpers/test-gateway';
+import { ApiClient, createKeyVia as createKey, localRequest } from '../helpers/test-gateway';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
-
-async function createKey(api: ApiClient, overrides: Record<string, unknown>): Promise<{ id: string; key: string }> {
-  const res = await api.admin('post', '/admin/keys', {
-    name: 'replicas',
-    owner: 'scaleout@example.com',
-    credits_quota: 1000,
-    quota_period_days: 30,
-    rate_limit_rpm: 1000,
-    allowed_providers: ['local'],
-    ...overrides,
-  });
-  expect(res.status).toBe(201);
-  return { id: res.body.id, key: res.body.key };
-}
 
 /** Fires `count` requests at once, spread round-robin over the replicas; returns the statuses. */
 async function hammer(replicas: ApiClient[], key: string, count: number): Promise<number[]> {
