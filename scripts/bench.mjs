@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -32,7 +33,7 @@ function startProcess(args, env) {
       const match = /"port":(\d+)/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
       if (match) {
         child.stdout.off('data', onData);
-        child.stdout.resume(); // discard the request logs, as a log shipper would
+        if (process.env.BENCH_STDOUT) child.stdout.pipe(fs.createWriteStream(process.env.BENCH_STDOUT)); else child.stdout.resume(); // discard the request logs, as a log shipper would
         resolve({ child, url: `http://127.0.0.1:${match[1]}` });
       }
     };
@@ -51,7 +52,18 @@ function rssMb(pid) {
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)[1]) / 1024);
 }
 
+/** CPU seconds (user + system) the process has used so far, from /proc. */
+function cpuSeconds(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Closed-loop load at full speed (autocannon). Also returns the server's CPU time per request,
+ * which is steadier across noisy runs than requests/s.
+ */
 async function load(url, keys, options = {}) {
+  const cpuBefore = options.pid ? cpuSeconds(options.pid) : 0;
   let i = 0;
   const result = await autocannon({
     url: `${url}/images/generate`,
@@ -71,7 +83,56 @@ async function load(url, keys, options = {}) {
     ],
   });
   const bad = result.non2xx + result.errors + result.timeouts;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, total: result.requests.total };
+  const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / result.requests.total) : undefined;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, total: result.requests.total, cpuUs };
+}
+
+/**
+ * Open-loop load at a fixed rate, evenly spaced (one request every 1000/rate ms, over a pool of
+ * keep-alive sockets). autocannon's overallRate is not that: each connection sends its quota for
+ * the second back to back at the start of every second, so its latencies measure bursts.
+ * Latency counts from when a request was due, not when it was sent (no coordinated omission).
+ */
+async function paced(url, keys, rate, seconds) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const total = rate * seconds;
+  const interval = 1000 / rate;
+  const latencies = [];
+  let bad = 0;
+  const started = performance.now();
+  await new Promise((resolve) => {
+    let sent = 0;
+    let done = 0;
+    const finish = (due, ok) => {
+      latencies.push(performance.now() - due);
+      if (!ok) bad += 1;
+      if (++done === total) resolve();
+    };
+    const tick = () => {
+      const dueNow = Math.min(total, Math.floor((performance.now() - started) / interval) + 1);
+      for (; sent < dueNow; sent += 1) {
+        const due = started + sent * interval;
+        const key = keys[sent % keys.length];
+        const request = http.request(`${url}/images/generate`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        });
+        request.on('response', (response) => {
+          response.resume();
+          response.on('end', () => finish(due, response.statusCode === 200));
+        });
+        request.on('error', () => finish(due, false));
+        request.end(BODY);
+      }
+      if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
+    };
+    tick();
+  });
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(2));
+  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, total };
 }
 
 /** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
@@ -129,15 +190,19 @@ const gatewayEnv = (databaseUrl, extra = {}) => ({
   DATABASE_URL: databaseUrl,
   LOCAL_PROVIDER_MODE: 'tiny',
   LOG_LEVEL: 'info',
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('XP_'))),
   ...extra,
 });
 
 async function measureGateway(name, env, keys, runs) {
-  const { child, url } = await startProcess([...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []), 'dist/src/main.js'], env);
+  const { child, url } = await startProcess([...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []), 'dist/src/main.js'], env);
   await load(url, keys, { connections: 10 }); // warm-up: JIT, caches, connection pools
   const out = {};
-  if (runs.includes('max')) out.max = await load(url, keys);
-  if (runs.includes('rate')) out.rate = await load(url, keys, { rate: FIXED_RATE, connections: 20 });
+  if (runs.includes('max')) out.max = await load(url, keys, { pid: child.pid });
+  if (runs.includes('rate')) {
+    out.rate = await paced(url, keys, FIXED_RATE, SECONDS);
+    out.burst = await load(url, keys, { rate: FIXED_RATE, connections: 20 });
+  }
   out.rss = rssMb(child.pid);
   await stop(child);
   console.log(name, JSON.stringify(out));
@@ -150,7 +215,12 @@ async function main() {
   {
     const { child, url } = await startProcess(['scripts/bench-baseline.cjs'], {});
     await load(url, [], { connections: 10 });
-    results.baseline = { max: await load(url, []), rate: await load(url, [], { rate: FIXED_RATE, connections: 20 }), rss: rssMb(child.pid) };
+    results.baseline = {
+      max: await load(url, [], { pid: child.pid }),
+      rate: await paced(url, [], FIXED_RATE, SECONDS),
+      burst: await load(url, [], { rate: FIXED_RATE, connections: 20 }),
+      rss: rssMb(child.pid),
+    };
     await stop(child);
     console.log('baseline', JSON.stringify(results.baseline));
   }

@@ -84,7 +84,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const metrics = new GatewayMetrics();
   const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
-  const generation = new GenerationService({ db: database.db, clock, catalog, providers, rateLimiter, metrics, logger });
+  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
 
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.

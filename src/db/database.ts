@@ -4,12 +4,15 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { Pool, types } from 'pg';
 import type { Database } from './schema';
+import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
 export type DatabaseEngine = 'sqlite' | 'postgres';
 
 export interface GatewayDatabase {
   db: Kysely<Database>;
   engine: DatabaseEngine;
+  /** How the request path's write transactions run: grouped on SQLite, one each on PostgreSQL. */
+  writes: WriteTransactions;
   close(): Promise<void>;
 }
 
@@ -53,7 +56,7 @@ export function openDatabase(
     // without a listener pg would throw the error and end the process.
     pool.on('error', options.onIdleError ?? (() => undefined));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, engine: 'postgres', close: () => db.destroy() };
+    return { db, engine: 'postgres', writes: directTransactions(db), close: () => db.destroy() };
   }
   const file = databaseUrl.replace(/^sqlite:/, '');
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -63,5 +66,5 @@ export function openDatabase(
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, engine: 'sqlite', close: () => db.destroy() };
+  return { db, engine: 'sqlite', writes: new GroupCommit(db), close: () => db.destroy() };
 }

@@ -1,8 +1,7 @@
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
-import type { Database } from '../db/schema';
+import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { ApiKeyRow } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
@@ -19,7 +18,7 @@ export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
 
 export interface GenerationDeps {
-  db: Kysely<Database>;
+  writes: WriteTransactions;
   clock: Clock;
   catalog: ReadonlyMap<string, CatalogModel>;
   providers: ProviderRegistry;
@@ -130,10 +129,10 @@ export class GenerationService {
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
   async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
     const entry = this.modelFor(input.model, input.provider);
-    const { db, clock } = this.deps;
+    const { writes, clock } = this.deps;
     const generationId = newId('gen');
     const credits = (input.n ?? 1) * entry.credits_per_image;
-    await insertGeneration(db, {
+    const row = {
       id: generationId,
       key_id: null,
       client_id: clientId,
@@ -147,10 +146,12 @@ export class GenerationService {
       period_started_at: clock.now(),
       created_at: clock.now(),
       completed_at: null,
+    };
+    await writes.run((trx) => insertGeneration(trx, row));
+    const outcome = await this.run(generationId, entry, input, signal, (error, latencyMs) => {
+      const completedAt = clock.now();
+      return writes.run((trx) => completeGeneration(trx, generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt }));
     });
-    const outcome = await this.run(generationId, entry, input, signal, (error, latencyMs) =>
-      completeGeneration(db, generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt: clock.now() }),
-    );
     return { ...outcome, credits };
   }
 
@@ -184,7 +185,8 @@ export class GenerationService {
         signal,
       );
       const latencyMs = clock.now() - started;
-      await completeGeneration(this.deps.db, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() });
+      const completedAt = clock.now();
+      await this.deps.writes.run((trx) => completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }));
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: generationId, created: Math.floor(started / 1000), entry, images };
     } catch (error) {
@@ -201,13 +203,13 @@ export class GenerationService {
   }
 
   private async reserve(key: ApiKeyRow, entry: CatalogModel, n: number) {
-    const { db, clock } = this.deps;
+    const { writes, clock } = this.deps;
     const now = clock.now();
     const cost = n * entry.credits_per_image;
     const periodStart = currentPeriodStart(key.created_at, key.quota_period_days, now);
     const generationId = newId('gen');
     // Reservation and its usage row commit together: a pending row always has credits behind it.
-    const reserved = await db.transaction().execute(async (trx) => {
+    const reserved = await writes.run(async (trx) => {
       const row = await reserveCredits(trx, key.id, cost, periodStart, now);
       if (!row) return undefined;
       await insertGeneration(trx, {
@@ -239,10 +241,11 @@ export class GenerationService {
   }
 
   private async release(key: ApiKeyRow, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {
-    const { db, clock } = this.deps;
-    await db.transaction().execute(async (trx) => {
+    const { writes, clock } = this.deps;
+    const completedAt = clock.now();
+    await writes.run(async (trx) => {
       await releaseCredits(trx, key.id, reservation.cost, reservation.periodStart);
-      await completeGeneration(trx, reservation.generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt: clock.now() });
+      await completeGeneration(trx, reservation.generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt });
     });
   }
 }

@@ -1,0 +1,69 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './schema';
+
+export type WriteWork<T> = (trx: Transaction<Database>) => Promise<T>;
+
+/** Short write transactions of the request path (reserve, settle, release). */
+export interface WriteTransactions {
+  run<T>(work: WriteWork<T>): Promise<T>;
+}
+
+/** One transaction per call: PostgreSQL, where a pool runs them side by side and the server groups WAL flushes itself. */
+export function directTransactions(db: Kysely<Database>): WriteTransactions {
+  return { run: (work) => db.transaction().execute(work) };
+}
+
+interface Queued {
+  work: WriteWork<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+/**
+ * Group commit for SQLite, which has one writer and pays for every commit (WAL frames, locks):
+ * work queued during one turn of the event loop runs in a single transaction, in order, and each
+ * caller's promise settles only after that transaction committed, so nothing is answered before it
+ * is durable. When the batch fails, every piece is retried in a transaction of its own, so one bad
+ * piece fails alone.
+ */
+export class GroupCommit implements WriteTransactions {
+  private queue: Queued[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly maxBatch = 100,
+  ) {}
+
+  run<T>(work: WriteWork<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.queue.length === 1 && !this.flushing) setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      let results: unknown[] | undefined;
+      try {
+        results = await this.db.transaction().execute(async (trx) => {
+          const out: unknown[] = [];
+          for (const item of batch) out.push(await item.work(trx));
+          return out;
+        });
+      } catch {
+        results = undefined;
+      }
+      if (results) {
+        batch.forEach((item, index) => item.resolve(results[index]));
+      } else {
+        for (const item of batch) await this.db.transaction().execute(item.work).then(item.resolve, item.reject);
+      }
+      // Let the requests that arrived meanwhile queue up before the next batch.
+      if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.flushing = false;
+  }
+}
