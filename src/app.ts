@@ -37,7 +37,8 @@ export interface GatewayAppDeps {
 
 /**
  * The public gateway. Order matters: ids and logging, then auth (so key errors keep their own
- * codes), then the spec validator, then the thin operation routers, then the one error handler.
+ * codes), then the spec validator, then the thin operation routers (the generation routes first:
+ * they carry the traffic, and Express tries routers in order), then the one error handler.
  */
 export function createGatewayApp(deps: GatewayAppDeps): Express {
   const app = createBaseApp(deps, 'public');
@@ -48,14 +49,14 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   app.use(openApiValidator(deps.document, deps.validateResponses));
 
   app.use(idempotency(deps));
+  app.use(generateImageRouter(deps.generation));
+  app.use(createImageOpenAIRouter(deps.generation));
   app.use(healthRouter(deps.db));
   app.use(docsPageRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
   app.get('/openapi.json', (_req, res) => {
     res.json(deps.document);
   });
   app.use(adminKeysRouter(deps.keys));
-  app.use(generateImageRouter(deps.generation));
-  app.use(createImageOpenAIRouter(deps.generation));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -18,7 +18,7 @@ export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics },
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
   app.use(requestId, securityHeaders, requestLogger(deps.logger), requestMetrics(deps.metrics, listener));
-  app.use(docsAssetsRouter());
+  app.use('/docs', docsAssetsRouter());
   return app;
 }
 

@@ -2,9 +2,12 @@ import { Router } from 'express';
 
 const SCALAR_BUNDLE = require.resolve('@scalar/api-reference/browser/standalone.js');
 
-/** Scalar's browser bundle, from node_modules (no CDN). A static asset, so it sits outside the spec. */
+/**
+ * Scalar's browser bundle, from node_modules (no CDN). A static asset, so it sits outside the spec.
+ * Mount it at /docs (only requests under /docs enter it).
+ */
 export function docsAssetsRouter(): Router {
-  return Router().get('/docs/scalar.js', (_req, res) => {
+  return Router().get('/scalar.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=86400');
     res.sendFile(SCALAR_BUNDLE);
   });

@@ -55,14 +55,23 @@ export class ResilientProvider implements ImageProvider {
   }
 
   async generate(request: ProviderRequest, clientSignal: AbortSignal): Promise<ProviderImage[]> {
-    const deadline = AbortSignal.timeout(this.settings.timeoutMs);
-    const signal = AbortSignal.any([clientSignal, deadline]);
     if (!this.breaker.tryAcquire()) {
       const seconds = Math.max(1, Math.ceil(this.breaker.retryAfterMs() / 1000));
       throw new ApiError('provider_unavailable', `Provider ${this.name} is failing; calls are paused for ${seconds} s (circuit open).`, {
         headers: { 'Retry-After': String(seconds) },
       });
     }
+    // One controller for "client gone or deadline passed" (cheaper per call than AbortSignal.timeout + any).
+    const controller = new AbortController();
+    const signal = controller.signal;
+    let deadlinePassed = false;
+    const deadline = setTimeout(() => {
+      deadlinePassed = true;
+      controller.abort(this.timeoutError());
+    }, this.settings.timeoutMs);
+    const onClientGone = () => controller.abort(clientSignal.reason);
+    if (clientSignal.aborted) onClientGone();
+    else clientSignal.addEventListener('abort', onClientGone, { once: true });
     const started = this.clock.now();
     let acquired = false;
     try {
@@ -73,13 +82,15 @@ export class ResilientProvider implements ImageProvider {
       this.stats.record(true, this.clock.now() - started);
       return images;
     } catch (error) {
-      const failure = deadline.aborted && !clientSignal.aborted ? this.timeoutError() : error;
+      const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError() : error;
       const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
       if (providerAtFault) this.breaker.onFailure();
       else this.breaker.onNeutral();
       this.stats.record(!providerAtFault, this.clock.now() - started);
       throw failure;
     } finally {
+      clearTimeout(deadline);
+      clientSignal.removeEventListener('abort', onClientGone);
       if (acquired) this.slots.release();
     }
   }
