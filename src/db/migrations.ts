@@ -114,6 +114,23 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
         throw new Error('0004 cannot be undone');
       },
     },
+    '0005_pending_generations_index': {
+      // The sweeper only looks for pending rows: index just those, so settling a generation removes
+      // one small entry instead of moving it within an index of every status.
+      async up(db: Kysely<unknown>) {
+        await db.schema.dropIndex('generations_status_idx').execute();
+        await db.schema
+          .createIndex('generations_pending_idx')
+          .on('generations')
+          .columns(['provider', 'created_at'])
+          .where(sql.ref('status'), '=', 'pending')
+          .execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropIndex('generations_pending_idx').execute();
+        await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
+      },
+    },
   };
 }
 

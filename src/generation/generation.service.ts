@@ -11,7 +11,7 @@ import type { ProviderImage } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
-import { newId } from '../shared/ids';
+import { newSortableId } from '../shared/ids';
 import { completeGeneration, insertGeneration } from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
@@ -130,7 +130,7 @@ export class GenerationService {
   async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
     const entry = this.modelFor(input.model, input.provider);
     const { writes, clock } = this.deps;
-    const generationId = newId('gen');
+    const generationId = newSortableId('gen', clock.now());
     const credits = (input.n ?? 1) * entry.credits_per_image;
     const row = {
       id: generationId,
@@ -207,7 +207,7 @@ export class GenerationService {
     const now = clock.now();
     const cost = n * entry.credits_per_image;
     const periodStart = currentPeriodStart(key.created_at, key.quota_period_days, now);
-    const generationId = newId('gen');
+    const generationId = newSortableId('gen', now);
     // Reservation and its usage row commit together: a pending row always has credits behind it.
     const reserved = await writes.run(async (trx) => {
       const row = await reserveCredits(trx, key.id, cost, periodStart, now);

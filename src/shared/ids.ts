@@ -36,7 +36,16 @@ export function toBase62(value: number, width: number): string {
   return out.padStart(width, '0');
 }
 
-/** Prefixed resource id such as `key_...` or `gen_...` (22 chars = 131 random bits). */
-export function newId(prefix: 'key' | 'gen' | 'req'): string {
+/** Prefixed resource id such as `key_...` or `req_...` (22 chars = 131 random bits). */
+export function newId(prefix: 'key' | 'req'): string {
   return `${prefix}_${randomBase62(22)}`;
+}
+
+/**
+ * Prefixed id that sorts by creation time, for rows written on every request (`gen_...`): 8 chars of
+ * epoch milliseconds, then 14 random (83 bits). New rows land at the end of the primary-key index
+ * instead of on a random page of it.
+ */
+export function newSortableId(prefix: 'gen', nowMs: number): string {
+  return `${prefix}_${toBase62(nowMs, 8)}${randomBase62(14)}`;
 }
