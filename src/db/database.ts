@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
-import { Pool, types } from 'pg';
+import type { Pool as PgPool, types as PgTypes } from 'pg';
 import type { Database } from './schema';
 import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
@@ -21,10 +21,12 @@ export function engineOf(databaseUrl: string): DatabaseEngine {
 }
 
 // Our bigint columns hold epoch milliseconds and credit counts: far below 2^53, so numbers are exact.
-const pgTypes = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
-};
+function pgTypeParsers(types: typeof PgTypes) {
+  return {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
+  };
+}
 
 /**
  * better-sqlite3 compiles a statement on every prepare(), and kysely prepares every query it runs;
@@ -51,7 +53,9 @@ export function openDatabase(
   options: { poolSize?: number; onIdleError?: (error: Error) => void } = {},
 ): GatewayDatabase {
   if (engineOf(databaseUrl) === 'postgres') {
-    const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, types: pgTypes });
+    // Loaded only when used: pg adds ~15 MB of memory to a gateway that runs on SQLite.
+    const { Pool, types } = require('pg') as { Pool: typeof PgPool; types: typeof PgTypes };
+    const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, types: pgTypeParsers(types) });
     // An idle connection dropped by the server (restart, failover) is replaced on next use;
     // without a listener pg would throw the error and end the process.
     pool.on('error', options.onIdleError ?? (() => undefined));

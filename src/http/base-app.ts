@@ -2,14 +2,11 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { docsAssetsRouter } from './docs';
-import { requestId } from './request-id';
-import { requestLogger } from './request-logger';
-import { requestMetrics } from './request-metrics';
-import { securityHeaders } from './security-headers';
+import { requestContext } from './request-context';
 
 /**
- * What both listeners start with: strict, quiet Express settings, then request id, security
- * headers, the request log and metrics, and the Scalar bundle (a public static asset).
+ * What both listeners start with: strict, quiet Express settings, then the request context (id,
+ * security headers, log line, metric), and the Scalar bundle (a public static asset).
  */
 export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics }, listener: 'public' | 'internal'): Express {
   const app = express();
@@ -17,7 +14,7 @@ export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics },
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
-  app.use(requestId, securityHeaders, requestLogger(deps.logger), requestMetrics(deps.metrics, listener));
+  app.use(requestContext(deps, listener));
   app.use('/docs', docsAssetsRouter());
   return app;
 }

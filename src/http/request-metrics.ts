@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request, Response } from 'express';
 import type { GatewayMetrics } from '../metrics/metrics';
 
 /** The spec's path template when the validator matched one, else Express's route, else "unmatched". */
@@ -7,12 +7,7 @@ function routeOf(req: Request): string {
   return openapi?.openApiRoute ?? (req.route?.path as string | undefined) ?? 'unmatched';
 }
 
-/** Counts every request by route template (never the raw path: ids would explode the label space). */
-export function requestMetrics(metrics: GatewayMetrics, listener: 'public' | 'internal'): RequestHandler {
-  return (req, res, next) => {
-    res.on('finish', () => {
-      metrics.httpRequests.inc({ listener, method: req.method, route: routeOf(req), status: String(res.statusCode) });
-    });
-    next();
-  };
+/** Counts a finished request by route template (never the raw path: ids would explode the label space). */
+export function countRequest(metrics: GatewayMetrics, listener: 'public' | 'internal', req: Request, res: Response): void {
+  metrics.httpRequests.inc({ listener, method: req.method, route: routeOf(req), status: String(res.statusCode) });
 }
