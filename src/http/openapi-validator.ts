@@ -12,13 +12,19 @@ import type { OpenApiDocument } from './openapi-document';
  * per generation; upstream PR cdimascio/express-openapi-validator#1217). Drop it once released.
  */
 export function openApiValidator(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
-  return OpenApiValidator.middleware({
+  const layers = OpenApiValidator.middleware({
     apiSpec: structuredClone(document) as never,
     validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
     validateResponses: validateResponses ? { coerceTypes: false, removeAdditional: false } : false,
+    // Our own auth middlewares check credentials (with our error codes) before the validator runs.
     validateSecurity: false,
     ignoreUndocumented: false,
+    // No operation takes multipart uploads; without this the library parses them with multer anyway.
+    fileUploader: false,
     // The default mode skips validating a shared $ref'd file (upstream issue #906).
     $refParser: { mode: 'dereference' },
   }) as unknown as RequestHandler[];
+  // With validateSecurity off, the library still installs a security layer that only calls next()
+  // (one more layer and promise hop on every request); leave it out.
+  return layers.filter((layer) => layer.name !== 'securityMiddleware');
 }
