@@ -156,6 +156,14 @@ describe('POST /images/generate (generateImage)', () => {
       const text = await t.api.send('post', '/images/generate', { rawBody: 'draw a cat', headers: { ...auth, 'Content-Type': 'text/plain' } });
       expect(text.status).toBe(415);
       expect(text.body.error.code).toBe('unsupported_media_type');
+      // No operation takes uploads: a multipart body is refused the same way.
+      const boundary = 'cgw-test-boundary';
+      const multipart = await t.api.send('post', '/images/generate', {
+        rawBody: `--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\na cat\r\n--${boundary}--\r\n`,
+        headers: { ...auth, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      });
+      expect(multipart.status).toBe(415);
+      expect(multipart.body.error.code).toBe('unsupported_media_type');
     });
 
     it('413 payload_too_large for a body over the limit', async () => {
