@@ -1,21 +1,23 @@
 import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { adminAuth } from './auth/admin-auth';
-import { apiKeyAuth } from './auth/api-key-auth';
+import { gatewayOperations } from '../generated/gateway.operations';
+import { adminSecretGuard } from './auth/admin-auth';
+import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
-import { errorHandler, notFound } from './errors/error-handler';
-import { createImageOpenAIRouter } from './generation/createImageOpenAI.router';
-import { generateImageRouter } from './generation/generateImage.router';
+import { errorHandler } from './errors/error-handler';
+import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
+import { healthHandlers } from './health/health.handlers';
 import { createBaseApp, jsonBody } from './http/base-app';
-import { docsPageRouter } from './http/docs';
+import { docsPageHandler } from './http/docs';
+import type { GatewayHandlers } from './http/handler-maps';
 import type { OpenApiDocument } from './http/openapi-document';
 import { openApiValidator } from './http/openapi-validator';
-import { healthRouter } from './health/health.router';
+import { specRouter } from './http/spec-router';
 import type { GatewayMetrics } from './metrics/metrics';
 import { idempotency } from './idempotency/idempotency.middleware';
-import { adminKeysRouter } from './keys/routes';
+import { keyHandlers } from './keys/keys.handlers';
 import type { KeysService } from './keys/keys.service';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
@@ -36,29 +38,32 @@ export interface GatewayAppDeps {
 }
 
 /**
- * The public gateway. Order matters: ids and logging, then auth (so key errors keep their own
- * codes), then the spec validator, then the thin operation routers (the generation routes first:
- * they carry the traffic, and Express tries routers in order), then the one error handler.
+ * The public gateway: every route comes from openapi/gateway.yaml through the spec router, each
+ * operation served by the handler of the same operationId and guarded by its `security`.
  */
 export function createGatewayApp(deps: GatewayAppDeps): Express {
+  const health = healthHandlers(deps.db);
+  const handlers: GatewayHandlers = {
+    ...generationHandlers(deps.generation),
+    ...keyHandlers(deps.keys),
+    getLiveness: health.liveness,
+    getReadiness: health.readiness,
+    getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
+    getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
+  };
   const app = createBaseApp(deps, 'public');
-  app.use('/admin', adminAuth(deps.adminSecret));
-  app.use(['/images', '/v1/images'], apiKeyAuth(deps), rateLimitHeaders(deps.rateLimiter, deps.clock));
-
-  app.use(jsonBody(deps.bodyLimitBytes));
-  app.use(openApiValidator(deps.document, deps.validateResponses));
-
-  app.use(idempotency(deps));
-  app.use(generateImageRouter(deps.generation));
-  app.use(createImageOpenAIRouter(deps.generation));
-  app.use(healthRouter(deps.db));
-  app.use(docsPageRouter({ specUrl: '/openapi.json', title: 'Creative Gateway API' }));
-  app.get('/openapi.json', (_req, res) => {
-    res.json(deps.document);
+  const { router } = specRouter({
+    document: deps.document,
+    handlers,
+    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminSecretGuard(deps.adminSecret) },
+    layers: {
+      'x-rate-limited': { stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
+      'x-idempotent': { stage: 'after-validation', handler: idempotency(deps) },
+    },
+    bodyParser: jsonBody(deps.bodyLimitBytes),
+    validator: openApiValidator(deps.document, deps.validateResponses),
   });
-  app.use(adminKeysRouter(deps.keys));
-
-  app.use(notFound);
+  app.use(router);
   app.use(errorHandler(deps.logger));
   return app;
 }

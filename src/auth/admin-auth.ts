@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request } from 'express';
 import { ApiError } from '../errors/api-error';
+import type { AdminPrincipal } from './principal';
 
 /** Bearer token from an Authorization header, or undefined. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -16,13 +17,13 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-/** Guards /admin: only the admin secret opens it; client keys never do. */
-export function adminAuth(adminSecret: string): RequestHandler {
-  return (req, _res, next) => {
+/** The `AdminSecret` scheme: only the admin secret opens it; client keys never do. */
+export function adminSecretGuard(adminSecret: string): (req: Request) => AdminPrincipal {
+  return (req) => {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined || !secretsEqual(token, adminSecret)) {
       throw new ApiError('invalid_admin_secret', 'Send the admin secret as Authorization: Bearer <ADMIN_SECRET>.');
     }
-    next();
+    return { kind: 'admin', actor: 'root' };
   };
 }

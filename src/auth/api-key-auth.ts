@@ -1,19 +1,20 @@
-import type { RequestHandler } from 'express';
+import type { Request } from 'express';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { hashKey, isWellFormedKey } from '../keys/key-secret';
-import { keyStatus } from '../keys/key.model';
+import { keyStatus, toClientKey } from '../keys/key.model';
 import { findKeyByHash } from '../keys/keys.repository';
 import { type Clock, toIso } from '../shared/clock';
 import { bearerToken } from './admin-auth';
+import type { ClientPrincipal } from './principal';
 
 /**
- * Guards client routes: missing -> malformed/unknown -> disabled -> expired, each with its own
+ * The `ApiKey` scheme: missing -> malformed/unknown -> disabled -> expired, each with its own
  * code. Malformed keys (bad shape or checksum) are refused without a database lookup.
  */
-export function apiKeyAuth(deps: { db: Kysely<Database>; clock: Clock }): RequestHandler {
-  return async (req, res, next) => {
+export function apiKeyGuard(deps: { db: Kysely<Database>; clock: Clock }): (req: Request) => Promise<ClientPrincipal> {
+  return async (req) => {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined) throw new ApiError('missing_api_key', 'Send your key as Authorization: Bearer hyai_...');
     if (!isWellFormedKey(token)) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
@@ -22,7 +23,6 @@ export function apiKeyAuth(deps: { db: Kysely<Database>; clock: Clock }): Reques
     const status = keyStatus(key, deps.clock.now());
     if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
     if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(key.expires_at as number)}.`);
-    res.locals.apiKey = key;
-    next();
+    return { kind: 'client', key: toClientKey(key) };
   };
 }

@@ -1,14 +1,16 @@
-import type { RequestHandler } from 'express';
+import type { Request } from 'express';
 import type { ServiceToken } from '../config/config';
 import { ApiError } from '../errors/api-error';
 import { secretsEqual } from './admin-auth';
+import type { ServicePrincipal } from './principal';
 
 /**
- * Guards the internal API like Cloudflare Access service tokens: both headers must match one
- * configured pair. Every pair is compared (in constant time), so timing tells nothing about which.
+ * The `ServiceTokenId` + `ServiceTokenSecret` requirement, like Cloudflare Access service tokens:
+ * both headers must match one configured pair. Every pair is compared (in constant time), so timing
+ * tells nothing about which.
  */
-export function serviceTokenAuth(tokens: ServiceToken[]): RequestHandler {
-  return (req, res, next) => {
+export function serviceTokenGuard(tokens: ServiceToken[]): (req: Request) => ServicePrincipal {
+  return (req) => {
     const clientId = req.get('cf-access-client-id');
     const clientSecret = req.get('cf-access-client-secret');
     if (!clientId || !clientSecret) throw new ApiError('missing_service_token', 'Send CF-Access-Client-Id and CF-Access-Client-Secret.');
@@ -19,7 +21,6 @@ export function serviceTokenAuth(tokens: ServiceToken[]): RequestHandler {
       if (idMatches && secretMatches) matched = token.clientId;
     }
     if (!matched) throw new ApiError('invalid_service_token', 'The service token is not valid here.');
-    res.locals.serviceClientId = matched;
-    next();
+    return { kind: 'service', clientId: matched };
   };
 }

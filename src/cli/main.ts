@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { components } from '../../generated/gateway';
+import { gatewayOperations } from '../../generated/gateway.operations';
+import { fillPath } from '../http/operation-path';
 
 /**
  * `npx creative-gateway keys <command>`: the admin API from a terminal. Talks HTTP to a running
@@ -78,7 +80,9 @@ export async function run(argv: string[]): Promise<unknown> {
   });
   const [group, command, id] = positionals;
   if (values.help || group !== 'keys' || command === undefined) throw new UsageError(USAGE);
-  const keyPath = () => `/admin/keys/${encodeURIComponent(required(id, 'key id'))}`;
+  // Paths come from the spec (generated/gateway.operations.ts), never written here.
+  const keyPath = (operationId: 'getKey' | 'disableKey' | 'rotateKey' | 'setKeyQuota') =>
+    fillPath(gatewayOperations[operationId].path, { id: required(id, 'key id') });
   switch (command) {
     case 'create': {
       const body: Schemas['CreateKeyRequest'] = {
@@ -90,26 +94,26 @@ export async function run(argv: string[]): Promise<unknown> {
         ...(values.providers ? { allowed_providers: values.providers.split(',').map((p) => p.trim()) } : {}),
         ...(values['expires-in-days'] ? { expires_in_days: integer(values['expires-in-days'], 'expires-in-days') } : {}),
       };
-      return call('POST', '/admin/keys', body);
+      return call('POST', gatewayOperations.createKey.path, body);
     }
     case 'list': {
       const query = new URLSearchParams();
       for (const name of ['owner', 'status', 'limit', 'cursor'] as const) if (values[name]) query.set(name, values[name]);
-      return call('GET', `/admin/keys${query.size > 0 ? `?${query}` : ''}`);
+      return call('GET', `${gatewayOperations.listKeys.path}${query.size > 0 ? `?${query}` : ''}`);
     }
     case 'get':
-      return call('GET', keyPath());
+      return call('GET', keyPath('getKey'));
     case 'disable':
-      return call('DELETE', keyPath());
+      return call('DELETE', keyPath('disableKey'));
     case 'rotate':
-      return call('POST', `${keyPath()}/rotate`);
+      return call('POST', keyPath('rotateKey'));
     case 'quota': {
       const body: Schemas['SetQuotaRequest'] = {
         credits_quota: required(integer(values.credits, 'credits'), 'credits'),
         ...(values['period-days'] ? { quota_period_days: integer(values['period-days'], 'period-days') } : {}),
         ...(values.reset ? { reset_usage: true } : {}),
       };
-      return call('POST', `${keyPath()}/quota`, body);
+      return call('POST', keyPath('setKeyQuota'), body);
     }
     default:
       throw new UsageError(USAGE);

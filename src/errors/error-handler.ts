@@ -1,6 +1,7 @@
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
+import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { ApiError } from './api-error';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 
@@ -80,12 +81,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
-    await ensureRateLimitHeaders(res);
+    if (apiError.rateLimit) setRateLimitHeaders(res, apiError.rateLimit);
+    else await ensureRateLimitHeaders(res);
     sendError(res, apiError);
   };
 }
 
-/** For paths no router or validator claimed (e.g. outside the spec on the internal listener). */
-export const notFound: RequestHandler = () => {
-  throw new ApiError('not_found', 'No such route. See /docs for the API reference.');
-};

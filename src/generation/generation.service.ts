@@ -3,7 +3,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
-import type { ApiKeyRow } from '../keys/key.model';
+import type { ClientKey } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
@@ -39,6 +39,8 @@ export interface GenerationOutcome {
 export interface KeyGenerationOutcome extends GenerationOutcome {
   /** Credits left on the key in this period, after this charge. */
   creditsRemaining: number;
+  /** The key's rate-limit state after counting this request (for the response headers). */
+  rateLimit: RateLimitDecision;
 }
 
 /** What the gateway's and the internal API's generation responses share (all but `usage`). */
@@ -96,34 +98,33 @@ export class GenerationService {
   }
 
   /** The gateway's path: a client key pays, within its rate limit and quota. */
-  async generateForKey(
-    key: ApiKeyRow,
-    input: GenerateImageInput,
-    signal: AbortSignal,
-    onRateLimit: (decision: RateLimitDecision) => void,
-  ): Promise<KeyGenerationOutcome> {
+  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
     const entry = this.modelFor(input.model);
-    const allowed = JSON.parse(key.allowed_providers) as string[];
-    if (!allowed.includes(entry.provider)) {
-      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${allowed.join(', ')}).`, {
+    if (!key.allowedProviders.includes(entry.provider)) {
+      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
         param: 'model',
       });
     }
-    const decision = await this.deps.rateLimiter.consume(key.id, key.rate_limit_rpm, this.deps.clock.now());
-    onRateLimit(decision);
-    if (!decision.allowed) {
-      this.deps.metrics.rateLimitRefusals.inc();
-      throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
-        headers: { 'Retry-After': String(decision.resetSeconds) },
-      });
+    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    try {
+      if (!decision.allowed) {
+        this.deps.metrics.rateLimitRefusals.inc();
+        throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+          headers: { 'Retry-After': String(decision.resetSeconds) },
+        });
+      }
+      const n = input.n ?? 1;
+      const reservation = await this.reserve(key, entry, n);
+      const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
+        this.release(key, reservation, error, latencyMs),
+      );
+      this.deps.metrics.creditsCharged.inc({ model: entry.model }, reservation.cost);
+      return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
+    } catch (error) {
+      // Refusals after the limiter still tell the client its rate-limit state.
+      if (error instanceof ApiError) error.rateLimit ??= decision;
+      throw error;
     }
-    const n = input.n ?? 1;
-    const reservation = await this.reserve(key, entry, n);
-    const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
-      this.release(key, reservation, error, latencyMs),
-    );
-    this.deps.metrics.creditsCharged.inc({ model: entry.model }, reservation.cost);
-    return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
   }
 
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
@@ -202,11 +203,11 @@ export class GenerationService {
     }
   }
 
-  private async reserve(key: ApiKeyRow, entry: CatalogModel, n: number) {
+  private async reserve(key: ClientKey, entry: CatalogModel, n: number) {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const cost = n * entry.credits_per_image;
-    const periodStart = currentPeriodStart(key.created_at, key.quota_period_days, now);
+    const periodStart = currentPeriodStart(key.createdAt, key.quotaPeriodDays, now);
     const generationId = newSortableId('gen', now);
     // Reservation and its usage row commit together: a pending row always has credits behind it.
     const reserved = await writes.run(async (trx) => {
@@ -230,17 +231,17 @@ export class GenerationService {
       return row;
     });
     if (!reserved) {
-      const resetsAt = toIso(periodEnd(periodStart, key.quota_period_days));
+      const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
       throw new ApiError(
         'quota_exceeded',
-        `This request needs ${cost} credits, more than is left of the key's quota of ${key.credits_quota}; the quota refills at ${resetsAt}.`,
+        `This request needs ${cost} credits, more than is left of the key's quota of ${key.creditsQuota}; the quota refills at ${resetsAt}.`,
         { details: { period_resets_at: resetsAt } },
       );
     }
     return { generationId, cost, periodStart, creditsRemaining: reserved.credits_quota - reserved.credits_used };
   }
 
-  private async release(key: ApiKeyRow, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {
+  private async release(key: ClientKey, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {
     const { writes, clock } = this.deps;
     const completedAt = clock.now();
     await writes.run(async (trx) => {

@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
-import { docsAssetsRouter } from './docs';
+import { STATIC_ASSETS_PREFIX, staticAssetsRouter } from './docs';
 import { requestContext } from './request-context';
 
 /**
@@ -15,7 +15,7 @@ export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics },
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
   app.use(requestContext(deps, listener));
-  app.use('/docs', docsAssetsRouter());
+  app.use(STATIC_ASSETS_PREFIX, staticAssetsRouter());
   return app;
 }
 

@@ -1,37 +1,41 @@
 import { Router } from 'express';
+import type { RawOperationHandler } from './operation-types';
 
 const SCALAR_BUNDLE = require.resolve('@scalar/api-reference/browser/standalone.js');
 
 /**
- * Scalar's browser bundle, from node_modules (no CDN). A static asset, so it sits outside the spec.
- * Mount it at /docs (only requests under /docs enter it).
+ * The one place routes exist outside the specs: static assets. Scalar's browser bundle comes from
+ * node_modules (no CDN).
  */
-export function docsAssetsRouter(): Router {
-  return Router().get('/scalar.js', (_req, res) => {
+export const STATIC_ASSETS_PREFIX = '/docs';
+const SCALAR_BUNDLE_URL = `${STATIC_ASSETS_PREFIX}/scalar.js`;
+
+export function staticAssetsRouter(): Router {
+  return Router().get(SCALAR_BUNDLE_URL.slice(STATIC_ASSETS_PREFIX.length), (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=86400');
     res.sendFile(SCALAR_BUNDLE);
   });
 }
 
-/** Scalar API reference page at /docs, fully offline: local script, default (remote) fonts off. */
-export function docsPageRouter(options: { title: string } & ({ specUrl: string } | { document: object })): Router {
-  const router = Router();
-  router.get('/docs', async (req, res, next) => {
-    // Scalar's express integration is an ES module; load it lazily from CommonJS.
-    const { apiReference } = await import('@scalar/express-api-reference');
-    res.setHeader(
-      'Content-Security-Policy',
-      "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'",
-    );
-    res.setHeader('Cache-Control', 'no-cache');
-    apiReference({
-      ...('specUrl' in options ? { url: options.specUrl } : { content: options.document }),
-      cdn: '/docs/scalar.js',
-      pageTitle: options.title,
-      withDefaultFonts: false,
-      hideClientButton: true,
-      telemetry: false,
-    } as Parameters<typeof apiReference>[0])(req as never, res, next);
-  });
-  return router;
+/** The Scalar API reference page (operations getApiReference / getCreativeApiReference), fully offline: local script, default (remote) fonts off. */
+export function docsPageHandler(options: { title: string } & ({ specUrl: string } | { document: object })): RawOperationHandler {
+  return {
+    raw: async (req, res, next) => {
+      // Scalar's express integration is an ES module; load it lazily from CommonJS.
+      const { apiReference } = await import('@scalar/express-api-reference');
+      res.setHeader(
+        'Content-Security-Policy',
+        "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'",
+      );
+      res.setHeader('Cache-Control', 'no-cache');
+      apiReference({
+        ...('specUrl' in options ? { url: options.specUrl } : { content: options.document }),
+        cdn: SCALAR_BUNDLE_URL,
+        pageTitle: options.title,
+        withDefaultFonts: false,
+        hideClientButton: true,
+        telemetry: false,
+      } as Parameters<typeof apiReference>[0])(req as never, res, next);
+    },
+  };
 }

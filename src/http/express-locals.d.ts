@@ -1,14 +1,17 @@
-import type { ApiKeyRow } from '../keys/key.model';
+import type { Principal } from '../auth/principal';
 
 declare global {
   namespace Express {
     interface Locals {
       requestId: string;
-      /** The authenticated client key (client routes only). */
-      apiKey?: ApiKeyRow;
-      /** The authenticated service token's client id (internal API only). */
-      serviceClientId?: string;
-      /** Client routes: adds rate-limit headers to a response that did not reach the limiter. */
+      /** Set by the operation's guard (spec-router.ts). */
+      principal?: Principal;
+      /** Query and path parameters converted to the spec's types (spec-router.ts). */
+      parsedQuery?: Record<string, unknown>;
+      parsedParams?: Record<string, unknown>;
+      /** A HEAD request shown to the validator as GET. */
+      headRequest?: boolean;
+      /** x-rate-limited operations: adds rate-limit headers to a response that did not reach the limiter. */
       addRateLimitHeaders?: () => Promise<void>;
     }
   }

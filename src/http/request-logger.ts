@@ -10,7 +10,7 @@ export function logRequest(logger: Logger, req: Request, res: Response, startedN
       path: req.path,
       status: res.statusCode,
       ms: Number(process.hrtime.bigint() - startedNs) / 1e6,
-      key_id: res.locals.apiKey?.id,
+      key_id: res.locals.principal?.kind === 'client' ? res.locals.principal.key.id : undefined,
     },
     'request',
   );

@@ -16,27 +16,28 @@ import { openResponse, sealResponse } from './response-sealing';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
-/** The operations that honour Idempotency-Key (all create something or spend credits). */
-const IDEMPOTENT_ROUTES = new Set(['POST /images/generate', 'POST /v1/images/generations', 'POST /admin/keys']);
-
 /** Outcomes worth replaying. 429 and 5xx are not kept: a retry should run again (nothing was charged). */
 function keepable(status: number): boolean {
   return status < 500 && status !== 429 && status !== 409;
 }
 
 function scopeOf(res: Response): string {
-  return res.locals.apiKey ? `key:${res.locals.apiKey.id}` : 'admin';
+  const principal = res.locals.principal;
+  if (principal?.kind === 'client') return `key:${principal.key.id}`;
+  if (principal?.kind === 'service') return `service:${principal.clientId}`;
+  return 'admin';
 }
 
 /**
  * Stripe-style Idempotency-Key, scoped to the caller: the first response is stored (before it
  * is sent) and replayed for a retry with the same body; another body is 422, and a retry while the
  * first is still running is 409. Runs after validation, so an invalid request stores nothing.
+ * Operations opt in with `x-idempotent: true` in the spec (spec-router.ts mounts this layer).
  */
 export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: Logger; adminSecret: string }): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
-    if (key === undefined || !IDEMPOTENT_ROUTES.has(`${req.method} ${req.path}`)) {
+    if (key === undefined) {
       next();
       return;
     }

@@ -8,6 +8,27 @@ export type CreatedKeyResource = components['schemas']['CreatedKey'];
 export type KeyStatus = components['schemas']['KeyStatus'];
 export type ApiKeyRow = ApiKeysTable;
 
+/** An authenticated client key, as handlers and services see it (the row's secrets left behind). */
+export interface ClientKey {
+  id: string;
+  rateLimitRpm: number;
+  allowedProviders: readonly string[];
+  creditsQuota: number;
+  quotaPeriodDays: number;
+  createdAt: number;
+}
+
+export function toClientKey(row: ApiKeyRow): ClientKey {
+  return {
+    id: row.id,
+    rateLimitRpm: row.rate_limit_rpm,
+    allowedProviders: JSON.parse(row.allowed_providers) as string[],
+    creditsQuota: row.credits_quota,
+    quotaPeriodDays: row.quota_period_days,
+    createdAt: row.created_at,
+  };
+}
+
 export function keyStatus(row: ApiKeyRow, now: number): KeyStatus {
   if (row.status === 'disabled') return 'disabled';
   if (row.expires_at !== null && row.expires_at <= now) return 'expired';
