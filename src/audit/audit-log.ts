@@ -39,7 +39,7 @@ export const REDACTED = '[redacted]';
 export function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([name, v]) => [name, SECRET_FIELD.test(name) ? REDACTED : redactSecrets(v)]));
+  return Object.fromEntries(Object.entries(value).map(([name, v]) => [name, SECRET_FIELD.test(name) && v !== null ? REDACTED : redactSecrets(v)]));
 }
 
 /** Only the fields that differ, from both sides (a field absent on one side counts as null there). */
