@@ -23,8 +23,8 @@ class KeysUnavailable extends Error {}
 
 /**
  * The team's JWKS, cached. An unknown `kid` means the keys rotated: fetch again, but not more than
- * once per cooldown, so a flood of forged kids cannot turn into a flood of requests to Cloudflare.
- * When a refetch fails, the keys already held stay in use.
+ * once per cooldown (as every fetch), so a flood of forged kids cannot turn into a flood of requests
+ * to Cloudflare. When a refetch fails, the keys already held stay in use.
  */
 export class AccessKeySet {
   private keys: { resolve: KeyResolver; fetchedAt: number } | undefined;
@@ -40,7 +40,10 @@ export class AccessKeySet {
 
   /** For jose's jwtVerify. */
   readonly keyFor = async (header: JWSHeaderParameters, token: Parameters<KeyResolver>[1]): Promise<Awaited<ReturnType<KeyResolver>>> => {
-    if (!this.keys || this.clock.now() - this.keys.fetchedAt >= this.options.maxAgeMs) await this.refresh();
+    const now = this.clock.now();
+    const stale = !this.keys || now - this.keys.fetchedAt >= this.options.maxAgeMs;
+    // Failed fetches are rate-limited too: while Cloudflare is unreachable, requests do not each retry.
+    if (stale && now - this.lastFetchAt >= this.options.refetchCooldownMs) await this.refresh();
     try {
       return await this.held().resolve(header, token);
     } catch (error) {
