@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { olderThan } from '../db/keyset';
 import { forUpdate } from '../db/row-lock';
 import type { AdminTokensTable, Database } from '../db/schema';
 import type { AdminTokenStatus } from './admin-token.model';
@@ -30,12 +31,7 @@ export async function listAdminTokens(
     q = q.where('revoked_at', 'is', null).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', query.now)]));
   }
   if (query.status === 'expired') q = q.where('revoked_at', 'is', null).where('expires_at', '<=', query.now);
-  const after = query.after;
-  if (after) {
-    q = q.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
-  }
+  if (query.after) q = q.where(olderThan(query.after));
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { components } from '../../generated/gateway';
+import { olderThan } from '../db/keyset';
 import type { AuditEventsTable, Database } from '../db/schema';
 import { toIso } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
@@ -43,12 +44,7 @@ export class AuditService {
     if (query.action !== undefined) q = q.where('action', '=', query.action);
     if (query.created_after !== undefined) q = q.where('created_at', '>=', Date.parse(query.created_after));
     if (query.created_before !== undefined) q = q.where('created_at', '<', Date.parse(query.created_before));
-    if (query.cursor !== undefined) {
-      const after = decodeCursor(query.cursor, 'aud');
-      q = q.where((eb) =>
-        eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-      );
-    }
+    if (query.cursor !== undefined) q = q.where(olderThan(decodeCursor(query.cursor, 'aud')));
     const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
     const { page, nextCursor } = pageOf(rows, limit);
     return { data: page.map(toResource), next_cursor: nextCursor };

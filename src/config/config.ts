@@ -239,6 +239,7 @@ function readAccessJwt(env: Env): AccessJwtConfig | undefined {
     throw new ConfigError(`CF_ACCESS_TEAM_DOMAIN must be a host name like myteam.cloudflareaccess.com, got "${domain}"`);
   }
   const audiences = (env.CF_ACCESS_AUD as string).split(',').map((v) => v.trim()).filter(Boolean);
+  if (audiences.length === 0) throw new ConfigError('CF_ACCESS_AUD must name at least one application AUD tag');
   return { issuer, audiences, jwksUrl: url(env, 'CF_ACCESS_JWKS_URL', `${issuer}/cdn-cgi/access/certs`) };
 }
 
