@@ -117,6 +117,7 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
       ['unknown key id', await sign({}, stranger), /key id/],
       ['tampered', `${header}.${forged}.${signature}`, /signature/],
       ['malformed', 'not-a-jwt', /malformed/],
+      ['HS256 (algorithm confusion)', await new SignJWT({ email: 'mallory@example.com' }).setProtectedHeader({ alg: 'HS256', kid: current.kid }).setIssuer(TEAM).setAudience(AUD).setExpirationTime('10m').sign(new TextEncoder().encode('x'.repeat(32))), /RS256/],
       ['no identity', await sign({ email: '' }), /email or common_name/],
     ];
     for (const [name, jwt, reason] of cases) {
