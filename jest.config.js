@@ -4,7 +4,7 @@ const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { module: { type: 'commonjs' } }] },
-  transformIgnorePatterns: ['/node_modules/(?!(@scalar)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose)/)'],
 };
 
 /** @type {import('jest').Config} */

@@ -321,7 +321,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -343,6 +343,8 @@ export interface components {
                 request_id: string;
                 /** @description With `quota_exceeded`, when credits refill. */
                 period_resets_at?: components["schemas"]["Timestamp"];
+                /** @description With `insufficient_scope`, the admin scope the operation needs. */
+                scope?: string;
             };
         };
         GeneratedImage: {
@@ -355,8 +357,17 @@ export interface components {
         };
     };
     responses: {
-        /** @description No service token headers. */
+        /** @description No service token headers (nor a Cloudflare Access JWT), or an Access JWT that fails a check. */
         MissingServiceToken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A Cloudflare Access JWT was sent, but the team's signing keys (JWKS) could not be fetched. */
+        AccessKeysUnavailable: {
             headers: {
                 [name: string]: unknown;
             };
@@ -525,6 +536,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     listProviders: {
@@ -550,6 +562,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     createGeneration: {
@@ -628,6 +641,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     getGeneration: {
@@ -663,6 +677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     getUsage: {
@@ -697,6 +712,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     getCreativeOpenApiDocument: {
@@ -720,6 +736,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     getCreativeApiReference: {
@@ -744,6 +761,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     getInternalLiveness: {

@@ -162,6 +162,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List admin tokens
+         * @description Tokens, newest first, `limit` at a time (cursor pagination as for keys). Never the secrets.
+         */
+        get: operations["listAdminTokens"];
+        put?: never;
+        /**
+         * Create a scoped admin token
+         * @description Issues an admin token (`hyadm_...`) that opens only the operations of its `scopes`.
+         *     The secret `token` is returned in this response only; the gateway stores its SHA-256 hash.
+         *     A token with `tokens:write` may only grant scopes it holds itself (403 `insufficient_scope`
+         *     names the first one it lacks); the admin secret may grant any.
+         */
+        post: operations["createAdminToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Admin token id (`adt_...`).
+                 * @example adt_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["AdminTokenId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an admin token
+         * @description The token record; never the secret.
+         */
+        get: operations["getAdminToken"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an admin token
+         * @description Revokes the token (idempotent); the record is kept. The token is refused with 401
+         *     `admin_token_revoked` from the next request on.
+         */
+        delete: operations["revokeAdminToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description Every admin change (keys, quotas, tokens, ...), newest first, `limit` at a time: who did it
+         *     (`root` for the admin secret, else the admin token's id), what, to which target, the changed
+         *     fields before and after (secrets redacted), the request id and the client's address. Events
+         *     are written in the same transaction as the change; the API cannot change or delete them.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -351,6 +432,74 @@ export interface components {
             /** @description The secret. Store it now; it cannot be shown again. */
             key: string;
         };
+        /**
+         * @description What an admin token may do. Every admin operation declares the one scope it needs in its
+         *     `security` requirement; the admin secret holds them all.
+         * @enum {string}
+         */
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "usage:read" | "audit:read" | "tokens:write";
+        /** @enum {string} */
+        AdminTokenStatus: "active" | "revoked" | "expired";
+        CreateAdminTokenRequest: {
+            name: string;
+            scopes: components["schemas"]["AdminScope"][];
+            /** @description Must be in the future. Not together with `expires_in_days`. */
+            expires_at?: components["schemas"]["Timestamp"];
+            /** @description Expiry relative to now. Not together with `expires_at`. */
+            expires_in_days?: number;
+        };
+        /** @description An admin token record. Never contains the secret. */
+        AdminToken: {
+            id: string;
+            name: string;
+            /** @description First and last characters of the secret, e.g. `hyadm_abcd...wxyz`. */
+            hint: string;
+            scopes: components["schemas"]["AdminScope"][];
+            status: components["schemas"]["AdminTokenStatus"];
+            /** @description `root`, or the id of the admin token that created this one. */
+            created_by: string;
+            expires_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            revoked_at: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description A token record plus its secret value, shown once. */
+        CreatedAdminToken: components["schemas"]["AdminToken"] & {
+            /** @description The secret. Store it now; it cannot be shown again. */
+            token: string;
+        };
+        AdminTokenList: {
+            data: components["schemas"]["AdminToken"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
+         *     `key.rotated`, `admin_token.created`, `admin_token.revoked` (channels and webhooks add theirs).
+         */
+        AuditAction: string;
+        AuditEvent: {
+            id: string;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description `root` (the admin secret) or the admin token id. */
+            actor: string;
+            action: components["schemas"]["AuditAction"];
+            /** @description The id of what was changed. */
+            target: string;
+            /** @description The changed fields before the change (null for a creation); secrets read `[redacted]`. */
+            before: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The changed fields after the change; secrets read `[redacted]`. */
+            after: {
+                [key: string]: unknown;
+            } | null;
+            request_id: string;
+            /** @description The client's address as the gateway's socket saw it. */
+            client_ip: string;
+        };
+        AuditEventList: {
+            data: components["schemas"]["AuditEvent"][];
+            next_cursor: string | null;
+        };
         KeyList: {
             data: components["schemas"]["Key"][];
             next_cursor: string | null;
@@ -396,7 +545,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -418,6 +567,8 @@ export interface components {
                 request_id: string;
                 /** @description With `quota_exceeded`, when credits refill. */
                 period_resets_at?: components["schemas"]["Timestamp"];
+                /** @description With `insufficient_scope`, the admin scope the operation needs. */
+                scope?: string;
             };
         };
     };
@@ -442,6 +593,33 @@ export interface components {
         };
         /** @description Missing or wrong admin secret (a client key is never accepted here). */
         AdminUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The admin token lacks the scope this operation declares. */
+        InsufficientScope: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The admin token record (never the secret). */
+        AdminTokenRecord: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AdminToken"];
+            };
+        };
+        /** @description No admin token with this id. */
+        AdminTokenNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -630,6 +808,11 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Admin token id (`adt_...`).
+         * @example adt_5fJ2kLmN8pQrS1tUvW3xYz
+         */
+        AdminTokenId: string;
+        /**
          * @description Key id (`key_...`).
          * @example key_5fJ2kLmN8pQrS1tUvW3xYz
          */
@@ -798,6 +981,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -839,6 +1023,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -864,6 +1049,7 @@ export interface operations {
             200: components["responses"]["KeyRecord"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
         };
@@ -886,6 +1072,7 @@ export interface operations {
             200: components["responses"]["KeyRecord"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
         };
@@ -912,6 +1099,7 @@ export interface operations {
             200: components["responses"]["KeyRecord"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -940,6 +1128,7 @@ export interface operations {
             200: components["responses"]["KeyRecord"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -972,7 +1161,159 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAdminTokens: {
+        parameters: {
+            query?: {
+                /** @description Only tokens in this status. */
+                status?: components["schemas"]["AdminTokenStatus"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tokens. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminTokenList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createAdminToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAdminTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Token created. `token` is shown only here. */
+            201: {
+                headers: {
+                    /**
+                     * @description URL of the new token record.
+                     * @example /admin/tokens/adt_5fJ2kLmN8pQrS1tUvW3xYz
+                     */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAdminToken"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAdminToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Admin token id (`adt_...`).
+                 * @example adt_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["AdminTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["AdminTokenRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminTokenNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    revokeAdminToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Admin token id (`adt_...`).
+                 * @example adt_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["AdminTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["AdminTokenRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminTokenNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only this actor (`root` or an admin token id). */
+                actor?: string;
+                /** @description Only this target (a key id, token id, ...). */
+                target?: string;
+                /** @description Only this action (e.g. `key.updated`). */
+                action?: components["schemas"]["AuditAction"];
+                /** @description Recorded at or after this time. */
+                created_after?: components["schemas"]["Timestamp"];
+                /** @description Recorded before this time. */
+                created_before?: components["schemas"]["Timestamp"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
         };
     };

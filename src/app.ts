@@ -2,7 +2,11 @@ import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { gatewayOperations } from '../generated/gateway.operations';
-import { adminSecretGuard } from './auth/admin-auth';
+import { adminTokenHandlers } from './admin-tokens/admin-tokens.handlers';
+import type { AdminTokensService } from './admin-tokens/admin-tokens.service';
+import { auditHandlers } from './audit/audit.handlers';
+import type { AuditService } from './audit/audit.service';
+import { adminGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
 import { errorHandler } from './errors/error-handler';
@@ -35,6 +39,8 @@ export interface GatewayAppDeps {
   generation: GenerationService;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
+  adminTokens: AdminTokensService;
+  audit: AuditService;
 }
 
 /**
@@ -46,6 +52,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),
+    ...adminTokenHandlers(deps.adminTokens),
+    ...auditHandlers(deps.audit),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
@@ -55,7 +63,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const { router } = specRouter({
     document: deps.document,
     handlers,
-    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminSecretGuard(deps.adminSecret) },
+    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminGuard(deps) },
     layers: {
       'x-rate-limited': { stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
       'x-idempotent': { stage: 'after-validation', handler: idempotency(deps) },

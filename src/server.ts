@@ -2,7 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { DestinationStream, Logger } from 'pino';
+import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
+import { AuditService } from './audit/audit.service';
 import type { GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
@@ -101,10 +103,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     document: loadOpenApiDocument('gateway'),
     keys: new KeysService(database.db, clock, providers.names()),
     rateLimiter,
+    adminTokens: new AdminTokensService(database.db, clock),
+    audit: new AuditService(database.db),
   });
   const internalApp = createInternalApp({
     ...common,
     serviceTokens: config.serviceTokens,
+    accessJwt: config.accessJwt,
+    clock,
     document: loadOpenApiDocument('creative'),
     catalog: new CatalogService(catalog, providers),
     usage: new UsageService(database.db),

@@ -1,6 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
+import type { Kysely } from 'kysely';
+import { ALL_ADMIN_SCOPES, type AdminScope, adminTokenSecrets, adminTokenStatus, insufficientScope } from '../admin-tokens/admin-token.model';
+import { findAdminTokenByHash } from '../admin-tokens/admin-tokens.repository';
+import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { hashKey } from '../keys/key-secret';
+import { type Clock, toIso } from '../shared/clock';
 import type { AdminPrincipal } from './principal';
 
 /** Bearer token from an Authorization header, or undefined. */
@@ -17,13 +23,28 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-/** The `AdminSecret` scheme: only the admin secret opens it; client keys never do. */
-export function adminSecretGuard(adminSecret: string): (req: Request) => AdminPrincipal {
-  return (req) => {
+const ADMIN_TOKEN_PREFIX = 'hyadm_';
+
+/**
+ * The `AdminSecret` scheme. The admin secret is the root and holds every scope; an admin token
+ * (`hyadm_...`) must be well-formed, known, not revoked, not expired (each its own 401) and hold
+ * the scopes the operation's requirement names (403 `insufficient_scope`). Client keys never open it.
+ */
+export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; clock: Clock }): (req: Request, scopes: readonly string[]) => Promise<AdminPrincipal> {
+  return async (req, scopes) => {
     const token = bearerToken(req.get('authorization'));
-    if (token === undefined || !secretsEqual(token, adminSecret)) {
+    if (token !== undefined && secretsEqual(token, deps.adminSecret)) return { kind: 'admin', actor: 'root', scopes: ALL_ADMIN_SCOPES };
+    if (token === undefined || !token.startsWith(ADMIN_TOKEN_PREFIX)) {
       throw new ApiError('invalid_admin_secret', 'Send the admin secret as Authorization: Bearer <ADMIN_SECRET>.');
     }
-    return { kind: 'admin', actor: 'root' };
+    const row = adminTokenSecrets.isWellFormed(token) ? await findAdminTokenByHash(deps.db, hashKey(token)) : undefined;
+    if (!row) throw new ApiError('invalid_admin_token', 'The admin token is malformed or unknown.');
+    const status = adminTokenStatus(row, deps.clock.now());
+    if (status === 'revoked') throw new ApiError('admin_token_revoked', 'This admin token has been revoked.');
+    if (status === 'expired') throw new ApiError('admin_token_expired', `This admin token expired at ${toIso(row.expires_at as number)}.`);
+    const held = JSON.parse(row.scopes) as AdminScope[];
+    const lacking = scopes.find((scope) => !(held as readonly string[]).includes(scope));
+    if (lacking !== undefined) throw insufficientScope(lacking, 'use');
+    return { kind: 'admin', actor: row.id, scopes: held };
   };
 }

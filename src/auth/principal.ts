@@ -1,3 +1,4 @@
+import type { AdminScope } from '../admin-tokens/admin-token.model';
 import type { ClientKey } from '../keys/key.model';
 
 /** Who made a request, as the operation's `security` requirement established it. */
@@ -9,15 +10,22 @@ export interface ClientPrincipal {
   key: ClientKey;
 }
 
-/** The holder of the admin secret (`AdminSecret` scheme). */
+/** The holder of the admin secret or of an admin token (`AdminSecret` scheme). */
 export interface AdminPrincipal {
   kind: 'admin';
-  actor: 'root';
+  /** `root` for the admin secret, else the admin token's id: what audit events name as the actor. */
+  actor: 'root' | (string & {});
+  /** What this principal may do: every scope for root, the token's scopes otherwise. */
+  scopes: readonly AdminScope[];
 }
 
-/** An internal service with a Cloudflare-Access-style service token. */
+/**
+ * An internal service with a Cloudflare-Access-style service token, or a person (or Access service
+ * token) with a Cloudflare Access JWT.
+ */
 export interface ServicePrincipal {
   kind: 'service';
+  /** The service token's client id, or the Access JWT's email (common_name for Access service tokens). */
   clientId: string;
 }
 
@@ -32,4 +40,5 @@ export interface PrincipalBySecurityScheme {
   AdminSecret: AdminPrincipal;
   ServiceTokenId: ServicePrincipal;
   ServiceTokenSecret: ServicePrincipal;
+  CfAccessJwt: ServicePrincipal;
 }

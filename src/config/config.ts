@@ -41,6 +41,17 @@ export interface GatewayConfig {
   serviceTokens: ServiceToken[];
   /** Extra wait beyond the slowest provider deadline before a pending generation counts as abandoned. */
   sweepGraceMs: number;
+  /** Cloudflare Access JWTs accepted on the internal API beside service tokens; undefined = not accepted. */
+  accessJwt: AccessJwtConfig | undefined;
+}
+
+export interface AccessJwtConfig {
+  /** `https://<team>.cloudflareaccess.com`: the JWT's `iss`. */
+  issuer: string;
+  /** The Access application's AUD tag(s): the JWT's `aud` must name one. */
+  audiences: string[];
+  /** The team's signing keys, `<issuer>/cdn-cgi/access/certs` unless set. */
+  jwksUrl: string;
 }
 
 export interface ServiceToken {
@@ -216,6 +227,22 @@ function readProviders(env: Env, catalog: CatalogModel[]): ProvidersConfig {
   return providers;
 }
 
+/** CF_ACCESS_TEAM_DOMAIN + CF_ACCESS_AUD (both or neither), CF_ACCESS_JWKS_URL optional. */
+function readAccessJwt(env: Env): AccessJwtConfig | undefined {
+  if (!bothOrNeither(env, 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD')) return undefined;
+  const domain = (env.CF_ACCESS_TEAM_DOMAIN as string).trim();
+  let issuer: string;
+  try {
+    // `myteam.cloudflareaccess.com` or `https://myteam.cloudflareaccess.com`: the issuer is the origin.
+    issuer = new URL(/^https?:\/\//.test(domain) ? domain : `https://${domain}`).origin;
+  } catch {
+    throw new ConfigError(`CF_ACCESS_TEAM_DOMAIN must be a host name like myteam.cloudflareaccess.com, got "${domain}"`);
+  }
+  const audiences = (env.CF_ACCESS_AUD as string).split(',').map((v) => v.trim()).filter(Boolean);
+  if (audiences.length === 0) throw new ConfigError('CF_ACCESS_AUD must name at least one application AUD tag');
+  return { issuer, audiences, jwksUrl: url(env, 'CF_ACCESS_JWKS_URL', `${issuer}/cdn-cgi/access/certs`) };
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const databaseUrl = env.DATABASE_URL || './data/gateway.db';
@@ -243,5 +270,6 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
     internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),
     serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
+    accessJwt: readAccessJwt(env),
   };
 }

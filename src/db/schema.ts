@@ -64,7 +64,40 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+/** Scoped admin tokens (`hyadm_...`); only the SHA-256 of the secret is stored. */
+export interface AdminTokensTable {
+  id: string;
+  token_hash: string;
+  hint: string;
+  name: string;
+  /** JSON array of AdminScope values. */
+  scopes: string;
+  /** `root` or the id of the admin token that created this one. */
+  created_by: string;
+  expires_at: number | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** Append-only record of admin changes, written in the transaction of the change. */
+export interface AuditEventsTable {
+  id: string;
+  created_at: number;
+  /** `root`, an admin token id, or a service's client id. */
+  actor: string;
+  /** `<resource>.<verb>`, e.g. `key.updated`. */
+  action: string;
+  target: string;
+  /** JSON of the changed fields before / after (secrets redacted); null when there is no side. */
+  before: string | null;
+  after: string | null;
+  request_id: string;
+  client_ip: string;
+}
+
 export interface Database {
+  admin_tokens: AdminTokensTable;
+  audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;

@@ -36,4 +36,11 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
+  insufficient_scope: { status: 403, type: 'permission_error' },
+  invalid_admin_token: { status: 401, type: 'authentication_error' },
+  admin_token_revoked: { status: 401, type: 'authentication_error' },
+  admin_token_expired: { status: 401, type: 'authentication_error' },
+  admin_token_not_found: { status: 404, type: 'not_found_error' },
+  invalid_access_jwt: { status: 401, type: 'authentication_error' },
+  access_jwks_unavailable: { status: 503, type: 'api_error' },
 };

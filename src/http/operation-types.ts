@@ -48,6 +48,8 @@ export interface OperationRequest<Op extends GeneratedOperation, Principal> {
   body: BodyOf<Op>;
   principal: Principal;
   requestId: string;
+  /** The socket's remote address (what audit events record as the client IP). */
+  clientIp: string;
   /** Aborts when the client goes away before the response is sent. */
   readonly signal: AbortSignal;
   /** Header values by lower-case name. */

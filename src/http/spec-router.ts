@@ -20,8 +20,12 @@ import type { OperationRequest, OperationResponse, RawOperationHandler } from '.
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 type HttpMethod = (typeof HTTP_METHODS)[number];
 
-/** Establishes one security requirement (all of its schemes) or throws the ApiError that refuses it. */
-export type Guard = (req: Request) => Principal | Promise<Principal>;
+/**
+ * Establishes one security requirement (all of its schemes) or throws the ApiError that refuses it.
+ * `scopes` are the ones the requirement lists (OpenAPI 3.1 allows them on any scheme), e.g.
+ * `AdminSecret: [keys:write]`; the guard refuses a principal that does not hold them.
+ */
+export type Guard = (req: Request, scopes: readonly string[]) => Principal | Promise<Principal>;
 
 /** A layer an operation opts into with an `x-` extension set to true. */
 export interface DeclaredLayer {
@@ -139,22 +143,29 @@ function guardFor(operation: { operationId: string; spec: OperationSpec }, docum
     const name = Object.keys(requirement).sort().join('+');
     const guard = guards[name];
     if (!guard) throw new Error(`${operation.operationId}: no guard for the security requirement ${name}`);
-    return guard;
+    return { guard, scopes: Object.values(requirement).flat() };
   });
   return async (req, res, next) => {
-    // Alternatives (OR): the first that accepts wins; when none does, the first one's refusal answers.
-    let refusal: unknown;
-    for (const guard of alternatives) {
+    // Alternatives (OR): the first that accepts wins. When none does, the first refusal about
+    // credentials that were sent answers (a bad Access JWT says why it is bad), else the first one
+    // (credentials missing altogether).
+    const refusals: unknown[] = [];
+    for (const { guard, scopes } of alternatives) {
       try {
-        res.locals.principal = await guard(req);
+        res.locals.principal = await guard(req, scopes);
         next();
         return;
       } catch (error) {
-        refusal ??= error;
+        refusals.push(error);
       }
     }
-    throw refusal;
+    throw refusals.find((refusal) => !isMissingCredentials(refusal)) ?? refusals[0];
   };
+}
+
+/** Refusals that only say "no credentials of this kind were sent". */
+function isMissingCredentials(refusal: unknown): boolean {
+  return refusal instanceof ApiError && refusal.code.startsWith('missing_');
 }
 
 /** Express's GET routes also answer HEAD; the validator only knows GET, so it is shown GET. */
@@ -182,6 +193,7 @@ function adapt(operationId: string, handler: unknown): RequestHandler {
       body: req.body as never,
       principal: principalOf(res),
       requestId: res.locals.requestId,
+      clientIp: req.socket.remoteAddress ?? '',
       get signal() {
         signal ??= abortOnDisconnect(res);
         return signal;

@@ -25,6 +25,8 @@ function scopeOf(res: Response): string {
   const principal = res.locals.principal;
   if (principal?.kind === 'client') return `key:${principal.key.id}`;
   if (principal?.kind === 'service') return `service:${principal.clientId}`;
+  // Each admin token has its own scope: a token must not replay what root (or another token) created.
+  if (principal?.kind === 'admin' && principal.actor !== 'root') return `admin:${principal.actor}`;
   return 'admin';
 }
 

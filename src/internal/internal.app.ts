@@ -1,8 +1,9 @@
 import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { accessJwtGuard } from '../auth/access-jwt-auth';
 import { serviceTokenGuard } from '../auth/service-token-auth';
-import type { ServiceToken } from '../config/config';
+import type { AccessJwtConfig, ServiceToken } from '../config/config';
 import type { Database } from '../db/schema';
 import { errorHandler } from '../errors/error-handler';
 import type { GenerationService } from '../generation/generation.service';
@@ -14,6 +15,7 @@ import type { OpenApiDocument } from '../http/openapi-document';
 import { openApiValidator } from '../http/openapi-validator';
 import { specRouter } from '../http/spec-router';
 import type { GatewayMetrics } from '../metrics/metrics';
+import type { Clock } from '../shared/clock';
 import type { CatalogService } from './catalog.service';
 import { internalHandlers } from './internal.handlers';
 import type { UsageService } from './usage.service';
@@ -23,6 +25,8 @@ export interface InternalAppDeps {
   logger: Logger;
   metrics: GatewayMetrics;
   serviceTokens: ServiceToken[];
+  accessJwt: AccessJwtConfig | undefined;
+  clock: Clock;
   bodyLimitBytes: number;
   validateResponses: boolean;
   document: OpenApiDocument;
@@ -47,7 +51,10 @@ export function createInternalApp(deps: InternalAppDeps): Express {
   const { router } = specRouter({
     document: deps.document,
     handlers,
-    guards: { 'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens) },
+    guards: {
+      'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens),
+      CfAccessJwt: accessJwtGuard({ config: deps.accessJwt, clock: deps.clock, logger: deps.logger }),
+    },
     layers: {},
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),

@@ -1,5 +1,6 @@
 import type { Kysely, Updateable } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
+import { forUpdate } from '../db/row-lock';
 import type { ApiKeysTable, Database } from '../db/schema';
 import type { ApiKeyRow, KeyStatus } from './key.model';
 
@@ -10,8 +11,10 @@ export async function insertKey(db: Db, row: ApiKeyRow): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();
 }
 
-export async function findKeyById(db: Db, id: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+/** `lock`: FOR UPDATE on PostgreSQL, for read-then-write transactions. */
+export async function findKeyById(db: Db, id: string, options: { lock?: boolean } = {}): Promise<ApiKeyRow | undefined> {
+  const query = db.selectFrom('api_keys').selectAll().where('id', '=', id);
+  return (options.lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
 const selectKeyByHash = preparedQuery<{ keyHash: string }, ApiKeyRow>(['keyHash'], (db, p) =>

@@ -1,7 +1,9 @@
 import type { components } from '../../generated/gateway';
+import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-log';
 import { ApiError } from '../errors/api-error';
-import { type Clock, DAY_MS } from '../shared/clock';
+import type { Clock } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
+import { futureExpiry, requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
@@ -21,7 +23,10 @@ function keyNotFound(id: string): ApiError {
   return new ApiError('key_not_found', `No key with id ${id}.`, { param: 'id' });
 }
 
-/** Issuing and managing client keys: the logic behind the /admin/keys routes. */
+/**
+ * Issuing and managing client keys: the logic behind the /admin/keys routes. Every change runs in a
+ * transaction that also records its audit event (before/after of the changed fields).
+ */
 export class KeysService {
   constructor(
     private readonly db: keys.Db,
@@ -40,34 +45,43 @@ export class KeysService {
     }
   }
 
-  private checkFutureExpiry(expiresAt: string, now: number): number {
-    const at = Date.parse(expiresAt);
-    if (!(at > now)) throw new ApiError('invalid_request', 'expires_at must be in the future.', { param: 'expires_at' });
-    return at;
-  }
-
-  private async requireKey(id: string): Promise<ApiKeyRow> {
-    const row = await keys.findKeyById(this.db, id);
+  /** Inside a change's transaction the row is locked (PostgreSQL), so "before" is what the change replaced. */
+  private async requireKey(id: string, db: keys.Db = this.db, options: { lock?: boolean } = {}): Promise<ApiKeyRow> {
+    const row = await keys.findKeyById(db, id, options);
     if (!row) throw keyNotFound(id);
     return row;
   }
 
-  private async update(id: string, changes: Parameters<typeof keys.updateKey>[2]): Promise<ApiKeyRow> {
-    const row = await keys.updateKey(this.db, id, { ...changes, updated_at: this.clock.now() });
+  private async update(db: keys.Db, id: string, changes: Parameters<typeof keys.updateKey>[2]): Promise<ApiKeyRow> {
+    const row = await keys.updateKey(db, id, { ...changes, updated_at: this.clock.now() });
     if (!row) throw keyNotFound(id);
     return row;
   }
 
-  async createKey(input: CreateKeyInput): Promise<CreatedKeyResource> {
+  /**
+   * Runs a change of one key in a transaction with its audit event: `change` gets the locked row
+   * and returns the new one; `present` makes the response (the event records what differs).
+   */
+  private changeKey<R extends KeyResource>(
+    id: string,
+    action: string,
+    audit: AuditContext,
+    change: (trx: keys.Db, current: ApiKeyRow, now: number) => Promise<ApiKeyRow>,
+    present: (row: ApiKeyRow, now: number) => R,
+  ): Promise<R> {
     const now = this.clock.now();
-    if (input.expires_at !== undefined && input.expires_in_days !== undefined) {
-      throw new ApiError('invalid_request', 'Give expires_at or expires_in_days, not both.', { param: 'expires_at' });
-    }
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireKey(id, trx, { lock: true });
+      const after = present(await change(trx, current, now), now);
+      return { result: after, change: updateChange(action, id, toKeyResource(current, now), after) };
+    });
+  }
+
+  async createKey(input: CreateKeyInput, audit: AuditContext): Promise<CreatedKeyResource> {
+    const now = this.clock.now();
+    const expiresAt = requestedExpiry(input, now);
     const allowedProviders = input.allowed_providers ?? DEFAULT_PROVIDERS;
     this.checkProviders(allowedProviders);
-    let expiresAt: number | null = null;
-    if (input.expires_at !== undefined) expiresAt = this.checkFutureExpiry(input.expires_at, now);
-    if (input.expires_in_days !== undefined) expiresAt = now + input.expires_in_days * DAY_MS;
 
     const secret = generateKeySecret();
     const row: ApiKeyRow = {
@@ -89,8 +103,11 @@ export class KeysService {
       disabled_at: null,
       last_used_at: null,
     };
-    await keys.insertKey(this.db, row);
-    return { ...toKeyResource(row, now), key: secret };
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      await keys.insertKey(trx, row);
+      const created = { ...toKeyResource(row, now), key: secret };
+      return { result: created, change: { action: 'key.created', target: row.id, before: null, after: created } };
+    });
   }
 
   async listKeys(query: { status?: KeyStatus; owner?: string; limit?: number; cursor?: string }): Promise<KeyList> {
@@ -111,57 +128,64 @@ export class KeysService {
     return toKeyResource(await this.requireKey(id), this.clock.now());
   }
 
-  async disableKey(id: string): Promise<KeyResource> {
-    const current = await this.requireKey(id);
-    if (current.status === 'disabled') return toKeyResource(current, this.clock.now());
-    const row = await this.update(id, { status: 'disabled', disabled_at: this.clock.now() });
-    return toKeyResource(row, this.clock.now());
+  /** Idempotent: disabling a disabled key changes (and records) nothing. */
+  async disableKey(id: string, audit: AuditContext): Promise<KeyResource> {
+    return this.changeKey(
+      id,
+      'key.disabled',
+      audit,
+      async (trx, current, now) => (current.status === 'disabled' ? current : this.update(trx, id, { status: 'disabled', disabled_at: now })),
+      toKeyResource,
+    );
   }
 
-  async updateKey(id: string, input: UpdateKeyInput): Promise<KeyResource> {
-    const now = this.clock.now();
-    const current = await this.requireKey(id);
-    const changes: Parameters<typeof keys.updateKey>[2] = {};
-    if (input.name !== undefined) changes.name = input.name;
-    if (input.owner !== undefined) changes.owner = input.owner;
-    if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
-    if (input.allowed_providers !== undefined) {
-      this.checkProviders(input.allowed_providers);
-      changes.allowed_providers = JSON.stringify(input.allowed_providers);
-    }
-    if (input.expires_at !== undefined) {
-      changes.expires_at = input.expires_at === null ? null : this.checkFutureExpiry(input.expires_at, now);
-    }
-    if (input.status === 'active' && current.status !== 'active') {
-      changes.status = 'active';
-      changes.disabled_at = null;
-    }
-    if (input.status === 'disabled' && current.status !== 'disabled') {
-      changes.status = 'disabled';
-      changes.disabled_at = now;
-    }
-    return toKeyResource(await this.update(id, changes), now);
+  async updateKey(id: string, input: UpdateKeyInput, audit: AuditContext): Promise<KeyResource> {
+    if (input.allowed_providers !== undefined) this.checkProviders(input.allowed_providers);
+    return this.changeKey(id, 'key.updated', audit, async (trx, current, now) => {
+      const changes: Parameters<typeof keys.updateKey>[2] = {};
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.owner !== undefined) changes.owner = input.owner;
+      if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
+      if (input.allowed_providers !== undefined) changes.allowed_providers = JSON.stringify(input.allowed_providers);
+      if (input.expires_at !== undefined) {
+        changes.expires_at = input.expires_at === null ? null : futureExpiry(input.expires_at, now);
+      }
+      if (input.status === 'active' && current.status !== 'active') {
+        changes.status = 'active';
+        changes.disabled_at = null;
+      }
+      if (input.status === 'disabled' && current.status !== 'disabled') {
+        changes.status = 'disabled';
+        changes.disabled_at = now;
+      }
+      return this.update(trx, id, changes);
+    }, toKeyResource);
   }
 
-  async setQuota(id: string, input: SetQuotaInput): Promise<KeyResource> {
-    const now = this.clock.now();
-    const current = await this.requireKey(id);
-    const periodDays = input.quota_period_days ?? current.quota_period_days;
-    const row = await keys.setQuota(this.db, id, {
-      creditsQuota: input.credits_quota,
-      periodDays,
-      periodStart: currentPeriodStart(current.created_at, periodDays, now),
-      lapsedBefore: currentPeriodStart(current.created_at, current.quota_period_days, now),
-      resetUsage: input.reset_usage ?? false,
-      now,
-    });
-    if (!row) throw keyNotFound(id);
-    return toKeyResource(row, now);
+  async setQuota(id: string, input: SetQuotaInput, audit: AuditContext): Promise<KeyResource> {
+    return this.changeKey(id, 'key.quota_set', audit, async (trx, current, now) => {
+      const periodDays = input.quota_period_days ?? current.quota_period_days;
+      const row = await keys.setQuota(trx, id, {
+        creditsQuota: input.credits_quota,
+        periodDays,
+        periodStart: currentPeriodStart(current.created_at, periodDays, now),
+        lapsedBefore: currentPeriodStart(current.created_at, current.quota_period_days, now),
+        resetUsage: input.reset_usage ?? false,
+        now,
+      });
+      if (!row) throw keyNotFound(id);
+      return row;
+    }, toKeyResource);
   }
 
-  async rotateKey(id: string): Promise<CreatedKeyResource> {
+  async rotateKey(id: string, audit: AuditContext): Promise<CreatedKeyResource> {
     const secret = generateKeySecret();
-    const row = await this.update(id, { key_hash: hashKey(secret), hint: keyHint(secret) });
-    return { ...toKeyResource(row, this.clock.now()), key: secret };
+    return this.changeKey(
+      id,
+      'key.rotated',
+      audit,
+      (trx) => this.update(trx, id, { key_hash: hashKey(secret), hint: keyHint(secret) }),
+      (row, now): CreatedKeyResource => ({ ...toKeyResource(row, now), key: secret }),
+    );
   }
 }

@@ -1,0 +1,54 @@
+import type { components } from '../../generated/gateway';
+import type { AdminTokensTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import { prefixedSecretFormat } from '../keys/key-secret';
+import { toIso, toIsoOrNull } from '../shared/clock';
+
+export type AdminScope = components['schemas']['AdminScope'];
+export type AdminTokenResource = components['schemas']['AdminToken'];
+export type AdminTokenStatus = components['schemas']['AdminTokenStatus'];
+
+/** `hyadm_` + 30 random base62 + 6 checksum, like client keys; only the SHA-256 is stored. */
+export const adminTokenSecrets = prefixedSecretFormat('hyadm_');
+
+/** Every scope, as the spec's AdminScope enum publishes them: the admin secret holds all of them. */
+export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
+  'keys:read',
+  'keys:write',
+  'channels:read',
+  'channels:write',
+  'webhooks:read',
+  'webhooks:write',
+  'usage:read',
+  'audit:read',
+  'tokens:write',
+];
+
+export function adminTokenStatus(row: AdminTokensTable, now: number): AdminTokenStatus {
+  if (row.revoked_at !== null) return 'revoked';
+  if (row.expires_at !== null && row.expires_at <= now) return 'expired';
+  return 'active';
+}
+
+export function toAdminTokenResource(row: AdminTokensTable, now: number): AdminTokenResource {
+  return {
+    id: row.id,
+    name: row.name,
+    hint: row.hint,
+    scopes: JSON.parse(row.scopes) as AdminScope[],
+    status: adminTokenStatus(row, now),
+    created_by: row.created_by,
+    expires_at: toIsoOrNull(row.expires_at),
+    created_at: toIso(row.created_at),
+    revoked_at: toIsoOrNull(row.revoked_at),
+  };
+}
+
+/** 403 naming the scope: `use` = the operation needs it; `grant` = a token tried to hand out a scope it lacks. */
+export function insufficientScope(scope: string, reason: 'use' | 'grant'): ApiError {
+  const message =
+    reason === 'use'
+      ? `This admin token lacks the scope ${scope}.`
+      : `This admin token lacks the scope ${scope}, so it cannot grant it.`;
+  return new ApiError('insufficient_scope', message, { details: { scope } });
+}

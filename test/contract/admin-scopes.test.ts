@@ -1,0 +1,65 @@
+import { ALL_ADMIN_SCOPES } from '../../src/admin-tokens/admin-token.model';
+import { loadOpenApiDocument } from '../../src/http/openapi-document';
+import { operationsOf } from '../../src/http/spec-router';
+import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+
+const gateway = loadOpenApiDocument('gateway');
+const creative = loadOpenApiDocument('creative');
+const publishedScopes = (gateway.components as { schemas: { AdminScope: { enum: string[] } } }).schemas.AdminScope.enum;
+
+function requirementsOf(document: typeof gateway, spec: { security?: Array<Record<string, string[]>> }): Array<Record<string, string[]>> {
+  return spec.security ?? (document.security as Array<Record<string, string[]>> | undefined) ?? [];
+}
+
+const adminOperations = operationsOf(gateway)
+  .map((op) => ({ ...op, requirements: requirementsOf(gateway, op.spec) }))
+  .filter((op) => op.requirements.some((requirement) => 'AdminSecret' in requirement));
+
+describe('admin scopes: declared in the spec, published, enforced', () => {
+  it('the code knows exactly the scopes the AdminScope enum publishes', () => {
+    expect([...ALL_ADMIN_SCOPES].sort()).toEqual([...publishedScopes].sort());
+  });
+
+  it('every admin operation declares exactly one scope, from the published enum', () => {
+    expect(adminOperations.length).toBeGreaterThan(0);
+    const wrong = adminOperations
+      .flatMap((op) => op.requirements.map((requirement) => ({ op: op.operationId, scopes: requirement.AdminSecret })))
+      .filter(({ scopes }) => scopes === undefined || scopes.length !== 1 || !publishedScopes.includes(scopes[0] as string));
+    expect(wrong).toEqual([]);
+  });
+
+  it('no other scheme declares scopes (only the admin guard enforces them)', () => {
+    const declared = [gateway, creative].flatMap((document) =>
+      operationsOf(document).flatMap((op) =>
+        requirementsOf(document, op.spec).flatMap((requirement) =>
+          Object.entries(requirement)
+            .filter(([scheme, scopes]) => scheme !== 'AdminSecret' && scopes.length > 0)
+            .map(([scheme]) => `${op.operationId} ${scheme}`),
+        ),
+      ),
+    );
+    expect(declared).toEqual([]);
+  });
+
+  describe('on a running gateway', () => {
+    let t: TestGateway;
+    beforeAll(async () => {
+      t = await startTestGateway();
+    });
+    afterAll(() => t.close());
+
+    it('each admin operation refuses a token without its scope (403 naming it) and admits one with only that scope', async () => {
+      for (const op of adminOperations) {
+        const scope = op.requirements[0]?.AdminSecret?.[0] as string;
+        const path = op.path.replace(/\{[^}]+\}/g, 'x_1');
+        const others = await createAdminTokenVia(t.api, publishedScopes.filter((s) => s !== scope));
+        const refused = await t.api.send(op.method, path, { headers: bearer(others.token), body: {} });
+        expect([op.operationId, refused.status, refused.body.error?.code, refused.body.error?.scope]).toEqual([op.operationId, 403, 'insufficient_scope', scope]);
+        const only = await createAdminTokenVia(t.api, [scope]);
+        const admitted = await t.api.send(op.method, path, { headers: bearer(only.token), body: {} });
+        expect([op.operationId, admitted.status === 401 || admitted.status === 403]).toEqual([op.operationId, false]);
+      }
+    });
+  });
+});

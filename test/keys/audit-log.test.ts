@@ -1,0 +1,177 @@
+import { sql } from 'kysely';
+import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+
+const validKey = { name: 'audited', owner: 'audit@example.com', credits_quota: 100, quota_period_days: 30, allowed_providers: ['local'] };
+
+interface AuditEvent {
+  id: string;
+  created_at: string;
+  actor: string;
+  action: string;
+  target: string;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  request_id: string;
+  client_ip: string;
+}
+
+describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway();
+  });
+  afterAll(() => t.close());
+
+  async function eventsFor(target: string): Promise<AuditEvent[]> {
+    const res = await t.api.admin('get', `/admin/audit-events?target=${target}`);
+    expect(res.status).toBe(200);
+    return res.body.data as AuditEvent[];
+  }
+
+  it('every key change records actor, action, target, the changed fields, request id and client IP', async () => {
+    const headers = { Authorization: `Bearer ${ADMIN_SECRET}`, 'X-Request-Id': 'req_audit_create' };
+    const created = await t.api.send('post', '/admin/keys', { headers, body: validKey });
+    const id = created.body.id as string;
+    t.clock.advanceMs(5);
+    await t.api.admin('patch', `/admin/keys/${id}`, { name: 'renamed', rate_limit_rpm: 7 });
+    t.clock.advanceMs(5);
+    await t.api.admin('post', `/admin/keys/${id}/quota`, { credits_quota: 500 });
+    t.clock.advanceMs(5);
+    const rotated = await t.api.admin('post', `/admin/keys/${id}/rotate`);
+    t.clock.advanceMs(5);
+    await t.api.admin('delete', `/admin/keys/${id}`);
+
+    const events = await eventsFor(id);
+    expect(events.map((e) => e.action)).toEqual(['key.disabled', 'key.rotated', 'key.quota_set', 'key.updated', 'key.created']);
+    for (const event of events) {
+      expect(event).toMatchObject({ actor: 'root', target: id });
+      expect(event.client_ip).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+      expect(event.request_id).toMatch(/^req_/);
+    }
+    const [disabled, rotation, quota, update, creation] = events as [AuditEvent, AuditEvent, AuditEvent, AuditEvent, AuditEvent];
+    expect(creation.request_id).toBe('req_audit_create');
+    expect(creation.before).toBeNull();
+    expect(creation.after).toMatchObject({ id, name: 'audited', credits_quota: 100, key: '[redacted]' });
+    expect(update.before).toEqual({ name: 'audited', rate_limit_rpm: 30 });
+    expect(update.after).toEqual({ name: 'renamed', rate_limit_rpm: 7 });
+    expect(quota.before).toMatchObject({ credits_quota: 100, credits_remaining: 100 });
+    expect(quota.after).toMatchObject({ credits_quota: 500, credits_remaining: 500 });
+    expect(rotation.before).toEqual({ hint: created.body.hint, key: null });
+    expect(rotation.after).toEqual({ hint: rotated.body.hint, key: '[redacted]' });
+    expect(disabled.before).toMatchObject({ status: 'active', disabled_at: null });
+    expect(disabled.after).toMatchObject({ status: 'disabled' });
+
+    // No secret reaches the stored events.
+    const rows = await t.gateway.database.db.selectFrom('audit_events').selectAll().where('target', '=', id).execute();
+    const stored = JSON.stringify(rows);
+    expect(stored).not.toContain(created.body.key);
+    expect(stored).not.toContain(rotated.body.key);
+  });
+
+  it('a request that changes nothing records nothing', async () => {
+    const { id } = await t.createKey();
+    await t.api.admin('delete', `/admin/keys/${id}`);
+    await t.api.admin('delete', `/admin/keys/${id}`);
+    await t.api.admin('patch', `/admin/keys/${id}`, { name: 'test key' });
+    expect((await eventsFor(id)).map((e) => e.action)).toEqual(['key.disabled', 'key.created']);
+  });
+
+  it("admin tokens' creation and revocation are recorded with the token's secret redacted; a token is the actor of its changes", async () => {
+    const res = await t.api.admin('post', '/admin/tokens', { name: 'writer', scopes: ['keys:write', 'tokens:write'] });
+    const token = res.body.token as string;
+    const tokenId = res.body.id as string;
+    const key = await t.api.send('post', '/admin/keys', { headers: bearer(token), body: validKey });
+    const child = await t.api.send('post', '/admin/tokens', { headers: bearer(token), body: { name: 'child', scopes: ['keys:write'] } });
+    await t.api.admin('delete', `/admin/tokens/${child.body.id}`);
+
+    const [created] = await eventsFor(tokenId);
+    expect(created).toMatchObject({ actor: 'root', action: 'admin_token.created', before: null });
+    expect(created?.after).toMatchObject({ id: tokenId, scopes: ['keys:write', 'tokens:write'], token: '[redacted]' });
+    expect((await eventsFor(key.body.id)).map((e) => [e.actor, e.action])).toEqual([[tokenId, 'key.created']]);
+    const childEvents = await eventsFor(child.body.id);
+    expect(childEvents.map((e) => [e.actor, e.action])).toEqual([
+      ['root', 'admin_token.revoked'],
+      [tokenId, 'admin_token.created'],
+    ]);
+    expect(childEvents[0]?.after).toMatchObject({ status: 'revoked' });
+    const stored = JSON.stringify(await t.gateway.database.db.selectFrom('audit_events').selectAll().execute());
+    expect(stored).not.toContain(token);
+    expect(stored).not.toContain(child.body.token);
+  });
+
+  it('the event is written in the transaction of the change: when it cannot be written, the change is rolled back', async () => {
+    const { id } = await t.createKey({ name: 'before' });
+    const db = t.gateway.database.db;
+    await sql`ALTER TABLE audit_events RENAME TO audit_events_away`.execute(db);
+    try {
+      const res = await t.api.admin('patch', `/admin/keys/${id}`, { name: 'after' });
+      expect([res.status, res.body.error.code]).toEqual([500, 'internal_error']);
+    } finally {
+      await sql`ALTER TABLE audit_events_away RENAME TO audit_events`.execute(db);
+    }
+    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.name).toBe('before');
+    expect((await eventsFor(id)).map((e) => e.action)).toEqual(['key.created']);
+  });
+
+  it('filters by actor, action and time, and pages newest first with a cursor', async () => {
+    const owner = `filters-${Date.now()}@example.com`;
+    const { token, id: tokenId } = await createAdminTokenVia(t.api, ['keys:write']);
+    t.clock.advanceMs(1000);
+    const from = new Date(t.clock.now()).toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      t.clock.advanceMs(5);
+      ids.push((await t.api.send('post', '/admin/keys', { headers: bearer(token), body: { ...validKey, owner } })).body.id);
+    }
+    t.clock.advanceMs(5);
+    await t.api.send('patch', `/admin/keys/${ids[0]}`, { headers: bearer(token), body: { name: 'x' } });
+    t.clock.advanceMs(1000);
+    const until = new Date(t.clock.now()).toISOString();
+    t.clock.advanceMs(5);
+    await t.api.send('patch', `/admin/keys/${ids[1]}`, { headers: bearer(token), body: { name: 'late' } });
+
+    const seen: AuditEvent[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { data: AuditEvent[]; next_cursor: string | null } } = await t.api.admin(
+        'get',
+        `/admin/audit-events?actor=${tokenId}&action=key.created&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data);
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen.map((e) => e.target)).toEqual([...ids].reverse());
+
+    const window = await t.api.admin('get', `/admin/audit-events?actor=${tokenId}&created_after=${encodeURIComponent(from)}&created_before=${encodeURIComponent(until)}`);
+    expect(window.body.data.map((e: AuditEvent) => e.action)).toEqual(['key.updated', ...ids.map(() => 'key.created')]);
+    const updates = await t.api.admin('get', `/admin/audit-events?actor=${tokenId}&action=key.updated`);
+    expect(updates.body.data.map((e: AuditEvent) => e.target)).toEqual([ids[1], ids[0]]);
+  });
+
+  it('needs audit:read; 400 for a bad cursor, action or time', async () => {
+    const { token } = await createAdminTokenVia(t.api, ['keys:write', 'keys:read']);
+    const refused = await t.api.send('get', '/admin/audit-events', { headers: bearer(token) });
+    expect([refused.status, refused.body.error.code, refused.body.error.scope]).toEqual([403, 'insufficient_scope', 'audit:read']);
+    const auditor = await createAdminTokenVia(t.api, ['audit:read']);
+    expect((await t.api.send('get', '/admin/audit-events', { headers: bearer(auditor.token) })).status).toBe(200);
+    expect((await t.api.send('get', '/admin/audit-events')).body.error.code).toBe('invalid_admin_secret');
+    for (const query of ['cursor=garbage', 'action=DROP', 'created_after=yesterday', 'limit=0', 'limit=201']) {
+      const res = await t.api.admin('get', `/admin/audit-events?${query}`);
+      expect([query, res.status, res.body.error.code]).toEqual([query, 400, 'invalid_request']);
+    }
+  });
+
+  it('nothing can change or delete an event through the API', async () => {
+    for (const method of ['post', 'put', 'patch', 'delete'] as const) {
+      const res = await t.api.send(method, '/admin/audit-events', { headers: bearer(ADMIN_SECRET), body: {} });
+      expect([method, res.status, res.body.error.code]).toEqual([method, 405, 'method_not_allowed']);
+    }
+    const [event] = (await t.api.admin('get', '/admin/audit-events?limit=1')).body.data as AuditEvent[];
+    for (const method of ['get', 'patch', 'delete'] as const) {
+      expect((await t.api.send(method, `/admin/audit-events/${event?.id}`, { headers: bearer(ADMIN_SECRET) })).status).toBe(404);
+    }
+  });
+});
