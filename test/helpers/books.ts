@@ -93,6 +93,8 @@ export interface BooksGateway {
   books: Books;
   /** Sends a generation whose upstream call waits until finish(); resolves once its credits are reserved (or it was refused). */
   startHeld(key: string, options: { tag: string; fail?: boolean; model?: 'held-1' | 'held-3' }): Promise<InFlight>;
+  /** Lets every held generation go and waits (bounded) until none is pending. */
+  settleAll(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -118,7 +120,18 @@ export async function startBooksGateway(): Promise<BooksGateway> {
         },
       };
     },
+    async settleAll() {
+      ark.releaseHeld();
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const pending = await t.gateway.database.db.selectFrom('generations').select('id').where('status', '=', 'pending').executeTakeFirst();
+        if (!pending) return;
+        if (Date.now() > deadline) throw new Error(`generation ${pending.id} is still pending`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     async close() {
+      ark.releaseHeld();
       await t.close();
       await ark.close();
     },
