@@ -185,7 +185,7 @@ export class GenerationService {
         },
         signal,
       );
-      const latencyMs = clock.now() - started;
+      const latencyMs = elapsedMs(clock, started);
       const completedAt = clock.now();
       const settled = await this.deps.writes.run((trx) =>
         completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }),
@@ -198,7 +198,7 @@ export class GenerationService {
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: generationId, created: Math.floor(started / 1000), entry, images };
     } catch (error) {
-      const latencyMs = clock.now() - started;
+      const latencyMs = elapsedMs(clock, started);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, latencyMs / 1000);
       try {
         await onFailure(error, latencyMs);
@@ -262,6 +262,11 @@ export class GenerationService {
       ),
     );
   }
+}
+
+/** latency_ms is a 32-bit integer column: a clock that steps (NTP, a test clock) must not make settlement fail. */
+function elapsedMs(clock: Clock, started: number): number {
+  return Math.min(Math.max(clock.now() - started, 0), 2_147_483_647);
 }
 
 function errorCodeOf(error: unknown): string {

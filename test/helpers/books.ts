@@ -31,16 +31,20 @@ export class Books {
   }
 
   /** Every breach of the invariant, in words; empty when the books are exact. */
-  async violations(options: { settled?: boolean } = {}): Promise<string[]> {
+  async violations(options: { settled?: boolean; keyId?: string } = {}): Promise<string[]> {
     await this.observe();
-    const keys = await this.db.selectFrom('api_keys').select(['id', 'usage_epoch', 'credits_used', 'credits_quota']).execute();
-    const sums = await this.db
+    let keysQuery = this.db.selectFrom('api_keys').select(['id', 'usage_epoch', 'credits_used', 'credits_quota']);
+    let sumsQuery = this.db
       .selectFrom('generations')
       .select(['key_id', 'usage_epoch', 'status'])
       .select((eb) => eb.fn.sum<number>('credits').as('credits'))
-      .where('key_id', 'is not', null)
-      .groupBy(['key_id', 'usage_epoch', 'status'])
-      .execute();
+      .where('key_id', 'is not', null);
+    if (options.keyId !== undefined) {
+      keysQuery = keysQuery.where('id', '=', options.keyId);
+      sumsQuery = sumsQuery.where('key_id', '=', options.keyId);
+    }
+    const keys = await keysQuery.execute();
+    const sums = await sumsQuery.groupBy(['key_id', 'usage_epoch', 'status']).execute();
     const credits = (keyId: string, epoch: number, status: string) =>
       Number(sums.find((s) => s.key_id === keyId && Number(s.usage_epoch) === epoch && s.status === status)?.credits ?? 0);
     const problems: string[] = [];
