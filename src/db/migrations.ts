@@ -153,9 +153,11 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
   };
 }
 
-export async function migrateToLatest(db: Kysely<unknown>, engine: DatabaseEngine): Promise<void> {
+/** Applies every migration not applied yet; `upTo` stops after the named one (tests of an upgrade). */
+export async function migrateToLatest(db: Kysely<unknown>, engine: DatabaseEngine, upTo?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(engine) };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error | undefined)?.message ?? 'unknown error'}`);
