@@ -76,10 +76,9 @@ function currentPeriodStartSql(length: RawBuilder<number>, now: number): RawBuil
 export interface Reservation {
   credits_used: number;
   credits_quota: number;
-  /** The book the credits were charged to, and the period it counts. */
+  /** The book the credits were charged to, and the start of the period it counts. */
   usage_epoch: number;
   period_started_at: number;
-  quota_period_days: number;
 }
 
 const reserveCreditsQuery = preparedQuery<{ id: string; cost: number; now: number }, Reservation>(['id', 'cost', 'now'], (db, p) => {
@@ -94,7 +93,7 @@ const reserveCreditsQuery = preparedQuery<{ id: string; cost: number; now: numbe
     })
     .where('id', '=', p.id)
     .where(sql<boolean>`(CASE WHEN ${ended} THEN 0 ELSE credits_used END) + ${p.cost} <= credits_quota`)
-    .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at', 'quota_period_days']);
+    .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
 });
 
 /**
