@@ -94,7 +94,9 @@ export interface paths {
         /**
          * Disable an API key
          * @description Disables the key (idempotent); the record is kept. The key is refused with
-         *     401 `key_disabled` from the next request on.
+         *     401 `key_disabled` from the next request on. Generations already in flight (credits
+         *     reserved) finish and settle as usual: success stays charged, failure is released, and
+         *     `credits_used` keeps counting them. Re-enabling continues the same period's usage.
          */
         delete: operations["disableKey"];
         options?: never;
@@ -103,6 +105,10 @@ export interface paths {
          * Update an API key
          * @description Changes name, owner, rate limit, allowed providers or expiry (`null` = permanent),
          *     or re-enables a disabled key with `status: active`. Takes effect on the next request.
+         *     Accounting is untouched: generations already in flight (credits reserved) finish and
+         *     settle as usual, success charged and failure released, whether the key is meanwhile
+         *     disabled (`status: disabled`) or its `expires_at` passes; re-enabling continues the same
+         *     period's usage.
          */
         patch: operations["updateKey"];
         trace?: never;
@@ -126,7 +132,20 @@ export interface paths {
          * Set a key's credit quota
          * @description Sets the credits per period and optionally the period length; with
          *     `reset_usage: true` the current period's usage starts again from zero.
-         *     Takes effect immediately.
+         *     Takes effect immediately, decided in one statement from the key as it is then.
+         *
+         *     Generations already in flight (credits reserved, provider not yet answered):
+         *     - `reset_usage: true` starts a new count from 0. An in-flight generation that succeeds is
+         *       charged to the usage it was reserved in, not to the new count; one that fails gives
+         *       nothing back to the new count. `credits_used` reads what was reserved since the reset.
+         *     - A `credits_quota` below the current usage (no reset) keeps the usage: `credits_used`
+         *       may read above the quota (`credits_remaining` 0) and new requests get 402 until usage
+         *       plus their cost fits. In-flight work settles as usual (success counted, failure released).
+         *     - A shorter or longer `quota_period_days` (no reset) carries the current usage, with its
+         *       in-flight reservations, into the period of the new length that contains now (unless the
+         *       old period had already ended: then usage starts from 0). In-flight work settles in it:
+         *       success stays counted, failure is released. `period_started_at` and `period_resets_at`
+         *       follow the new length.
          */
         post: operations["setKeyQuota"];
         delete?: never;
@@ -154,6 +173,8 @@ export interface paths {
          * Rotate a key's secret
          * @description Issues a new secret for the same key record (quota, usage and settings kept).
          *     The new `key` is returned only here; the old secret is refused from now on.
+         *     Generations already in flight under the old secret finish and settle on the same key and
+         *     period's usage: success stays charged, failure is released.
          */
         post: operations["rotateKey"];
         delete?: never;

@@ -131,6 +131,25 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
         await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
       },
     },
+    '0006_usage_epochs': {
+      // A key's usage counter is a book numbered by usage_epoch: reset_usage and every roll-over to a
+      // new period open the next one. A generation records the book it was charged to, and its
+      // release only touches that book. Keys start at book 1; a generation already pending at
+      // upgrade keeps book 1 if it was reserved in the key's stored period (the old rule compared
+      // period starts), else book 0, which no key has, so its release changes nothing.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('api_keys').addColumn('usage_epoch', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('generations').addColumn('usage_epoch', 'bigint').execute();
+        await sql`UPDATE api_keys SET usage_epoch = 1`.execute(db);
+        await sql`UPDATE generations SET usage_epoch = CASE WHEN period_started_at =
+          (SELECT k.period_started_at FROM api_keys k WHERE k.id = generations.key_id) THEN 1 ELSE 0 END
+          WHERE key_id IS NOT NULL`.execute(db);
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.alterTable('generations').dropColumn('usage_epoch').execute();
+        await db.schema.alterTable('api_keys').dropColumn('usage_epoch').execute();
+      },
+    },
     '0010_admin_tokens_and_audit_events': {
       async up(db: Kysely<unknown>) {
         await db.schema
@@ -172,9 +191,11 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
   };
 }
 
-export async function migrateToLatest(db: Kysely<unknown>, engine: DatabaseEngine): Promise<void> {
+/** Applies every migration not applied yet; `upTo` stops after the named one (tests of an upgrade). */
+export async function migrateToLatest(db: Kysely<unknown>, engine: DatabaseEngine, upTo?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(engine) };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error | undefined)?.message ?? 'unknown error'}`);

@@ -8,10 +8,15 @@ export interface ApiKeysTable {
   /** 'active' | 'disabled'; "expired" is derived from expires_at. */
   status: string;
   credits_quota: number;
-  /** Credits spent or reserved in the period that started at period_started_at. */
+  /** Credits spent or reserved in the current book (usage_epoch), which counts the period that started at period_started_at. */
   credits_used: number;
   quota_period_days: number;
   period_started_at: number;
+  /**
+   * Number of the book credits_used counts. Opened anew (+1, counter zeroed) by reset_usage and by
+   * every roll-over to a new period; a period length change that carries usage over keeps it.
+   */
+  usage_epoch: number;
   rate_limit_rpm: number;
   /** JSON array of provider names. */
   allowed_providers: string;
@@ -36,10 +41,12 @@ export interface GenerationsTable {
   status: string;
   error_code: string | null;
   latency_ms: number | null;
-  /** The quota period the credits were reserved in (a release only refunds that period). */
+  /** The quota period the credits were reserved in. */
   period_started_at: number;
   created_at: number;
   completed_at: number | null;
+  /** The key's book (api_keys.usage_epoch) the credits were charged to; a release only refunds that book. Null for internal generations. */
+  usage_epoch: number | null;
 }
 
 /** One counted request per row, for the SQL rate limiter (rows older than the window are pruned). */

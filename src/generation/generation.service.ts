@@ -4,7 +4,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { ClientKey } from '../keys/key.model';
-import { releaseCredits, reserveCredits } from '../keys/keys.repository';
+import { reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
@@ -12,7 +12,7 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
-import { completeGeneration, insertGeneration } from './generations.repository';
+import { completeGeneration, failGeneration, insertGeneration } from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
@@ -147,6 +147,7 @@ export class GenerationService {
       period_started_at: clock.now(),
       created_at: clock.now(),
       completed_at: null,
+      usage_epoch: null,
     };
     await writes.run((trx) => insertGeneration(trx, row));
     const outcome = await this.run(generationId, entry, input, signal, (error, latencyMs) => {
@@ -162,7 +163,7 @@ export class GenerationService {
     entry: CatalogModel,
     input: GenerateImageInput,
     signal: AbortSignal,
-    onFailure: (error: unknown, latencyMs: number) => Promise<void>,
+    onFailure: (error: unknown, latencyMs: number) => Promise<unknown>,
   ): Promise<Omit<GenerationOutcome, 'credits'>> {
     const { clock, providers, metrics } = this.deps;
     const provider = providers.get(entry.provider);
@@ -185,13 +186,20 @@ export class GenerationService {
         },
         signal,
       );
-      const latencyMs = clock.now() - started;
+      const latencyMs = elapsedMs(clock, started);
       const completedAt = clock.now();
-      await this.deps.writes.run((trx) => completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }));
+      const settled = await this.deps.writes.run((trx) =>
+        completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }),
+      );
+      if (!settled) {
+        // Only past its provider's deadline plus the sweep grace: the sweeper has already recorded it
+        // failed/abandoned and given its credits back, so it stays that way (uncharged).
+        this.deps.logger.warn({ generation_id: generationId }, 'generation finished after the sweeper had abandoned it');
+      }
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: generationId, created: Math.floor(started / 1000), entry, images };
     } catch (error) {
-      const latencyMs = clock.now() - started;
+      const latencyMs = elapsedMs(clock, started);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, latencyMs / 1000);
       try {
         await onFailure(error, latencyMs);
@@ -207,11 +215,11 @@ export class GenerationService {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const cost = n * entry.credits_per_image;
-    const periodStart = currentPeriodStart(key.createdAt, key.quotaPeriodDays, now);
     const generationId = newSortableId('gen', now);
     // Reservation and its usage row commit together: a pending row always has credits behind it.
+    // The period and book charged come from the key's row as the reservation found it, not from `key`.
     const reserved = await writes.run(async (trx) => {
-      const row = await reserveCredits(trx, key.id, cost, periodStart, now);
+      const row = await reserveCredits(trx, key.id, cost, now);
       if (!row) return undefined;
       await insertGeneration(trx, {
         id: generationId,
@@ -224,31 +232,42 @@ export class GenerationService {
         status: 'pending',
         error_code: null,
         latency_ms: null,
-        period_started_at: periodStart,
+        period_started_at: row.period_started_at,
         created_at: now,
         completed_at: null,
+        usage_epoch: row.usage_epoch,
       });
       return row;
     });
     if (!reserved) {
-      const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
+      // Only the message reads the key as the request found it.
+      const resetsAt = toIso(periodEnd(currentPeriodStart(key.createdAt, key.quotaPeriodDays, now), key.quotaPeriodDays));
       throw new ApiError(
         'quota_exceeded',
         `This request needs ${cost} credits, more than is left of the key's quota of ${key.creditsQuota}; the quota refills at ${resetsAt}.`,
         { details: { period_resets_at: resetsAt } },
       );
     }
-    return { generationId, cost, periodStart, creditsRemaining: reserved.credits_quota - reserved.credits_used };
+    return { generationId, cost, usageEpoch: reserved.usage_epoch, creditsRemaining: reserved.credits_quota - reserved.credits_used };
   }
 
-  private async release(key: ClientKey, reservation: { generationId: string; cost: number; periodStart: number }, error: unknown, latencyMs: number) {
+  /** A failed generation is never charged: its credits go back to the book they came from, if it is still open. */
+  private async release(key: ClientKey, reservation: { generationId: string; cost: number; usageEpoch: number }, error: unknown, latencyMs: number) {
     const { writes, clock } = this.deps;
     const completedAt = clock.now();
-    await writes.run(async (trx) => {
-      await releaseCredits(trx, key.id, reservation.cost, reservation.periodStart);
-      await completeGeneration(trx, reservation.generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt });
-    });
+    await writes.run((trx) =>
+      failGeneration(
+        trx,
+        { id: reservation.generationId, key_id: key.id, credits: reservation.cost, usage_epoch: reservation.usageEpoch },
+        { errorCode: errorCodeOf(error), latencyMs, completedAt },
+      ),
+    );
   }
+}
+
+/** latency_ms is a 32-bit integer column: a clock that steps (NTP, a test clock) must not make settlement fail. */
+function elapsedMs(clock: Clock, started: number): number {
+  return Math.min(Math.max(clock.now() - started, 0), 2_147_483_647);
 }
 
 function errorCodeOf(error: unknown): string {

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationsTable } from '../db/schema';
+import { releaseCredits } from '../keys/keys.repository';
 
 type Db = Kysely<Database>;
 
@@ -18,6 +19,7 @@ const GENERATION_COLUMNS = [
   'period_started_at',
   'created_at',
   'completed_at',
+  'usage_epoch',
 ] as const satisfies ReadonlyArray<keyof GenerationsTable>;
 
 const insertGenerationQuery = preparedQuery<GenerationsTable & Record<string, unknown>, never>([...GENERATION_COLUMNS], (db, p) =>
@@ -30,21 +32,27 @@ export async function insertGeneration(db: Db, row: GenerationsTable): Promise<v
 }
 
 const completeGenerationQuery = preparedQuery<
-  { id: string; status: string; errorCode: string | null; latencyMs: number; completedAt: number },
+  { id: string; status: string; errorCode: string | null; latencyMs: number | null; completedAt: number },
   never
 >(['id', 'status', 'errorCode', 'latencyMs', 'completedAt'], (db, p) =>
   db
     .updateTable('generations')
     .set({ status: p.status, error_code: p.errorCode, latency_ms: p.latencyMs, completed_at: p.completedAt })
-    .where('id', '=', p.id),
+    .where('id', '=', p.id)
+    .where('status', '=', 'pending'),
 );
 
+/**
+ * Settles a pending generation; false when it was no longer pending (the sweeper declared it
+ * abandoned and released its credits first), so the caller must not release them again.
+ */
 export async function completeGeneration(
   db: Db,
   id: string,
   outcome: { status: 'succeeded' | 'failed'; errorCode: string | null; latencyMs: number; completedAt: number },
-): Promise<void> {
-  await completeGenerationQuery(db, { id, ...outcome });
+): Promise<boolean> {
+  const result = await completeGenerationQuery(db, { id, ...outcome });
+  return Number(result.numAffectedRows ?? 0) === 1;
 }
 
 export async function findGeneration(db: Db, id: string): Promise<GenerationsTable | undefined> {
@@ -63,15 +71,23 @@ export async function findStalePendingGenerations(db: Db, provider: string, befo
     .execute();
 }
 
-/** Marks a pending generation failed; false when someone else completed it first. */
-export async function failPendingGeneration(db: Db, id: string, errorCode: string, completedAt: number): Promise<boolean> {
-  const result = await db
-    .updateTable('generations')
-    .set({ status: 'failed', error_code: errorCode, completed_at: completedAt })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+/**
+ * Fails a pending generation and gives its credits back to the book they were charged to, in one
+ * transaction: the request's own failure path and the sweeper both come here, and whichever marks
+ * the row first releases; the other changes nothing. False when the row was no longer pending.
+ */
+export async function failGeneration(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  outcome: { errorCode: string; latencyMs: number | null; completedAt: number },
+): Promise<boolean> {
+  const failed = await completeGenerationQuery(trx, { id: generation.id, status: 'failed', ...outcome });
+  if (Number(failed.numAffectedRows ?? 0) !== 1) return false;
+  // Internal generations (no key) reserved nothing.
+  if (generation.key_id !== null && generation.usage_epoch !== null) {
+    await releaseCredits(trx, generation.key_id, generation.credits, generation.usage_epoch);
+  }
+  return true;
 }
 
 export interface GenerationListQuery {

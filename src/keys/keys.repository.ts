@@ -1,4 +1,5 @@
-import type { Kysely, Updateable } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, sql, type Updateable } from 'kysely';
+import { DAY_MS } from '../shared/clock';
 import { preparedQuery } from '../db/prepared-query';
 import { forUpdate } from '../db/row-lock';
 import type { ApiKeysTable, Database } from '../db/schema';
@@ -57,75 +58,100 @@ export async function updateKey(db: Db, id: string, changes: Updateable<ApiKeysT
   return db.updateTable('api_keys').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
-const reserveCreditsQuery = preparedQuery<
-  { id: string; cost: number; periodStart: number; now: number },
-  { credits_used: number; credits_quota: number }
->(['id', 'cost', 'periodStart', 'now'], (db, p) =>
-  db
+/** A period length in ms, as bigint on both engines (days * 86_400_000 overflows a PostgreSQL integer). */
+function periodLengthSql(days: Expression<number> | RawBuilder<number>): RawBuilder<number> {
+  return sql<number>`(${days} * cast(${sql.lit(DAY_MS)} as bigint))`;
+}
+
+/** The row's stored period (period_started_at + quota_period_days) is over at `now`: its usage has lapsed. */
+function storedPeriodEndedSql(now: number): RawBuilder<boolean> {
+  return sql<boolean>`(period_started_at + ${periodLengthSql(sql.ref('quota_period_days'))} <= ${now})`;
+}
+
+/**
+ * currentPeriodStart() in SQL, from the row's created_at: periods of `length` ms anchored at creation.
+ * The cast truncates (SQLite divides the bound REAL `now` as a real; PostgreSQL divides bigints).
+ */
+function currentPeriodStartSql(length: RawBuilder<number>, now: number): RawBuilder<number> {
+  return sql<number>`(created_at + cast((${now} - created_at) / ${length} as bigint) * ${length})`;
+}
+
+export interface Reservation {
+  credits_used: number;
+  credits_quota: number;
+  /** The book the credits were charged to, and the start of the period it counts. */
+  usage_epoch: number;
+  period_started_at: number;
+}
+
+const reserveCreditsQuery = preparedQuery<{ id: string; cost: number; now: number }, Reservation>(['id', 'cost', 'now'], (db, p) => {
+  const ended = storedPeriodEndedSql(p.now);
+  return db
     .updateTable('api_keys')
-    .set((eb) => ({
-      credits_used: eb.case().when('period_started_at', '<', p.periodStart).then(p.cost).else(eb('credits_used', '+', p.cost)).end(),
-      period_started_at: eb.case().when('period_started_at', '<', p.periodStart).then(p.periodStart).else(eb.ref('period_started_at')).end(),
+    .set({
+      credits_used: sql`CASE WHEN ${ended} THEN ${p.cost} ELSE credits_used + ${p.cost} END`,
+      period_started_at: sql`CASE WHEN ${ended} THEN ${currentPeriodStartSql(periodLengthSql(sql.ref('quota_period_days')), p.now)} ELSE period_started_at END`,
+      usage_epoch: sql`CASE WHEN ${ended} THEN usage_epoch + 1 ELSE usage_epoch END`,
       last_used_at: p.now,
-    }))
+    })
     .where('id', '=', p.id)
-    .where((eb) =>
-      eb(
-        eb(eb.case().when('period_started_at', '<', p.periodStart).then(0).else(eb.ref('credits_used')).end(), '+', p.cost),
-        '<=',
-        eb.ref('credits_quota'),
-      ),
-    )
-    .returning(['credits_used', 'credits_quota']),
-);
+    .where(sql<boolean>`(CASE WHEN ${ended} THEN 0 ELSE credits_used END) + ${p.cost} <= credits_quota`)
+    .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
+});
 
 /**
  * Reserves `cost` credits in one atomic conditional UPDATE, so concurrent requests (or replicas)
- * can never spend past the quota. When the stored usage belongs to an older period, the period
- * rolls over in the same statement. Returns undefined when the credits are not there.
+ * can never spend past the quota. Whether the stored period has ended, and so whether the usage
+ * rolls over into a new book, is decided from the row itself in the same statement (never from a
+ * key the request read earlier, which an administrator may have changed since). Returns the book
+ * charged, or undefined when the credits are not there.
  */
-export async function reserveCredits(
-  db: Db,
-  id: string,
-  cost: number,
-  periodStart: number,
-  now: number,
-): Promise<{ credits_used: number; credits_quota: number } | undefined> {
-  return (await reserveCreditsQuery(db, { id, cost, periodStart, now })).rows[0];
+export async function reserveCredits(db: Db, id: string, cost: number, now: number): Promise<Reservation | undefined> {
+  return (await reserveCreditsQuery(db, { id, cost, now })).rows[0];
 }
 
-/** Gives back reserved credits, but only to the period they were taken from. */
-export async function releaseCredits(db: Db, id: string, cost: number, periodStart: number): Promise<void> {
-  await db
+const releaseCreditsQuery = preparedQuery<{ id: string; cost: number; epoch: number }, never>(['id', 'cost', 'epoch'], (db, p) =>
+  db
     .updateTable('api_keys')
-    .set((eb) => ({ credits_used: eb('credits_used', '-', cost) }))
-    .where('id', '=', id)
-    .where('period_started_at', '=', periodStart)
-    .where('credits_used', '>=', cost)
-    .execute();
+    .set({ credits_used: sql`credits_used - ${p.cost}` })
+    .where('id', '=', p.id)
+    .where('usage_epoch', '=', p.epoch)
+    .where('credits_used', '>=', p.cost),
+);
+
+/**
+ * Gives back reserved credits, but only to the book they were taken from: once that book is closed
+ * (reset_usage, roll-over to a new period) the release changes nothing in the current one.
+ */
+export async function releaseCredits(db: Db, id: string, cost: number, epoch: number): Promise<void> {
+  await releaseCreditsQuery(db, { id, cost, epoch });
 }
 
 /**
- * Sets quota and period in one statement, carrying usage over in SQL (not read-modify-write),
- * so a reservation running at the same moment is never lost. Usage of a period that started
- * before `lapsedBefore` has lapsed and counts as zero.
+ * Sets quota and period in one statement, deciding from the row (not from a copy read earlier) what
+ * happens to the usage, so a reservation running at the same moment is never lost. With
+ * `resetUsage`, or when the stored period had already ended, the counter starts a new book at zero;
+ * otherwise the current book (with its in-flight reservations) carries over into the period of the
+ * new length that contains `now`.
  */
 export async function setQuota(
   db: Db,
   id: string,
-  quota: { creditsQuota: number; periodDays: number; periodStart: number; lapsedBefore: number; resetUsage: boolean; now: number },
+  quota: { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number },
 ): Promise<ApiKeyRow | undefined> {
+  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(quota.now);
+  // null keeps the row's period length (as it is now, not as an earlier read saw it).
+  const periodDays = sql<number>`coalesce(${quota.periodDays}, quota_period_days)`;
   return db
     .updateTable('api_keys')
-    .set((eb) => ({
+    .set({
       credits_quota: quota.creditsQuota,
-      quota_period_days: quota.periodDays,
-      period_started_at: quota.periodStart,
-      credits_used: quota.resetUsage
-        ? 0
-        : eb.case().when('period_started_at', '<', quota.lapsedBefore).then(0).else(eb.ref('credits_used')).end(),
+      quota_period_days: periodDays,
+      period_started_at: currentPeriodStartSql(periodLengthSql(periodDays), quota.now),
+      credits_used: sql`CASE WHEN ${newBook} THEN 0 ELSE credits_used END`,
+      usage_epoch: sql`CASE WHEN ${newBook} THEN usage_epoch + 1 ELSE usage_epoch END`,
       updated_at: quota.now,
-    }))
+    })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();

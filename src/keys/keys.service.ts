@@ -8,7 +8,6 @@ import { newId } from '../shared/ids';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
-import { currentPeriodStart } from './quota-period';
 
 type Schemas = components['schemas'];
 export type CreateKeyInput = Schemas['CreateKeyRequest'];
@@ -95,6 +94,7 @@ export class KeysService {
       credits_used: 0,
       quota_period_days: input.quota_period_days,
       period_started_at: now,
+      usage_epoch: 1,
       rate_limit_rpm: input.rate_limit_rpm ?? DEFAULT_RATE_LIMIT_RPM,
       allowed_providers: JSON.stringify(allowedProviders),
       expires_at: expiresAt,
@@ -163,13 +163,11 @@ export class KeysService {
   }
 
   async setQuota(id: string, input: SetQuotaInput, audit: AuditContext): Promise<KeyResource> {
-    return this.changeKey(id, 'key.quota_set', audit, async (trx, current, now) => {
-      const periodDays = input.quota_period_days ?? current.quota_period_days;
+    return this.changeKey(id, 'key.quota_set', audit, async (trx, _current, now) => {
+      // Usage and period are decided in the statement, from the row as it is then (see keys.setQuota).
       const row = await keys.setQuota(trx, id, {
         creditsQuota: input.credits_quota,
-        periodDays,
-        periodStart: currentPeriodStart(current.created_at, periodDays, now),
-        lapsedBefore: currentPeriodStart(current.created_at, current.quota_period_days, now),
+        periodDays: input.quota_period_days ?? null,
         resetUsage: input.reset_usage ?? false,
         now,
       });

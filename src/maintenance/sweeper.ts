@@ -1,10 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema';
-import { failPendingGeneration, findStalePendingGenerations } from '../generation/generations.repository';
+import { failGeneration, findStalePendingGenerations } from '../generation/generations.repository';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
-import { releaseCredits } from '../keys/keys.repository';
 import type { Clock } from '../shared/clock';
 
 export interface SweepResult {
@@ -32,12 +31,9 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
     for (;;) {
       const stale = await findStalePendingGenerations(deps.db, provider, now - staleAfterMs, 500);
       for (const generation of stale) {
-        const released = await deps.db.transaction().execute(async (trx) => {
-          if (!(await failPendingGeneration(trx, generation.id, 'abandoned', now))) return false;
-          // Internal generations (no key) reserved nothing.
-          if (generation.key_id !== null) await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
-          return true;
-        });
+        const released = await deps.db.transaction().execute((trx) =>
+          failGeneration(trx, generation, { errorCode: 'abandoned', latencyMs: null, completedAt: now }),
+        );
         if (released) abandoned += 1;
       }
       if (stale.length < 500) break;

@@ -20,6 +20,7 @@ const row = (id: string): GenerationsTable => ({
   period_started_at: 0,
   created_at: 0,
   completed_at: null,
+  usage_epoch: null,
 });
 
 describe('GroupCommit (SQLite write batching)', () => {

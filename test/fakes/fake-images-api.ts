@@ -7,20 +7,23 @@ import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
  * per call, size echoed) or OpenAI (`'openai'`, honours n, revised_prompt). Checks the Bearer key.
  * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
  * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
- * [empty] no images.
+ * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [empty] no images.
  */
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
-  /** Answers every request that carries [hold] and is still waiting. */
-  releaseHeld(): void;
+  /** Answers every request that carries [hold] or [hold:TAG] and is still waiting; with a tag, only those with [hold:TAG]. */
+  releaseHeld(tag?: string): void;
+  /** Resolves once a request with [hold:TAG] is waiting here (so the gateway has reserved its credits). */
+  whenHeld(tag: string): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
   const busyCounts = new Map<string, number>();
-  let held: Array<() => void> = [];
+  let held: Array<{ tag: string; release: () => void }> = [];
+  const heldWaiters: Array<{ tag: string; notify: () => void }> = [];
   const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(res, status, { error: { code, message, param: status === 400 ? 'prompt' : null, type: status === 400 ? 'BadRequest' : 'ServerError' } });
 
@@ -33,7 +36,16 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const prompt = String(body.prompt ?? '');
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
-    if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
+    const holdTag = token(prompt, 'hold');
+    if (holdTag !== undefined) {
+      await new Promise<void>((resolve) => {
+        held.push({ tag: holdTag, release: resolve });
+        for (const waiter of heldWaiters.filter((w) => w.tag === holdTag)) {
+          heldWaiters.splice(heldWaiters.indexOf(waiter), 1);
+          waiter.notify();
+        }
+      });
+    }
     if (token(prompt, 'garbage') !== undefined) {
       res.writeHead(502, { 'Content-Type': 'text/html' });
       return res.end('<html>bad gateway</html>');
@@ -61,9 +73,14 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
-    releaseHeld() {
-      for (const release of held) release();
-      held = [];
+    releaseHeld(tag?: string) {
+      const releasing = held.filter((h) => tag === undefined || h.tag === tag);
+      held = held.filter((h) => !releasing.includes(h));
+      for (const h of releasing) h.release();
+    },
+    whenHeld(tag: string) {
+      if (held.some((h) => h.tag === tag)) return Promise.resolve();
+      return new Promise<void>((resolve) => heldWaiters.push({ tag, notify: resolve }));
     },
     close: () => new Promise((resolve) => {
       server.closeAllConnections();

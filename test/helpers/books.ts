@@ -1,0 +1,143 @@
+import type { Kysely } from 'kysely';
+import type { Response } from 'supertest';
+import type { Database } from '../../src/db/schema';
+import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { type TestGateway, startTestGateway } from './test-gateway';
+
+/**
+ * The accounting invariant of issue #14, checked against the database: for every key and book
+ * (usage_epoch: one period's counter, reopened by reset_usage and by each roll-over),
+ * - the key's counter equals the credits of the book's succeeded generations plus those still
+ *   pending (so, once nothing is in flight, exactly the succeeded ones: a failed generation is never charged);
+ * - the succeeded generations of every book, open or closed, never add up to more than the quota
+ *   in force while that book was open.
+ * "In force" is what observe() saw: call it after every step that may change a quota or open a book.
+ */
+export class Books {
+  /** `${key id} ${epoch}` -> the highest quota seen while that book was the key's current one. */
+  private readonly quotaInForce = new Map<string, number>();
+  /** key id -> the highest quota ever seen (for a book opened and closed between two observations). */
+  private readonly highestQuota = new Map<string, number>();
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async observe(): Promise<void> {
+    const keys = await this.db.selectFrom('api_keys').select(['id', 'usage_epoch', 'credits_quota']).execute();
+    for (const key of keys) {
+      const book = `${key.id} ${Number(key.usage_epoch)}`;
+      this.quotaInForce.set(book, Math.max(this.quotaInForce.get(book) ?? 0, Number(key.credits_quota)));
+      this.highestQuota.set(key.id, Math.max(this.highestQuota.get(key.id) ?? 0, Number(key.credits_quota)));
+    }
+  }
+
+  /** Every breach of the invariant, in words; empty when the books are exact. */
+  async violations(options: { settled?: boolean; keyId?: string } = {}): Promise<string[]> {
+    await this.observe();
+    let keysQuery = this.db.selectFrom('api_keys').select(['id', 'usage_epoch', 'credits_used', 'credits_quota']);
+    let sumsQuery = this.db
+      .selectFrom('generations')
+      .select(['key_id', 'usage_epoch', 'status'])
+      .select((eb) => eb.fn.sum<number>('credits').as('credits'))
+      .where('key_id', 'is not', null);
+    if (options.keyId !== undefined) {
+      keysQuery = keysQuery.where('id', '=', options.keyId);
+      sumsQuery = sumsQuery.where('key_id', '=', options.keyId);
+    }
+    const keys = await keysQuery.execute();
+    const sums = await sumsQuery.groupBy(['key_id', 'usage_epoch', 'status']).execute();
+    const credits = (keyId: string, epoch: number, status: string) =>
+      Number(sums.find((s) => s.key_id === keyId && Number(s.usage_epoch) === epoch && s.status === status)?.credits ?? 0);
+    const problems: string[] = [];
+    for (const key of keys) {
+      const epoch = Number(key.usage_epoch);
+      const counted = Number(key.credits_used);
+      const succeeded = credits(key.id, epoch, 'succeeded');
+      const pending = credits(key.id, epoch, 'pending');
+      if (counted !== succeeded + pending) {
+        problems.push(`${key.id} book ${epoch}: counter ${counted}, but succeeded ${succeeded} + pending ${pending}`);
+      }
+      if (options.settled && pending !== 0) problems.push(`${key.id} book ${epoch}: ${pending} credits still pending`);
+    }
+    for (const sum of sums) {
+      if (sum.status !== 'succeeded' || sum.key_id === null) continue;
+      const epoch = Number(sum.usage_epoch);
+      const quota = this.quotaInForce.get(`${sum.key_id} ${epoch}`) ?? this.highestQuota.get(sum.key_id) ?? 0;
+      if (Number(sum.credits) > quota) problems.push(`${sum.key_id} book ${epoch}: ${Number(sum.credits)} credits succeeded, quota in force ${quota}`);
+    }
+    return problems;
+  }
+}
+
+/**
+ * Models whose upstream is the fake Ark API, so a generation can be held in flight: `held-1`
+ * costs 1 credit, `held-3` 3; `local-1` (1 credit) answers at once.
+ */
+export const BOOKS_CATALOG = [
+  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '32x32' },
+  { model: 'held-1', provider: 'jimeng', transport: 'ark', upstream_model: 'held', credits_per_image: 1, default_size: '1024x1024' },
+  { model: 'held-3', provider: 'jimeng', transport: 'ark', upstream_model: 'held', credits_per_image: 3, default_size: '1024x1024' },
+];
+
+/** An upstream refusal the gateway does not retry and the circuit breaker does not count. */
+export const UPSTREAM_REFUSAL = '[error:InputTextSensitiveContentDetected:400]';
+
+export interface InFlight {
+  tag: string;
+  /** The client's answer; it arrives once the generation is let go (or at once when refused). */
+  response: Promise<Response>;
+  /** False when the gateway answered before calling the upstream (refused: 401, 402, ...). */
+  reserved: boolean;
+  /** Lets the upstream answer (success, or the refusal when started with `fail`) and waits for the client's answer. */
+  finish(): Promise<Response>;
+}
+
+export interface BooksGateway {
+  t: TestGateway;
+  ark: FakeImagesApi;
+  books: Books;
+  /** Sends a generation whose upstream call waits until finish(); resolves once its credits are reserved (or it was refused). */
+  startHeld(key: string, options: { tag: string; fail?: boolean; model?: 'held-1' | 'held-3' }): Promise<InFlight>;
+  /** Lets every held generation go and waits (bounded) until none is pending. */
+  settleAll(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startBooksGateway(): Promise<BooksGateway> {
+  const ark = await startFakeImagesApi({ apiKey: 'ark-books', flavour: 'ark' });
+  const t = await startTestGateway({ ARK_API_KEY: 'ark-books', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) });
+  return {
+    t,
+    ark,
+    books: new Books(t.gateway.database.db),
+    async startHeld(key, { tag, fail = false, model = 'held-1' }) {
+      const prompt = `held ${tag} [hold:${tag}]${fail ? ` ${UPSTREAM_REFUSAL}` : ''}`;
+      const response = t.api.client(key, { prompt, model });
+      // The upstream sees the call only after the reservation committed; a refusal answers first.
+      const reserved = await Promise.race([ark.whenHeld(tag).then(() => true), response.then(() => false)]);
+      return {
+        tag,
+        response,
+        reserved,
+        finish() {
+          ark.releaseHeld(tag);
+          return response;
+        },
+      };
+    },
+    async settleAll() {
+      ark.releaseHeld();
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const pending = await t.gateway.database.db.selectFrom('generations').select('id').where('status', '=', 'pending').executeTakeFirst();
+        if (!pending) return;
+        if (Date.now() > deadline) throw new Error(`generation ${pending.id} is still pending`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    async close() {
+      ark.releaseHeld();
+      await t.close();
+      await ark.close();
+    },
+  };
+}
