@@ -321,7 +321,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "dependency_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -343,6 +343,11 @@ export interface components {
                 request_id: string;
                 /** @description With `quota_exceeded`, when credits refill. */
                 period_resets_at?: components["schemas"]["Timestamp"];
+                /**
+                 * @description With `dependency_unavailable` and `not_ready`, the dependency that failed.
+                 * @enum {string}
+                 */
+                dependency?: "database" | "redis";
             };
         };
         GeneratedImage: {
@@ -450,7 +455,9 @@ export interface components {
         };
         /**
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
-         *     stayed busy through the gateway's retries (`provider_busy`). Credits released; see `Retry-After`.
+         *     stayed busy through the gateway's retries (`provider_busy`), or a dependency of the gateway
+         *     (database, Redis) is down, full or read-only (`dependency_unavailable`, naming it in
+         *     `dependency`). Credits released, nothing charged; see `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {
@@ -470,6 +477,19 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description A dependency of the gateway (`dependency` names it: the database or Redis) is down, full or
+         *     read-only. Nothing was changed or charged; retry after `Retry-After` seconds.
+         */
+        DependencyUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description OK. */
         Healthy: {
             headers: {
@@ -482,7 +502,11 @@ export interface components {
                 };
             };
         };
-        /** @description A dependency (the database) does not answer. */
+        /**
+         * @description A dependency does not serve: it does not answer its probe now, or requests failed on it
+         *     within the last READINESS_FAILURE_WINDOW_MS (a full or read-only SQLite file still answers
+         *     reads). `dependency` names it: `database` or `redis`.
+         */
         NotReady: {
             headers: {
                 [name: string]: unknown;
@@ -628,6 +652,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     getGeneration: {
@@ -663,6 +688,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     getUsage: {
@@ -697,6 +723,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     getCreativeOpenApiDocument: {

@@ -17,6 +17,9 @@ import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
+import { pingRedis } from './ratelimit/redis-client';
+import { DependencyHealth } from './health/dependency-health';
+import { attachReadiness, databaseProbe, type DependencyProbe, ReadinessService, waitForDependencies } from './health/readiness';
 import { type Clock, systemClock } from './shared/clock';
 
 export interface RunningGateway {
@@ -74,15 +77,32 @@ async function drain(listener: Listener, deadlineMs: number): Promise<void> {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
+  // Outage windows are wall-clock time, whatever clock the business logic runs on.
+  const health = new DependencyHealth(systemClock, logger);
   const database = openDatabase(config.databaseUrl, {
     poolSize: config.dbPoolSize,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    health,
     onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
   });
+  const { limiter: rateLimiter, redis } = createRateLimiter(config, database, { health, logger });
+  const probes: DependencyProbe[] = [databaseProbe(database.db, database.engine)];
+  if (redis) probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
+  try {
+    await waitForDependencies(probes, { timeoutMs: config.dependencyStartupTimeoutMs, logger });
+  } catch (error) {
+    await rateLimiter.close();
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+  // With the SQL fallback a replica serves without Redis, so Redis is no part of its readiness.
+  const readinessProbes = config.rateLimitRedisFallback === 'sql' ? probes.filter((probe) => probe.dependency !== 'redis') : probes;
+  attachReadiness(database.db, new ReadinessService(readinessProbes, health, systemClock, config.readinessFailureWindowMs));
   await migrateToLatest(database.db as never, database.engine);
 
   const providers = createProviderRegistry(config, clock);
   const metrics = new GatewayMetrics();
-  const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
 

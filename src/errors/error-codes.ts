@@ -35,5 +35,6 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_unavailable: { status: 503, type: 'provider_error' },
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
+  dependency_unavailable: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
 };
