@@ -78,9 +78,13 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
       query_timeout: statementTimeoutMs + 1000,
       keepAlive: true,
     });
-    // An idle connection dropped by the server (restart, failover) is replaced on next use;
-    // without a listener pg would throw the error and end the process.
-    pool.on('error', options.onIdleError ?? (() => undefined));
+    // A connection dropped by the server (restart, failover) is replaced on next use. pg emits the
+    // drop as an 'error' event, on the pool for an idle connection and on the client itself for one
+    // in use between two queries (inside a transaction): without listeners it would end the process.
+    // The query that needed it fails on its own, as DependencyUnavailableError.
+    const onDropped = options.onIdleError ?? (() => undefined);
+    pool.on('error', onDropped);
+    pool.on('connect', (client) => client.on('error', onDropped));
     const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool }), options.health) });
     return { db, engine: 'postgres', writes: directTransactions(db), close: () => db.destroy() };
   }

@@ -1,4 +1,5 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -75,10 +76,11 @@ export class ThrowawayRedis {
   }
 }
 
-function asPostgres(command: string, args: string[]): void {
+/** Runs a PostgreSQL tool without blocking the event loop (the gateway under test shares it). */
+async function asPostgres(command: string, args: string[]): Promise<void> {
   // initdb and postgres refuse to run as root.
-  const run = process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
-  execFileSync(run[0] as string, run[1] as string[], { stdio: 'pipe' });
+  const [file, fileArgs] = process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+  await promisify(execFile)(file, fileArgs);
 }
 
 /**
@@ -95,7 +97,7 @@ export class ThrowawayPostgres {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-pg-'));
     fs.chmodSync(dir, 0o777);
     const cluster = new ThrowawayPostgres(dir, await freePort());
-    asPostgres('initdb', ['-D', cluster.dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+    await asPostgres('initdb', ['-D', cluster.dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
     await cluster.start();
     return cluster;
   }
@@ -111,13 +113,13 @@ export class ThrowawayPostgres {
 
   async start(): Promise<void> {
     const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
-    asPostgres('pg_ctl', ['-D', this.dataDir, '-l', path.join(this.dir, 'log'), '-o', options, '-w', 'start']);
+    await asPostgres('pg_ctl', ['-D', this.dataDir, '-l', path.join(this.dir, 'log'), '-o', options, '-w', 'start']);
     await waitForPort(this.port);
   }
 
   /** Fast shutdown: sessions are cut (57P01), new connections refused until start(). */
   async stop(): Promise<void> {
-    asPostgres('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', 'stop']);
+    await asPostgres('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', 'stop']);
   }
 
   async destroy(): Promise<void> {

@@ -1,0 +1,84 @@
+import { Client } from 'pg';
+import type { Response } from 'supertest';
+import { openDatabase } from '../../src/db/database';
+import { sweepOnce } from '../../src/maintenance/sweeper';
+import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { ThrowawayPostgres, Traffic, eventually } from '../helpers/throwaway-servers';
+
+interface Seen {
+  /** The phase when the request was sent, and when its answer came. */
+  phase: string;
+  answeredIn: string;
+  status: number;
+  code: string | undefined;
+  retryAfter: string | undefined;
+  images: number;
+}
+
+const count = (results: Seen[], phase: string, status: number) => results.filter((r) => r.phase === phase && r.status === status).length;
+
+describe('PostgreSQL restarts while clients are sending', () => {
+  let cluster: ThrowawayPostgres;
+  let t: TestGateway;
+
+  beforeAll(async () => {
+    cluster = await ThrowawayPostgres.start();
+  });
+  afterAll(async () => {
+    await t?.close();
+    await cluster.destroy();
+  });
+
+  it('every request during the outage gets 503 dependency_unavailable, /readyz follows, recovery by itself, books balance', async () => {
+    t = await startTestGateway({ DATABASE_URL: cluster.url, READINESS_FAILURE_WINDOW_MS: '300', DB_CONNECT_TIMEOUT_MS: '1000' });
+    const { id, key } = await t.createKey({ credits_quota: 100_000, rate_limit_rpm: 100_000 });
+    let phase = 'before';
+    const send = async (): Promise<Seen> => {
+      const at = phase;
+      const res: Response = await t.api.client(key, localRequest());
+      return { phase: at, answeredIn: phase, status: res.status, code: res.body?.error?.code, retryAfter: res.headers['retry-after'], images: res.status === 200 ? res.body.data.length : 0 };
+    };
+    const traffic = new Traffic(send, 4);
+    await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
+
+    phase = 'stopping';
+    await cluster.stop();
+    phase = 'down';
+    await traffic.until((r) => count(r, 'down', 503) >= 20, '503s during the outage');
+    const notReady = await t.api.send('get', '/readyz');
+    expect([notReady.status, notReady.body.error.dependency]).toEqual([503, 'database']);
+    expect((await t.internal.send('get', '/readyz')).status).toBe(503);
+
+    phase = 'starting';
+    await cluster.start();
+    phase = 'back';
+    await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after PostgreSQL returned');
+    await eventually(async () => (await t.api.send('get', '/readyz')).status === 200, '/readyz 200 after PostgreSQL returned');
+    const results = await traffic.stop();
+
+    // Sent and answered while PostgreSQL was down: none served (a request still waiting for a
+    // connection when it returns may be, within DB_CONNECT_TIMEOUT_MS).
+    expect(results.filter((r) => r.phase === 'down' && r.answeredIn === 'down' && r.status === 200)).toEqual([]);
+    expect(results.filter((r) => r.status !== 200 && r.status !== 503)).toEqual([]);
+    expect(results.filter((r) => r.status === 503 && (r.code !== 'dependency_unavailable' || r.retryAfter !== '2'))).toEqual([]);
+
+    // Reservations cut by the outage are released by the sweeper (here run as if its deadline had passed).
+    const database = openDatabase(cluster.url);
+    try {
+      await sweepOnce({ db: database.db, clock: { now: () => Date.now() + 3_600_000 }, staleAfterMs: { local: 0 } });
+    } finally {
+      await database.close();
+    }
+    const served = results.reduce((sum, r) => sum + r.images, 0);
+    const client = new Client({ connectionString: cluster.url });
+    await client.connect();
+    const pending = await client.query(`SELECT count(*)::int AS n FROM generations WHERE status = 'pending'`);
+    const succeeded = await client.query(`SELECT coalesce(sum(images), 0)::int AS n FROM generations WHERE status = 'succeeded' AND key_id = $1`, [id]);
+    await client.end();
+    expect(pending.rows[0].n).toBe(0);
+    expect(succeeded.rows[0].n).toBe(served);
+    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(served);
+    expect(t.logs.filter((line) => line.includes('unhandled error'))).toEqual([]);
+  });
+
+});
