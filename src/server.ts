@@ -13,6 +13,7 @@ import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { KeysService } from './keys/keys.service';
 import { createLogger } from './logger';
+import { ReleaseRetries } from './maintenance/release-retries';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
@@ -104,13 +105,23 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const providers = createProviderRegistry(config, clock);
   const metrics = new GatewayMetrics();
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
-  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
-
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
     Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
   );
+  const releaseRetries = new ReleaseRetries(database.db, clock, logger, Math.min(...Object.values(staleAfterMs)));
+  const generation = new GenerationService({
+    writes: database.writes,
+    clock,
+    catalog,
+    providers,
+    rateLimiter,
+    metrics,
+    logger,
+    onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
+  });
+
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger });
 
   const common = { db: database.db, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
@@ -149,6 +160,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
+        releaseRetries.close();
         await rateLimiter.close();
         await database.close();
       })();

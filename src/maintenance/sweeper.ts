@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/schema';
+import type { Database, GenerationsTable } from '../db/schema';
 import { failPendingGeneration, findStalePendingGenerations } from '../generation/generations.repository';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
@@ -25,6 +25,25 @@ export interface SweepDeps {
   staleAfterMs: Record<string, number>;
 }
 
+/**
+ * Fails a generation that is still pending and gives its credits back, in one transaction. The
+ * row is claimed by a conditional UPDATE first, so whoever runs this (the sweeper on any replica,
+ * a retried release) releases the credits once. False when it was no longer pending.
+ */
+export async function releasePendingGeneration(
+  db: Kysely<Database>,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'period_started_at'>,
+  errorCode: string,
+  now: number,
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await failPendingGeneration(trx, generation.id, errorCode, now))) return false;
+    // Internal generations (no key) reserved nothing.
+    if (generation.key_id !== null) await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
+    return true;
+  });
+}
+
 export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   const now = deps.clock.now();
   let abandoned = 0;
@@ -32,13 +51,7 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
     for (;;) {
       const stale = await findStalePendingGenerations(deps.db, provider, now - staleAfterMs, 500);
       for (const generation of stale) {
-        const released = await deps.db.transaction().execute(async (trx) => {
-          if (!(await failPendingGeneration(trx, generation.id, 'abandoned', now))) return false;
-          // Internal generations (no key) reserved nothing.
-          if (generation.key_id !== null) await releaseCredits(trx, generation.key_id, generation.credits, generation.period_started_at);
-          return true;
-        });
-        if (released) abandoned += 1;
+        if (await releasePendingGeneration(deps.db, generation, 'abandoned', now)) abandoned += 1;
       }
       if (stale.length < 500) break;
     }
