@@ -132,15 +132,25 @@ export class ThrowawayPostgres {
   }
 }
 
-/** Keeps `concurrency` clients sending until stopped; records every response. */
+/**
+ * Keeps `concurrency` clients sending until stopped; records every response. A client that
+ * throws (the gateway went away: a failing test's cleanup) stops all of them; `until` and
+ * `stop` then rethrow, so a failure fails the test instead of crashing the run.
+ */
 export class Traffic<R> {
   readonly results: R[] = [];
   private running = true;
+  private failure: unknown;
   private readonly loops: Promise<void>[];
 
   constructor(send: () => Promise<R>, concurrency: number) {
     this.loops = Array.from({ length: concurrency }, async () => {
-      while (this.running) this.results.push(await send());
+      try {
+        while (this.running) this.results.push(await send());
+      } catch (error) {
+        this.failure ??= error;
+        this.running = false;
+      }
     });
   }
 
@@ -148,7 +158,11 @@ export class Traffic<R> {
   async until(predicate: (results: R[]) => boolean, what: string, deadlineMs = 20_000): Promise<void> {
     const started = Date.now();
     while (!predicate(this.results)) {
-      if (Date.now() - started > deadlineMs) throw new Error(`traffic: ${what} did not happen within ${deadlineMs} ms`);
+      if (this.failure !== undefined) throw this.failure;
+      if (Date.now() - started > deadlineMs) {
+        this.running = false;
+        throw new Error(`traffic: ${what} did not happen within ${deadlineMs} ms`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -156,6 +170,7 @@ export class Traffic<R> {
   async stop(): Promise<R[]> {
     this.running = false;
     await Promise.all(this.loops);
+    if (this.failure !== undefined) throw this.failure;
     return this.results;
   }
 }
