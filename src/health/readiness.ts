@@ -103,7 +103,7 @@ export async function waitForDependencies(
         const elapsed = Date.now() - started;
         if (elapsed >= options.timeoutMs) {
           throw new DependencyStartupError(
-            `${probe.label} is unreachable: gave up after ${Math.round(elapsed / 1000)} s (DEPENDENCY_STARTUP_TIMEOUT_MS=${options.timeoutMs}): ${reason}`,
+            `${probe.label} is unreachable: gave up after ${(elapsed / 1000).toFixed(1)} s (DEPENDENCY_STARTUP_TIMEOUT_MS=${options.timeoutMs}): ${reason}`,
           );
         }
         options.logger.warn({ dependency: probe.dependency, retry_in_ms: delay, reason }, `${probe.label} is unreachable; retrying`);

@@ -3,6 +3,9 @@ import type { RedisOptions } from 'ioredis';
 import type { GatewayConfig } from '../config/config';
 import type { DependencyHealth } from '../health/dependency-health';
 
+/** The last connection error of each client, to say why it is not connected. */
+const lastConnectionError = new WeakMap<Redis, unknown>();
+
 /** Longest pause between reconnection attempts: Redis is back in use at most this long after it returns. */
 const MAX_RECONNECT_DELAY_MS = 1000;
 
@@ -28,6 +31,7 @@ export function createRedisClient(
   const redis = new RedisClient(config.redisUrl, options);
   // Connection errors arrive as events; without a listener ioredis prints each one.
   redis.on('error', (error: unknown) => {
+    lastConnectionError.set(redis, error);
     health?.failed('redis', error);
   });
   return redis;
@@ -35,6 +39,9 @@ export function createRedisClient(
 
 /** Resolves when Redis answers PING now; rejects at once while disconnected. */
 export async function pingRedis(redis: Redis): Promise<void> {
-  if (redis.status !== 'ready') throw new Error(`Redis connection is ${redis.status}`);
+  if (redis.status !== 'ready') {
+    const cause = lastConnectionError.get(redis) as Error | undefined;
+    throw new Error(`Redis connection is ${redis.status}${cause?.message ? ` (${cause.message})` : ''}`);
+  }
   await redis.ping();
 }
