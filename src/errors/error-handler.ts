@@ -90,7 +90,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
-    await ensureRateLimitHeaders(res);
+    // A failing dependency is not asked again for the headers: that would double the wait.
+    if (apiError.code !== 'dependency_unavailable') await ensureRateLimitHeaders(res);
     sendError(res, apiError);
   };
 }
