@@ -95,6 +95,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   } catch (error) {
     await rateLimiter.close();
     await database.close().catch(() => undefined);
+    // The process exits next: the retries logged so far must reach stdout first.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
     throw error;
   }
   // With the SQL fallback a replica serves without Redis, so Redis is no part of its readiness.

@@ -1,34 +1,7 @@
-import { type Response } from 'supertest';
+import type { Response } from 'supertest';
+import { countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
-import { ThrowawayRedis, Traffic, eventually } from '../helpers/throwaway-servers';
-
-interface Seen {
-  phase: string;
-  status: number;
-  code: string | undefined;
-  retryAfter: string | undefined;
-  images: number;
-}
-
-function seen(phase: string, res: Response): Seen {
-  return {
-    phase,
-    status: res.status,
-    code: res.body?.error?.code,
-    retryAfter: res.headers['retry-after'],
-    images: res.status === 200 ? (res.body.data as unknown[]).length : 0,
-  };
-}
-
-const count = (results: Seen[], phase: string, status: number) => results.filter((r) => r.phase === phase && r.status === status).length;
-
-/** Every response was served or refused with the documented 503; the key paid for exactly the images served. */
-async function expectBooksBalance(t: TestGateway, keyId: string, results: Seen[]): Promise<void> {
-  expect(results.filter((r) => r.status !== 200 && r.status !== 503)).toEqual([]);
-  expect(results.filter((r) => r.status === 503 && (r.code !== 'dependency_unavailable' || r.retryAfter !== '2'))).toEqual([]);
-  const served = results.reduce((sum, r) => sum + r.images, 0);
-  expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(served);
-}
+import { ThrowawayRedis, eventually } from '../helpers/throwaway-servers';
 
 async function readiness(t: TestGateway): Promise<Response> {
   return t.api.send('get', '/readyz');
@@ -50,55 +23,50 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
   it('killed and restarted: 503 dependency_unavailable at once, /readyz names redis, recovery without restart, books balance', async () => {
     t = await startTestGateway({ REDIS_URL: redis.url, READINESS_FAILURE_WINDOW_MS: '300' });
     const { id, key } = await t.createKey({ credits_quota: 100_000, rate_limit_rpm: 100_000 });
-    let phase = 'before';
-    const traffic = new Traffic(async () => {
-      const at = phase;
-      return seen(at, await t.api.client(key, localRequest()));
-    }, 4);
+    const { traffic, setPhase } = phasedTraffic(t, key);
     await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
 
     await redis.kill();
-    phase = 'down';
+    setPhase('down');
     // Refused while Redis is still down: nothing waits for the outage to end.
     await traffic.until((r) => count(r, 'down', 503) >= 20, '503s during the outage');
     const notReady = await readiness(t);
     expect([notReady.status, notReady.body.error.code, notReady.body.error.dependency]).toEqual([503, 'not_ready', 'redis']);
     expect((await t.internal.send('get', '/readyz')).body.error.dependency).toBe('redis');
 
-    phase = 'restarting';
+    setPhase('restarting');
     await redis.start();
-    phase = 'back';
+    setPhase('back');
     await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis returned');
     await eventually(async () => (await readiness(t)).status === 200, '/readyz 200 after Redis returned');
     const results = await traffic.stop();
 
     expect(count(results, 'down', 200)).toBe(0);
+    expectOnlyServedOrDependency503(results);
     await expectBooksBalance(t, id, results);
     // The real cause is in the log, not a stack of 500s.
-    expect(t.logs.some((line) => line.includes('"dependency":"redis"') && /ECONNREFUSED|Connection is closed|Stream isn't writeable/.test(line))).toBe(true);
+    expect(t.logs.some((line) => line.includes('"dependency":"redis"') && line.includes('"err":{'))).toBe(true);
     expect(t.logs.filter((line) => line.includes('unhandled error'))).toEqual([]);
   });
 
   it('frozen (connections open, no answers): requests fail with 503 after the command timeout, then recover', async () => {
     t = await startTestGateway({ REDIS_URL: redis.url, READINESS_FAILURE_WINDOW_MS: '300', REDIS_COMMAND_TIMEOUT_MS: '200' });
     const { id, key } = await t.createKey({ credits_quota: 100_000, rate_limit_rpm: 100_000 });
-    let phase = 'before';
-    const traffic = new Traffic(async () => {
-      const at = phase;
-      return seen(at, await t.api.client(key, localRequest()));
-    }, 4);
+    const { traffic, setPhase } = phasedTraffic(t, key);
     await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
 
     redis.freeze();
-    phase = 'frozen';
+    setPhase('frozen');
     await traffic.until((r) => count(r, 'frozen', 503) >= 8, '503s while Redis is frozen');
     expect((await readiness(t)).body.error?.dependency).toBe('redis');
 
-    phase = 'thawing';
+    setPhase('thawing');
     redis.thaw();
-    phase = 'back';
+    setPhase('back');
     await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis thawed');
-    await expectBooksBalance(t, id, await traffic.stop());
+    const results = await traffic.stop();
+    expectOnlyServedOrDependency503(results);
+    await expectBooksBalance(t, id, results);
   });
 
   it('RATE_LIMIT_REDIS_FALLBACK=sql: the SQL limiter takes over, the limit still holds, the replica stays ready', async () => {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { MAIN_JS } from '../helpers/gateway-process';
+import { MAIN_JS, gatewayProcessEnv } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
-import { ADMIN_SECRET, SERVICE_TOKEN } from '../helpers/test-gateway';
 import { ThrowawayRedis, eventually, freePort } from '../helpers/throwaway-servers';
 
 interface Run {
@@ -13,20 +12,7 @@ interface Run {
 
 /** The built gateway as a process, its output kept apart: logs on stdout, the exit line on stderr. */
 function run(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [MAIN_JS], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      PORT: '0',
-      INTERNAL_PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_SECRET,
-      CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
-      CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(process.execPath, [MAIN_JS], { env: gatewayProcessEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout: string[] = [];
   const stderr: string[] = [];
   child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk.toString()));
