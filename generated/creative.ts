@@ -192,7 +192,10 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description The database answers.
+         * @description Every dependency serves: the database answers `SELECT 1`, Redis (when it holds the rate
+         *     limits and RATE_LIMIT_REDIS_FALLBACK=refuse) answers `PING`, and no request failed on either
+         *     within READINESS_FAILURE_WINDOW_MS. Take the replica out of rotation while it answers 503;
+         *     `dependency` names the one that fails.
          */
         get: operations["getInternalReadiness"];
         put?: never;
