@@ -192,7 +192,10 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description The database answers.
+         * @description Every dependency serves: the database answers `SELECT 1`, Redis (when it holds the rate
+         *     limits and RATE_LIMIT_REDIS_FALLBACK=refuse) answers `PING`, and no request failed on either
+         *     within READINESS_FAILURE_WINDOW_MS. Take the replica out of rotation while it answers 503;
+         *     `dependency` names the one that fails.
          */
         get: operations["getInternalReadiness"];
         put?: never;
@@ -321,7 +324,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -345,6 +348,11 @@ export interface components {
                 period_resets_at?: components["schemas"]["Timestamp"];
                 /** @description With `insufficient_scope`, the admin scope the operation needs. */
                 scope?: string;
+                /**
+                 * @description With `dependency_unavailable` and `not_ready`, the dependency that failed.
+                 * @enum {string}
+                 */
+                dependency?: "database" | "redis";
             };
         };
         GeneratedImage: {
@@ -360,6 +368,21 @@ export interface components {
         /** @description No service token headers (nor a Cloudflare Access JWT), or an Access JWT that fails a check. */
         MissingServiceToken: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description A dependency of the gateway (`dependency` names it: the database or Redis) is down, full or
+         *     read-only (`dependency_unavailable`, with `Retry-After`), or a Cloudflare Access JWT was sent
+         *     and the team's signing keys could not be fetched (`access_jwks_unavailable`). Nothing was
+         *     changed or charged.
+         */
+        DependencyOrAccessKeysUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -461,7 +484,9 @@ export interface components {
         };
         /**
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
-         *     stayed busy through the gateway's retries (`provider_busy`). Credits released; see `Retry-After`.
+         *     stayed busy through the gateway's retries (`provider_busy`), or a dependency of the gateway
+         *     (database, Redis) is down, full or read-only (`dependency_unavailable`, naming it in
+         *     `dependency`). Credits released, nothing charged; see `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {
@@ -493,7 +518,11 @@ export interface components {
                 };
             };
         };
-        /** @description A dependency (the database) does not answer. */
+        /**
+         * @description A dependency does not serve: it does not answer its probe now, or requests failed on it
+         *     within the last READINESS_FAILURE_WINDOW_MS (a full or read-only SQLite file still answers
+         *     reads). `dependency` names it: `database` or `redis`.
+         */
         NotReady: {
             headers: {
                 [name: string]: unknown;
@@ -641,7 +670,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
-            503: components["responses"]["AccessKeysUnavailable"];
+            503: components["responses"]["DependencyOrAccessKeysUnavailable"];
         };
     };
     getGeneration: {
@@ -677,7 +706,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            503: components["responses"]["AccessKeysUnavailable"];
+            503: components["responses"]["DependencyOrAccessKeysUnavailable"];
         };
     };
     getUsage: {
@@ -712,7 +741,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
-            503: components["responses"]["AccessKeysUnavailable"];
+            503: components["responses"]["DependencyOrAccessKeysUnavailable"];
         };
     };
     getCreativeOpenApiDocument: {

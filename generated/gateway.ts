@@ -36,7 +36,8 @@ export interface paths {
          * @description The OpenAI images API shape, so OpenAI SDKs work with `baseURL` set to this gateway's
          *     `/v1`. Same keys, quotas, limits and error envelope as `POST /images/generate`. Unknown
          *     OpenAI fields (`quality`, `style`, `background`, ...) are accepted and ignored; `size: auto`
-         *     means the model's default size.
+         *     means the model's default size. `stream: true` and `partial_images` are refused with 400
+         *     before anything is charged: answers are one JSON body, never an event stream.
          */
         post: operations["createImageOpenAI"];
         delete?: never;
@@ -333,7 +334,10 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description The database answers; take the replica out of rotation while it does not.
+         * @description Every dependency serves: the database answers `SELECT 1`, Redis (when it holds the rate
+         *     limits and RATE_LIMIT_REDIS_FALLBACK=refuse) answers `PING`, and no request failed on either
+         *     within READINESS_FAILURE_WINDOW_MS. Take the replica out of rotation while it answers 503;
+         *     `dependency` names the one that fails.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -364,7 +368,14 @@ export interface components {
                 credits_remaining: number;
             };
         };
-        /** @description OpenAI's request; fields not listed here are accepted and ignored. */
+        /**
+         * @description OpenAI's request. Honoured: `prompt`, `model`, `n`, `size` (`auto` = the model's default),
+         *     `response_format`. Accepted and ignored (hints that do not change what is asked for):
+         *     `user`, `quality`, `style`, `background`, `moderation`, `output_format`,
+         *     `output_compression`, and any other field not listed here. Refused with 400 naming the
+         *     field, before anything is charged: `stream: true` and `partial_images` above 0 (this
+         *     gateway answers one JSON body, never a stream of events).
+         */
         OpenAIImageRequest: {
             prompt: string;
             model: string;
@@ -378,6 +389,16 @@ export interface components {
             response_format?: "url" | "b64_json";
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
+            /**
+             * @description Streaming (server-sent events) is not supported; `true` is refused with 400 (`param` is `stream`).
+             * @enum {boolean}
+             */
+            stream?: false;
+            /**
+             * @description Partial images need streaming; anything but 0 is refused with 400 (`param` is `partial_images`).
+             * @enum {integer}
+             */
+            partial_images?: 0;
         } & {
             [key: string]: unknown;
         };
@@ -566,7 +587,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -590,6 +611,11 @@ export interface components {
                 period_resets_at?: components["schemas"]["Timestamp"];
                 /** @description With `insufficient_scope`, the admin scope the operation needs. */
                 scope?: string;
+                /**
+                 * @description With `dependency_unavailable` and `not_ready`, the dependency that failed.
+                 * @enum {string}
+                 */
+                dependency?: "database" | "redis";
             };
         };
     };
@@ -767,7 +793,9 @@ export interface components {
         };
         /**
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
-         *     stayed busy through the gateway's retries (`provider_busy`). Credits released; see `Retry-After`.
+         *     stayed busy through the gateway's retries (`provider_busy`), or a dependency of the gateway
+         *     (database, Redis) is down, full or read-only (`dependency_unavailable`, naming it in
+         *     `dependency`). Credits released, nothing charged; see `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {
@@ -796,6 +824,19 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description A dependency of the gateway (`dependency` names it: the database or Redis) is down, full or
+         *     read-only. Nothing was changed or charged; retry after `Retry-After` seconds.
+         */
+        DependencyUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The Idempotency-Key was already used with a different request. */
         IdempotencyKeyReused: {
             headers: {
@@ -817,7 +858,11 @@ export interface components {
                 };
             };
         };
-        /** @description A dependency (the database) does not answer. */
+        /**
+         * @description A dependency does not serve: it does not answer its probe now, or requests failed on it
+         *     within the last READINESS_FAILURE_WINDOW_MS (a full or read-only SQLite file still answers
+         *     reads). `dependency` names it: `database` or `redis`.
+         */
         NotReady: {
             headers: {
                 [name: string]: unknown;
@@ -1004,6 +1049,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     createKey: {
@@ -1050,6 +1096,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     getKey: {
@@ -1073,6 +1120,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     disableKey: {
@@ -1096,6 +1144,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     updateKey: {
@@ -1125,6 +1174,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     setKeyQuota: {
@@ -1154,6 +1204,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     rotateKey: {
@@ -1185,6 +1236,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     listAdminTokens: {

@@ -13,6 +13,7 @@ import { errorHandler } from './errors/error-handler';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
+import type { ReadinessService } from './health/readiness';
 import { createBaseApp, jsonBody } from './http/base-app';
 import { docsPageHandler } from './http/docs';
 import type { GatewayHandlers } from './http/handler-maps';
@@ -29,6 +30,7 @@ import type { Clock } from './shared/clock';
 
 export interface GatewayAppDeps {
   db: Kysely<Database>;
+  readiness: ReadinessService;
   clock: Clock;
   logger: Logger;
   adminSecret: string;
@@ -48,7 +50,7 @@ export interface GatewayAppDeps {
  * operation served by the handler of the same operationId and guarded by its `security`.
  */
 export function createGatewayApp(deps: GatewayAppDeps): Express {
-  const health = healthHandlers(deps.db);
+  const health = healthHandlers(deps.readiness);
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config/config';
+import { DependencyStartupError } from './health/readiness';
 import { startGateway } from './server';
 
 async function main(): Promise<void> {
@@ -12,7 +13,11 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const gateway = await startGateway(config);
+  const gateway = await startGateway(config).catch((error: unknown) => {
+    if (!(error instanceof DependencyStartupError)) throw error;
+    console.error(`Startup error: ${error.message}`);
+    process.exit(78); // EX_CONFIG: the environment points at something that is not there
+  });
   const shutdown = (signal: string) => {
     gateway.logger.info({ signal }, 'shutting down');
     gateway.close().then(

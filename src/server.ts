@@ -15,10 +15,14 @@ import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { KeysService } from './keys/keys.service';
 import { createLogger } from './logger';
+import { ReleaseRetries } from './maintenance/release-retries';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
+import { pingRedis } from './ratelimit/redis-client';
+import { DependencyHealth } from './health/dependency-health';
+import { databaseProbe, type DependencyProbe, ReadinessService, waitForDependencies } from './health/readiness';
 import { type Clock, systemClock } from './shared/clock';
 
 export interface RunningGateway {
@@ -76,26 +80,55 @@ async function drain(listener: Listener, deadlineMs: number): Promise<void> {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
+  // Outage windows are wall-clock time, whatever clock the business logic runs on.
+  const health = new DependencyHealth(systemClock, logger);
   const database = openDatabase(config.databaseUrl, {
     poolSize: config.dbPoolSize,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    health,
     onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
   });
+  const { limiter: rateLimiter, redis } = createRateLimiter(config, database, { health, logger });
+  const probes: DependencyProbe[] = [databaseProbe(database.db, database.engine)];
+  if (redis) probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
+  try {
+    await waitForDependencies(probes, { timeoutMs: config.dependencyStartupTimeoutMs, logger });
+  } catch (error) {
+    await rateLimiter.close();
+    await database.close().catch(() => undefined);
+    // The process exits next: the retries logged so far must reach stdout first.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    throw error;
+  }
+  // With the SQL fallback a replica serves without Redis, so Redis is no part of its readiness.
+  const readinessProbes = config.rateLimitRedisFallback === 'sql' ? probes.filter((probe) => probe.dependency !== 'redis') : probes;
+  const readiness = new ReadinessService(readinessProbes, health, systemClock, config.readinessFailureWindowMs);
   await migrateToLatest(database.db as never, database.engine);
 
   const providers = createProviderRegistry(config, clock);
   const metrics = new GatewayMetrics();
-  const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
-  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
-
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
     Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
   );
+  const releaseRetries = new ReleaseRetries(database.db, clock, logger, Math.min(...Object.values(staleAfterMs)));
+  const generation = new GenerationService({
+    writes: database.writes,
+    clock,
+    catalog,
+    providers,
+    rateLimiter,
+    metrics,
+    logger,
+    onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
+  });
+
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger });
 
-  const common = { db: database.db, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
+  const common = { db: database.db, readiness, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
   const publicApp = createGatewayApp({
     ...common,
     clock,
@@ -135,6 +168,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
+        releaseRetries.close();
         await rateLimiter.close();
         await database.close();
       })();

@@ -32,6 +32,20 @@ export interface GatewayConfig {
   redisPrefix: string;
   /** PostgreSQL connections per process. */
   dbPoolSize: number;
+  /** PostgreSQL: longest wait for a new connection (pool full counts too) before the request fails with 503. */
+  dbConnectTimeoutMs: number;
+  /** PostgreSQL: server-side statement_timeout; the client gives up one second later (dead server, no RST). */
+  dbStatementTimeoutMs: number;
+  /** Redis: longest wait for a (re)connection. */
+  redisConnectTimeoutMs: number;
+  /** Redis: longest wait for one command's answer (a hung Redis), then the request fails with 503. */
+  redisCommandTimeoutMs: number;
+  /** While Redis fails: refuse rate-limited requests with 503, or count them in the SQL limiter instead. */
+  rateLimitRedisFallback: 'refuse' | 'sql';
+  /** At startup, how long to retry an unreachable PostgreSQL or Redis before exiting with 78. */
+  dependencyStartupTimeoutMs: number;
+  /** After a dependency failed on the request path, /readyz says 503 for this long (then probes again). */
+  readinessFailureWindowMs: number;
   providers: ProvidersConfig;
   /** How long SIGTERM waits for in-flight requests before cutting them. */
   shutdownTimeoutMs: number;
@@ -81,6 +95,13 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
   if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function readCatalog(env: Env): CatalogModel[] {
@@ -266,6 +287,13 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX ?? 'cgw:',
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    redisConnectTimeoutMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 1000, 100, 60_000),
+    redisCommandTimeoutMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
+    rateLimitRedisFallback: oneOf(env, 'RATE_LIMIT_REDIS_FALLBACK', ['refuse', 'sql'] as const, 'refuse'),
+    dependencyStartupTimeoutMs: integer(env, 'DEPENDENCY_STARTUP_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    readinessFailureWindowMs: integer(env, 'READINESS_FAILURE_WINDOW_MS', 3000, 0, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
     sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
     internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),

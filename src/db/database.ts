@@ -3,6 +3,8 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import type { Pool as PgPool, types as PgTypes } from 'pg';
+import type { DependencyHealth } from '../health/dependency-health';
+import { guardedDialect } from './guarded-dialect';
 import type { Database } from './schema';
 import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
@@ -48,18 +50,42 @@ function withStatementCache(sqlite: SQLite.Database, size = 500): SqliteDatabase
   };
 }
 
-export function openDatabase(
-  databaseUrl: string,
-  options: { poolSize?: number; onIdleError?: (error: Error) => void } = {},
-): GatewayDatabase {
+export interface OpenDatabaseOptions {
+  poolSize?: number;
+  onIdleError?: (error: Error) => void;
+  /** PostgreSQL: longest wait for a connection from the pool or the server. */
+  connectTimeoutMs?: number;
+  /** PostgreSQL: the server cancels a statement after this; the client stops waiting 1 s later. */
+  statementTimeoutMs?: number;
+  /** Told of every failure that means the database is unavailable (for /readyz and the log). */
+  health?: DependencyHealth;
+}
+
+export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions = {}): GatewayDatabase {
   if (engineOf(databaseUrl) === 'postgres') {
     // Loaded only when used: pg adds ~15 MB of memory to a gateway that runs on SQLite.
     const { Pool, types } = require('pg') as { Pool: typeof PgPool; types: typeof PgTypes };
-    const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, types: pgTypeParsers(types) });
-    // An idle connection dropped by the server (restart, failover) is replaced on next use;
-    // without a listener pg would throw the error and end the process.
-    pool.on('error', options.onIdleError ?? (() => undefined));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+    const pool = new Pool({
+      connectionString: databaseUrl,
+      max: options.poolSize ?? 10,
+      types: pgTypeParsers(types),
+      // Bounded waits: a server that is down refuses at once, but one that is unreachable or hung
+      // would otherwise hold requests for the whole outage.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+      statement_timeout: statementTimeoutMs,
+      // The client-side bound, for a server that stopped answering without closing the socket.
+      query_timeout: statementTimeoutMs + 1000,
+      keepAlive: true,
+    });
+    // A connection dropped by the server (restart, failover) is replaced on next use. pg emits the
+    // drop as an 'error' event, on the pool for an idle connection and on the client itself for one
+    // in use between two queries (inside a transaction): without listeners it would end the process.
+    // The query that needed it fails on its own, as DependencyUnavailableError.
+    const onDropped = options.onIdleError ?? (() => undefined);
+    pool.on('error', onDropped);
+    pool.on('connect', (client) => client.on('error', onDropped));
+    const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool }), options.health) });
     return { db, engine: 'postgres', writes: directTransactions(db), close: () => db.destroy() };
   }
   const file = databaseUrl.replace(/^sqlite:/, '');
@@ -69,6 +95,6 @@ export function openDatabase(
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), options.health) });
   return { db, engine: 'sqlite', writes: new GroupCommit(db), close: () => db.destroy() };
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { ApiError } from './api-error';
+import { DEPENDENCY_RETRY_AFTER_SECONDS, DependencyUnavailableError, isDatabaseUnavailable } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 
 /** The shape express-openapi-validator and body-parser give their errors. */
@@ -25,6 +26,15 @@ function paramOf(path: string | undefined): string | null {
 /** Turns whatever was thrown into an ApiError; null means "unexpected", logged and sent as 500. */
 function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
+  // Logged where it happened (DependencyHealth), once a second, with the driver's own error.
+  if (err instanceof DependencyUnavailableError || isDatabaseUnavailable(err)) {
+    const dependency = err instanceof DependencyUnavailableError ? err.dependency : 'database';
+    const what = dependency === 'redis' ? 'The rate-limit store (Redis)' : 'The database';
+    return new ApiError('dependency_unavailable', `${what} is unavailable; this request is not charged. Retry in ${DEPENDENCY_RETRY_AFTER_SECONDS} s.`, {
+      details: { dependency },
+      headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) },
+    });
+  }
   const e = err as FrameworkError;
   if (e?.type === 'entity.too.large') return new ApiError('payload_too_large', 'The request body is too large.');
   if (e?.type === 'entity.parse.failed') return new ApiError('invalid_request', 'The request body is not valid JSON.');
@@ -82,7 +92,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (apiError.rateLimit) setRateLimitHeaders(res, apiError.rateLimit);
-    else await ensureRateLimitHeaders(res);
+    // A failing dependency is not asked again for the headers: that would double the wait.
+    else if (apiError.code !== 'dependency_unavailable') await ensureRateLimitHeaders(res);
     sendError(res, apiError);
   };
 }

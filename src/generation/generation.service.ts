@@ -25,6 +25,8 @@ export interface GenerationDeps {
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** Called when a failed generation could not be settled either, to release it once the database takes writes. */
+  onUnsettled?: (generationId: string, errorCode: string) => void;
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -204,8 +206,9 @@ export class GenerationService {
       try {
         await onFailure(error, latencyMs);
       } catch (settleError) {
-        // Leave the row pending: the sweeper releases stale reservations.
+        // The row stays pending: released by a retry when the database is back, or by the sweeper.
         this.deps.logger.error({ err: settleError, generation_id: generationId }, 'could not settle a failed generation');
+        this.deps.onUnsettled?.(generationId, errorCodeOf(error));
       }
       throw error;
     }

@@ -8,6 +8,7 @@ import type { Database } from '../db/schema';
 import { errorHandler } from '../errors/error-handler';
 import type { GenerationService } from '../generation/generation.service';
 import { healthHandlers } from '../health/health.handlers';
+import type { ReadinessService } from '../health/readiness';
 import { createBaseApp, jsonBody } from '../http/base-app';
 import { docsPageHandler } from '../http/docs';
 import type { CreativeHandlers } from '../http/handler-maps';
@@ -22,6 +23,7 @@ import type { UsageService } from './usage.service';
 
 export interface InternalAppDeps {
   db: Kysely<Database>;
+  readiness: ReadinessService;
   logger: Logger;
   metrics: GatewayMetrics;
   serviceTokens: ServiceToken[];
@@ -37,7 +39,7 @@ export interface InternalAppDeps {
 
 /** The internal creative API (second listener): every route from openapi/creative.yaml, same error model. */
 export function createInternalApp(deps: InternalAppDeps): Express {
-  const health = healthHandlers(deps.db);
+  const health = healthHandlers(deps.readiness);
   const handlers: CreativeHandlers = {
     ...internalHandlers(deps),
     getInternalLiveness: health.liveness,

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/schema';
+import type { Database, GenerationsTable } from '../db/schema';
 import { failGeneration, findStalePendingGenerations } from '../generation/generations.repository';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
@@ -24,6 +24,20 @@ export interface SweepDeps {
   staleAfterMs: Record<string, number>;
 }
 
+/**
+ * Fails a generation that is still pending and gives its credits back, in one transaction. The
+ * row is claimed by a conditional UPDATE first, so whoever runs this (the sweeper on any replica,
+ * a retried release) releases the credits once. False when it was no longer pending.
+ */
+export async function releasePendingGeneration(
+  db: Kysely<Database>,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  errorCode: string,
+  now: number,
+): Promise<boolean> {
+  return db.transaction().execute((trx) => failGeneration(trx, generation, { errorCode, latencyMs: null, completedAt: now }));
+}
+
 export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   const now = deps.clock.now();
   let abandoned = 0;
@@ -31,10 +45,7 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
     for (;;) {
       const stale = await findStalePendingGenerations(deps.db, provider, now - staleAfterMs, 500);
       for (const generation of stale) {
-        const released = await deps.db.transaction().execute((trx) =>
-          failGeneration(trx, generation, { errorCode: 'abandoned', latencyMs: null, completedAt: now }),
-        );
-        if (released) abandoned += 1;
+        if (await releasePendingGeneration(deps.db, generation, 'abandoned', now)) abandoned += 1;
       }
       if (stale.length < 500) break;
     }

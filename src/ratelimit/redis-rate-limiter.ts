@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
+import { DependencyUnavailableError, isRedisUnavailable } from '../errors/dependency-errors';
+import type { DependencyHealth } from '../health/dependency-health';
 import { type RateLimitDecision, type RateLimiter, WINDOW_MS, decisionFromWindow } from './rate-limiter';
 
 /**
@@ -34,21 +36,25 @@ export class RedisRateLimiter implements RateLimiter {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    private readonly health?: DependencyHealth,
   ) {
     this.redis.defineCommand('cgwSlidingWindow', { numberOfKeys: 1, lua: SCRIPT });
   }
 
-  private async run(keyId: string, limit: number, now: number, consume: boolean): Promise<RateLimitDecision> {
+  /** Fails with DependencyUnavailableError (a 503) when Redis is down, hung or refusing. */
+  private async script(keyId: string, limit: number, now: number, consume: boolean): Promise<[number, number, number]> {
     const member = `${now}-${randomBytes(6).toString('hex')}`;
     const redis = this.redis as unknown as { cgwSlidingWindow: (...args: unknown[]) => Promise<number[]> };
-    const [allowed, count, frees] = (await redis.cgwSlidingWindow(
-      `${this.prefix}rl:${keyId}`,
-      now,
-      WINDOW_MS,
-      limit,
-      consume ? '1' : '0',
-      member,
-    )) as [number, number, number];
+    try {
+      return (await redis.cgwSlidingWindow(`${this.prefix}rl:${keyId}`, now, WINDOW_MS, limit, consume ? '1' : '0', member)) as [number, number, number];
+    } catch (error) {
+      if (!isRedisUnavailable(error)) throw error;
+      throw this.health ? this.health.failed('redis', error) : new DependencyUnavailableError('redis', error);
+    }
+  }
+
+  private async run(keyId: string, limit: number, now: number, consume: boolean): Promise<RateLimitDecision> {
+    const [allowed, count, frees] = await this.script(keyId, limit, now, consume);
     return decisionFromWindow(limit, count, frees < 0 ? undefined : frees, now, consume ? allowed === 1 : true);
   }
 
@@ -61,6 +67,8 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
-    await this.redis.quit();
+    // quit() needs a live connection; while Redis is down there is nothing to say goodbye to.
+    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
+    else this.redis.disconnect();
   }
 }

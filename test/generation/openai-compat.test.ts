@@ -59,4 +59,21 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toMatch(/^\d+$/);
   });
+
+  it('an SDK asking for a stream gets 400 naming `stream`, before any charge; so does partial_images', async () => {
+    const { id, key } = await t.createKey({ credits_quota: 10 });
+    const streamed = await client(key)
+      .images.generate({ model: 'local-1', prompt: 'a lighthouse at dawn', size: '256x256', stream: true })
+      .catch((e: unknown) => e);
+    expect(streamed).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((streamed as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('invalid_request');
+    expect((streamed as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('stream');
+
+    const partial = await t.api.client(key, { model: 'local-1', prompt: 'x', size: '32x32', partial_images: 2 }, '/v1/images/generations');
+    expect([partial.status, partial.body.error.param]).toEqual([400, 'partial_images']);
+    // `stream: false` and `partial_images: 0` ask for what we do: served as usual.
+    const plain = await t.api.client(key, { model: 'local-1', prompt: 'x', size: '32x32', stream: false, partial_images: 0 }, '/v1/images/generations');
+    expect(plain.status).toBe(200);
+    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(1);
+  });
 });

@@ -11,23 +11,25 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** The environment of a test gateway process: ports 0 on localhost, the test secrets, then `env`. */
+export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    NODE_ENV: 'test',
+    PORT: '0',
+    INTERNAL_PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_SECRET,
+    CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
+    CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
+    LOG_LEVEL: 'info',
+    ...env,
+  };
+}
+
 /** Runs the built gateway (`dist/`, made by jest's global setup) as a real process on port 0. */
 export function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [MAIN_JS], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      PORT: '0',
-      INTERNAL_PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_SECRET,
-      CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
-      CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(process.execPath, [MAIN_JS], { env: gatewayProcessEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {

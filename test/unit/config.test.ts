@@ -13,6 +13,15 @@ describe('configuration', () => {
     const printed: string[] = [];
     const first = loadConfig({ DATABASE_URL: db }, (line) => printed.push(line));
     expect(first).toMatchObject({ port: 8080, validateResponses: false, bodyLimitBytes: 65536 });
+    // Every wait on a dependency is bounded by default.
+    expect(first).toMatchObject({
+      dbConnectTimeoutMs: 2000,
+      dbStatementTimeoutMs: 5000,
+      redisConnectTimeoutMs: 1000,
+      redisCommandTimeoutMs: 500,
+      rateLimitRedisFallback: 'refuse',
+      dependencyStartupTimeoutMs: 30_000,
+    });
     const file = path.join(path.dirname(db), 'admin-secret');
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(printed.join('\n')).toContain(first.adminSecret);
@@ -53,6 +62,8 @@ describe('configuration', () => {
     [{ VOLC_ACCESS_KEY_ID: 'AK' }, /set both VOLC_ACCESS_KEY_ID and VOLC_SECRET_ACCESS_KEY/],
     [{ ARK_API_KEY: 'k', ARK_BASE_URL: 'ftp://x' }, /ARK_BASE_URL must be an http\(s\) URL/],
     [{ RATE_LIMIT_STORE: 'redis' }, /needs REDIS_URL/],
+    [{ RATE_LIMIT_REDIS_FALLBACK: 'allow' }, /RATE_LIMIT_REDIS_FALLBACK must be one of refuse, sql/],
+    [{ DB_STATEMENT_TIMEOUT_MS: '0' }, /DB_STATEMENT_TIMEOUT_MS must be an integer/],
     [{ CF_ACCESS_CLIENT_ID: 'a,b', CF_ACCESS_CLIENT_SECRET: 'only-one-secret-here' }, /same number of values/],
   ])('fails fast with a clear message for %j', (env, message) => {
     expect(() => loadConfig({ ADMIN_SECRET: 'a-long-enough-secret', DATABASE_URL: path.join(dir(), 'x.db'), ...env }, quiet)).toThrow(message);

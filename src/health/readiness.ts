@@ -1,0 +1,101 @@
+import { type Kysely, sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/schema';
+import { type Dependency, DependencyUnavailableError, isDatabaseUnavailable } from '../errors/dependency-errors';
+import type { Clock } from '../shared/clock';
+import type { DependencyHealth } from './dependency-health';
+
+/** One dependency's live check: resolves when it serves now. */
+export interface DependencyProbe {
+  dependency: Dependency;
+  /** For operators' messages: "PostgreSQL", "SQLite", "Redis". */
+  label: string;
+  check(): Promise<void>;
+}
+
+export type Readiness = { ready: true } | { ready: false; dependency: Dependency; label: string; reason: string };
+
+export function databaseProbe(db: Kysely<Database>, engine: 'sqlite' | 'postgres'): DependencyProbe {
+  return {
+    dependency: 'database',
+    label: engine === 'postgres' ? 'PostgreSQL' : 'SQLite',
+    check: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+  };
+}
+
+/**
+ * Readiness: every dependency answers its probe now, and none failed on the request path within
+ * the last `failureWindowMs`. The second part catches what a probe cannot see: a full disk or a
+ * read-only SQLite file still answers `SELECT 1`, but every write fails.
+ */
+export class ReadinessService {
+  constructor(
+    private readonly probes: DependencyProbe[],
+    private readonly health: DependencyHealth | undefined,
+    private readonly clock: Clock,
+    private readonly failureWindowMs: number,
+  ) {}
+
+  async check(): Promise<Readiness> {
+    const results = await Promise.all(this.probes.map((probe) => this.checkOne(probe)));
+    return results.find((result) => !result.ready) ?? { ready: true };
+  }
+
+  private async checkOne(probe: DependencyProbe): Promise<Readiness> {
+    const { dependency, label } = probe;
+    try {
+      await probe.check();
+    } catch (error) {
+      this.health?.failed(dependency, error);
+      return { ready: false, dependency, label, reason: `${label} does not answer.` };
+    }
+    const failedAt = this.health?.lastFailure(dependency);
+    if (failedAt !== undefined && this.clock.now() - failedAt < this.failureWindowMs) {
+      return { ready: false, dependency, label, reason: `${label} failed requests in the last ${Math.ceil(this.failureWindowMs / 1000)} s.` };
+    }
+    return { ready: true };
+  }
+}
+
+/** At startup PostgreSQL or Redis may still be coming up: retry with backoff for a bounded time. */
+export class DependencyStartupError extends Error {
+  override name = 'DependencyStartupError';
+}
+
+const FIRST_RETRY_DELAY_MS = 250;
+const MAX_RETRY_DELAY_MS = 5000;
+
+/** Waits until every probe passes, retrying with doubling delays; gives up after `timeoutMs`. */
+export async function waitForDependencies(
+  probes: DependencyProbe[],
+  options: { timeoutMs: number; logger: Logger; sleep?: (ms: number) => Promise<void> },
+): Promise<void> {
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const started = Date.now();
+  let delay = FIRST_RETRY_DELAY_MS;
+  for (const probe of probes) {
+    for (;;) {
+      try {
+        await probe.check();
+        break;
+      } catch (error) {
+        // A database that answers with a real error (bad password, no such database) will not get better.
+        const reason = (error as Error)?.message || String(error);
+        if (probe.dependency === 'database' && !(error instanceof DependencyUnavailableError) && !isDatabaseUnavailable(error)) {
+          throw new DependencyStartupError(`${probe.label} refused the connection: ${reason}`);
+        }
+        const elapsed = Date.now() - started;
+        if (elapsed >= options.timeoutMs) {
+          throw new DependencyStartupError(
+            `${probe.label} is unreachable: gave up after ${(elapsed / 1000).toFixed(1)} s (DEPENDENCY_STARTUP_TIMEOUT_MS=${options.timeoutMs}): ${reason}`,
+          );
+        }
+        options.logger.warn({ dependency: probe.dependency, retry_in_ms: delay, reason }, `${probe.label} is unreachable; retrying`);
+        await sleep(Math.min(delay, options.timeoutMs - elapsed));
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+    }
+  }
+}

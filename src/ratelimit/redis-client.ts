@@ -1,0 +1,47 @@
+import type Redis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { GatewayConfig } from '../config/config';
+import type { DependencyHealth } from '../health/dependency-health';
+
+/** The last connection error of each client, to say why it is not connected. */
+const lastConnectionError = new WeakMap<Redis, unknown>();
+
+/** Longest pause between reconnection attempts: Redis is back in use at most this long after it returns. */
+const MAX_RECONNECT_DELAY_MS = 1000;
+
+/**
+ * A Redis client that fails fast instead of waiting out an outage: no offline queue (a command
+ * sent while disconnected fails at once), no replays of commands cut by a disconnect, a timeout on
+ * every command and on connecting. It keeps reconnecting in the background, so traffic recovers
+ * by itself when Redis is back.
+ */
+export function createRedisClient(
+  config: Pick<GatewayConfig, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs'> & { redisUrl: string },
+  health: DependencyHealth | undefined,
+): Redis {
+  // Loaded only when used: ioredis adds ~15 MB of memory to a gateway without Redis.
+  const RedisClient = require('ioredis') as typeof Redis;
+  const options: RedisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: config.redisCommandTimeoutMs,
+    connectTimeout: config.redisConnectTimeoutMs,
+    retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+  };
+  const redis = new RedisClient(config.redisUrl, options);
+  // Connection errors arrive as events; without a listener ioredis prints each one.
+  redis.on('error', (error: unknown) => {
+    lastConnectionError.set(redis, error);
+    health?.failed('redis', error);
+  });
+  return redis;
+}
+
+/** Resolves when Redis answers PING now; rejects at once while disconnected. */
+export async function pingRedis(redis: Redis): Promise<void> {
+  if (redis.status !== 'ready') {
+    const cause = lastConnectionError.get(redis) as Error | undefined;
+    throw new Error(`Redis connection is ${redis.status}${cause?.message ? ` (${cause.message})` : ''}`);
+  }
+  await redis.ping();
+}
