@@ -3,6 +3,7 @@ import { ApiError } from '../errors/api-error';
 import { type Clock, DAY_MS } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { newId } from '../shared/ids';
+import { parseTimestamp } from '../shared/rfc3339';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
@@ -41,7 +42,7 @@ export class KeysService {
   }
 
   private checkFutureExpiry(expiresAt: string, now: number): number {
-    const at = Date.parse(expiresAt);
+    const at = parseTimestamp(expiresAt, 'expires_at');
     if (!(at > now)) throw new ApiError('invalid_request', 'expires_at must be in the future.', { param: 'expires_at' });
     return at;
   }
