@@ -55,6 +55,7 @@ interface OperationSpec {
   operationId: string;
   security?: Array<Record<string, string[]>>;
   parameters?: ParameterSpec[];
+  requestBody?: unknown;
   [extension: `x-${string}`]: unknown;
 }
 
@@ -247,7 +248,8 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
       expressPath(operation.path),
       guardFor(operation, document, guards),
       ...stage('before-validation'),
-      options.bodyParser,
+      // Only operations with a requestBody read one: a body sent to another is ignored, whatever its type.
+      ...(operation.spec.requestBody ? [options.bodyParser] : []),
       parseQuery,
       ...(operation.method === 'get' ? [showHeadAsGet, ...options.validator, restoreHead] : options.validator),
       ...stage('after-validation'),
