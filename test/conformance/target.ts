@@ -26,6 +26,8 @@ export interface ConformanceTarget {
   documents: { gateway: Json; creative: Json };
   /** False against a remote deployment: provider failures cannot be provoked there. */
   local: boolean;
+  /** The fake jimeng visual API the local gateway calls (its `requests` show what arrived). */
+  visual?: FakeVisual;
   /** The served documents written to files (for CLI tools). */
   files: { gateway: string; creative: string; dir: string };
   close(): Promise<void>;
@@ -82,6 +84,7 @@ export async function conformanceTarget(): Promise<ConformanceTarget> {
   fs.writeFileSync(files.creative, JSON.stringify(documents.creative, null, 2));
   return {
     ...target,
+    visual,
     documents,
     files,
     async close() {
