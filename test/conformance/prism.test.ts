@@ -128,19 +128,21 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       const local = { prompt: 'a lighthouse', model: 'local-1', size: '32x32', response_format: 'b64_json' };
       await generate(200, local);
       await generate(400, { model: 'local-1' });
-      await generate(400, { prompt: 'refuse me [code:50411]', model: 'jimeng-4.0' });
       await generate(401, local, {});
       await generate(402, local, broke.auth);
       await generate(403, { ...local, model: 'jimeng-4.0' }, localOnly.auth);
       await generate(404, { ...local, model: 'no-such-model' });
       await generate(413, { ...local, prompt: big });
       await generate(415, undefined, { ...main.auth, 'Content-Type': 'text/plain' }, 'hello');
-      await generate(422, { prompt: 'withhold [post-code:50511]', model: 'jimeng-4.0' });
       await generate(200, local, { ...main.auth, 'Idempotency-Key': `${operationId}-reused` });
       await generate(422, { ...local, prompt: 'another' }, { ...main.auth, 'Idempotency-Key': `${operationId}-reused` });
       const slowLimit = await createKey({ rate_limit_rpm: 1 });
       await generate(200, local, slowLimit.auth);
       await generate(429, local, slowLimit.auth);
+      // Provider failures are provoked through the local fake upstream (not against a remote deployment).
+      if (!target.local) continue;
+      await generate(400, { prompt: 'refuse me [code:50411]', model: 'jimeng-4.0' });
+      await generate(422, { prompt: 'withhold [post-code:50511]', model: 'jimeng-4.0' });
       await generate(502, { prompt: 'nonsense [garbage]', model: 'jimeng-4.0' });
       await generate(503, { prompt: 'no credentials', model: 'jimeng-4.5' });
       await generate(503, { prompt: `busy [busy:9] ${operationId}`, model: 'jimeng-4.0' });
@@ -187,7 +189,8 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     }
     // 409 on createKey needs two creations racing on one Idempotency-Key: not scripted deterministically.
     expect(responseViolations).toEqual([]);
-    expect(uncovered(target.documents.gateway, new Set(['createKey 409']))).toEqual([]);
+    if (target.local) expect(uncovered(target.documents.gateway, new Set(['createKey 409']))).toEqual([]);
+    else console.log(`prism: not covered against this deployment: ${uncovered(target.documents.gateway, new Set()).join(', ')}`);
   }, 180_000);
 
   it('internal API: every operation, its success and each documented error status, 0 response violations', async () => {
@@ -204,10 +207,12 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     await generate(404, { prompt: 'p', model: 'no-such-model' });
     await generate(413, { prompt: 'x'.repeat(70_000), model: 'local-1' });
     await generate(415, undefined, { ...token, 'Content-Type': 'text/plain' }, 'x');
-    await generate(422, { prompt: 'withhold [post-code:50511]', model: 'jimeng-4.0' });
-    await generate(502, { prompt: 'nonsense [garbage]', model: 'jimeng-4.0' });
-    await generate(503, { prompt: 'no credentials', model: 'jimeng-4.5' });
-    await generate(504, { prompt: 'too slow [slow:3000]', model: 'jimeng-4.0' });
+    if (target.local) {
+      await generate(422, { prompt: 'withhold [post-code:50511]', model: 'jimeng-4.0' });
+      await generate(502, { prompt: 'nonsense [garbage]', model: 'jimeng-4.0' });
+      await generate(503, { prompt: 'no credentials', model: 'jimeng-4.5' });
+      await generate(504, { prompt: 'too slow [slow:3000]', model: 'jimeng-4.0' });
+    }
     const reads: Array<[string, string, string]> = [
       ['listModels', '/api/v1/creative/models', '?unknown=1'],
       ['listProviders', '/api/v1/creative/providers', '?unknown=1'],
@@ -230,7 +235,8 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       await call('creative', operationId, 400, { method: 'GET', path: `${route}?unknown=1` });
     }
     expect(responseViolations).toEqual([]);
-    expect(uncovered(target.documents.creative, new Set())).toEqual([]);
+    if (target.local) expect(uncovered(target.documents.creative, new Set())).toEqual([]);
+    else console.log(`prism: not covered against this deployment: ${uncovered(target.documents.creative, new Set()).join(', ')}`);
     console.log(`prism: ${sent} requests through Prism, ${responseViolations.length} response violations, ${requestViolations} request violations (bad requests sent on purpose)`);
   }, 180_000);
 
