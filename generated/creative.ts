@@ -327,7 +327,11 @@ export interface components {
         ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable";
         /**
          * Format: date-time
-         * @description RFC 3339 UTC timestamp.
+         * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
+         *     `T` or `t`, `Z`, `z` or a `+hh:mm` / `-hh:mm` offset, any fraction of a second (kept to the
+         *     millisecond), and a leap second `:60` at 23:59 UTC (read as the next minute's first instant).
+         *     Dates that do not exist (`2030-02-30`) are refused. In a query string, `+` means a space
+         *     (form encoding), so an offset's `+` is sent as `%2B`; an unencoded one is read as written.
          */
         Timestamp: string;
         Error: {
@@ -490,7 +494,7 @@ export interface components {
          */
         ProviderUnavailable: {
             headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
+                "Retry-After": components["headers"]["RetryAfterWhenTransient"];
                 [name: string]: unknown;
             };
             content: {
@@ -535,8 +539,12 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description Seconds to wait before retrying. */
-        RetryAfter: number;
+        /**
+         * @description Seconds to wait before retrying, when waiting helps: sent with `provider_busy` and with
+         *     `provider_unavailable` for an open circuit; not sent for a provider that is not configured
+         *     (no wait fixes that; an operator must set its credentials).
+         */
+        RetryAfterWhenTransient: number;
     };
     pathItems: never;
 }

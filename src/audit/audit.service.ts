@@ -4,6 +4,7 @@ import { olderThan } from '../db/keyset';
 import type { AuditEventsTable, Database } from '../db/schema';
 import { toIso } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
+import { parseTimestamp } from '../shared/rfc3339';
 
 type Schemas = components['schemas'];
 export type AuditEventResource = Schemas['AuditEvent'];
@@ -42,8 +43,8 @@ export class AuditService {
     if (query.actor !== undefined) q = q.where('actor', '=', query.actor);
     if (query.target !== undefined) q = q.where('target', '=', query.target);
     if (query.action !== undefined) q = q.where('action', '=', query.action);
-    if (query.created_after !== undefined) q = q.where('created_at', '>=', Date.parse(query.created_after));
-    if (query.created_before !== undefined) q = q.where('created_at', '<', Date.parse(query.created_before));
+    if (query.created_after !== undefined) q = q.where('created_at', '>=', parseTimestamp(query.created_after, 'created_after'));
+    if (query.created_before !== undefined) q = q.where('created_at', '<', parseTimestamp(query.created_before, 'created_before'));
     if (query.cursor !== undefined) q = q.where(olderThan(decodeCursor(query.cursor, 'aud')));
     const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
     const { page, nextCursor } = pageOf(rows, limit);

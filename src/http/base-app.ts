@@ -1,4 +1,5 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
+import { ApiError } from '../errors/api-error';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { STATIC_ASSETS_PREFIX, staticAssetsRouter } from './docs';
@@ -19,7 +20,73 @@ export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics },
   return app;
 }
 
-/** JSON bodies only; anything else is left for the validator to refuse with 415. */
-export function jsonBody(limitBytes: number) {
-  return express.json({ limit: limitBytes, type: ['application/json', 'application/*+json'] });
+/** Deepest nesting of arrays and objects a JSON body may have; ours need 2, OpenAI clients a few more. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Refuses a body nested deeper than MAX_JSON_DEPTH by scanning its bytes before it is parsed, so
+ * no later layer (validator, idempotency hashing, handlers) ever walks an unbounded tree.
+ */
+function checkJsonDepth(raw: Buffer): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const byte = raw[i];
+    if (inString) {
+      if (byte === 0x5c) i++; // backslash: skip the escaped character
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) throw new ApiError('invalid_request', `The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`);
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+}
+
+/** The first string (value or member name) holding a NUL character, as a dotted path, or undefined. */
+export function pathOfNul(value: unknown, at = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [name, member] of Object.entries(value)) {
+    const here = at ? `${at}.${name}` : name;
+    if (name.includes('\u0000')) return here;
+    const found = pathOfNul(member, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** NUL is refused in every string the gateway stores or forwards: PostgreSQL text cannot hold it. */
+export function refuseNul(value: unknown, param: string | null): void {
+  const found = pathOfNul(value);
+  if (found !== undefined) {
+    const name = found || param;
+    throw new ApiError('invalid_request', `${name ? `${name}: ` : ''}must not contain the NUL character (U+0000).`, { param: name });
+  }
+}
+
+/**
+ * JSON bodies only (anything else is left for the validator to refuse with 415): nesting bounded
+ * before parsing, NUL characters refused after it, both 400 `invalid_request`.
+ */
+export function jsonBody(limitBytes: number): RequestHandler {
+  const parse = express.json({
+    limit: limitBytes,
+    type: ['application/json', 'application/*+json'],
+    verify: (_req, _res, raw) => checkJsonDepth(raw),
+  });
+  return (req, res, next) => {
+    parse(req, res, (error?: unknown) => {
+      if (error) {
+        next(error);
+        return;
+      }
+      try {
+        refuseNul(req.body, null);
+      } catch (refusal) {
+        next(refusal);
+        return;
+      }
+      next();
+    });
+  };
 }

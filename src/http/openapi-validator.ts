@@ -1,5 +1,6 @@
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { RequestHandler } from 'express';
+import { parseRfc3339 } from '../shared/rfc3339';
 import type { OpenApiDocument } from './openapi-document';
 
 /**
@@ -18,6 +19,9 @@ export function openApiValidator(document: OpenApiDocument, validateResponses: b
     validateResponses: validateResponses ? { coerceTypes: false, removeAdditional: false } : false,
     // Our own auth middlewares check credentials (with our error codes) before the validator runs.
     validateSecurity: false,
+    // date-time is RFC 3339 as rfc3339.ts reads it (lowercase t/z, offsets, fractions, leap seconds;
+    // no 30 February), so the validator and every service agree on what a timestamp is.
+    formats: { 'date-time': { type: 'string', validate: (value: string) => parseRfc3339(value) !== null } },
     ignoreUndocumented: false,
     // No operation takes multipart uploads; without this the library parses them with multer anyway.
     fileUploader: false,

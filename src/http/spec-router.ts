@@ -2,7 +2,9 @@ import { type Request, type RequestHandler, type Response, Router } from 'expres
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../errors/api-error';
 import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
+import { parseTimestamp } from '../shared/rfc3339';
 import { abortOnDisconnect } from './abort-on-disconnect';
+import { refuseNul } from './base-app';
 import type { OpenApiDocument } from './openapi-document';
 import type { OperationRequest, OperationResponse, RawOperationHandler } from './operation-types';
 
@@ -50,13 +52,14 @@ export interface SpecRouterOptions {
 interface ParameterSpec {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
-  schema?: { type?: string; minimum?: number; maximum?: number };
+  schema?: { type?: string; format?: string; minimum?: number; maximum?: number; $ref?: string };
 }
 
 interface OperationSpec {
   operationId: string;
   security?: Array<Record<string, string[]>>;
   parameters?: ParameterSpec[];
+  requestBody?: unknown;
   [extension: `x-${string}`]: unknown;
 }
 
@@ -86,11 +89,15 @@ function resolve<T>(document: OpenApiDocument, node: T | { $ref: string }): T {
 export function operationsOf(document: OpenApiDocument): Array<MountedOperation & { spec: OperationSpec; parameters: ParameterSpec[] }> {
   const found = [];
   for (const [template, item] of Object.entries(document.paths)) {
-    const shared = ((item.parameters as ParameterSpec[] | undefined) ?? []).map((p) => resolve(document, p));
+    const resolveParameter = (p: ParameterSpec): ParameterSpec => {
+      const parameter = resolve(document, p);
+      return parameter.schema ? { ...parameter, schema: resolve(document, parameter.schema) } : parameter;
+    };
+    const shared = ((item.parameters as ParameterSpec[] | undefined) ?? []).map(resolveParameter);
     for (const method of HTTP_METHODS) {
       const spec = item[method] as OperationSpec | undefined;
       if (!spec) continue;
-      const own = (spec.parameters ?? []).map((p) => resolve(document, p));
+      const own = (spec.parameters ?? []).map(resolveParameter);
       const parameters = [...shared.filter((p) => !own.some((o) => o.name === p.name && o.in === p.in)), ...own];
       found.push({ operationId: spec.operationId, method, path: template, spec, parameters });
     }
@@ -99,10 +106,13 @@ export function operationsOf(document: OpenApiDocument): Array<MountedOperation 
 }
 
 const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+/** A date-time whose offset sign `+` arrived as a space: `+` means space in a form-encoded query. */
+const OFFSET_AFTER_SPACE = /^(.*[0-9]) ([0-9]{2}:[0-9]{2})$/;
 
 /**
  * Integers in the query or path are decimal literals inside the documented bounds, and nothing
- * else (`Infinity`, `0x10`, `1e3`, 300 digits are refused). Returns the converted values.
+ * else (`Infinity`, `0x10`, `1e3`, 300 digits are refused). Date-times are RFC 3339 (rfc3339.ts),
+ * with an unencoded `+` offset read as written. No value may hold NUL. Returns the converted values.
  */
 function parseParameters(parameters: ParameterSpec[], source: Record<string, unknown>, where: 'query' | 'path'): Record<string, unknown> {
   const parsed: Record<string, unknown> = { ...source };
@@ -111,7 +121,14 @@ function parseParameters(parameters: ParameterSpec[], source: Record<string, unk
     const raw = source[parameter.name];
     if (raw === undefined) continue;
     if (typeof raw !== 'string') throw new ApiError('invalid_request', `${parameter.name}: give this parameter once.`, { param: parameter.name });
+    refuseNul(raw, parameter.name);
     const type = parameter.schema?.type;
+    if (type === 'string' && parameter.schema?.format === 'date-time') {
+      const value = raw.replace(OFFSET_AFTER_SPACE, '$1+$2');
+      parseTimestamp(value, parameter.name);
+      parsed[parameter.name] = value;
+      continue;
+    }
     if (type === 'integer') {
       const value = Number(raw);
       const { minimum, maximum } = parameter.schema ?? {};
@@ -227,15 +244,24 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
     for (const [name] of declared) if (!layers[name]) throw new Error(`${operation.operationId}: no layer implements ${name}`);
     const stage = (which: DeclaredLayer['stage']) => declared.map(([name]) => layers[name] as DeclaredLayer).filter((l) => l.stage === which).map((l) => l.handler);
     const parseQuery: RequestHandler = (req, res, next) => {
-      res.locals.parsedQuery = parseParameters(operation.parameters, req.query as Record<string, unknown>, 'query');
+      const query = req.query as Record<string, unknown>;
+      const parsedQuery = parseParameters(operation.parameters, query, 'query');
+      res.locals.parsedQuery = parsedQuery;
       res.locals.parsedParams = parseParameters(operation.parameters, req.params, 'path');
+      // A date-time whose `+` was read as a space is shown to the validator as written.
+      const restored = Object.keys(query).filter((name) => typeof parsedQuery[name] === 'string' && parsedQuery[name] !== query[name]);
+      if (restored.length > 0) {
+        const value = { ...query, ...Object.fromEntries(restored.map((name) => [name, parsedQuery[name]])) };
+        Object.defineProperty(req, 'query', { value, writable: true, configurable: true, enumerable: true });
+      }
       next();
     };
     router[operation.method](
       expressPath(operation.path),
       guardFor(operation, document, guards),
       ...stage('before-validation'),
-      options.bodyParser,
+      // Only operations with a requestBody read one: a body sent to another is ignored, whatever its type.
+      ...(operation.spec.requestBody ? [options.bodyParser] : []),
       parseQuery,
       ...(operation.method === 'get' ? [showHeadAsGet, ...options.validator, restoreHead] : options.validator),
       ...stage('after-validation'),

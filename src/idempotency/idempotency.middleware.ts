@@ -11,6 +11,7 @@ import {
   deleteIdempotencyRecord,
   findIdempotencyRecord,
 } from './idempotency.repository';
+import { canonicalJson } from './canonical-json';
 import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { openResponse, sealResponse } from './response-sealing';
 
@@ -33,7 +34,8 @@ function scopeOf(res: Response): string {
 /**
  * Stripe-style Idempotency-Key, scoped to the caller: the first response is stored (before it
  * is sent) and replayed for a retry with the same body; another body is 422, and a retry while the
- * first is still running is 409. Runs after validation, so an invalid request stores nothing.
+ * first is still running is 409. Bodies are compared as JSON values (canonical-json.ts), not bytes.
+ * Runs after validation, so an invalid request stores nothing.
  * Operations opt in with `x-idempotent: true` in the spec (spec-router.ts mounts this layer).
  */
 export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: Logger; adminSecret: string }): RequestHandler {
@@ -45,7 +47,7 @@ export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: 
     }
     const scope = scopeOf(res);
     const now = deps.clock.now();
-    const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`).digest('hex');
+    const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body ?? null)}`).digest('hex');
 
     let claimed = await claimIdempotencyKey(deps.db, { scope, idempotency_key: key, request_hash: requestHash, created_at: now });
     if (!claimed) {

@@ -1,6 +1,8 @@
 import { generationSummary, type GenerationService } from '../generation/generation.service';
 import type { CreativeHandlers } from '../http/handler-maps';
 import type { CatalogService } from './catalog.service';
+import { toIso } from '../shared/clock';
+import { parseTimestamp } from '../shared/rfc3339';
 import type { UsageService } from './usage.service';
 
 type InternalHandlers = Pick<CreativeHandlers, 'listModels' | 'listProviders' | 'createGeneration' | 'listGenerations' | 'getGeneration' | 'getUsage'>;
@@ -19,7 +21,7 @@ export function internalHandlers(deps: { generation: GenerationService; catalog:
     getGeneration: async ({ params }) => ({ status: 200, body: await usage.getGeneration(params.id) }),
     getUsage: async ({ query }) => ({
       status: 200,
-      body: { from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), data: await usage.usage(query) },
+      body: { from: toIso(parseTimestamp(query.from, 'from')), to: toIso(parseTimestamp(query.to, 'to')), data: await usage.usage(query) },
     }),
   };
 }

@@ -5,6 +5,7 @@ import { ApiError } from '../errors/api-error';
 import { aggregateUsage, findGeneration, listGenerations } from '../generation/generations.repository';
 import { toIso, toIsoOrNull } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
+import { parseTimestamp } from '../shared/rfc3339';
 
 type Schemas = components['schemas'];
 export type GenerationResource = Schemas['Generation'];
@@ -46,8 +47,8 @@ export class UsageService {
       clientId: query.client_id,
       model: query.model,
       status: query.status,
-      createdAfter: query.created_after === undefined ? undefined : Date.parse(query.created_after),
-      createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
+      createdAfter: query.created_after === undefined ? undefined : parseTimestamp(query.created_after, 'created_after'),
+      createdBefore: query.created_before === undefined ? undefined : parseTimestamp(query.created_before, 'created_before'),
       limit,
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
     });
@@ -62,8 +63,8 @@ export class UsageService {
   }
 
   async usage(query: { from: string; to: string; key_id?: string }): Promise<Schemas['UsageRow'][]> {
-    const from = Date.parse(query.from);
-    const to = Date.parse(query.to);
+    const from = parseTimestamp(query.from, 'from');
+    const to = parseTimestamp(query.to, 'to');
     if (!(to > from)) throw new ApiError('invalid_request', '`to` must be after `from`.', { param: 'to' });
     const rows = await aggregateUsage(this.db, { from, to, keyId: query.key_id });
     return rows.map((row) => ({

@@ -1,9 +1,10 @@
 import { ApiError } from '../errors/api-error';
 import { DAY_MS } from './clock';
+import { parseTimestamp } from './rfc3339';
 
 /** `expires_at` as epoch ms; it must lie in the future. */
 export function futureExpiry(expiresAt: string, now: number): number {
-  const at = Date.parse(expiresAt);
+  const at = parseTimestamp(expiresAt, 'expires_at');
   if (!(at > now)) throw new ApiError('invalid_request', 'expires_at must be in the future.', { param: 'expires_at' });
   return at;
 }

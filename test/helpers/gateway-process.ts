@@ -6,6 +6,8 @@ export const MAIN_JS = path.resolve(__dirname, '../../dist/src/main.js');
 
 export interface GatewayProcess {
   url: string;
+  /** The internal creative API's listener. */
+  internalUrl: string;
   child: ChildProcess;
   output: string[];
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -42,6 +44,7 @@ export function startGatewayProcess(env: Record<string, string>): Promise<Gatewa
         clearTimeout(timer);
         resolve({
           url: `http://127.0.0.1:${match[1]}`,
+          internalUrl: `http://127.0.0.1:${/"internal_port":(\d+)/.exec(text)?.[1]}`,
           child,
           output,
           async stop(signal: NodeJS.Signals = 'SIGTERM') {
