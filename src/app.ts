@@ -9,6 +9,8 @@ import { errorHandler } from './errors/error-handler';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
+import { imageHandlers } from './images/images.handlers';
+import type { ImagesService } from './images/images.service';
 import { createBaseApp, jsonBody } from './http/base-app';
 import { docsPageHandler } from './http/docs';
 import type { GatewayHandlers } from './http/handler-maps';
@@ -35,6 +37,7 @@ export interface GatewayAppDeps {
   generation: GenerationService;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
+  images: ImagesService;
 }
 
 /**
@@ -46,6 +49,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),
+    ...imageHandlers(deps.images, deps.clock),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

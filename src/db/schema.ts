@@ -64,9 +64,28 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+/** An image the gateway stored (0011); its bytes live in the image store under its id. */
+export interface StoredImagesTable {
+  id: string;
+  generation_id: string;
+  /** Index of the image within its generation's answer. */
+  position: number;
+  /** image/png | image/jpeg | image/webp, from the bytes. */
+  content_type: string;
+  byte_size: number;
+  /** Hex SHA-256 of the bytes: the ETag. */
+  sha256: string;
+  width: number;
+  height: number;
+  created_at: number;
+  /** created_at + retention: URLs never outlive it; the sweeper deletes bytes and row after it. */
+  expires_at: number;
+}
+
 export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
+  stored_images: StoredImagesTable;
 }

@@ -36,4 +36,9 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
+  invalid_signature: { status: 403, type: 'permission_error' },
+  image_not_found: { status: 404, type: 'not_found_error' },
+  image_expired: { status: 410, type: 'not_found_error' },
+  range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
+  image_storage_unavailable: { status: 503, type: 'api_error' },
 };

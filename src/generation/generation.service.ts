@@ -3,6 +3,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
+import type { ImagesService } from '../images/images.service';
 import type { ClientKey } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
@@ -25,6 +26,7 @@ export interface GenerationDeps {
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   logger: Logger;
+  images: ImagesService;
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -170,7 +172,7 @@ export class GenerationService {
     const started = clock.now();
     try {
       if (!provider) throw new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured.`, { param: 'model' });
-      const images = await provider.generate(
+      const produced = await provider.generate(
         {
           prompt: input.prompt,
           negativePrompt: input.negative_prompt,
@@ -185,6 +187,9 @@ export class GenerationService {
         },
         signal,
       );
+      // Stored before success is recorded: an image the client cannot get is never charged.
+      const responseFormat = input.response_format ?? 'url';
+      const images = await this.deps.images.persist({ generationId, provider: entry.provider, images: produced, responseFormat }, signal);
       const latencyMs = clock.now() - started;
       const completedAt = clock.now();
       await this.deps.writes.run((trx) => completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }));
