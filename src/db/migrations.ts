@@ -132,7 +132,9 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
       },
     },
     '0011_stored_images': {
-      // One row per image the gateway stored (its bytes are in the image store under its id).
+      // One row per image the gateway stored (its bytes are in the image store under its id). After
+      // the sweeper deletes the bytes the row stays a day as a tombstone, so even a replica whose
+      // clock lags answers 410 for its URLs, not 404.
       async up(db: Kysely<unknown>) {
         await db.schema
           .createTable('stored_images')
@@ -146,9 +148,16 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
           .addColumn('height', 'integer', (c) => c.notNull())
           .addColumn('created_at', 'bigint', (c) => c.notNull())
           .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('deleted_at', 'bigint')
           .execute();
         await db.schema.createIndex('stored_images_generation_idx').on('stored_images').columns(['generation_id', 'position']).execute();
-        await db.schema.createIndex('stored_images_expiry_idx').on('stored_images').column('expires_at').execute();
+        await db.schema
+          .createIndex('stored_images_live_expiry_idx')
+          .on('stored_images')
+          .column('expires_at')
+          .where(sql.ref('deleted_at'), 'is', null)
+          .execute();
+        await db.schema.createIndex('stored_images_deleted_idx').on('stored_images').column('deleted_at').execute();
       },
       async down(db: Kysely<unknown>) {
         await db.schema.dropTable('stored_images').execute();

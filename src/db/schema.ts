@@ -78,8 +78,10 @@ export interface StoredImagesTable {
   width: number;
   height: number;
   created_at: number;
-  /** created_at + retention: URLs never outlive it; the sweeper deletes bytes and row after it. */
+  /** created_at + retention: URLs never outlive it; the sweeper deletes the bytes after it. */
   expires_at: number;
+  /** When the sweeper deleted the bytes; the row (a tombstone: URLs answer 410) goes a day later. */
+  deleted_at: number | null;
 }
 
 export interface Database {

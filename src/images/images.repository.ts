@@ -12,11 +12,24 @@ export async function findStoredImage(db: Db, id: string): Promise<StoredImagesT
   return db.selectFrom('stored_images').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** Images still stored but past their expiry, oldest first. */
 export async function findExpiredImageIds(db: Db, now: number, limit: number): Promise<string[]> {
-  const rows = await db.selectFrom('stored_images').select('id').where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
+  const rows = await db
+    .selectFrom('stored_images')
+    .select('id')
+    .where('deleted_at', 'is', null)
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
   return rows.map((row) => row.id);
 }
 
-export async function deleteStoredImages(db: Db, ids: string[]): Promise<void> {
-  if (ids.length > 0) await db.deleteFrom('stored_images').where('id', 'in', ids).execute();
+export async function markImagesDeleted(db: Db, ids: string[], now: number): Promise<void> {
+  if (ids.length > 0) await db.updateTable('stored_images').set({ deleted_at: now }).where('id', 'in', ids).where('deleted_at', 'is', null).execute();
+}
+
+/** Drops tombstones whose bytes went before `before`. */
+export async function purgeImageTombstones(db: Db, before: number): Promise<void> {
+  await db.deleteFrom('stored_images').where('deleted_at', '<=', before).execute();
 }

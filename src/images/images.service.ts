@@ -14,7 +14,10 @@ import { type ImageContentType, sniffImageType } from './image-bytes';
 import { type FetchLimits, type HostAllowList, fetchUpstreamImage } from './image-fetch';
 import type { ByteRange, ImageStore } from './image-store';
 import type { ImageUrlSigner } from './image-url-signer';
-import { deleteStoredImages, findExpiredImageIds, findStoredImage, insertStoredImages } from './images.repository';
+import { findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
+
+/** How long a swept image's row stays, so URLs on replicas with lagging clocks still answer 410. */
+const TOMBSTONE_MS = 86_400_000;
 
 export interface ImagesDeps {
   db: Kysely<Database>;
@@ -78,6 +81,7 @@ export class ImagesService {
       height: request.images[position]?.height ?? 0,
       created_at: now,
       expires_at: now + retentionMs,
+      deleted_at: null,
     }));
     // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
     await writes.run((trx) => insertStoredImages(trx, rows));
@@ -137,7 +141,7 @@ export class ImagesService {
     if (expires * 1000 <= now) throw expired();
     const row = await findStoredImage(this.deps.db, imageId);
     if (!row) throw new ApiError('image_not_found', `No image ${imageId}.`);
-    if (row.expires_at <= now) throw expired();
+    if (row.expires_at <= now || row.deleted_at !== null) throw expired();
     return row;
   }
 
@@ -154,7 +158,10 @@ export class ImagesService {
     return stream;
   }
 
-  /** Deletes expired images (bytes, then rows); returns how many. Safe with several replicas sweeping. */
+  /**
+   * Deletes the bytes of images past their expiry and marks their rows (tombstones, dropped a day
+   * later); returns how many. Safe with several replicas sweeping: deletes are idempotent.
+   */
   async sweep(): Promise<number> {
     const { db, store, clock } = this.deps;
     const now = clock.now();
@@ -162,9 +169,11 @@ export class ImagesService {
     for (;;) {
       const ids = await findExpiredImageIds(db, now, 200);
       for (const id of ids) await store.delete(id);
-      await deleteStoredImages(db, ids);
+      await markImagesDeleted(db, ids, now);
       deleted += ids.length;
-      if (ids.length < 200) return deleted;
+      if (ids.length < 200) break;
     }
+    await purgeImageTombstones(db, now - TOMBSTONE_MS);
+    return deleted;
   }
 }

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { ImageUrlSigner } from '../../src/images/image-url-signer';
 import { sweepOnce } from '../../src/maintenance/sweeper';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
-import { IMAGE_URL_SIGNING_KEY, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { createThrowawayDatabase } from '../helpers/test-database';
+import { IMAGE_URL_SIGNING_KEY, type TestGateway, createKeyVia, startTestGateway } from '../helpers/test-gateway';
 import { type TestS3, startTestS3 } from '../helpers/test-s3';
 
 const HOUR_MS = 3_600_000;
@@ -141,9 +142,14 @@ describe.each([
     const swept = await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { local: 60_000 }, images: t.gateway.images });
     expect(swept.imagesDeleted).toBeGreaterThanOrEqual(1);
     expect(await t.gateway.images.store.read(olderId)).toBeUndefined();
-    expect(await t.gateway.database.db.selectFrom('stored_images').select('id').where('id', '=', olderId).executeTakeFirst()).toBeUndefined();
     expect((await t.api.send('get', pathOf(older))).status).toBe(410);
     expect((await t.api.send('get', pathOf(younger))).status).toBe(200);
+    // The row stays a day as a tombstone, then goes.
+    const record = () => t.gateway.database.db.selectFrom('stored_images').select('deleted_at').where('id', '=', olderId).executeTakeFirst();
+    expect((await record())?.deleted_at).toEqual(expect.any(Number));
+    t.clock.advanceMs(25 * HOUR_MS);
+    await t.gateway.images.sweep();
+    expect(await record()).toBeUndefined();
   });
 });
 
@@ -222,5 +228,36 @@ describe('an image store that fails', () => {
       expect(res.body.error.code).toBe('image_storage_unavailable');
     }
     expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+  });
+});
+
+describe('two replicas sharing the database and an S3 bucket', () => {
+  it('a URL one replica handed out is served by the other, and one replica\'s sweep makes both answer 410', async () => {
+    const s3 = await startTestS3();
+    const database = await createThrowawayDatabase();
+    const shared = { ...s3.env, DATABASE_URL: database.url, PUBLIC_BASE_URL: 'https://images.gateway.test/', IMAGE_RETENTION_HOURS: '1' };
+    const a = await startTestGateway(shared);
+    const b = await startTestGateway(shared);
+    try {
+      const { key } = await createKeyVia(a.api);
+      const url = await generateUrl(a, key, 'shared bucket');
+      expect(url.startsWith('https://images.gateway.test/images/img_')).toBe(true);
+      const fromB = await b.api.send('get', pathOf(url));
+      expect(fromB.status).toBe(200);
+      expect(fromB.headers['content-type']).toBe('image/png');
+      expect((await a.api.send('get', pathOf(url))).headers.etag).toBe(fromB.headers.etag);
+
+      b.clock.advanceMs(HOUR_MS + 1000);
+      expect(await b.gateway.images.sweep()).toBe(1);
+      // A's clock has not moved: the URL is still in date, but the image is gone.
+      const fromA = await a.api.send('get', pathOf(url));
+      expect(fromA.status).toBe(410);
+      expect(fromA.body.error.code).toBe('image_expired');
+    } finally {
+      await a.close();
+      await b.close();
+      await database.drop();
+      await s3.close();
+    }
   });
 });
