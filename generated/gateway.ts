@@ -406,7 +406,7 @@ export interface components {
             /**
              * @description `url`: the gateway's own signed URL for each stored image (`GET /images/{image_id}`),
              *     usable without the API key (e.g. in an `<img>` tag) until the image's retention ends.
-             *     `b64_json`: the image bytes, base64-encoded. Either way the image is stored.
+             *     `b64_json`: the image bytes, base64-encoded (checked like any image, not kept).
              * @default url
              * @enum {string}
              */

@@ -40,12 +40,23 @@ export interface PersistRequest {
   provider: string;
   images: ProviderImage[];
   responseFormat: 'url' | 'b64_json';
+  /**
+   * Store b64_json images too. A synchronous b64_json answer hands the bytes over and keeps
+   * nothing; a caller that answers later (the asynchronous API's worker) sets this.
+   */
+  keepBase64?: boolean;
+}
+
+interface TakenImage {
+  bytes: Buffer;
+  contentType: ImageContentType;
 }
 
 /**
  * Stable image URLs: every image a provider produced is fetched once (from its URL, on the
  * provider's own hosts only, or decoded from its base64), checked to be a PNG, JPEG or WebP within
- * the size bound, stored, and answered as the gateway's own signed URL (or base64). Called once per
+ * the size bound, stored, and answered as the gateway's own signed URL (or base64: see
+ * `keepBase64`). Called once per
  * generation after the provider answered; it throws ApiError when an image cannot be taken, so the
  * generation fails and is released like any provider failure. No request state: a background
  * worker can call it the same way.
@@ -67,18 +78,26 @@ export class ImagesService {
   }
 
   async persist(request: PersistRequest, signal: AbortSignal): Promise<ProviderImage[]> {
+    const taken = await Promise.all(request.images.map((image) => this.take(request.provider, image, signal)));
+    const base64 = (i: number) => request.images[i]?.b64Json ?? (taken[i] as TakenImage).bytes.toString('base64');
+    const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
+    // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
+    if (request.responseFormat === 'b64_json' && !request.keepBase64) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
+    const rows = await this.keep(request.generationId, taken, sizeOf);
+    return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
+  }
+
+  private async keep(generationId: string, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
     const { clock, retentionMs, store, writes, logger } = this.deps;
-    const bytesOf = await Promise.all(request.images.map((image) => this.bytesOf(request.provider, image, signal)));
     const now = clock.now();
-    const rows: StoredImagesTable[] = bytesOf.map(({ bytes, contentType, sha256 }, position) => ({
+    const rows: StoredImagesTable[] = taken.map(({ bytes, contentType }, position) => ({
       id: newSortableId('img', now),
-      generation_id: request.generationId,
+      generation_id: generationId,
       position,
       content_type: contentType,
       byte_size: bytes.length,
-      sha256,
-      width: request.images[position]?.width ?? 0,
-      height: request.images[position]?.height ?? 0,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      ...sizeOf(position),
       created_at: now,
       expires_at: now + retentionMs,
       deleted_at: null,
@@ -86,19 +105,16 @@ export class ImagesService {
     // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
     await writes.run((trx) => insertStoredImages(trx, rows));
     try {
-      await Promise.all(rows.map((row, i) => store.put(row.id, (bytesOf[i] as { bytes: Buffer }).bytes, row.content_type as ImageContentType)));
+      await Promise.all(rows.map((row, i) => store.put(row.id, (taken[i] as TakenImage).bytes, row.content_type as ImageContentType)));
     } catch (error) {
-      logger.error({ err: error, generation_id: request.generationId, store: store.description }, 'could not store generated images');
+      logger.error({ err: error, generation_id: generationId, store: store.description }, 'could not store generated images');
       throw new ApiError('image_storage_unavailable', 'The generated images could not be stored; nothing was charged. Try again later.');
     }
-    return rows.map((row, i) => {
-      const { width, height } = row;
-      if (request.responseFormat === 'b64_json') return { b64Json: (bytesOf[i] as { bytes: Buffer }).bytes.toString('base64'), width, height };
-      return { url: this.signedUrl(row), width, height };
-    });
+    return rows;
   }
 
-  private async bytesOf(provider: string, image: ProviderImage, signal: AbortSignal) {
+  /** The image's bytes, from its base64 or its URL, refused unless a PNG, JPEG or WebP within the bound. */
+  private async take(provider: string, image: ProviderImage, signal: AbortSignal): Promise<TakenImage> {
     const { limits, hostsByProvider } = this.deps;
     const refuse = (why: string) => new ApiError('provider_error', `Provider ${provider} returned an image the gateway could not take: ${why}.`);
     let bytes: Buffer;
@@ -116,7 +132,7 @@ export class ImagesService {
     if (bytes.length > limits.maxBytes) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
     const contentType = sniffImageType(bytes);
     if (!contentType) throw refuse('it is not a PNG, JPEG or WebP image');
-    return { bytes, contentType, sha256: createHash('sha256').update(bytes).digest('hex') };
+    return { bytes, contentType };
   }
 
   /** The gateway's own URL for a stored image, valid until the image expires. */

@@ -58,6 +58,15 @@ describe.each([
     expect(expires * 1000).toBeLessThanOrEqual(t.clock.now() + 2 * HOUR_MS);
   });
 
+  it('a synchronous b64_json answer hands the bytes over and keeps nothing', async () => {
+    const count = async () => Number((await t.gateway.database.db.selectFrom('stored_images').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = await count();
+    const res = await t.api.client(key, { prompt: 'keep nothing', model: 'local-1', size: '32x32', response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    expect(Buffer.from(res.body.data[0].b64_json, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(await count()).toBe(before);
+  });
+
   it('HEAD answers the same headers without a body; If-None-Match answers 304', async () => {
     const url = await generateUrl(t, key, 'head and etag');
     const get = await t.api.send('get', pathOf(url));
@@ -220,14 +229,15 @@ describe('an image store that fails', () => {
     fs.rmSync(path.dirname(blocker), { recursive: true, force: true });
   });
 
-  it('fails the generation with 503 image_storage_unavailable and releases its credits', async () => {
+  it('fails a url generation with 503 image_storage_unavailable and releases its credits; b64_json needs no store', async () => {
     const { id, key } = await t.createKey();
-    for (const format of ['url', 'b64_json']) {
-      const res = await t.api.client(key, { prompt: 'nowhere to put it', model: 'local-1', size: '32x32', response_format: format });
-      expect(res.status).toBe(503);
-      expect(res.body.error.code).toBe('image_storage_unavailable');
-    }
+    const res = await t.api.client(key, { prompt: 'nowhere to put it', model: 'local-1', size: '32x32', response_format: 'url' });
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('image_storage_unavailable');
     expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+    const b64 = await t.api.client(key, { prompt: 'nowhere to put it', model: 'local-1', size: '32x32', response_format: 'b64_json' });
+    expect(b64.status).toBe(200);
+    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(1);
   });
 });
 
