@@ -21,20 +21,25 @@ export function imageHandlers(images: ImagesService, clock: Clock): ImageHandler
         const { expires, signature } = res.locals.parsedQuery as { expires: number; signature: string };
         const row = await images.open(imageId, expires, signature);
         const etag = `"${row.sha256}"`;
-        // Cacheable (the URL itself is the capability) until the URL expires, never beyond.
+        // Cacheable (the URL itself is the capability) until the URL expires, never beyond. Set
+        // only on answers about the image: refusals keep the default no-store.
         const maxAge = Math.max(0, Math.min(expires, Math.floor(row.expires_at / 1000)) - Math.floor(clock.now() / 1000));
-        res.setHeader('ETag', etag);
-        res.setHeader('Cache-Control', `public, max-age=${maxAge}, immutable`);
-        res.setHeader('Last-Modified', new Date(row.created_at).toUTCString());
-        res.setHeader('Accept-Ranges', 'bytes');
-        // Embeddable with <img> from any origin, even on pages that set COEP.
-        res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+        const validators = () => {
+          res.setHeader('ETag', etag);
+          res.setHeader('Cache-Control', `public, max-age=${maxAge}, immutable`);
+        };
         if (matchesEtag(req.get('If-None-Match'), etag)) {
+          validators();
           res.status(304).end();
           return;
         }
         const range = requestedRange(req, row, etag);
         const stream = await images.read(row, range);
+        validators();
+        res.setHeader('Last-Modified', new Date(row.created_at).toUTCString());
+        res.setHeader('Accept-Ranges', 'bytes');
+        // Embeddable with <img> from any origin, even on pages that set COEP.
+        res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
         res.setHeader('Content-Type', row.content_type);
         if (range) {
           res.status(206);

@@ -104,10 +104,22 @@ describe.each([
     expect(past.status).toBe(416);
     expect(past.headers['content-range']).toBe(`bytes */${size}`);
     expect(past.body.error.code).toBe('range_not_satisfiable');
+    // Refusals are never cached.
+    expect(past.headers['cache-control']).toBe('no-store');
 
     expect((await range('bytes=0-1,5-6')).status).toBe(200);
     expect((await range('bytes=0-9', { 'If-Range': '"stale"' })).status).toBe(200);
     expect((await range('bytes=0-9', { 'If-Range': first.headers.etag as string })).status).toBe(206);
+  });
+
+  it('an image whose bytes left the store (e.g. a bucket lifecycle rule) answers 410, not cached', async () => {
+    const url = await generateUrl(t, key, 'vanished');
+    await t.gateway.images.store.delete(new URL(url).pathname.split('/').pop() as string);
+    const res = await t.api.send('get', pathOf(url));
+    expect(res.status).toBe(410);
+    expect(res.body.error.code).toBe('image_expired');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers.etag).toBeUndefined();
   });
 
   it('a tampered signature, expiry or id is 403 invalid_signature; a validly signed unknown image is 404', async () => {
