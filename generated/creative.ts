@@ -324,7 +324,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -360,9 +360,9 @@ export interface components {
             };
         };
         GeneratedImage: {
-            /** @description Image URL (when `response_format` is `url`). */
+            /** @description The gateway's signed image URL (when `response_format` is `url`); it expires with the image's retention. */
             url?: string;
-            /** @description Base64 PNG (when `response_format` is `b64_json`). */
+            /** @description Base64 PNG, JPEG or WebP (when `response_format` is `b64_json`). */
             b64_json?: string;
             width: number;
             height: number;
@@ -477,7 +477,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The upstream provider failed or answered nonsense. Credits released. */
+        /**
+         * @description The upstream provider failed or answered nonsense, including an image the gateway would
+         *     not take (not a PNG, JPEG or WebP, too large, or on a host that is not the provider's).
+         *     Credits released.
+         */
         ProviderError: {
             headers: {
                 [name: string]: unknown;
@@ -488,9 +492,10 @@ export interface components {
         };
         /**
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
-         *     stayed busy through the gateway's retries (`provider_busy`), or a dependency of the gateway
-         *     (database, Redis) is down, full or read-only (`dependency_unavailable`, naming it in
-         *     `dependency`). Credits released, nothing charged; see `Retry-After`.
+         *     stayed busy through the gateway's retries (`provider_busy`), or the generated images could not
+         *     be stored (`image_storage_unavailable`), or a dependency of the gateway (database, Redis) is
+         *     down, full or read-only (`dependency_unavailable`, naming it in `dependency`). Credits
+         *     released, nothing charged; see `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {
@@ -545,6 +550,8 @@ export interface components {
          *     (no wait fixes that; an operator must set its credentials).
          */
         RetryAfterWhenTransient: number;
+        /** @description Seconds to wait before retrying. */
+        RetryAfter: number;
     };
     pathItems: never;
 }

@@ -46,6 +46,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/images/{image_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a generated image (signed URL)
+         * @description The URL a generation returns for `response_format: url`, exactly as returned: no API key,
+         *     the signature is the permission, so it works in an `<img>` tag. Valid until `expires`,
+         *     which is never later than the end of the image's retention (the operator's
+         *     `IMAGE_RETENTION_HOURS`, default 7 days); then the image is deleted and the URL answers 410.
+         *
+         *     The body is the stored image with its `Content-Type` (PNG, JPEG or WebP), a strong `ETag`
+         *     (`If-None-Match` answers 304) and `Cache-Control: public, immutable` until the URL expires.
+         *     One byte range is honoured (`Range: bytes=0-1023`, `bytes=1024-`, `bytes=-500`; 206 with
+         *     `Content-Range`, or 416 when it starts past the end); several ranges, or an `If-Range`
+         *     that no longer matches, get the whole image (200).
+         *
+         *     Checked in this order: parameters well-formed (400), signature (403 `invalid_signature`),
+         *     URL expiry (410 `image_expired`), image known (404 `image_not_found`), image kept (410).
+         */
+        get: operations["getImage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -563,7 +595,9 @@ export interface components {
             /** @description What to avoid. */
             negative_prompt?: string;
             /**
-             * @description Return image URLs or base64-encoded PNG data.
+             * @description `url`: the gateway's own signed URL for each stored image (`GET /images/{image_id}`),
+             *     usable without the API key (e.g. in an `<img>` tag) until the image's retention ends.
+             *     `b64_json`: the image bytes, base64-encoded (checked like any image, not kept).
              * @default url
              * @enum {string}
              */
@@ -576,9 +610,9 @@ export interface components {
          */
         ProviderName: string;
         GeneratedImage: {
-            /** @description Image URL (when `response_format` is `url`). */
+            /** @description The gateway's signed image URL (when `response_format` is `url`); it expires with the image's retention. */
             url?: string;
-            /** @description Base64 PNG (when `response_format` is `b64_json`). */
+            /** @description Base64 PNG, JPEG or WebP (when `response_format` is `b64_json`). */
             b64_json?: string;
             width: number;
             height: number;
@@ -587,7 +621,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -786,7 +820,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The upstream provider failed or answered nonsense. Credits released. */
+        /**
+         * @description The upstream provider failed or answered nonsense, including an image the gateway would
+         *     not take (not a PNG, JPEG or WebP, too large, or on a host that is not the provider's).
+         *     Credits released.
+         */
         ProviderError: {
             headers: {
                 [name: string]: unknown;
@@ -797,9 +835,10 @@ export interface components {
         };
         /**
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
-         *     stayed busy through the gateway's retries (`provider_busy`), or a dependency of the gateway
-         *     (database, Redis) is down, full or read-only (`dependency_unavailable`, naming it in
-         *     `dependency`). Credits released, nothing charged; see `Retry-After`.
+         *     stayed busy through the gateway's retries (`provider_busy`), or the generated images could not
+         *     be stored (`image_storage_unavailable`), or a dependency of the gateway (database, Redis) is
+         *     down, full or read-only (`dependency_unavailable`, naming it in `dependency`). Credits
+         *     released, nothing charged; see `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {
@@ -898,6 +937,14 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Strong validator of the image bytes (their SHA-256). */
+        ImageETag: string;
+        /** @description `public, max-age=<seconds until the URL expires>, immutable`. */
+        ImageCacheControl: string;
+        /** @description `bytes`. */
+        AcceptRanges: string;
+        /** @description Bytes in this body. */
+        ImageContentLength: number;
         /** @description Requests allowed per minute for this key. */
         XRateLimitLimit: number;
         /** @description Requests left in the current window. */
@@ -1026,6 +1073,131 @@ export interface operations {
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
             504: components["responses"]["ProviderTimeout"];
+        };
+    };
+    getImage: {
+        parameters: {
+            query: {
+                /**
+                 * @description When the URL stops working, in unix seconds; covered by the signature.
+                 * @example 1795984200
+                 */
+                expires: number;
+                /**
+                 * @description HMAC-SHA256 of `<image_id>.<expires>` with the gateway's `IMAGE_URL_SIGNING_KEY`, base64url.
+                 * @example 3q2-7wP5cZ0f1mHgk9TtVbYxWnRsQaLdEoJiKuMpN0c
+                 */
+                signature: string;
+            };
+            header?: {
+                /** @description One byte range, e.g. `bytes=0-1023`. */
+                Range?: string;
+                /** @description The range applies only if the image still has this `ETag`. */
+                "If-Range"?: string;
+                /** @description `ETag`s the client has; a match answers 304 without a body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description Image id (`img_...`).
+                 * @example img_0Ar7Kd2Qx9mKp3LrT8vWzY
+                 */
+                image_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole image. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ImageETag"];
+                    "Cache-Control": components["headers"]["ImageCacheControl"];
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    "Content-Length": components["headers"]["ImageContentLength"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                    "image/jpeg": string;
+                    "image/webp": string;
+                };
+            };
+            /** @description One byte range of the image. */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`. */
+                    "Content-Range"?: string;
+                    ETag: components["headers"]["ImageETag"];
+                    "Cache-Control": components["headers"]["ImageCacheControl"];
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    "Content-Length": components["headers"]["ImageContentLength"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                    "image/jpeg": string;
+                    "image/webp": string;
+                };
+            };
+            /** @description `If-None-Match` matched: the client's copy is current. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ImageETag"];
+                    "Cache-Control": components["headers"]["ImageCacheControl"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            /** @description The signature does not match the image id and expiry (`invalid_signature`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such image (`image_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The URL has expired, or the image was deleted at the end of its retention (`image_expired`). */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The range starts past the end of the image (`range_not_satisfiable`); `Content-Range` gives the size. */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The image store does not answer (`image_storage_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listKeys: {

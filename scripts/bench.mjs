@@ -192,6 +192,9 @@ const gatewayEnv = (databaseUrl, extra = {}) => ({
   DATABASE_URL: databaseUrl,
   LOCAL_PROVIDER_MODE: 'tiny',
   LOG_LEVEL: 'info',
+  // Every generated image is stored (README "Image storage"): in a scratch directory here.
+  IMAGE_URL_SIGNING_KEY: 'bench-image-url-signing-key-0123456789abcdef',
+  IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-bench-images'),
   ...extra,
 });
 

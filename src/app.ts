@@ -14,6 +14,8 @@ import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
 import type { ReadinessService } from './health/readiness';
+import { imageHandlers } from './images/images.handlers';
+import type { ImagesService } from './images/images.service';
 import { createBaseApp, jsonBody } from './http/base-app';
 import { docsPageHandler } from './http/docs';
 import type { GatewayHandlers } from './http/handler-maps';
@@ -43,6 +45,7 @@ export interface GatewayAppDeps {
   metrics: GatewayMetrics;
   adminTokens: AdminTokensService;
   audit: AuditService;
+  images: ImagesService;
 }
 
 /**
@@ -56,6 +59,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...keyHandlers(deps.keys),
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),
+    ...imageHandlers(deps.images, deps.clock),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

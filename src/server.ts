@@ -10,6 +10,8 @@ import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
 import { GenerationService } from './generation/generation.service';
 import { loadOpenApiDocument } from './http/openapi-document';
+import { createImagesService } from './images/create-images';
+import type { ImagesService } from './images/images.service';
 import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
@@ -33,6 +35,8 @@ export interface RunningGateway {
   internalUrl: string;
   database: GatewayDatabase;
   logger: Logger;
+  /** Stored images (for tests that sweep or inspect the store). */
+  images: ImagesService;
   /** The Express apps, for tests that inspect routing. */
   apps: { public: Express; internal: Express };
   close(): Promise<void>;
@@ -109,6 +113,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const providers = createProviderRegistry(config, clock);
   const metrics = new GatewayMetrics();
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
+  const images = await createImagesService(config, { db: database.db, writes: database.writes, clock, logger });
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
@@ -123,10 +128,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     rateLimiter,
     metrics,
     logger,
+    images,
     onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
   });
 
-  const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger });
+  const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
 
   const common = { db: database.db, readiness, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
   const publicApp = createGatewayApp({
@@ -138,6 +144,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     rateLimiter,
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
+    images,
   });
   const internalApp = createInternalApp({
     ...common,
@@ -151,6 +158,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
   const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs);
   const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs);
+  images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${publicListener.port}`);
   logger.info(
     { port: publicListener.port, internal_port: internalListener.port, database: database.engine, rate_limit_store: config.rateLimitStore },
     'gateway listening',
@@ -163,12 +171,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     internalUrl: `http://127.0.0.1:${internalListener.port}`,
     database,
     logger,
+    images,
     apps: { public: publicApp, internal: internalApp },
     close() {
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
         releaseRetries.close();
+        await images.store.close();
         await rateLimiter.close();
         await database.close();
       })();

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBase62 } from '../shared/ids';
+import type { S3ImageStoreSettings } from '../images/s3-image-store';
 import type { ResilienceSettings } from '../providers/resilience/resilient-provider';
 import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
 
@@ -57,6 +58,8 @@ export interface GatewayConfig {
   sweepGraceMs: number;
   /** Cloudflare Access JWTs accepted on the internal API beside service tokens; undefined = not accepted. */
   accessJwt: AccessJwtConfig | undefined;
+  /** Stored images and their signed URLs (README "Image storage"). */
+  images: ImagesConfig;
 }
 
 export interface AccessJwtConfig {
@@ -66,6 +69,19 @@ export interface AccessJwtConfig {
   audiences: string[];
   /** The team's signing keys, `<issuer>/cdn-cgi/access/certs` unless set. */
   jwksUrl: string;
+}
+
+export interface ImagesConfig {
+  store: { kind: 'directory'; directory: string } | ({ kind: 's3' } & S3ImageStoreSettings);
+  retentionMs: number;
+  /** HMAC key of image URLs; the same on every replica. */
+  signingKey: string;
+  /** Where clients reach the gateway, for the URLs; the listening address when unset. */
+  publicBaseUrl: string | undefined;
+  maxBytes: number;
+  fetchTimeoutMs: number;
+  /** Hosts (or `*.domain`) every provider's image URLs may point at, besides its own base URL's host. */
+  allowedHosts: string[];
 }
 
 export interface ServiceToken {
@@ -264,6 +280,63 @@ function readAccessJwt(env: Env): AccessJwtConfig | undefined {
   return { issuer, audiences, jwksUrl: url(env, 'CF_ACCESS_JWKS_URL', `${issuer}/cdn-cgi/access/certs`) };
 }
 
+/**
+ * IMAGE_* settings. Outside production a missing IMAGE_URL_SIGNING_KEY is generated once into the
+ * data directory (0600), like the admin secret; replicas must share one, so production requires it.
+ */
+function readImages(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): ImagesConfig {
+  const kind = env.IMAGE_STORE || 'directory';
+  if (kind !== 'directory' && kind !== 's3') throw new ConfigError(`IMAGE_STORE must be directory or s3, got "${kind}"`);
+  let store: ImagesConfig['store'];
+  if (kind === 's3') {
+    if (!env.IMAGE_S3_BUCKET) throw new ConfigError('IMAGE_STORE=s3 needs IMAGE_S3_BUCKET');
+    const endpoint = env.IMAGE_S3_ENDPOINT ? url(env, 'IMAGE_S3_ENDPOINT', '') : undefined;
+    store = {
+      kind,
+      bucket: env.IMAGE_S3_BUCKET,
+      prefix: env.IMAGE_S3_PREFIX ?? 'images/',
+      region: env.IMAGE_S3_REGION || 'us-east-1',
+      endpoint,
+      forcePathStyle: boolean(env, 'IMAGE_S3_FORCE_PATH_STYLE', endpoint !== undefined),
+      credentials: bothOrNeither(env, 'IMAGE_S3_ACCESS_KEY_ID', 'IMAGE_S3_SECRET_ACCESS_KEY')
+        ? { accessKeyId: env.IMAGE_S3_ACCESS_KEY_ID as string, secretAccessKey: env.IMAGE_S3_SECRET_ACCESS_KEY as string }
+        : undefined,
+    };
+  } else {
+    store = { kind, directory: path.resolve(env.IMAGE_DIRECTORY || path.join(dataDirectory(databaseUrl), 'images')) };
+  }
+  let signingKey = env.IMAGE_URL_SIGNING_KEY ?? '';
+  if (signingKey !== '' && signingKey.length < 32) throw new ConfigError('IMAGE_URL_SIGNING_KEY must be at least 32 characters');
+  if (signingKey === '') {
+    if (nodeEnv === 'production') throw new ConfigError('IMAGE_URL_SIGNING_KEY is required when NODE_ENV=production');
+    const file = path.join(dataDirectory(databaseUrl), 'image-url-key');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // Written aside, then linked into place (atomic, fails if present): of several processes
+    // starting at once, one key wins and every process reads that one.
+    const draft = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(draft, `${randomBase62(48)}\n`, { mode: 0o600 });
+    try {
+      fs.linkSync(draft, file);
+      announce(`Generated the image URL signing key (stored in ${file}); set IMAGE_URL_SIGNING_KEY to share one between replicas.`);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      fs.rmSync(draft, { force: true });
+    }
+    signingKey = fs.readFileSync(file, 'utf8').trim();
+  }
+  const publicBaseUrl = env.PUBLIC_BASE_URL ? url(env, 'PUBLIC_BASE_URL', '').replace(/\/+$/, '') : undefined;
+  return {
+    store,
+    retentionMs: integer(env, 'IMAGE_RETENTION_HOURS', 168, 1, 24 * 3650) * 3_600_000,
+    signingKey,
+    publicBaseUrl,
+    maxBytes: integer(env, 'IMAGE_MAX_BYTES', 20 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+    fetchTimeoutMs: integer(env, 'IMAGE_FETCH_TIMEOUT_MS', 30_000, 100, 600_000),
+    allowedHosts: (env.IMAGE_FETCH_ALLOWED_HOSTS ?? '*.volces.com').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+  };
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const databaseUrl = env.DATABASE_URL || './data/gateway.db';
@@ -299,5 +372,6 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),
     serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
     accessJwt: readAccessJwt(env),
+    images: readImages(env, nodeEnv, databaseUrl, announce),
   };
 }

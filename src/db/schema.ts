@@ -102,6 +102,26 @@ export interface AuditEventsTable {
   client_ip: string;
 }
 
+/** An image the gateway stored (0011); its bytes live in the image store under its id. */
+export interface StoredImagesTable {
+  id: string;
+  generation_id: string;
+  /** Index of the image within its generation's answer. */
+  position: number;
+  /** image/png | image/jpeg | image/webp, from the bytes. */
+  content_type: string;
+  byte_size: number;
+  /** Hex SHA-256 of the bytes: the ETag. */
+  sha256: string;
+  width: number;
+  height: number;
+  created_at: number;
+  /** created_at + retention: URLs never outlive it; the sweeper deletes the bytes after it. */
+  expires_at: number;
+  /** When the sweeper deleted the bytes; the row (a tombstone: URLs answer 410) goes a day later. */
+  deleted_at: number | null;
+}
+
 export interface Database {
   admin_tokens: AdminTokensTable;
   audit_events: AuditEventsTable;
@@ -109,4 +129,5 @@ export interface Database {
   rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
+  stored_images: StoredImagesTable;
 }

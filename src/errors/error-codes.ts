@@ -44,4 +44,9 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   admin_token_not_found: { status: 404, type: 'not_found_error' },
   invalid_access_jwt: { status: 401, type: 'authentication_error' },
   access_jwks_unavailable: { status: 503, type: 'api_error' },
+  invalid_signature: { status: 403, type: 'permission_error' },
+  image_not_found: { status: 404, type: 'not_found_error' },
+  image_expired: { status: 410, type: 'not_found_error' },
+  range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
+  image_storage_unavailable: { status: 503, type: 'api_error' },
 };

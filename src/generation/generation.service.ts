@@ -3,6 +3,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
+import type { ImagesService } from '../images/images.service';
 import type { ClientKey } from '../keys/key.model';
 import { reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
@@ -27,6 +28,7 @@ export interface GenerationDeps {
   logger: Logger;
   /** Called when a failed generation could not be settled either, to release it once the database takes writes. */
   onUnsettled?: (generationId: string, errorCode: string) => void;
+  images: ImagesService;
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -173,7 +175,7 @@ export class GenerationService {
     const started = clock.now();
     try {
       if (!provider) throw new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured.`, { param: 'model' });
-      const images = await provider.generate(
+      const produced = await provider.generate(
         {
           prompt: input.prompt,
           negativePrompt: input.negative_prompt,
@@ -188,6 +190,9 @@ export class GenerationService {
         },
         signal,
       );
+      // Stored before success is recorded: an image the client cannot get is never charged.
+      const responseFormat = input.response_format ?? 'url';
+      const images = await this.deps.images.persist({ generationId, provider: entry.provider, images: produced, responseFormat }, signal);
       const latencyMs = elapsedMs(clock, started);
       const completedAt = clock.now();
       const settled = await this.deps.writes.run((trx) =>

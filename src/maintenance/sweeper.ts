@@ -9,6 +9,8 @@ import type { Clock } from '../shared/clock';
 export interface SweepResult {
   abandoned: number;
   idempotencyPruned: number;
+  /** Stored images past their retention, deleted with their bytes. */
+  imagesDeleted: number;
 }
 
 /**
@@ -22,6 +24,8 @@ export interface SweepDeps {
   clock: Clock;
   /** Per provider: its deadline plus grace. A pending generation older than that was abandoned. */
   staleAfterMs: Record<string, number>;
+  /** Deletes images past their retention (src/images). */
+  images?: { sweep(): Promise<number> };
 }
 
 /**
@@ -53,7 +57,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   // A 'running' idempotency record outlives any request only when its process died.
   const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
   const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
-  return { abandoned, idempotencyPruned };
+  const imagesDeleted = (await deps.images?.sweep()) ?? 0;
+  return { abandoned, idempotencyPruned, imagesDeleted };
 }
 
 /** Runs the sweep now and then every `intervalMs` until stopped. */
@@ -61,7 +66,7 @@ export async function startSweeper(deps: SweepDeps & { intervalMs: number; logge
   const run = async () => {
     try {
       const result = await sweepOnce(deps);
-      if (result.abandoned > 0 || result.idempotencyPruned > 0) deps.logger.info(result, 'sweep released abandoned work');
+      if (result.abandoned > 0 || result.idempotencyPruned > 0 || result.imagesDeleted > 0) deps.logger.info(result, 'sweep released abandoned work');
     } catch (error) {
       deps.logger.error({ err: error }, 'sweep failed');
     }

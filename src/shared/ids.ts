@@ -46,6 +46,6 @@ export function newId(prefix: 'key' | 'req' | 'adt'): string {
  * epoch milliseconds, then 14 random (83 bits). New rows land at the end of the primary-key index
  * instead of on a random page of it.
  */
-export function newSortableId(prefix: 'gen' | 'aud', nowMs: number): string {
+export function newSortableId(prefix: 'gen' | 'aud' | 'img', nowMs: number): string {
   return `${prefix}_${toBase62(nowMs, 8)}${randomBase62(14)}`;
 }

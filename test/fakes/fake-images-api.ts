@@ -1,13 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
+import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
 /**
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
  * per call, size echoed) or OpenAI (`'openai'`, honours n, revised_prompt). Checks the Bearer key.
  * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
  * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
- * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [empty] no images.
+ * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [empty] no images; [image:KIND] a misbehaving
+ * image file (scenario.ts serveImageFile). Image URLs point at the fake itself (GET /files/...).
  */
 export interface FakeImagesApi {
   url: string;
@@ -29,6 +30,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
+    if (serveImageFile(req, res)) return;
     if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
     if (req.headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
     const body = JSON.parse(raw) as Record<string, unknown>;
@@ -64,7 +66,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const size = String(body.size ?? '1024x1024');
     const data = Array.from({ length: count }, (_, i) => ({
-      ...(body.response_format === 'b64_json' ? { b64_json: TINY_PNG_B64 } : { url: `https://fake-images.invalid/${Date.now()}-${i}.png` }),
+      ...(body.response_format === 'b64_json' ? { b64_json: TINY_PNG_B64 } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
       ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),
     }));
     sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: count, output_tokens: 16384 * count, total_tokens: 16384 * count } });

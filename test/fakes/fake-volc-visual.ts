@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expectedVolcSignature } from './volc-signature';
-import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
+import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
@@ -52,6 +52,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
+    if (serveImageFile(req, res)) return;
     const target = new URL(req.url ?? '/', 'http://fake');
     const action = target.searchParams.get('Action') ?? '';
     const auth = /^HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(req.headers.authorization ?? '');
@@ -116,7 +117,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         code: 10000,
         data: {
           status: 'done',
-          image_urls: returnUrl ? [`https://fake-visual.invalid/${String(body.task_id)}.png`] : null,
+          image_urls: returnUrl ? [imageFileUrl(req, task.prompt, String(body.task_id))] : null,
           binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
         },
         message: 'Success',

@@ -22,3 +22,52 @@ export function sendJson(res: import('node:http').ServerResponse, status: number
 }
 
 export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Image files the fakes serve from their own host, as real upstreams hand out URLs to their
+ * storage. The prompt token [image:KIND] picks a misbehaving file: `html` (an HTML page with status
+ * 200), `huge` (a PNG header then 4 MiB, streamed without Content-Length), `redirect` (302 to
+ * another host), `missing` (404), `foreign` (the tiny PNG, on a URL naming another host). Without
+ * it, the tiny PNG.
+ */
+export function imageFileUrl(req: import('node:http').IncomingMessage, prompt: string, name: string): string {
+  const kind = token(prompt, 'image') ?? 'png';
+  // `foreign`: a good PNG, but named by another host (localhost instead of 127.0.0.1).
+  const host = kind === 'foreign' ? String(req.headers.host).replace('127.0.0.1', 'localhost') : req.headers.host;
+  return `http://${host}/files/${kind}-${name}.png`;
+}
+
+/** Answers GET /files/... (see imageFileUrl); false when the request is something else. */
+export function serveImageFile(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): boolean {
+  const match = /^\/files\/([a-z]+)-/.exec(req.url ?? '');
+  if (req.method !== 'GET' || !match) return false;
+  const kind = match[1];
+  if (kind === 'html') {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end('<!doctype html><html><body>Access denied</body></html>');
+  } else if (kind === 'huge') {
+    res.writeHead(200, { 'Content-Type': 'image/png' });
+    const chunk = Buffer.alloc(65_536);
+    Buffer.from(TINY_PNG_B64, 'base64').copy(chunk);
+    let sent = 0;
+    const pump = () => {
+      while (sent < 64 && !res.destroyed) {
+        sent += 1;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  } else if (kind === 'redirect') {
+    res.writeHead(302, { Location: 'http://elsewhere.invalid/stolen.png' });
+    res.end();
+  } else if (kind === 'missing') {
+    res.writeHead(404, { 'Content-Type': 'text/plain' });
+    res.end('no such file');
+  } else {
+    const png = Buffer.from(TINY_PNG_B64, 'base64');
+    res.writeHead(200, { 'Content-Type': 'image/png', 'Content-Length': png.length });
+    res.end(png);
+  }
+  return true;
+}

@@ -40,11 +40,11 @@ describe('POST /images/generate (generateImage)', () => {
       expect(a.body.data[0].b64_json).not.toEqual(c.body.data[0].b64_json);
     });
 
-    it('answers data: URLs by default and uses the model default size', async () => {
+    it('answers the gateway\'s own signed image URLs by default and uses the model default size', async () => {
       const { key } = await t.createKey();
       const res = await t.api.client(key, { prompt: 'default format', model: 'local-1' });
       expect(res.status).toBe(200);
-      expect(res.body.data[0].url).toMatch(/^data:image\/png;base64,/);
+      expect(res.body.data[0].url).toMatch(new RegExp(`^${t.gateway.url}/images/img_[0-9A-Za-z]+\\?expires=\\d+&signature=[\\w-]{43}$`));
       expect(res.body.data[0].b64_json).toBeUndefined();
       expect(res.body.data[0]).toMatchObject({ width: 256, height: 256 });
     });

@@ -26,7 +26,10 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
     expect(Buffer.from(b64.data![0]!.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
     expect(b64.data![0]!.revised_prompt).toBe('a lighthouse at dawn');
     const url = await client(key).images.generate({ model: 'local-1', prompt: 'a boat', size: 'auto' as '256x256' });
-    expect(url.data![0]!.url).toMatch(/^data:image\/png;base64,/);
+    // The gateway's own URL, fetched without the key, as an <img> tag would.
+    const image = await fetch(url.data![0]!.url!);
+    expect(image.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await image.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
     expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(3);
   });
 

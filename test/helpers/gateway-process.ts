@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { ADMIN_SECRET, SERVICE_TOKEN } from './test-gateway';
+import os from 'node:os';
+import { ADMIN_SECRET, IMAGE_URL_SIGNING_KEY, SERVICE_TOKEN } from './test-gateway';
 
 export const MAIN_JS = path.resolve(__dirname, '../../dist/src/main.js');
 
@@ -25,6 +26,9 @@ export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEn
     CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
     CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
     LOG_LEVEL: 'info',
+    // Replicas share the key, and keep images out of the work tree.
+    IMAGE_URL_SIGNING_KEY,
+    IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-test-process-images'),
     ...env,
   };
 }

@@ -47,14 +47,17 @@ export class SpecResponses {
     const path = url.split('?')[0]!.slice(this.basePath.length).replace(/(.)\/$/, '$1');
     const found = this.templates.find((t) => t.pattern.test(path));
     const isError = res.status >= 400;
-    const operation = found && (this.document.paths[found.template] as Record<string, unknown>)[method.toLowerCase()];
+    // HEAD is documented as its GET (same status and headers, no body).
+    const head = method.toLowerCase() === 'head';
+    const verb = head ? 'get' : method.toLowerCase();
+    const operation = found && (this.document.paths[found.template] as Record<string, unknown>)[verb];
     if (!found || !operation) {
       // Outside the spec only the error envelope (404/405) is allowed.
       if (!isError) return `${method} ${path} answered ${res.status} but is not in the spec`;
       return this.validate('/components/schemas/Error', res.body);
     }
     const escaped = found.template.replace(/~/g, '~0').replace(/\//g, '~1');
-    const responses = `/paths/${escaped}/${method.toLowerCase()}/responses`;
+    const responses = `/paths/${escaped}/${verb}/responses`;
     const documented = (operation as { responses: Record<string, unknown> }).responses;
     const status = String(res.status) in documented ? String(res.status) : 'default' in documented ? 'default' : undefined;
     if (!status) return `${method} ${found.template} answered ${res.status}, which the spec does not document`;
@@ -63,7 +66,7 @@ export class SpecResponses {
     if (!content) return res.text ? `${method} ${found.template} ${res.status} should have no body` : undefined;
     const type = String(res.headers['content-type'] ?? '').split(';')[0]!;
     if (!(type in content)) return `${method} ${found.template} ${res.status} answered content type "${type}"`;
-    if (type !== 'application/json') return undefined;
+    if (type !== 'application/json' || head) return undefined;
     return this.validate(`${response.pointer}/content/application~1json/schema`, res.body);
   }
 }

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request, { type Response } from 'supertest';
 import { loadConfig } from '../../src/config/config';
 import { type RunningGateway, startGateway } from '../../src/server';
@@ -10,7 +13,10 @@ export const ADMIN_SECRET = 'test-admin-secret-0123456789';
 /** The service token the test gateways accept on the internal API. */
 export const SERVICE_TOKEN = { 'CF-Access-Client-Id': 'svc-tests.access', 'CF-Access-Client-Secret': 'service-secret-for-tests-0123' };
 
-type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
+/** The image URL signing key of test gateways (tests sign URLs of their own with it). */
+export const IMAGE_URL_SIGNING_KEY = 'test-image-url-signing-key-0123456789abcdef';
+
+type Method = 'get' | 'head' | 'post' | 'patch' | 'delete' | 'put';
 
 const gatewaySpec = new SpecResponses('gateway');
 const creativeSpec = new SpecResponses('creative');
@@ -67,6 +73,8 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
   const scaleOut: Record<string, string> = redis ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redis.prefix } : {};
   const clock = new TestClock();
   const logs: string[] = [];
+  // Stored images go to a directory of this gateway's own, removed on close.
+  const imageDirectory = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-images-'));
   const config = loadConfig(
     {
       NODE_ENV: 'test',
@@ -79,6 +87,8 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       ADMIN_SECRET,
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'true',
+      IMAGE_URL_SIGNING_KEY,
+      IMAGE_DIRECTORY: imageDirectory,
       ...scaleOut,
       ...env,
     },
@@ -97,6 +107,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       await gateway.close();
       await database.drop();
       await redis?.drop();
+      fs.rmSync(imageDirectory, { recursive: true, force: true });
     },
   };
 }

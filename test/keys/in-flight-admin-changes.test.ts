@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/config';
 import { ApiError } from '../../src/errors/api-error';
@@ -9,7 +11,8 @@ import { GatewayMetrics } from '../../src/metrics/metrics';
 import { createProviderRegistry } from '../../src/providers/create-registry';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter';
 import { BOOKS_CATALOG, type BooksGateway, startBooksGateway } from '../helpers/books';
-import { ADMIN_SECRET, SERVICE_TOKEN, localRequest } from '../helpers/test-gateway';
+import { ADMIN_SECRET, IMAGE_URL_SIGNING_KEY, SERVICE_TOKEN, localRequest } from '../helpers/test-gateway';
+import { createImagesService } from '../../src/images/create-images';
 
 /**
  * Issue #14: what each admin change does to generations already in flight, and the accounting
@@ -89,7 +92,7 @@ describe('admin changes while generations are in flight', () => {
     // What the request path holds after authentication, before its reservation.
     const readEarlier = await findKeyById(g.t.gateway.database.db, id);
     await admin('post', `/admin/keys/${id}/quota`, { credits_quota: 4, quota_period_days: 30 });
-    const generation = generationServiceOver(g);
+    const generation = await generationServiceOver(g);
     const outcomes = await Promise.all(
       Array.from({ length: 4 }, () =>
         generation.generateForKey(toClientKey(readEarlier!), { prompt: 'stale', model: 'local-1', size: '32x32' }, new AbortController().signal).then(
@@ -198,7 +201,7 @@ describe('admin changes while generations are in flight', () => {
 });
 
 /** The gateway's generation path over the test gateway's database, to hand it a key row read before an admin change. */
-function generationServiceOver(g: BooksGateway): GenerationService {
+async function generationServiceOver(g: BooksGateway): Promise<GenerationService> {
   const config = loadConfig(
     {
       NODE_ENV: 'test',
@@ -207,16 +210,21 @@ function generationServiceOver(g: BooksGateway): GenerationService {
       CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
       CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
       MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
+      IMAGE_URL_SIGNING_KEY,
+      IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-books-images'),
     },
     () => undefined,
   );
+  const logger = pino({ level: 'silent' });
+  const images = await createImagesService(config, { db: g.t.gateway.database.db, writes: g.t.gateway.database.writes, clock: g.t.clock, logger });
   return new GenerationService({
+    images,
     writes: g.t.gateway.database.writes,
     clock: g.t.clock,
     catalog: new Map(config.catalog.map((entry) => [entry.model, entry])),
     providers: createProviderRegistry(config, g.t.clock),
     rateLimiter: new MemoryRateLimiter(),
     metrics: new GatewayMetrics(),
-    logger: pino({ level: 'silent' }),
+    logger,
   });
 }

@@ -39,7 +39,8 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     const res = await t.api.client(key, { prompt: 'a harbour at night', model: 'jimeng-4.5', n: 2, seed: 5 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ provider: 'jimeng', usage: { images: 2, credits_charged: 8 } });
-    expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining('fake-images.invalid'), width: 2048, height: 2048 });
+    // Fetched from the upstream's own host and stored: the client gets the gateway's URL.
+    expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining(`${t.gateway.url}/images/img_`), width: 2048, height: 2048 });
     expect(ark.requests.slice(-2)).toEqual(
       expect.arrayContaining([
         {

@@ -12,7 +12,8 @@ const TINY_PNG = encodePng(1, 1, new Uint8Array([64, 128, 192]));
 /**
  * Built-in provider that needs no credentials: renders a real PNG procedurally from the
  * prompt and seed (same input, same picture). Pure JS, a few ms for 256x256.
- * `url` answers are data: URLs, since nothing is stored.
+ * It always hands over the bytes (base64); the gateway's image store turns them into its own URL
+ * when the client asked for `url`.
  */
 export class LocalProvider implements ImageProvider {
   readonly name = 'local';
@@ -34,9 +35,8 @@ export class LocalProvider implements ImageProvider {
     for (let index = 0; index < request.n; index += 1) {
       signal.throwIfAborted();
       const png = this.mode === 'tiny' ? TINY_PNG : render(request, index);
-      const b64 = png.toString('base64');
       images.push({
-        ...(request.responseFormat === 'b64_json' ? { b64Json: b64 } : { url: `data:image/png;base64,${b64}` }),
+        b64Json: png.toString('base64'),
         width: this.mode === 'tiny' ? 1 : width,
         height: this.mode === 'tiny' ? 1 : height,
       });

@@ -1,0 +1,35 @@
+import type { Kysely } from 'kysely';
+import type { Database, StoredImagesTable } from '../db/schema';
+
+type Db = Kysely<Database>;
+
+/** All SQL on stored_images. */
+export async function insertStoredImages(db: Db, rows: StoredImagesTable[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('stored_images').values(rows).execute();
+}
+
+export async function findStoredImage(db: Db, id: string): Promise<StoredImagesTable | undefined> {
+  return db.selectFrom('stored_images').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Images still stored but past their expiry, oldest first. */
+export async function findExpiredImageIds(db: Db, now: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('stored_images')
+    .select('id')
+    .where('deleted_at', 'is', null)
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+export async function markImagesDeleted(db: Db, ids: string[], now: number): Promise<void> {
+  if (ids.length > 0) await db.updateTable('stored_images').set({ deleted_at: now }).where('id', 'in', ids).where('deleted_at', 'is', null).execute();
+}
+
+/** Drops tombstones whose bytes went before `before`. */
+export async function purgeImageTombstones(db: Db, before: number): Promise<void> {
+  await db.deleteFrom('stored_images').where('deleted_at', '<=', before).execute();
+}

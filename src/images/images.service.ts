@@ -1,0 +1,195 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { gatewayOperations } from '../../generated/gateway.operations';
+import type { Database, StoredImagesTable } from '../db/schema';
+import type { WriteTransactions } from '../db/write-transactions';
+import { ApiError } from '../errors/api-error';
+import { fillPath } from '../http/operation-path';
+import type { ProviderImage } from '../providers/provider';
+import type { Clock } from '../shared/clock';
+import { newSortableId } from '../shared/ids';
+import { type ImageContentType, sniffImageType } from './image-bytes';
+import { type FetchLimits, type HostAllowList, fetchUpstreamImage } from './image-fetch';
+import type { ByteRange, ImageStore } from './image-store';
+import type { ImageUrlSigner } from './image-url-signer';
+import { findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
+
+/** How long a swept image's row stays, so URLs on replicas with lagging clocks still answer 410. */
+const TOMBSTONE_MS = 86_400_000;
+
+export interface ImagesDeps {
+  db: Kysely<Database>;
+  writes: WriteTransactions;
+  clock: Clock;
+  logger: Logger;
+  store: ImageStore;
+  signer: ImageUrlSigner;
+  /** How long an image is kept; its URLs expire with it. */
+  retentionMs: number;
+  limits: FetchLimits;
+  /** Per provider name, the hosts its image URLs may point at. */
+  hostsByProvider: ReadonlyMap<string, HostAllowList>;
+  /** Scheme, host and port clients reach this gateway at (no trailing slash); may be set after listening. */
+  publicBaseUrl?: string;
+}
+
+export interface PersistRequest {
+  generationId: string;
+  provider: string;
+  images: ProviderImage[];
+  responseFormat: 'url' | 'b64_json';
+  /**
+   * Store b64_json images too. A synchronous b64_json answer hands the bytes over and keeps
+   * nothing; a caller that answers later (the asynchronous API's worker) sets this.
+   */
+  keepBase64?: boolean;
+}
+
+interface TakenImage {
+  bytes: Buffer;
+  contentType: ImageContentType;
+}
+
+/**
+ * Stable image URLs: every image a provider produced is fetched once (from its URL, on the
+ * provider's own hosts only, or decoded from its base64), checked to be a PNG, JPEG or WebP within
+ * the size bound, stored, and answered as the gateway's own signed URL (or base64: see
+ * `keepBase64`). Called once per
+ * generation after the provider answered; it throws ApiError when an image cannot be taken, so the
+ * generation fails and is released like any provider failure. No request state: a background
+ * worker can call it the same way.
+ */
+export class ImagesService {
+  private publicBaseUrl: string | undefined;
+
+  constructor(private readonly deps: ImagesDeps) {
+    this.publicBaseUrl = deps.publicBaseUrl;
+  }
+
+  /** For a gateway that learns its own address only once it listens (PUBLIC_BASE_URL unset). */
+  usePublicBaseUrl(url: string): void {
+    this.publicBaseUrl ??= url.replace(/\/+$/, '');
+  }
+
+  get store(): ImageStore {
+    return this.deps.store;
+  }
+
+  async persist(request: PersistRequest, signal: AbortSignal): Promise<ProviderImage[]> {
+    const taken = await Promise.all(request.images.map((image) => this.take(request.provider, image, signal)));
+    const base64 = (i: number) => request.images[i]?.b64Json ?? (taken[i] as TakenImage).bytes.toString('base64');
+    const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
+    // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
+    if (request.responseFormat === 'b64_json' && !request.keepBase64) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
+    const rows = await this.keep(request.generationId, taken, sizeOf);
+    return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
+  }
+
+  private async keep(generationId: string, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
+    const { clock, retentionMs, store, writes, logger } = this.deps;
+    const now = clock.now();
+    const rows: StoredImagesTable[] = taken.map(({ bytes, contentType }, position) => ({
+      id: newSortableId('img', now),
+      generation_id: generationId,
+      position,
+      content_type: contentType,
+      byte_size: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      ...sizeOf(position),
+      created_at: now,
+      expires_at: now + retentionMs,
+      deleted_at: null,
+    }));
+    // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
+    await writes.run((trx) => insertStoredImages(trx, rows));
+    try {
+      await Promise.all(rows.map((row, i) => store.put(row.id, (taken[i] as TakenImage).bytes, row.content_type as ImageContentType)));
+    } catch (error) {
+      logger.error({ err: error, generation_id: generationId, store: store.description }, 'could not store generated images');
+      throw new ApiError('image_storage_unavailable', 'The generated images could not be stored; nothing was charged. Try again later.');
+    }
+    return rows;
+  }
+
+  /** The image's bytes, from its base64 or its URL, refused unless a PNG, JPEG or WebP within the bound. */
+  private async take(provider: string, image: ProviderImage, signal: AbortSignal): Promise<TakenImage> {
+    const { limits, hostsByProvider } = this.deps;
+    const refuse = (why: string) => new ApiError('provider_error', `Provider ${provider} returned an image the gateway could not take: ${why}.`);
+    let bytes: Buffer;
+    if (image.b64Json !== undefined) {
+      // base64 is 4/3 of the bytes: refuse before decoding something absurd.
+      if (image.b64Json.length > Math.ceil(limits.maxBytes / 3) * 4 + 4) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
+      bytes = Buffer.from(image.b64Json, 'base64');
+    } else if (image.url !== undefined) {
+      const allowed = hostsByProvider.get(provider);
+      if (!allowed) throw refuse('the provider has no image hosts configured');
+      bytes = await fetchUpstreamImage(provider, image.url, allowed, limits, signal);
+    } else {
+      throw refuse('it has neither a URL nor base64 data');
+    }
+    if (bytes.length > limits.maxBytes) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
+    const contentType = sniffImageType(bytes);
+    if (!contentType) throw refuse('it is not a PNG, JPEG or WebP image');
+    return { bytes, contentType };
+  }
+
+  /** The gateway's own URL for a stored image, valid until the image expires. */
+  signedUrl(row: Pick<StoredImagesTable, 'id' | 'expires_at'>): string {
+    if (!this.publicBaseUrl) throw new Error('ImagesService: no public base URL yet');
+    const expires = Math.floor(row.expires_at / 1000);
+    const query = new URLSearchParams({ expires: String(expires), signature: this.deps.signer.sign(row.id, expires) });
+    return `${this.publicBaseUrl}${fillPath(gatewayOperations.getImage.path, { image_id: row.id })}?${query}`;
+  }
+
+  /**
+   * The image a signed URL names, or the refusal: a wrong signature 403, an expired URL or image
+   * 410, an image never stored 404. The signature is checked first, so nothing is revealed
+   * about ids without one.
+   */
+  async open(imageId: string, expires: number, signature: string): Promise<StoredImagesTable> {
+    const now = this.deps.clock.now();
+    if (!this.deps.signer.verify(imageId, expires, signature)) {
+      throw new ApiError('invalid_signature', 'The image URL signature is not valid: use the URL exactly as the gateway returned it.', { param: 'signature' });
+    }
+    const expired = () => new ApiError('image_expired', 'This image URL has expired and the image is no longer kept; generate the image again.');
+    if (expires * 1000 <= now) throw expired();
+    const row = await findStoredImage(this.deps.db, imageId);
+    if (!row) throw new ApiError('image_not_found', `No image ${imageId}.`);
+    if (row.expires_at <= now || row.deleted_at !== null) throw expired();
+    return row;
+  }
+
+  /** The stored bytes; 410 when the store no longer has them (swept meanwhile). */
+  async read(row: StoredImagesTable, range?: ByteRange): Promise<Readable> {
+    let stream: Readable | undefined;
+    try {
+      stream = await this.deps.store.read(row.id, range);
+    } catch (error) {
+      this.deps.logger.error({ err: error, image_id: row.id, store: this.deps.store.description }, 'could not read a stored image');
+      throw new ApiError('image_storage_unavailable', 'The image store does not answer; try again later.');
+    }
+    if (!stream) throw new ApiError('image_expired', 'This image is no longer kept; generate the image again.');
+    return stream;
+  }
+
+  /**
+   * Deletes the bytes of images past their expiry and marks their rows (tombstones, dropped a day
+   * later); returns how many. Safe with several replicas sweeping: deletes are idempotent.
+   */
+  async sweep(): Promise<number> {
+    const { db, store, clock } = this.deps;
+    const now = clock.now();
+    let deleted = 0;
+    for (;;) {
+      const ids = await findExpiredImageIds(db, now, 200);
+      for (const id of ids) await store.delete(id);
+      await markImagesDeleted(db, ids, now);
+      deleted += ids.length;
+      if (ids.length < 200) break;
+    }
+    await purgeImageTombstones(db, now - TOMBSTONE_MS);
+    return deleted;
+  }
+}

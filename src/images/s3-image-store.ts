@@ -1,0 +1,70 @@
+import { Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { ImageContentType } from './image-bytes';
+import { type ByteRange, type ImageStore, assertImageId } from './image-store';
+
+export interface S3ImageStoreSettings {
+  bucket: string;
+  /** Object keys start with this (e.g. `images/`). */
+  prefix: string;
+  region: string;
+  /** For S3-compatible servers (MinIO, R2, Ceph, s3rver); AWS itself when undefined. */
+  endpoint?: string;
+  /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible servers need. */
+  forcePathStyle: boolean;
+  /** When absent, the SDK's default chain (environment, profile, instance role). */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+}
+
+/** Images as objects in an S3-compatible bucket, shared by every replica. */
+export class S3ImageStore implements ImageStore {
+  readonly description: string;
+  private readonly client: S3Client;
+
+  constructor(private readonly settings: S3ImageStoreSettings) {
+    this.description = `s3 ${settings.endpoint ?? 'aws'}/${settings.bucket}/${settings.prefix}`;
+    this.client = new S3Client({
+      region: settings.region,
+      forcePathStyle: settings.forcePathStyle,
+      ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+      ...(settings.credentials ? { credentials: settings.credentials } : {}),
+      // The generation fails (and is released) rather than waiting on a sick bucket for minutes.
+      maxAttempts: 3,
+    });
+  }
+
+  private keyOf(id: string): string {
+    assertImageId(id);
+    return `${this.settings.prefix}${id}`;
+  }
+
+  async put(id: string, bytes: Buffer, contentType: ImageContentType): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id), Body: bytes, ContentType: contentType, ContentLength: bytes.length }),
+    );
+  }
+
+  async read(id: string, range?: ByteRange): Promise<Readable | undefined> {
+    try {
+      const answer = await this.client.send(
+        new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id), ...(range ? { Range: `bytes=${range.first}-${range.last}` } : {}) }),
+      );
+      const body = answer.Body;
+      if (body instanceof Readable) return body;
+      if (body === undefined) return Readable.from([]);
+      return Readable.from(Buffer.from(await body.transformToByteArray()));
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw error;
+    }
+  }
+
+  async delete(id: string): Promise<void> {
+    // S3 answers 204 for a key that is not there, so racing sweepers are harmless.
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id) }));
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+}

@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config/config';
+import { imageHostsByProvider } from '../../src/images/create-images';
+import { sniffImageType } from '../../src/images/image-bytes';
+import { HostAllowList } from '../../src/images/image-fetch';
+
+const quiet = () => undefined;
+const dir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-image-config-'));
+const base = () => ({ ADMIN_SECRET: 'a-long-enough-secret', DATABASE_URL: path.join(dir(), 'gw.db') });
+
+describe('image settings', () => {
+  it('zero configuration: ./data/images beside the database, 7 days, a signing key generated once (0600) and reused', () => {
+    const env = base();
+    const printed: string[] = [];
+    const first = loadConfig(env, (line) => printed.push(line));
+    expect(first.images).toMatchObject({ store: { kind: 'directory', directory: path.join(path.dirname(env.DATABASE_URL), 'images') }, retentionMs: 7 * 86_400_000 });
+    const file = path.join(path.dirname(env.DATABASE_URL), 'image-url-key');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(first.images.signingKey.length).toBeGreaterThanOrEqual(32);
+    expect(printed.join('\n')).toContain('image URL signing key');
+    expect(loadConfig(env, quiet).images.signingKey).toBe(first.images.signingKey);
+  });
+
+  it('S3 settings, path-style by default with an endpoint', () => {
+    const config = loadConfig(
+      { ...base(), IMAGE_STORE: 's3', IMAGE_S3_BUCKET: 'imgs', IMAGE_S3_ENDPOINT: 'http://minio:9000', IMAGE_S3_ACCESS_KEY_ID: 'a', IMAGE_S3_SECRET_ACCESS_KEY: 'b', IMAGE_RETENTION_HOURS: '24' },
+      quiet,
+    );
+    expect(config.images).toMatchObject({
+      store: { kind: 's3', bucket: 'imgs', prefix: 'images/', region: 'us-east-1', endpoint: 'http://minio:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } },
+      retentionMs: 86_400_000,
+    });
+  });
+
+  it.each([
+    [{ IMAGE_STORE: 'ftp' }, /IMAGE_STORE must be directory or s3/],
+    [{ IMAGE_STORE: 's3' }, /needs IMAGE_S3_BUCKET/],
+    [{ IMAGE_STORE: 's3', IMAGE_S3_BUCKET: 'b', IMAGE_S3_ACCESS_KEY_ID: 'only-one' }, /set both IMAGE_S3_ACCESS_KEY_ID and IMAGE_S3_SECRET_ACCESS_KEY/],
+    [{ IMAGE_URL_SIGNING_KEY: 'short' }, /at least 32 characters/],
+    [{ IMAGE_RETENTION_HOURS: '0' }, /IMAGE_RETENTION_HOURS must be an integer/],
+    [{ PUBLIC_BASE_URL: 'ftp://x' }, /PUBLIC_BASE_URL must be an http\(s\) URL/],
+  ])('fails fast for %j', (env, message) => {
+    expect(() => loadConfig({ ...base(), ...env }, quiet)).toThrow(message);
+  });
+
+  it('production requires IMAGE_URL_SIGNING_KEY (replicas must share it)', () => {
+    const production = { ...base(), NODE_ENV: 'production', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-service-secret' };
+    expect(() => loadConfig(production, quiet)).toThrow(/IMAGE_URL_SIGNING_KEY is required/);
+    expect(loadConfig({ ...production, IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) }, quiet).images.signingKey).toBe('k'.repeat(32));
+  });
+
+  it('each provider may be fetched from its own base URL\'s host plus the operator\'s list', () => {
+    const config = loadConfig(
+      { ...base(), ARK_API_KEY: 'k', ARK_BASE_URL: 'https://ark.example.net/api/v3', OPENAI_COMPAT_BASE_URL: 'http://10.0.0.5:9000/v1', OPENAI_COMPAT_API_KEY: 'k', IMAGE_FETCH_ALLOWED_HOSTS: '*.cdn.example.org' },
+      quiet,
+    );
+    const hosts = imageHostsByProvider(config);
+    expect(hosts.get('jimeng')?.allows('ark.example.net')).toBe(true);
+    expect(hosts.get('jimeng')?.allows('10.0.0.5:9000')).toBe(false);
+    expect(hosts.get('openai')?.allows('10.0.0.5:9000')).toBe(true);
+    expect(hosts.get('openai')?.allows('img.cdn.example.org')).toBe(true);
+    expect(hosts.get('local')?.allows('ark.example.net')).toBe(false);
+  });
+});
+
+describe('HostAllowList and sniffing', () => {
+  it('matches exact hosts with their port, and one wildcard label for subdomains on default ports', () => {
+    const list = new HostAllowList(['img.example.com', '127.0.0.1:9000', '*.volces.com']);
+    expect(list.allows('img.example.com')).toBe(true);
+    expect(list.allows('127.0.0.1:9000')).toBe(true);
+    expect(list.allows('127.0.0.1:9001')).toBe(false);
+    expect(list.allows('a.b.volces.com')).toBe(true);
+    expect(list.allows('volces.com')).toBe(false);
+    expect(list.allows('evilvolces.com')).toBe(false);
+    expect(list.allows('x.volces.com:8443')).toBe(false);
+  });
+
+  it('recognises PNG, JPEG and WebP by their bytes, and nothing else', () => {
+    expect(sniffImageType(Buffer.from('89504e470d0a1a0a0000', 'hex'))).toBe('image/png');
+    expect(sniffImageType(Buffer.from('ffd8ffe000104a464946', 'hex'))).toBe('image/jpeg');
+    expect(sniffImageType(Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 ')]))).toBe('image/webp');
+    expect(sniffImageType(Buffer.from('<!doctype html><html>'))).toBeUndefined();
+    expect(sniffImageType(Buffer.from('GIF89a......'))).toBeUndefined();
+    expect(sniffImageType(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'))).toBeUndefined();
+    expect(sniffImageType(Buffer.from('RIFF\0\0\0\0WAVE'))).toBeUndefined();
+    expect(sniffImageType(Buffer.from('8950', 'hex'))).toBeUndefined();
+  });
+});
