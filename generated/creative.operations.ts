@@ -3,6 +3,7 @@
 export const creativeOperations = {
   listModels: {"method":"get","path":"/api/v1/creative/models","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},
   listProviders: {"method":"get","path":"/api/v1/creative/providers","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},
+  listChannelHealth: {"method":"get","path":"/api/v1/creative/channels/health","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},
   createGeneration: {"method":"post","path":"/api/v1/creative/images/generations","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},
   listGenerations: {"method":"get","path":"/api/v1/creative/generations","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},
   getGeneration: {"method":"get","path":"/api/v1/creative/generations/{id}","security":[["ServiceTokenId","ServiceTokenSecret"]],"extensions":{}},

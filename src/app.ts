@@ -5,6 +5,8 @@ import { gatewayOperations } from '../generated/gateway.operations';
 import { adminSecretGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
+import { channelHandlers } from './channels/channels.handlers';
+import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
@@ -35,6 +37,7 @@ export interface GatewayAppDeps {
   generation: GenerationService;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
+  channels: ChannelsService;
 }
 
 /**
@@ -46,6 +49,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),
+    ...channelHandlers(deps.channels),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

@@ -3,6 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { DestinationStream, Logger } from 'pino';
 import { createGatewayApp } from './app';
+import { createChannelLimitStore, MemoryLimitStore } from './channels/channel-limits';
+import { ChannelRouter } from './channels/channel-router';
+import { CredentialSealer } from './channels/channel-sealing';
+import { environmentChannels } from './channels/channel.model';
+import { ChannelsService } from './channels/channels.service';
 import type { GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
@@ -80,11 +85,27 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   });
   await migrateToLatest(database.db as never, database.engine);
 
-  const providers = createProviderRegistry(config, clock);
+  const providers = createProviderRegistry(config);
   const metrics = new GatewayMetrics();
   const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
-  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
+  const sealer = new CredentialSealer(config.channels.sealingKeys);
+  const fromEnvironment = environmentChannels(config, clock.now());
+  const channels = new ChannelRouter({
+    db: database.db,
+    writes: database.writes,
+    clock,
+    logger,
+    sealer,
+    environment: { channels: fromEnvironment, providers },
+    resilience: config.providers.resilience,
+    sharedLimits: createChannelLimitStore(config.redisUrl, config.redisPrefix, database.db, database.engine),
+    localLimits: new MemoryLimitStore(),
+    queueTimeoutMs: config.channels.queueTimeoutMs,
+    pollIntervalMs: config.channels.pollIntervalMs,
+  });
+  channels.startProbe(config.channels.probeIntervalMs, catalog);
+  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, channels, rateLimiter, metrics, logger });
 
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
@@ -101,13 +122,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     document: loadOpenApiDocument('gateway'),
     keys: new KeysService(database.db, clock, providers.names()),
     rateLimiter,
+    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
   });
   const internalApp = createInternalApp({
     ...common,
     serviceTokens: config.serviceTokens,
     document: loadOpenApiDocument('creative'),
-    catalog: new CatalogService(catalog, providers),
+    catalog: new CatalogService(catalog, providers, channels),
     usage: new UsageService(database.db),
+    channels,
   });
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
   const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs);
@@ -129,6 +152,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
+        await channels.close();
         await rateLimiter.close();
         await database.close();
       })();

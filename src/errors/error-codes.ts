@@ -36,4 +36,6 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
+  channel_not_found: { status: 404, type: 'not_found_error' },
+  channel_read_only: { status: 409, type: 'invalid_request_error' },
 };

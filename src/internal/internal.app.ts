@@ -14,6 +14,8 @@ import type { OpenApiDocument } from '../http/openapi-document';
 import { openApiValidator } from '../http/openapi-validator';
 import { specRouter } from '../http/spec-router';
 import type { GatewayMetrics } from '../metrics/metrics';
+import type { ChannelRouter } from '../channels/channel-router';
+import { channelHealthHandlers } from '../channels/channels.handlers';
 import type { CatalogService } from './catalog.service';
 import { internalHandlers } from './internal.handlers';
 import type { UsageService } from './usage.service';
@@ -29,6 +31,7 @@ export interface InternalAppDeps {
   generation: GenerationService;
   catalog: CatalogService;
   usage: UsageService;
+  channels: ChannelRouter;
 }
 
 /** The internal creative API (second listener): every route from openapi/creative.yaml, same error model. */
@@ -36,6 +39,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
   const health = healthHandlers(deps.db);
   const handlers: CreativeHandlers = {
     ...internalHandlers(deps),
+    ...channelHealthHandlers(deps.channels),
     getInternalLiveness: health.liveness,
     getInternalReadiness: health.readiness,
     getMetrics: async () => ({ status: 200, contentType: deps.metrics.registry.contentType, body: await deps.metrics.registry.metrics() }),
