@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
 
 /**
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
@@ -12,6 +12,12 @@ import { TINY_PNG_B64, delay, readBody, sendJson, token } from './scenario';
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
+  /** Load seen by this account (authenticated calls only). */
+  counters: AccountCounters;
+  /** Revokes the key (401 from now on) or changes it. */
+  setApiKey(apiKey: string): void;
+  /** 'busy': every call answers 429 with Retry-After; 'failing': 500; 'normal' by prompt tokens. */
+  setMode(mode: 'normal' | 'busy' | 'failing'): void;
   /** Answers every request that carries [hold] and is still waiting. */
   releaseHeld(): void;
   close(): Promise<void>;
@@ -19,6 +25,9 @@ export interface FakeImagesApi {
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
+  const counters = new AccountCounters();
+  let apiKey = options.apiKey;
+  let mode: 'normal' | 'busy' | 'failing' = 'normal';
   const busyCounts = new Map<string, number>();
   let held: Array<() => void> = [];
   const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
@@ -27,9 +36,16 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
     if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
-    if (req.headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+    if (req.headers.authorization !== `Bearer ${apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
     const body = JSON.parse(raw) as Record<string, unknown>;
     requests.push(body);
+    const finished = counters.start();
+    res.once('close', finished);
+    if (mode === 'busy') {
+      res.setHeader('Retry-After', '30');
+      return error(res, 429, 'RateLimitExceeded.EndpointRPMExceeded', 'Too many requests');
+    }
+    if (mode === 'failing') return error(res, 500, 'InternalServiceError', 'fake outage');
     const prompt = String(body.prompt ?? '');
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
@@ -61,6 +77,13 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    counters,
+    setApiKey(next: string) {
+      apiKey = next;
+    },
+    setMode(next) {
+      mode = next;
+    },
     releaseHeld() {
       for (const release of held) release();
       held = [];
