@@ -46,8 +46,14 @@ describe('channels: upstream accounts', () => {
     }
   });
 
-  const arkChannel = async (index: number, extra: Record<string, unknown> = {}) => {
-    const res = await t.api.admin('post', '/admin/channels', {
+  const addChannel = async (body: Record<string, unknown>) => {
+    const res = await t.api.admin('post', '/admin/channels', body);
+    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
+    created.push(res.body.id);
+    return res.body as { id: string } & Record<string, unknown>;
+  };
+  const arkChannel = (index: number, extra: Record<string, unknown> = {}) =>
+    addChannel({
       name: `ark ${index}`,
       provider: 'jimeng',
       transport: 'ark',
@@ -56,25 +62,16 @@ describe('channels: upstream accounts', () => {
       credentials: { api_key: ARK_KEYS[index] },
       ...extra,
     });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    created.push(res.body.id);
-    return res.body as { id: string } & Record<string, unknown>;
-  };
-  const visualChannel = async (index: number, extra: Record<string, unknown> = {}) => {
-    const account = VISUAL_ACCOUNTS[index]!;
-    const res = await t.api.admin('post', '/admin/channels', {
+  const visualChannel = (index: number, extra: Record<string, unknown> = {}) =>
+    addChannel({
       name: `visual ${index}`,
       provider: 'jimeng',
       transport: 'visual',
       base_url: visual[index]!.url,
       models: [{ model: 'jimeng-4.0' }],
-      credentials: { access_key_id: account.accessKeyId, secret_access_key: account.secretAccessKey },
+      credentials: { access_key_id: VISUAL_ACCOUNTS[index]!.accessKeyId, secret_access_key: VISUAL_ACCOUNTS[index]!.secretAccessKey },
       ...extra,
     });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    created.push(res.body.id);
-    return res.body as { id: string } & Record<string, unknown>;
-  };
   const generate = (prompt: string, model = 'jimeng-4.5', extra: Record<string, unknown> = {}) =>
     t.api.client(key, { prompt, model, size: '1024x1024', ...extra });
   const arkCalls = () => ark.map((fake) => fake.counters.calls);
