@@ -3,6 +3,7 @@
 export const creativeOperations = {
   listModels: {"method":"get","path":"/api/v1/creative/models","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   listProviders: {"method":"get","path":"/api/v1/creative/providers","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
+  listChannelHealth: {"method":"get","path":"/api/v1/creative/channels/health","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   createGeneration: {"method":"post","path":"/api/v1/creative/images/generations","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   listGenerations: {"method":"get","path":"/api/v1/creative/generations","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   getGeneration: {"method":"get","path":"/api/v1/creative/generations/{id}","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},

@@ -40,6 +40,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/creative/channels/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Channel health
+         * @description Per channel (upstream account): slots in flight, calls and images in the last minute against
+         *     its limits (shared across replicas), cool-down, and this replica's breaker state, error rate
+         *     and latency percentiles over its last 200 calls.
+         */
+        get: operations["listChannelHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/creative/images/generations": {
         parameters: {
             query?: never;
@@ -303,6 +325,51 @@ export interface components {
             latency_ms: number | null;
             created_at: components["schemas"]["Timestamp"];
             completed_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * @description Only on `getGeneration`: every upstream call made for it, in order (one per image on
+             *     one-image-per-call transports), with the channel that served it. Clients never see these.
+             */
+            attempts?: components["schemas"]["GenerationAttempt"][];
+        };
+        GenerationAttempt: {
+            /** @description Which of the request's upstream calls (0 for a single call). */
+            image_index: number;
+            channel_id: string;
+            /** @enum {string} */
+            outcome: "succeeded" | "failed" | "failed_over";
+            error_code: string | null;
+            latency_ms: number;
+            started_at: components["schemas"]["Timestamp"];
+        };
+        ChannelHealth: {
+            id: string;
+            name: string;
+            provider: components["schemas"]["ProviderName"];
+            /** @enum {string} */
+            status: "enabled" | "disabled" | "auto_disabled";
+            /**
+             * @description This replica's breaker for the channel.
+             * @enum {string}
+             */
+            circuit: "closed" | "open" | "half_open";
+            /** @description Calls holding a slot at the account now (all replicas; this replica's for environment channels). */
+            in_flight: number;
+            max_concurrency: number | null;
+            /** @description Calls started in the last 60 s (all replicas). */
+            calls_this_minute: number;
+            rpm: number | null;
+            /** @description Images asked for in the last 60 s (all replicas). */
+            images_this_minute: number;
+            ipm: number | null;
+            cooling_down_until: components["schemas"]["Timestamp"] | null;
+            /** @description Calls in this replica's window (last 200). */
+            calls: number;
+            error_rate: number;
+            latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
         };
         UsageRow: {
             /** Format: date */
@@ -324,7 +391,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -607,6 +674,31 @@ export interface operations {
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
             503: components["responses"]["AccessKeysUnavailable"];
+        };
+    };
+    listChannelHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Health of every channel. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelHealth"][];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["MissingServiceToken"];
+            403: components["responses"]["InvalidServiceToken"];
         };
     };
     createGeneration: {

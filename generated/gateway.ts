@@ -297,6 +297,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List channels
+         * @description Every channel, highest priority first: the ones added through this API (`source: api`) and
+         *     the read-only ones configured by environment variables (`source: environment`).
+         */
+        get: operations["listChannels"];
+        put?: never;
+        /**
+         * Add an upstream account (channel)
+         * @description Adds one upstream account that serves some catalog models. `credentials` are write-only:
+         *     stored sealed (AES-256-GCM under `CHANNEL_SEALING_KEY`), never returned (`credentials_hint`
+         *     shows a few characters), never logged. The channel takes traffic from the next request on,
+         *     on every replica.
+         */
+        post: operations["createChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a channel
+         * @description The channel; never its credentials.
+         */
+        get: operations["getChannel"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a channel
+         * @description Removes the channel and its sealed credentials. Calls already running on it finish.
+         *     Channels from the environment are read-only (409 `channel_read_only`).
+         */
+        delete: operations["deleteChannel"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a channel
+         * @description Changes the given fields from the next request on, on every replica. `status: enabled`
+         *     also re-enables an `auto_disabled` channel; new `credentials` replace the old ones.
+         *     Channels from the environment are read-only (409 `channel_read_only`).
+         */
+        patch: operations["updateChannel"];
+        trace?: never;
+    };
+    "/admin/channels/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test a channel with one real call
+         * @description Makes one minimal real generation (one image of the channel's first model, or of `model`,
+         *     at its default size; the upstream bills it) outside every limit and reports the outcome and
+         *     latency. A passing test re-enables an `auto_disabled` channel; an account error
+         *     (revoked credentials, no balance) auto-disables it. The answer is 200 either way.
+         */
+        post: operations["testChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -384,6 +478,127 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description `auto_disabled`: the gateway took the channel out after an account error (see `disabled_reason`).
+         * @enum {string}
+         */
+        ChannelStatus: "enabled" | "disabled" | "auto_disabled";
+        ChannelModel: {
+            /** @description A catalog model id. */
+            model: string;
+            /** @description The upstream's model id on this account, when it differs from the catalog's `upstream_model`. */
+            upstream_model?: string | null;
+        };
+        /**
+         * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
+         *     `ark` and `images-api`: `api_key`.
+         */
+        ChannelCredentials: {
+            access_key_id: string;
+            secret_access_key: string;
+        } | {
+            api_key: string;
+        };
+        ChannelLimit: number | null;
+        CreateChannelRequest: {
+            name: string;
+            provider: components["schemas"]["ProviderName"];
+            /**
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider.
+             * @enum {string}
+             */
+            transport: "visual" | "ark" | "images-api";
+            /**
+             * Format: uri
+             * @description Defaults to the transport's public endpoint (visual, ark); required for images-api.
+             */
+            base_url?: string;
+            models: components["schemas"]["ChannelModel"][];
+            /**
+             * @description Higher tiers are tried first.
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * @description Share of traffic within its tier.
+             * @default 1
+             */
+            weight?: number;
+            /**
+             * @default enabled
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+            /** @description Calls in flight at this account, across all replicas (null = no cap). */
+            max_concurrency?: components["schemas"]["ChannelLimit"];
+            /** @description Calls started in any rolling minute, across all replicas (null = no cap). */
+            rpm?: components["schemas"]["ChannelLimit"];
+            /** @description Images asked for in any rolling minute, across all replicas (null = no cap). */
+            ipm?: components["schemas"]["ChannelLimit"];
+            /**
+             * @description Deadline of one call on this channel.
+             * @default 60000
+             */
+            timeout_ms?: number;
+            credentials: components["schemas"]["ChannelCredentials"];
+        };
+        UpdateChannelRequest: {
+            name?: string;
+            /** Format: uri */
+            base_url?: string;
+            models?: components["schemas"]["ChannelModel"][];
+            priority?: number;
+            weight?: number;
+            /**
+             * @description `enabled` also re-enables an auto-disabled channel.
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+            max_concurrency?: components["schemas"]["ChannelLimit"];
+            rpm?: components["schemas"]["ChannelLimit"];
+            ipm?: components["schemas"]["ChannelLimit"];
+            timeout_ms?: number;
+            credentials?: components["schemas"]["ChannelCredentials"];
+        };
+        /** @description An upstream account. Never contains its credentials. */
+        Channel: {
+            id: string;
+            name: string;
+            provider: components["schemas"]["ProviderName"];
+            /** @enum {string} */
+            transport: "visual" | "ark" | "images-api" | "local";
+            base_url: string | null;
+            models: {
+                model: string;
+                upstream_model: string | null;
+            }[];
+            priority: number;
+            weight: number;
+            status: components["schemas"]["ChannelStatus"];
+            disabled_reason: string | null;
+            disabled_at: components["schemas"]["Timestamp"] | null;
+            max_concurrency: number | null;
+            rpm: number | null;
+            ipm: number | null;
+            timeout_ms: number;
+            /** @description A few characters of the credentials, e.g. `ark-...4d0c`. */
+            credentials_hint: string | null;
+            /**
+             * @description `environment`: configured by environment variables, read-only here.
+             * @enum {string}
+             */
+            source: "api" | "environment";
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        ChannelTestResult: {
+            /** @enum {string} */
+            outcome: "ok" | "failed";
+            latency_ms: number;
+            error_code: components["schemas"]["ErrorCode"] | null;
+            message: string | null;
+            channel: components["schemas"]["Channel"];
+        };
         /** @enum {string} */
         KeyStatus: "active" | "disabled" | "expired";
         GenerateImageResponse: {
@@ -621,7 +836,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -658,6 +873,33 @@ export interface components {
         };
     };
     responses: {
+        /** @description The channel (never its credentials). */
+        ChannelRecord: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Channel"];
+            };
+        };
+        /** @description No channel with this id. */
+        ChannelNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The channel comes from the environment; change the environment variables instead. */
+        ChannelReadOnly: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The key record (never the secret). */
         KeyRecord: {
             headers: {
@@ -926,6 +1168,11 @@ export interface components {
          * @example key_5fJ2kLmN8pQrS1tUvW3xYz
          */
         KeyId: string;
+        /**
+         * @description Channel id (`chn_...`).
+         * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+         */
+        ChannelId: string;
         /**
          * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
          *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
@@ -1569,6 +1816,206 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listChannels: {
+        parameters: {
+            query?: {
+                /** @description Only channels of this provider. */
+                provider?: components["schemas"]["ProviderName"];
+                /** @description Only channels in this status. */
+                status?: components["schemas"]["ChannelStatus"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channels. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Channel"][];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
+                 *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
+                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
+                 * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateChannelRequest"];
+            };
+        };
+        responses: {
+            /** @description Channel created. */
+            201: {
+                headers: {
+                    /**
+                     * @description URL of the new channel.
+                     * @example /admin/channels/chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                     */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ChannelRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            409: components["responses"]["ChannelReadOnly"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateChannelRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ChannelRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            409: components["responses"]["ChannelReadOnly"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    testChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description A catalog model the channel serves. */
+                    model?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The test's outcome and the channel after it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelTestResult"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -9,6 +9,8 @@ import type { AuditService } from './audit/audit.service';
 import { adminGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
+import { channelHandlers } from './channels/channels.handlers';
+import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
@@ -46,6 +48,7 @@ export interface GatewayAppDeps {
   adminTokens: AdminTokensService;
   audit: AuditService;
   images: ImagesService;
+  channels: ChannelsService;
 }
 
 /**
@@ -60,6 +63,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),
     ...imageHandlers(deps.images, deps.clock),
+    ...channelHandlers(deps.channels),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

@@ -5,6 +5,11 @@ import type { DestinationStream, Logger } from 'pino';
 import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
 import { AuditService } from './audit/audit.service';
+import { createChannelLimitStore, MemoryLimitStore } from './channels/channel-limits';
+import { ChannelRouter } from './channels/channel-router';
+import { CredentialSealer } from './channels/channel-sealing';
+import { environmentChannels } from './channels/channel.model';
+import { ChannelsService } from './channels/channels.service';
 import type { GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
@@ -39,6 +44,8 @@ export interface RunningGateway {
   images: ImagesService;
   /** The Express apps, for tests that inspect routing. */
   apps: { public: Express; internal: Express };
+  /** The generation service, for tests that call it as a request would. */
+  generation: GenerationService;
   close(): Promise<void>;
 }
 
@@ -110,10 +117,27 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const readiness = new ReadinessService(readinessProbes, health, systemClock, config.readinessFailureWindowMs);
   await migrateToLatest(database.db as never, database.engine);
 
-  const providers = createProviderRegistry(config, clock);
+  const providers = createProviderRegistry(config);
   const metrics = new GatewayMetrics();
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const images = await createImagesService(config, { db: database.db, writes: database.writes, clock, logger });
+  const sealer = new CredentialSealer(config.channels.sealingKeys);
+  const fromEnvironment = environmentChannels(config, clock.now());
+  const channels = new ChannelRouter({
+    db: database.db,
+    writes: database.writes,
+    clock,
+    logger,
+    sealer,
+    environment: { channels: fromEnvironment, providers },
+    resilience: config.providers.resilience,
+    sharedLimits: createChannelLimitStore(config.redisUrl, config.redisPrefix, database.db, database.engine),
+    localLimits: new MemoryLimitStore(),
+    queueTimeoutMs: config.channels.queueTimeoutMs,
+    pollIntervalMs: config.channels.pollIntervalMs,
+  });
+  channels.startProbe(config.channels.probeIntervalMs, catalog);
+  
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
@@ -129,6 +153,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     metrics,
     logger,
     images,
+    channels,
     onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
   });
 
@@ -145,6 +170,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
     images,
+    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -152,8 +178,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     accessJwt: config.accessJwt,
     clock,
     document: loadOpenApiDocument('creative'),
-    catalog: new CatalogService(catalog, providers),
+    catalog: new CatalogService(catalog, providers, channels),
     usage: new UsageService(database.db),
+    channels,
   });
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
   const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs);
@@ -173,12 +200,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     logger,
     images,
     apps: { public: publicApp, internal: internalApp },
+    generation,
     close() {
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
         releaseRetries.close();
         await images.store.close();
+        await channels.close();
         await rateLimiter.close();
         await database.close();
       })();

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { randomBase62 } from '../shared/ids';
 import type { S3ImageStoreSettings } from '../images/s3-image-store';
-import type { ResilienceSettings } from '../providers/resilience/resilient-provider';
+import type { ResilienceSettings } from '../providers/resilience/resilience-settings';
 import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
 
 export interface ProvidersConfig {
@@ -60,6 +61,8 @@ export interface GatewayConfig {
   accessJwt: AccessJwtConfig | undefined;
   /** Stored images and their signed URLs (README "Image storage"). */
   images: ImagesConfig;
+  /** Channels (upstream accounts): credential sealing keys and routing settings. */
+  channels: ChannelsConfig;
 }
 
 export interface AccessJwtConfig {
@@ -82,6 +85,17 @@ export interface ImagesConfig {
   fetchTimeoutMs: number;
   /** Hosts (or `*.domain`) every provider's image URLs may point at, besides its own base URL's host. */
   allowedHosts: string[];
+}
+
+export interface ChannelsConfig {
+  /** 32-byte AES-256-GCM keys, newest first: the first seals, all of them open. */
+  sealingKeys: Buffer[];
+  /** How long a request waits for a slot when every channel of its model is saturated. */
+  queueTimeoutMs: number;
+  /** Period of the probe that re-enables auto-disabled channels that pass a test; 0 = off. */
+  probeIntervalMs: number;
+  /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
+  pollIntervalMs: number;
 }
 
 export interface ServiceToken {
@@ -190,6 +204,31 @@ function resolveServiceTokens(env: Env, nodeEnv: string, databaseUrl: string, an
     `Generated a service token for the internal API (stored in ${file}, shown only now):\n\n    CF-Access-Client-Id: ${token.clientId}\n    CF-Access-Client-Secret: ${token.clientSecret}\n`,
   );
   return [token];
+}
+
+/** A sealing key: 64 hex characters or base64 of 32 bytes. */
+function sealingKey(raw: string): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError('every CHANNEL_SEALING_KEY entry must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+/**
+ * CHANNEL_SEALING_KEY: comma-separated keys, newest first (rotation: put the new key first, run
+ * `reseal`, then drop the old one). Outside production a missing key is generated once into the
+ * data directory (0600), like the admin secret.
+ */
+function resolveSealingKeys(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): Buffer[] {
+  const given = (env.CHANNEL_SEALING_KEY ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  if (given.length > 0) return given.map(sealingKey);
+  if (nodeEnv === 'production') throw new ConfigError('CHANNEL_SEALING_KEY is required when NODE_ENV=production (openssl rand -hex 32)');
+  const file = path.join(dataDirectory(databaseUrl), 'channel-sealing-key');
+  if (fs.existsSync(file)) return [sealingKey(fs.readFileSync(file, 'utf8').trim())];
+  const key = randomBytes(32).toString('hex');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  announce(`Generated a channel sealing key (stored in ${file}); set CHANNEL_SEALING_KEY to it on every replica.`);
+  return [sealingKey(key)];
 }
 
 function rateLimitStore(env: Env, databaseUrl: string): GatewayConfig['rateLimitStore'] {
@@ -373,5 +412,11 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
     accessJwt: readAccessJwt(env),
     images: readImages(env, nodeEnv, databaseUrl, announce),
+    channels: {
+      sealingKeys: resolveSealingKeys(env, nodeEnv, databaseUrl, announce),
+      queueTimeoutMs: integer(env, 'CHANNEL_QUEUE_TIMEOUT_MS', 2000, 0, 60_000),
+      probeIntervalMs: integer(env, 'CHANNEL_PROBE_INTERVAL_MS', 0, 0, 86_400_000),
+      pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
+    },
   };
 }

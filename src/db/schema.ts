@@ -122,6 +122,60 @@ export interface StoredImagesTable {
   deleted_at: number | null;
 }
 
+/** An upstream account (channel) added through the admin API. */
+export interface ChannelsTable {
+  id: string;
+  name: string;
+  provider: string;
+  /** 'visual' | 'ark' | 'images-api' */
+  transport: string;
+  base_url: string;
+  /** JSON array of {model, upstream_model}. */
+  models: string;
+  priority: number;
+  weight: number;
+  /** 'enabled' | 'disabled' | 'auto_disabled' */
+  status: string;
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  max_concurrency: number | null;
+  rpm: number | null;
+  ipm: number | null;
+  timeout_ms: number;
+  /** AES-256-GCM sealed JSON credentials (see channel-sealing.ts); never the clear text. */
+  credentials_sealed: string;
+  credentials_hint: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One upstream call made for a generation, on which channel, and how it ended. */
+export interface GenerationAttemptsTable {
+  generation_id: string;
+  seq: number;
+  image_index: number;
+  channel_id: string;
+  /** 'succeeded' | 'failed' | 'failed_over' */
+  outcome: string;
+  error_code: string | null;
+  latency_ms: number;
+  started_at: number;
+}
+
+/** A concurrency slot held at a channel until released or expired (SQL limit store). */
+export interface ChannelLeasesTable {
+  lease_id: string;
+  channel_id: string;
+  expires_at: number;
+}
+
+/** One started call per row, for a channel's rpm and ipm windows (SQL limit store). */
+export interface ChannelCallsTable {
+  channel_id: string;
+  at: number;
+  images: number;
+}
+
 export interface Database {
   admin_tokens: AdminTokensTable;
   audit_events: AuditEventsTable;
@@ -130,4 +184,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
   stored_images: StoredImagesTable;
+  channels: ChannelsTable;
+  generation_attempts: GenerationAttemptsTable;
+  channel_leases: ChannelLeasesTable;
+  channel_calls: ChannelCallsTable;
 }

@@ -49,4 +49,6 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   image_expired: { status: 410, type: 'not_found_error' },
   range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
   image_storage_unavailable: { status: 503, type: 'api_error' },
+  channel_not_found: { status: 404, type: 'not_found_error' },
+  channel_read_only: { status: 409, type: 'invalid_request_error' },
 };

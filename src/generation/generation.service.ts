@@ -10,6 +10,7 @@ import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
+import type { ChannelRouter } from '../channels/channel-router';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
@@ -23,6 +24,7 @@ export interface GenerationDeps {
   clock: Clock;
   catalog: ReadonlyMap<string, CatalogModel>;
   providers: ProviderRegistry;
+  channels: ChannelRouter;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -169,13 +171,13 @@ export class GenerationService {
     signal: AbortSignal,
     onFailure: (error: unknown, latencyMs: number) => Promise<unknown>,
   ): Promise<Omit<GenerationOutcome, 'credits'>> {
-    const { clock, providers, metrics } = this.deps;
-    const provider = providers.get(entry.provider);
+    const { clock, channels, metrics } = this.deps;
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     const started = clock.now();
     try {
-      if (!provider) throw new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured.`, { param: 'model' });
-      const produced = await provider.generate(
+      const produced = await channels.generate(
+        generationId,
+        entry,
         {
           prompt: input.prompt,
           negativePrompt: input.negative_prompt,

@@ -1,44 +1,51 @@
 import type { components } from '../../generated/creative';
+import type { ChannelRouter } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 
 type Schemas = components['schemas'];
 
-/** The model catalog and provider health, as the internal API shows them. */
+/** The model catalog and provider health (over the providers' channels), as the internal API shows them. */
 export class CatalogService {
   constructor(
     private readonly catalog: ReadonlyMap<string, CatalogModel>,
     private readonly providers: ProviderRegistry,
+    private readonly channels: ChannelRouter,
   ) {}
 
-  models(): Schemas['Model'][] {
-    return [...this.catalog.values()].map((entry) => {
-      const provider = this.providers.get(entry.provider);
-      const status: Schemas['Model']['status'] = !provider?.isConfigured(entry.transport)
-        ? 'unconfigured'
-        : provider.health().circuit === 'open'
-          ? 'degraded'
-          : 'available';
-      return {
-        model: entry.model,
-        provider: entry.provider,
-        transport: entry.transport ?? null,
-        upstream_model: entry.upstream_model,
-        credits_per_image: entry.credits_per_image,
-        default_size: entry.default_size,
-        status,
-      };
-    });
+  async models(): Promise<Schemas['Model'][]> {
+    return Promise.all(
+      [...this.catalog.values()].map(async (entry) => {
+        const status: Schemas['Model']['status'] = !(await this.channels.isConfigured(entry.provider, entry.transport))
+          ? 'unconfigured'
+          : (await this.channels.providerHealth(entry.provider)).circuit === 'open'
+            ? 'degraded'
+            : 'available';
+        return {
+          model: entry.model,
+          provider: entry.provider,
+          transport: entry.transport ?? null,
+          upstream_model: entry.upstream_model,
+          credits_per_image: entry.credits_per_image,
+          default_size: entry.default_size,
+          status,
+        };
+      }),
+    );
   }
 
-  providerHealth(): Schemas['ProviderHealth'][] {
-    return this.providers.all().map((provider) => {
-      const transports = [...new Set([...this.catalog.values()].filter((m) => m.provider === provider.name).map((m) => m.transport))];
-      return {
-        name: provider.name,
-        configured: transports.length === 0 ? provider.isConfigured() : transports.some((t) => provider.isConfigured(t)),
-        ...provider.health(),
-      };
-    });
+  async providerHealth(): Promise<Schemas['ProviderHealth'][]> {
+    return Promise.all(
+      this.providers.all().map(async (provider) => {
+        const transports = [...new Set([...this.catalog.values()].filter((m) => m.provider === provider.name).map((m) => m.transport))];
+        const configured = transports.length === 0 ? this.channels.isConfigured(provider.name) : Promise.all(transports.map((t) => this.channels.isConfigured(provider.name, t)));
+        const result = await configured;
+        return {
+          name: provider.name,
+          configured: Array.isArray(result) ? result.some(Boolean) : result,
+          ...(await this.channels.providerHealth(provider.name)),
+        };
+      }),
+    );
   }
 }

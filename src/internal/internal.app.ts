@@ -17,6 +17,8 @@ import { openApiValidator } from '../http/openapi-validator';
 import { specRouter } from '../http/spec-router';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
+import type { ChannelRouter } from '../channels/channel-router';
+import { channelHealthHandlers } from '../channels/channels.handlers';
 import type { CatalogService } from './catalog.service';
 import { internalHandlers } from './internal.handlers';
 import type { UsageService } from './usage.service';
@@ -35,6 +37,7 @@ export interface InternalAppDeps {
   generation: GenerationService;
   catalog: CatalogService;
   usage: UsageService;
+  channels: ChannelRouter;
 }
 
 /** The internal creative API (second listener): every route from openapi/creative.yaml, same error model. */
@@ -42,6 +45,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
   const health = healthHandlers(deps.readiness);
   const handlers: CreativeHandlers = {
     ...internalHandlers(deps),
+    ...channelHealthHandlers(deps.channels),
     getInternalLiveness: health.liveness,
     getInternalReadiness: health.readiness,
     getMetrics: async () => ({ status: 200, contentType: deps.metrics.registry.contentType, body: await deps.metrics.registry.metrics() }),

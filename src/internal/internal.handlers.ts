@@ -11,8 +11,8 @@ type InternalHandlers = Pick<CreativeHandlers, 'listModels' | 'listProviders' | 
 export function internalHandlers(deps: { generation: GenerationService; catalog: CatalogService; usage: UsageService }): InternalHandlers {
   const { generation, catalog, usage } = deps;
   return {
-    listModels: () => ({ status: 200, body: { data: catalog.models() } }),
-    listProviders: () => ({ status: 200, body: { data: catalog.providerHealth() } }),
+    listModels: async () => ({ status: 200, body: { data: await catalog.models() } }),
+    listProviders: async () => ({ status: 200, body: { data: await catalog.providerHealth() } }),
     createGeneration: async ({ principal, body, signal }) => {
       const outcome = await generation.generateForService(principal.clientId, body, signal);
       return { status: 200, body: { ...generationSummary(outcome), usage: { images: outcome.images.length, credits: outcome.credits } } };

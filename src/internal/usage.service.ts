@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { components } from '../../generated/creative';
 import type { Database, GenerationsTable } from '../db/schema';
+import { listAttempts } from '../channels/channels.repository';
 import { ApiError } from '../errors/api-error';
 import { aggregateUsage, findGeneration, listGenerations } from '../generation/generations.repository';
 import { toIso, toIsoOrNull } from '../shared/clock';
@@ -59,7 +60,18 @@ export class UsageService {
   async getGeneration(id: string): Promise<GenerationResource> {
     const row = await findGeneration(this.db, id);
     if (!row) throw new ApiError('generation_not_found', `No generation with id ${id}.`, { param: 'id' });
-    return toGenerationResource(row);
+    const attempts = await listAttempts(this.db, id);
+    return {
+      ...toGenerationResource(row),
+      attempts: attempts.map((a) => ({
+        image_index: a.image_index,
+        channel_id: a.channel_id,
+        outcome: a.outcome as 'succeeded' | 'failed' | 'failed_over',
+        error_code: a.error_code,
+        latency_ms: a.latency_ms,
+        started_at: toIso(a.started_at),
+      })),
+    };
   }
 
   async usage(query: { from: string; to: string; key_id?: string }): Promise<Schemas['UsageRow'][]> {

@@ -1,14 +1,12 @@
 import type { GatewayConfig } from '../config/config';
-import type { Clock } from '../shared/clock';
 import { JimengProvider } from './jimeng/jimeng.provider';
 import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
 import type { ImageProvider } from './provider';
 import { ProviderRegistry } from './registry';
-import { ResilientProvider } from './resilience/resilient-provider';
 
-/** Every provider the gateway knows, built from configuration, each behind its resilience wrapper. */
-export function createProviderRegistry(config: GatewayConfig, clock: Clock): ProviderRegistry {
+/** Every provider the gateway knows, built from configuration (the environment channels' clients). */
+export function createProviderRegistry(config: GatewayConfig): ProviderRegistry {
   const { providers } = config;
   const raw: ImageProvider[] = [
     new LocalProvider(process.env.LOCAL_PROVIDER_MODE === 'tiny' ? 'tiny' : 'render'),
@@ -22,5 +20,5 @@ export function createProviderRegistry(config: GatewayConfig, clock: Clock): Pro
     }),
   ];
   if (providers.openaiCompatible) raw.push(new OpenAiCompatibleProvider(providers.openaiCompatible.name, providers.openaiCompatible));
-  return new ProviderRegistry(raw.map((provider) => new ResilientProvider(provider, providers.resilience[provider.name]!, clock)));
+  return new ProviderRegistry(raw);
 }

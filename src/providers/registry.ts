@@ -1,18 +1,18 @@
-import type { ResilientProvider } from './resilience/resilient-provider';
+import type { ImageProvider } from './provider';
 
-/** Providers by name. The names are what keys list in `allowed_providers`. */
+/** Providers by name, as configured by environment variables. The names are what keys list in `allowed_providers`. */
 export class ProviderRegistry {
-  private readonly providers = new Map<string, ResilientProvider>();
+  private readonly providers = new Map<string, ImageProvider>();
 
-  constructor(providers: ResilientProvider[]) {
+  constructor(providers: ImageProvider[]) {
     for (const provider of providers) this.providers.set(provider.name, provider);
   }
 
-  get(name: string): ResilientProvider | undefined {
+  get(name: string): ImageProvider | undefined {
     return this.providers.get(name);
   }
 
-  all(): ResilientProvider[] {
+  all(): ImageProvider[] {
     return [...this.providers.values()];
   }
 

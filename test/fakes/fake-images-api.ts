@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
 /**
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
@@ -13,6 +13,12 @@ import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, 
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
+  /** Load seen by this account (authenticated calls only). */
+  counters: AccountCounters;
+  /** Revokes the key (401 from now on) or changes it. */
+  setApiKey(apiKey: string): void;
+  /** 'busy': every call answers 429 with Retry-After; 'failing': 500; 'normal' by prompt tokens. */
+  setMode(mode: 'normal' | 'busy' | 'failing'): void;
   /** Answers every request that carries [hold] or [hold:TAG] and is still waiting; with a tag, only those with [hold:TAG]. */
   releaseHeld(tag?: string): void;
   /** Resolves once a request with [hold:TAG] is waiting here (so the gateway has reserved its credits). */
@@ -22,6 +28,9 @@ export interface FakeImagesApi {
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
+  const counters = new AccountCounters();
+  let apiKey = options.apiKey;
+  let mode: 'normal' | 'busy' | 'failing' = 'normal';
   const busyCounts = new Map<string, number>();
   let held: Array<{ tag: string; release: () => void }> = [];
   const heldWaiters: Array<{ tag: string; notify: () => void }> = [];
@@ -32,9 +41,16 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const raw = await readBody(req);
     if (serveImageFile(req, res)) return;
     if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
-    if (req.headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+    if (req.headers.authorization !== `Bearer ${apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
     const body = JSON.parse(raw) as Record<string, unknown>;
     requests.push(body);
+    const finished = counters.start();
+    res.once('close', finished);
+    if (mode === 'busy') {
+      res.setHeader('Retry-After', '30');
+      return error(res, 429, 'RateLimitExceeded.EndpointRPMExceeded', 'Too many requests');
+    }
+    if (mode === 'failing') return error(res, 500, 'InternalServiceError', 'fake outage');
     const prompt = String(body.prompt ?? '');
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
@@ -75,6 +91,13 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    counters,
+    setApiKey(next: string) {
+      apiKey = next;
+    },
+    setMode(next) {
+      mode = next;
+    },
     releaseHeld(tag?: string) {
       const releasing = held.filter((h) => tag === undefined || h.tag === tag);
       held = held.filter((h) => !releasing.includes(h));

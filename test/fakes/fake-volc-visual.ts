@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expectedVolcSignature } from './volc-signature';
-import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
@@ -13,6 +13,8 @@ import { TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, 
 export interface FakeVisual {
   url: string;
   requests: Array<{ action: string; body: Record<string, unknown> }>;
+  /** Tasks in flight at this account (submitted, not yet finished or failed) and submits per minute. */
+  counters: AccountCounters;
   close(): Promise<void>;
 }
 
@@ -32,7 +34,8 @@ const MESSAGES: Record<number, string> = {
 
 export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0): Promise<FakeVisual> {
   const requests: FakeVisual['requests'] = [];
-  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number }>();
+  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
+  const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
   let nextTask = 1;
 
@@ -97,7 +100,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         return failure(res, 50429);
       }
       const taskId = `task-${nextTask++}`;
-      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height) });
+      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height), finished: counters.start() });
       return sendJson(res, 200, { code: 10000, data: { task_id: taskId }, message: 'Success', request_id: `fake-${taskId}`, status: 10000, time_elapsed: '5ms' });
     }
     if (action === 'CVSync2AsyncGetResult') {
@@ -106,12 +109,16 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
       }
       const postCode = token(task.prompt, 'post-code');
-      if (postCode) return failure(res, Number(postCode));
+      if (postCode) {
+        task.finished();
+        return failure(res, Number(postCode));
+      }
       task.polls += 1;
       const pending = Number(token(task.prompt, 'pending') ?? 1);
       if (task.polls <= pending) {
         return sendJson(res, 200, { code: 10000, data: { status: task.polls === 1 ? 'in_queue' : 'generating', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
       }
+      task.finished();
       const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
       return sendJson(res, 200, {
         code: 10000,
@@ -132,6 +139,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    counters,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

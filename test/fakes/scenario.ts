@@ -71,3 +71,38 @@ export function serveImageFile(req: import('node:http').IncomingMessage, res: im
   }
   return true;
 }
+
+/** What one fake upstream account saw: calls in flight now and at most, and calls started per minute. */
+export class AccountCounters {
+  inFlight = 0;
+  peakInFlight = 0;
+  readonly startedAt: number[] = [];
+
+  /** Counts a call that starts now; the returned function ends it (idempotent). */
+  start(): () => void {
+    this.inFlight += 1;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    this.startedAt.push(Date.now());
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.inFlight -= 1;
+    };
+  }
+
+  /** The most calls started within any 60 s window. */
+  peakPerMinute(): number {
+    let peak = 0;
+    let first = 0;
+    for (let last = 0; last < this.startedAt.length; last += 1) {
+      while (this.startedAt[last]! - this.startedAt[first]! >= 60_000) first += 1;
+      peak = Math.max(peak, last - first + 1);
+    }
+    return peak;
+  }
+
+  get calls(): number {
+    return this.startedAt.length;
+  }
+}

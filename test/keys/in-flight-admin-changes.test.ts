@@ -1,18 +1,9 @@
-import os from 'node:os';
-import path from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../../src/config/config';
 import { ApiError } from '../../src/errors/api-error';
-import { GenerationService } from '../../src/generation/generation.service';
 import { findKeyById } from '../../src/keys/keys.repository';
 import { toClientKey } from '../../src/keys/key.model';
 import { sweepOnce } from '../../src/maintenance/sweeper';
-import { GatewayMetrics } from '../../src/metrics/metrics';
-import { createProviderRegistry } from '../../src/providers/create-registry';
-import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter';
-import { BOOKS_CATALOG, type BooksGateway, startBooksGateway } from '../helpers/books';
-import { ADMIN_SECRET, IMAGE_URL_SIGNING_KEY, SERVICE_TOKEN, localRequest } from '../helpers/test-gateway';
-import { createImagesService } from '../../src/images/create-images';
+import { type BooksGateway, startBooksGateway } from '../helpers/books';
+import { localRequest } from '../helpers/test-gateway';
 
 /**
  * Issue #14: what each admin change does to generations already in flight, and the accounting
@@ -92,7 +83,8 @@ describe('admin changes while generations are in flight', () => {
     // What the request path holds after authentication, before its reservation.
     const readEarlier = await findKeyById(g.t.gateway.database.db, id);
     await admin('post', `/admin/keys/${id}/quota`, { credits_quota: 4, quota_period_days: 30 });
-    const generation = await generationServiceOver(g);
+    // The gateway's own generation path, handed a key row read before the admin change.
+    const generation = g.t.gateway.generation;
     const outcomes = await Promise.all(
       Array.from({ length: 4 }, () =>
         generation.generateForKey(toClientKey(readEarlier!), { prompt: 'stale', model: 'local-1', size: '32x32' }, new AbortController().signal).then(
@@ -199,32 +191,3 @@ describe('admin changes while generations are in flight', () => {
     expect(await keyRecord(id)).toMatchObject({ credits_used: 1 });
   });
 });
-
-/** The gateway's generation path over the test gateway's database, to hand it a key row read before an admin change. */
-async function generationServiceOver(g: BooksGateway): Promise<GenerationService> {
-  const config = loadConfig(
-    {
-      NODE_ENV: 'test',
-      ADMIN_SECRET,
-      DATABASE_URL: g.t.gateway.database.engine === 'postgres' ? 'postgres://unused' : ':memory:',
-      CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
-      CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      IMAGE_URL_SIGNING_KEY,
-      IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-books-images'),
-    },
-    () => undefined,
-  );
-  const logger = pino({ level: 'silent' });
-  const images = await createImagesService(config, { db: g.t.gateway.database.db, writes: g.t.gateway.database.writes, clock: g.t.clock, logger });
-  return new GenerationService({
-    images,
-    writes: g.t.gateway.database.writes,
-    clock: g.t.clock,
-    catalog: new Map(config.catalog.map((entry) => [entry.model, entry])),
-    providers: createProviderRegistry(config, g.t.clock),
-    rateLimiter: new MemoryRateLimiter(),
-    metrics: new GatewayMetrics(),
-    logger,
-  });
-}

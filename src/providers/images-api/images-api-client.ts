@@ -1,5 +1,5 @@
 import type { ProviderImage, ProviderRequest } from '../provider';
-import { postJson, upstream, type UpstreamError } from '../upstream-errors';
+import { postJson, refusedWithStatus, upstream, type UpstreamError } from '../upstream-errors';
 
 /**
  * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
@@ -22,14 +22,27 @@ interface ImagesAnswer {
 
 const CONTENT_CODES = new Set(['InputTextSensitiveContentDetected', 'InputImageSensitiveContentDetected', 'content_policy_violation', 'moderation_blocked']);
 const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected']);
+/** Answers that say the account itself is unusable (OpenAI and Ark codes). */
+const ACCOUNT_CODES = new Set([
+  'invalid_api_key',
+  'account_deactivated',
+  'billing_not_active',
+  'insufficient_quota',
+  'AuthenticationError',
+  'AccountOverdueError',
+  'AccessDenied',
+]);
 
-function imagesApiError(provider: string, status: number, answer: ImagesAnswer): UpstreamError {
+function imagesApiError(provider: string, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
   const code = answer.error?.code ?? '';
   const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
   if (CONTENT_CODES.has(code)) return upstream.contentRefused(provider, detail);
   if (OUTPUT_CODES.has(code)) return upstream.outputModerated(provider, detail);
-  if (status === 429 || code === 'ServerOverloaded' || status === 503) return upstream.busy(provider, detail);
-  return upstream.failed(provider, detail);
+  if (status === 401 || status === 403 || ACCOUNT_CODES.has(code) || ACCOUNT_CODES.has(answer.error?.type ?? '')) {
+    return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail });
+  }
+  if (status === 429 || code === 'ServerOverloaded' || status === 503) return upstream.busy(provider, detail, retryAfterMs);
+  return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(status) });
 }
 
 export class ImagesApiClient {
@@ -43,7 +56,7 @@ export class ImagesApiClient {
 
   private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, extraBody } = this.options;
-    const { status, json } = await postJson(
+    const { status, json, retryAfterMs } = await postJson(
       provider,
       `${baseUrl.replace(/\/$/, '')}/images/generations`,
       {
@@ -60,7 +73,7 @@ export class ImagesApiClient {
       signal,
     );
     const answer = (json ?? {}) as ImagesAnswer;
-    if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer);
+    if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer, retryAfterMs);
     if (!Array.isArray(answer.data) || answer.data.length === 0) throw upstream.failed(provider, 'the answer has no images');
     return answer.data.map((item) => {
       const [width, height] = (item.size ?? `${request.width}x${request.height}`).split('x').map(Number);

@@ -11,6 +11,9 @@ export interface JimengSettings {
   ark?: { baseUrl: string; apiKey: string };
 }
 
+/** What Ark needs besides the OpenAI fields for Seedream. */
+export const JIMENG_ARK_EXTRA_BODY = { watermark: false, sequential_image_generation: 'disabled' };
+
 /**
  * Jimeng / Seedream. Each catalog model says which transport serves it; the name a key must
  * allow is `jimeng` whichever it is.
@@ -27,7 +30,7 @@ export class JimengProvider implements ImageProvider {
         provider: this.name,
         baseUrl: settings.ark.baseUrl,
         apiKey: settings.ark.apiKey,
-        extraBody: { watermark: false, sequential_image_generation: 'disabled' },
+        extraBody: JIMENG_ARK_EXTRA_BODY,
         oneImagePerCall: true,
       });
     }

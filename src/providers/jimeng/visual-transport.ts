@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
-import { postJson, upstream, UpstreamError } from '../upstream-errors';
+import { postJson, refusedWithStatus, upstream, UpstreamError } from '../upstream-errors';
 import { signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
@@ -20,16 +20,25 @@ interface VisualAnswer {
   ResponseMetadata?: { Error?: { Code?: string; Message?: string } };
 }
 
+/** Gateway-level refusals that say the account (key, signature, balance) is unusable. */
+const ACCOUNT_ERRORS = new Set(['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken']);
+
 /** Our error for a visual API answer that is not a success. */
-function visualError(answer: VisualAnswer, httpStatus: number): UpstreamError {
-  const signatureError = answer.ResponseMetadata?.Error;
-  if (signatureError) return upstream.failed(PROVIDER, `the visual API refused the request (${signatureError.Code}: ${signatureError.Message})`);
+function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: number | undefined): UpstreamError {
+  const gatewayError = answer.ResponseMetadata?.Error;
+  if (gatewayError) {
+    const detail = `the visual API refused the request (${gatewayError.Code}: ${gatewayError.Message})`;
+    // The API gateway refused it before the visual service saw it: nothing was accepted.
+    const account = ACCOUNT_ERRORS.has(gatewayError.Code ?? '') || httpStatus === 401 || httpStatus === 403;
+    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}` } : {}) });
+  }
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
   if (code === 50411 || code === 50412 || code === 50413) return upstream.contentRefused(PROVIDER, detail);
   if (code === 50511 || code === 50512 || code === 50519) return upstream.outputModerated(PROVIDER, detail);
-  if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail);
-  return upstream.failed(PROVIDER, detail);
+  if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail, retryAfterMs);
+  // 50500/50501 (internal errors) are refusals; any other answer may have come after acceptance.
+  return upstream.failed(PROVIDER, detail, { safeElsewhere: code === 50500 || code === 50501 || (code === undefined && refusedWithStatus(httpStatus)) });
 }
 
 export class VisualTransport {
@@ -45,9 +54,9 @@ export class VisualTransport {
     );
     const target = new URL(url.toString());
     target.search = new URLSearchParams(query).toString();
-    const { status, json } = await postJson(PROVIDER, target.toString(), text, headers, signal);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal);
     const answer = (json ?? {}) as VisualAnswer;
-    if (answer.code !== 10000) throw visualError(answer, status);
+    if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
   }
 
@@ -74,9 +83,22 @@ export class VisualTransport {
     );
     const taskId = submitted.data?.task_id;
     if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
+    // From here on the task exists (and is billed): it is polled to its end on this account, and
+    // no failure may send the request elsewhere.
     const reqJson = JSON.stringify({ return_url: request.responseFormat === 'url' });
     for (;;) {
-      const answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);
+      let answer: VisualAnswer;
+      try {
+        answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);
+      } catch (error) {
+        if (!(error instanceof UpstreamError)) throw error;
+        // A busy answer to a poll only delays the poll.
+        if (error.retryable) {
+          await sleep(this.options.pollIntervalMs, undefined, { signal });
+          continue;
+        }
+        throw new UpstreamError(error.code, `${error.message} (task ${taskId} was accepted)`, false, { param: error.param, safeElsewhere: false });
+      }
       const status = answer.data?.status;
       if (status === 'done') return this.images(answer, request);
       if (status !== 'in_queue' && status !== 'generating') throw upstream.failed(PROVIDER, `task ${taskId} ended as ${status ?? 'unknown'}`);

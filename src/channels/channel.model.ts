@@ -1,0 +1,162 @@
+import type { components } from '../../generated/gateway';
+import type { CatalogModel } from '../config/catalog';
+import type { GatewayConfig } from '../config/config';
+import type { ChannelsTable } from '../db/schema';
+import { toIso, toIsoOrNull } from '../shared/clock';
+
+type Schemas = components['schemas'];
+export type ChannelResource = Schemas['Channel'];
+export type ChannelTransport = ChannelResource['transport'];
+export type ChannelStatus = Schemas['ChannelStatus'];
+export type ChannelModelEntry = ChannelResource['models'][number];
+export type ChannelCredentials = { access_key_id: string; secret_access_key: string } | { api_key: string };
+
+/** A channel as the router uses it: from the database (`api`) or from environment variables. */
+export interface Channel {
+  id: string;
+  name: string;
+  provider: string;
+  transport: ChannelTransport;
+  baseUrl: string | null;
+  models: ChannelModelEntry[];
+  priority: number;
+  weight: number;
+  status: ChannelStatus;
+  disabledReason: string | null;
+  disabledAt: number | null;
+  maxConcurrency: number | null;
+  rpm: number | null;
+  ipm: number | null;
+  timeoutMs: number;
+  credentialsHint: string | null;
+  source: 'api' | 'environment';
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const DEFAULT_BASE_URLS: Partial<Record<ChannelTransport, string>> = {
+  visual: 'https://visual.volcengineapi.com',
+  ark: 'https://ark.cn-beijing.volces.com/api/v3',
+};
+
+export function parseModels(text: string): ChannelModelEntry[] {
+  return JSON.parse(text) as ChannelModelEntry[];
+}
+
+export function channelFromRow(row: ChannelsTable): Channel {
+  return {
+    id: row.id,
+    name: row.name,
+    provider: row.provider,
+    transport: row.transport as ChannelTransport,
+    baseUrl: row.base_url,
+    models: parseModels(row.models),
+    priority: row.priority,
+    weight: row.weight,
+    status: row.status as ChannelStatus,
+    disabledReason: row.disabled_reason,
+    disabledAt: row.disabled_at,
+    maxConcurrency: row.max_concurrency,
+    rpm: row.rpm,
+    ipm: row.ipm,
+    timeoutMs: row.timeout_ms,
+    credentialsHint: row.credentials_hint,
+    source: 'api',
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toChannelResource(channel: Channel): ChannelResource {
+  return {
+    id: channel.id,
+    name: channel.name,
+    provider: channel.provider,
+    transport: channel.transport,
+    base_url: channel.baseUrl,
+    models: channel.models.map((m) => ({ model: m.model, upstream_model: m.upstream_model ?? null })),
+    priority: channel.priority,
+    weight: channel.weight,
+    status: channel.status,
+    disabled_reason: channel.disabledReason,
+    disabled_at: toIsoOrNull(channel.disabledAt),
+    max_concurrency: channel.maxConcurrency,
+    rpm: channel.rpm,
+    ipm: channel.ipm,
+    timeout_ms: channel.timeoutMs,
+    credentials_hint: channel.credentialsHint,
+    source: channel.source,
+    created_at: toIso(channel.createdAt),
+    updated_at: toIso(channel.updatedAt),
+  };
+}
+
+/** A few characters of a secret, enough to tell accounts apart: `abcd...wxyz`. */
+export function secretHint(secret: string): string {
+  return secret.length <= 12 ? `${secret.slice(0, 2)}...` : `${secret.slice(0, 4)}...${secret.slice(-4)}`;
+}
+
+export function credentialsHint(credentials: ChannelCredentials): string {
+  return 'api_key' in credentials ? secretHint(credentials.api_key) : secretHint(credentials.access_key_id);
+}
+
+/** Whether `channel` serves catalog `entry`: listed by the channel (environment channels: any of their transport). */
+export function servesModel(channel: Channel, entry: CatalogModel): boolean {
+  if (channel.provider !== entry.provider) return false;
+  if (channel.source === 'environment') return (entry.transport ?? defaultTransport(entry.provider)) === channel.transport;
+  return channel.models.some((m) => m.model === entry.model);
+}
+
+function defaultTransport(provider: string): ChannelTransport {
+  return provider === 'local' ? 'local' : 'images-api';
+}
+
+/**
+ * Today's environment-configured accounts, as read-only channels: ids are stable across
+ * restarts and replicas. Their concurrency cap is per process (PROVIDER_<NAME>_MAX_CONCURRENCY).
+ */
+export function environmentChannels(config: GatewayConfig, startedAt: number): Channel[] {
+  const { providers, catalog } = config;
+  const modelsOf = (provider: string, transport: ChannelTransport) =>
+    catalog
+      .filter((m) => m.provider === provider && (m.transport ?? defaultTransport(provider)) === transport)
+      .map((m) => ({ model: m.model, upstream_model: null }));
+  const base = (id: string, provider: string, transport: ChannelTransport, baseUrl: string | null, hint: string | null): Channel => ({
+    id,
+    name: `${provider} ${transport} (environment)`,
+    provider,
+    transport,
+    baseUrl,
+    models: modelsOf(provider, transport),
+    priority: 0,
+    weight: 1,
+    status: 'enabled',
+    disabledReason: null,
+    disabledAt: null,
+    maxConcurrency: providers.resilience[provider]?.maxConcurrent ?? null,
+    rpm: null,
+    ipm: null,
+    timeoutMs: providers.resilience[provider]?.timeoutMs ?? 60_000,
+    credentialsHint: hint,
+    source: 'environment',
+    createdAt: startedAt,
+    updatedAt: startedAt,
+  });
+  const channels = [base('chn_envLocal', 'local', 'local', null, null)];
+  if (providers.volc) channels.push(base('chn_envJimengVisual', 'jimeng', 'visual', providers.volc.endpoint, secretHint(providers.volc.accessKeyId)));
+  if (providers.ark) channels.push(base('chn_envJimengArk', 'jimeng', 'ark', providers.ark.baseUrl, secretHint(providers.ark.apiKey)));
+  const compat = providers.openaiCompatible;
+  if (compat) {
+    const suffix = compat.name.replace(/[^0-9A-Za-z]/g, '');
+    channels.push(base(`chn_env${suffix.charAt(0).toUpperCase()}${suffix.slice(1)}`, compat.name, 'images-api', compat.baseUrl, secretHint(compat.apiKey)));
+  }
+  return channels;
+}
+
+/** What the environment variables of an environment channel are, for messages. */
+export function environmentVariablesOf(channel: Channel): string {
+  if (channel.transport === 'visual') return 'VOLC_ACCESS_KEY_ID, VOLC_SECRET_ACCESS_KEY, VOLC_VISUAL_ENDPOINT';
+  if (channel.transport === 'ark') return 'ARK_API_KEY, ARK_BASE_URL';
+  if (channel.transport === 'images-api') return 'OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY';
+  return 'LOCAL_PROVIDER_MODE';
+}

@@ -1,0 +1,54 @@
+import { gatewayOperations } from '../../generated/gateway.operations';
+import type { CreativeHandlers, GatewayHandlers } from '../http/handler-maps';
+import { fillPath } from '../http/operation-path';
+import { toIsoOrNull } from '../shared/clock';
+import type { ChannelRouter } from './channel-router';
+import type { ChannelsService } from './channels.service';
+
+type ChannelHandlers = Pick<GatewayHandlers, 'createChannel' | 'listChannels' | 'getChannel' | 'updateChannel' | 'deleteChannel' | 'testChannel'>;
+
+/** The /admin/channels operations: each a thin call into ChannelsService. */
+export function channelHandlers(channels: ChannelsService): ChannelHandlers {
+  return {
+    createChannel: async ({ body }) => {
+      const created = await channels.create(body);
+      return { status: 201, headers: { Location: fillPath(gatewayOperations.getChannel.path, { id: created.id }) }, body: created };
+    },
+    listChannels: async ({ query }) => ({ status: 200, body: await channels.list(query) }),
+    getChannel: async ({ params }) => ({ status: 200, body: await channels.get(params.id) }),
+    updateChannel: async ({ params, body }) => ({ status: 200, body: await channels.update(params.id, body) }),
+    deleteChannel: async ({ params }) => {
+      await channels.delete(params.id);
+      return { status: 204, body: undefined };
+    },
+    testChannel: async ({ params, body }) => ({ status: 200, body: await channels.test(params.id, body?.model) }),
+  };
+}
+
+/** The internal API's per-channel health (service token). */
+export function channelHealthHandlers(router: ChannelRouter): Pick<CreativeHandlers, 'listChannelHealth'> {
+  return {
+    listChannelHealth: async () => ({
+      status: 200,
+      body: {
+        data: (await router.health()).map(({ channel, circuit, usage, coolingUntil, stats }) => ({
+          id: channel.id,
+          name: channel.name,
+          provider: channel.provider,
+          status: channel.status,
+          circuit,
+          in_flight: usage.inFlight,
+          max_concurrency: channel.maxConcurrency,
+          calls_this_minute: usage.calls,
+          rpm: channel.rpm,
+          images_this_minute: usage.images,
+          ipm: channel.ipm,
+          cooling_down_until: toIsoOrNull(coolingUntil),
+          calls: stats.calls,
+          error_rate: stats.error_rate,
+          latency_ms: stats.latency_ms,
+        })),
+      },
+    }),
+  };
+}

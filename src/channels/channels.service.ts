@@ -1,0 +1,182 @@
+import type { components } from '../../generated/gateway';
+import type { CatalogModel } from '../config/catalog';
+import type { ChannelsTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import type { Clock } from '../shared/clock';
+import { newId } from '../shared/ids';
+import type { ChannelRouter } from './channel-router';
+import type { CredentialSealer } from './channel-sealing';
+import {
+  type Channel,
+  type ChannelCredentials,
+  type ChannelResource,
+  DEFAULT_BASE_URLS,
+  channelFromRow,
+  credentialsHint,
+  environmentVariablesOf,
+  toChannelResource,
+} from './channel.model';
+import * as repo from './channels.repository';
+
+type Schemas = components['schemas'];
+export type CreateChannelInput = Schemas['CreateChannelRequest'];
+export type UpdateChannelInput = Schemas['UpdateChannelRequest'];
+export type ChannelTestResult = Schemas['ChannelTestResult'];
+
+function channelNotFound(id: string): ApiError {
+  return new ApiError('channel_not_found', `No channel with id ${id}.`, { param: 'id' });
+}
+
+const invalid = (message: string, param: string) => new ApiError('invalid_request', message, { param });
+
+/** The /admin/channels operations: validation, sealing, and telling the router about changes. */
+export class ChannelsService {
+  constructor(
+    private readonly deps: {
+      db: repo.Db;
+      clock: Clock;
+      sealer: CredentialSealer;
+      router: ChannelRouter;
+      catalog: ReadonlyMap<string, CatalogModel>;
+      environmentChannels: Channel[];
+    },
+  ) {}
+
+  private environmentChannel(id: string): Channel | undefined {
+    return this.deps.environmentChannels.find((c) => c.id === id);
+  }
+
+  private async requireRow(id: string): Promise<ChannelsTable> {
+    if (this.environmentChannel(id)) {
+      const channel = this.environmentChannel(id)!;
+      throw new ApiError('channel_read_only', `Channel ${id} is configured by environment variables (${environmentVariablesOf(channel)}); change them instead.`, {
+        param: 'id',
+      });
+    }
+    const row = await repo.findChannelRow(this.deps.db, id);
+    if (!row) throw channelNotFound(id);
+    return row;
+  }
+
+  /** Every model must be in the catalog, of the channel's provider and transport. */
+  private checkModels(provider: string, transport: string, models: Array<{ model: string }>): void {
+    const seen = new Set<string>();
+    for (const { model } of models) {
+      const entry = this.deps.catalog.get(model);
+      if (!entry) throw invalid(`Unknown model ${model}. Known models: ${[...this.deps.catalog.keys()].join(', ')}.`, 'models');
+      if (seen.has(model)) throw invalid(`Model ${model} is listed twice.`, 'models');
+      seen.add(model);
+      if (entry.provider !== provider) throw invalid(`Model ${model} is served by provider ${entry.provider}, not ${provider}.`, 'models');
+      const modelTransport = entry.transport ?? (entry.provider === 'local' ? 'local' : 'images-api');
+      if (modelTransport !== transport) throw invalid(`Model ${model} is served over ${modelTransport}, not ${transport}.`, 'models');
+    }
+  }
+
+  private checkCredentials(transport: string, credentials: ChannelCredentials): void {
+    const wantsKeyPair = transport === 'visual';
+    if (wantsKeyPair !== 'access_key_id' in credentials) {
+      throw invalid(wantsKeyPair ? 'visual channels take access_key_id and secret_access_key.' : `${transport} channels take api_key.`, 'credentials');
+    }
+  }
+
+  async create(input: CreateChannelInput): Promise<ChannelResource> {
+    const now = this.deps.clock.now();
+    this.checkModels(input.provider, input.transport, input.models);
+    this.checkCredentials(input.transport, input.credentials);
+    const baseUrl = input.base_url ?? DEFAULT_BASE_URLS[input.transport];
+    if (baseUrl === undefined) throw invalid(`${input.transport} channels need base_url.`, 'base_url');
+    const id = newId('chn');
+    const row: ChannelsTable = {
+      id,
+      name: input.name,
+      provider: input.provider,
+      transport: input.transport,
+      base_url: baseUrl,
+      models: JSON.stringify(input.models.map((m) => ({ model: m.model, upstream_model: m.upstream_model ?? null }))),
+      priority: input.priority ?? 0,
+      weight: input.weight ?? 1,
+      status: input.status ?? 'enabled',
+      disabled_reason: null,
+      disabled_at: input.status === 'disabled' ? now : null,
+      max_concurrency: input.max_concurrency ?? null,
+      rpm: input.rpm ?? null,
+      ipm: input.ipm ?? null,
+      timeout_ms: input.timeout_ms ?? 60_000,
+      credentials_sealed: this.deps.sealer.seal(id, JSON.stringify(input.credentials)),
+      credentials_hint: credentialsHint(input.credentials),
+      created_at: now,
+      updated_at: now,
+    };
+    await repo.insertChannel(this.deps.db, row);
+    this.deps.router.invalidate();
+    return toChannelResource(channelFromRow(row));
+  }
+
+  async list(query: { provider?: string; status?: string }): Promise<{ data: ChannelResource[] }> {
+    const rows = await repo.listChannelRows(this.deps.db);
+    const channels = [...this.deps.environmentChannels, ...rows.map(channelFromRow)]
+      .filter((c) => (query.provider === undefined || c.provider === query.provider) && (query.status === undefined || c.status === query.status))
+      .sort((a, b) => b.priority - a.priority);
+    return { data: channels.map(toChannelResource) };
+  }
+
+  async get(id: string): Promise<ChannelResource> {
+    const environment = this.environmentChannel(id);
+    if (environment) return toChannelResource(environment);
+    const row = await repo.findChannelRow(this.deps.db, id);
+    if (!row) throw channelNotFound(id);
+    return toChannelResource(channelFromRow(row));
+  }
+
+  async update(id: string, input: UpdateChannelInput): Promise<ChannelResource> {
+    const current = await this.requireRow(id);
+    const now = this.deps.clock.now();
+    const changes: Partial<ChannelsTable> = { updated_at: Math.max(now, current.updated_at + 1) };
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.base_url !== undefined) changes.base_url = input.base_url;
+    if (input.models !== undefined) {
+      this.checkModels(current.provider, current.transport, input.models);
+      changes.models = JSON.stringify(input.models.map((m) => ({ model: m.model, upstream_model: m.upstream_model ?? null })));
+    }
+    if (input.priority !== undefined) changes.priority = input.priority;
+    if (input.weight !== undefined) changes.weight = input.weight;
+    if (input.max_concurrency !== undefined) changes.max_concurrency = input.max_concurrency;
+    if (input.rpm !== undefined) changes.rpm = input.rpm;
+    if (input.ipm !== undefined) changes.ipm = input.ipm;
+    if (input.timeout_ms !== undefined) changes.timeout_ms = input.timeout_ms;
+    if (input.credentials !== undefined) {
+      this.checkCredentials(current.transport, input.credentials);
+      changes.credentials_sealed = this.deps.sealer.seal(id, JSON.stringify(input.credentials));
+      changes.credentials_hint = credentialsHint(input.credentials);
+    }
+    if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null });
+    if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: null, disabled_at: now });
+    const row = await repo.updateChannelRow(this.deps.db, id, changes);
+    if (!row) throw channelNotFound(id);
+    this.deps.router.invalidate();
+    return toChannelResource(channelFromRow(row));
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.requireRow(id);
+    if (!(await repo.deleteChannelRow(this.deps.db, id))) throw channelNotFound(id);
+    this.deps.router.invalidate();
+  }
+
+  async test(id: string, model?: string): Promise<ChannelTestResult> {
+    const channel = await this.get(id);
+    const modelId = model ?? channel.models[0]?.model;
+    const entry = modelId === undefined ? undefined : this.deps.catalog.get(modelId);
+    if (!entry || !channel.models.some((m) => m.model === entry.model)) {
+      throw invalid(`Channel ${id} does not serve ${modelId ?? 'any catalog model'}; it serves ${channel.models.map((m) => m.model).join(', ') || 'none'}.`, 'model');
+    }
+    const outcome = await this.deps.router.test(id, entry);
+    return {
+      outcome: outcome.ok ? 'ok' : 'failed',
+      latency_ms: outcome.latencyMs,
+      error_code: outcome.error?.code ?? null,
+      message: outcome.error?.message ?? null,
+      channel: await this.get(id),
+    };
+  }
+}
