@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { DestinationStream, Logger } from 'pino';
 import { createGatewayApp } from './app';
-import type { GatewayConfig } from './config/config';
+import { describeConfig, type GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
 import { GenerationService } from './generation/generation.service';
@@ -12,6 +12,7 @@ import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { KeysService } from './keys/keys.service';
+import { ConnectionGuard } from './http/connection-guard';
 import { createLogger } from './logger';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
@@ -43,8 +44,9 @@ interface Listener {
   draining: { value: boolean };
 }
 
-async function listen(app: http.RequestListener, port: number, host: string, requestTimeoutMs: number): Promise<Listener> {
+async function listen(app: http.RequestListener, port: number, host: string, requestTimeoutMs: number, guard: ConnectionGuard): Promise<Listener> {
   const server = http.createServer(app);
+  guard.watch(server);
   server.headersTimeout = 15_000;
   server.requestTimeout = requestTimeoutMs;
   server.keepAliveTimeout = 5_000;
@@ -74,6 +76,7 @@ async function drain(listener: Listener, deadlineMs: number): Promise<void> {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
+  logger.info({ config: describeConfig(config) }, 'configuration');
   const database = openDatabase(config.databaseUrl, {
     poolSize: config.dbPoolSize,
     onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
@@ -93,7 +96,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   );
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger });
 
-  const common = { db: database.db, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
+  const common = {
+    db: database.db,
+    logger,
+    metrics,
+    bodyLimitBytes: config.bodyLimitBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    validateResponses: config.validateResponses,
+    generation,
+  };
   const publicApp = createGatewayApp({
     ...common,
     clock,
@@ -110,8 +121,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     usage: new UsageService(database.db),
   });
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
-  const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs);
-  const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs);
+  // One cap for both listeners: they share the process's file descriptors.
+  const connections = new ConnectionGuard(config.maxConnections, logger);
+  const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs, connections);
+  const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs, connections);
   logger.info(
     { port: publicListener.port, internal_port: internalListener.port, database: database.engine, rate_limit_store: config.rateLimitStore },
     'gateway listening',
