@@ -43,7 +43,8 @@ export function startGatewayProcess(env: Record<string, string>, options: Proces
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
+      if (options.detached && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      else child.kill('SIGKILL');
       reject(new Error(`gateway did not start:\n${output.join('')}`));
     }, 20_000);
     let seen = '';
