@@ -299,7 +299,11 @@ export interface components {
             error_code: string | null;
             latency_ms: number | null;
             created_at: components["schemas"]["Timestamp"];
-            completed_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp; null while pending.
+             */
+            completed_at: string | null;
         };
         UsageRow: {
             /** Format: date */
