@@ -96,3 +96,53 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
     }
   });
 });
+
+describe('operator commands: npm run migrate, npm run backup', () => {
+  const npm = (args: string[], env: Record<string, string>) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile('npm', ['run', '-s', ...args], { cwd: path.resolve(__dirname, '../..'), env: { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp', ...env } }, (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr }),
+      );
+    });
+
+  it('npm run migrate brings a database to the latest schema without starting the gateway, and refuses unknown schemes', async () => {
+    const database = await createThrowawayDatabase('sqlite');
+    try {
+      const run = await npm(['migrate'], { DATABASE_URL: database.url });
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toContain('is migrated to the latest schema');
+      const { default: SQLite } = await import('better-sqlite3');
+      const db = new SQLite(database.url, { readonly: true });
+      expect((db.prepare('SELECT count(*) AS n FROM kysely_migration').get() as { n: number }).n).toBeGreaterThan(0);
+      db.close();
+      const wrong = await npm(['migrate'], { DATABASE_URL: 'mysql://db/gateway' });
+      expect(wrong.code).toBe(78);
+      expect(lines(wrong.stderr)).toEqual([expect.stringMatching(/DATABASE_URL must be/)]);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('npm run backup copies the SQLite database of a running gateway', async () => {
+    const database = await createThrowawayDatabase('sqlite');
+    const gateway = await startGatewayProcess({ DATABASE_URL: database.url });
+    try {
+      const created = await fetch(`${gateway.url}/admin/keys`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_SECRET}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'backed up', owner: 'ops@example.com', credits_quota: 1, quota_period_days: 1 }),
+      });
+      expect(created.status).toBe(201);
+      const copy = path.join(path.dirname(database.url), 'backup.db');
+      const run = await npm(['backup', '--', copy], { DATABASE_URL: database.url });
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const { default: SQLite } = await import('better-sqlite3');
+      const db = new SQLite(copy, { readonly: true });
+      expect(db.prepare('SELECT name FROM api_keys').all()).toEqual([{ name: 'backed up' }]);
+      db.close();
+    } finally {
+      await gateway.stop();
+      await database.drop();
+    }
+  });
+});
