@@ -26,8 +26,9 @@ function expiry(value: string): string | null {
   return new Date(value).toISOString();
 }
 
-function showKey(key: Key): string {
-  return record({
+/** A key's fields; a new or rotated key's secret after them, with the reminder that it is shown once. */
+function showKey(key: Key & { key?: string }): string {
+  const fields = record({
     id: key.id,
     name: key.name,
     owner: key.owner,
@@ -42,11 +43,7 @@ function showKey(key: Key): string {
     disabled_at: key.disabled_at,
     last_used_at: key.last_used_at,
   });
-}
-
-/** A key with its secret, shown only in this answer. */
-function showCreated(key: CreatedKey): string {
-  return `${showKey(key)}\n\nkey: ${key.key}\n(shown only now: store it; the gateway keeps only its hash)`;
+  return key.key === undefined ? fields : `${fields}\n\nkey: ${key.key}\n(shown only now: store it; the gateway keeps only its hash)`;
 }
 
 const keyPath = (id: string) => `/admin/keys/${encodeURIComponent(id)}`;
@@ -76,7 +73,7 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
         ...(options.expiresInDays === undefined ? {} : { expires_in_days: options.expiresInDays }),
       };
       const created = await callAdminApi<CreatedKey>(context.connection(command), 'POST', '/admin/keys', body);
-      print(context.output(command), created, () => showCreated(created));
+      print(context.output(command), created, () => showKey(created));
     });
 
   keys
@@ -107,15 +104,6 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     });
 
   keys
-    .command('get')
-    .description('show one key')
-    .argument('<id>', 'key id (key_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const key = await callAdminApi<Key>(context.connection(command), 'GET', keyPath(id));
-      print(context.output(command), key, () => showKey(key));
-    });
-
-  keys
     .command('update')
     .description('change a key: name, owner, limits, providers, expiry, or enable a disabled key')
     .argument('<id>', 'key id (key_...)')
@@ -143,24 +131,6 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     });
 
   keys
-    .command('enable')
-    .description('re-enable a disabled key (same as update --enable)')
-    .argument('<id>', 'key id (key_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const key = await callAdminApi<Key>(context.connection(command), 'PATCH', keyPath(id), { status: 'active' });
-      print(context.output(command), key, () => showKey(key));
-    });
-
-  keys
-    .command('disable')
-    .description('disable a key (refused from its next request on; the record is kept)')
-    .argument('<id>', 'key id (key_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const key = await callAdminApi<Key>(context.connection(command), 'DELETE', keyPath(id));
-      print(context.output(command), key, () => showKey(key));
-    });
-
-  keys
     .command('quota')
     .description("set a key's credits per period")
     .argument('<id>', 'key id (key_...)')
@@ -177,12 +147,27 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
       print(context.output(command), key, () => showKey(key));
     });
 
-  keys
-    .command('rotate')
-    .description('replace the secret (the old one stops working at once; the new one is printed once)')
-    .argument('<id>', 'key id (key_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const key = await callAdminApi<CreatedKey>(context.connection(command), 'POST', `${keyPath(id)}/rotate`);
-      print(context.output(command), key, () => showCreated(key));
-    });
+  // Commands that take only a key id: one call, one key in the answer.
+  const byId: Array<{ name: string; description: string; method: string; route: (id: string) => string; body?: Schemas['UpdateKeyRequest'] }> = [
+    { name: 'get', description: 'show one key', method: 'GET', route: keyPath },
+    { name: 'enable', description: 're-enable a disabled key (same as update --enable)', method: 'PATCH', route: keyPath, body: { status: 'active' } },
+    { name: 'disable', description: 'disable a key (refused from its next request on; the record is kept)', method: 'DELETE', route: keyPath },
+    {
+      name: 'rotate',
+      description: 'replace the secret (the old one stops working at once; the new one is printed once)',
+      method: 'POST',
+      route: (id) => `${keyPath(id)}/rotate`,
+    },
+  ];
+  for (const operation of byId) {
+    keys
+      .command(operation.name)
+      .description(operation.description)
+      .argument('<id>', 'key id (key_...)')
+      .action(async (id: string, _options: unknown, command: Command) => {
+        // rotate answers a CreatedKey (with the new secret); the others a Key.
+        const key = await callAdminApi<Key | CreatedKey>(context.connection(command), operation.method, operation.route(id), operation.body);
+        print(context.output(command), key, () => showKey(key));
+      });
+  }
 }
