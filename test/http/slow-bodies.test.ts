@@ -64,3 +64,38 @@ describe('slow and oversized request bodies cannot hold connections', () => {
     connection.socket.destroy();
   });
 });
+
+describe('at the connection cap (MAX_CONNECTIONS), idle and stalled connections make room for new clients', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway({ MAX_CONNECTIONS: '16' });
+  });
+  afterAll(() => t.close());
+
+  const healthz = 'GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n';
+
+  it('closes idle keep-alive connections first, then the oldest connection without a request; a new client is answered', async () => {
+    // Oldest: 4 connections that never send a request.
+    const silent = await Promise.all(Array.from({ length: 4 }, () => rawConnection(t.gateway.url, '')));
+    // Then 9 keep-alive connections, answered and now idle.
+    const idle = await Promise.all(Array.from({ length: 9 }, () => rawConnection(t.gateway.url, healthz)));
+    for (const connection of idle) expect((await connection.response()).status).toBe(200);
+    expect(await idle[0]!.closedByServer(200)).toBe(false);
+
+    // Past 90% of the cap: the idle ones go, the silent ones (not idle) stay.
+    const pressure = await Promise.all(Array.from({ length: 2 }, () => rawConnection(t.gateway.url, healthz)));
+    for (const connection of pressure) expect((await connection.response()).status).toBe(200);
+    // Well within keepAliveTimeout (5 s) and headersTimeout (15 s): closed by the cap, not by a timeout.
+    for (const connection of idle) expect(await connection.closedByServer(2000)).toBe(true);
+    for (const connection of silent) expect(await connection.closedByServer(200)).toBe(false);
+
+    // Fill the cap (4 + 12 = 16) with more silent connections (the 2 pressure ones, now idle, are
+    // closed on the way); the next connection then displaces the oldest silent one.
+    const more = await Promise.all(Array.from({ length: 12 }, () => rawConnection(t.gateway.url, '')));
+    const newcomer = await rawConnection(t.gateway.url, healthz);
+    expect((await newcomer.response()).status).toBe(200);
+    expect(await silent[0]!.closedByServer(2000)).toBe(true);
+    expect(await more[more.length - 1]!.closedByServer(200)).toBe(false);
+    for (const connection of [...silent, ...more, ...pressure, newcomer]) connection.socket.destroy();
+  });
+});
