@@ -19,7 +19,8 @@ function isSystemError(error: unknown): error is SystemError {
 
 /**
  * One line for a failure an operator can fix (configuration, a port in use, a directory that cannot
- * be written), and the exit code for it; undefined for anything else, which is a bug and keeps its stack.
+ * be written: any failed system call), and the exit code for it; undefined for anything else,
+ * which is a bug and keeps its stack.
  */
 export function describeStartupFailure(error: unknown): { line: string; exitCode: number } | undefined {
   if (error instanceof ConfigError) return { line: `creative-gateway: configuration error: ${error.message}`, exitCode: EXIT_CONFIG };
@@ -30,20 +31,14 @@ export function describeStartupFailure(error: unknown): { line: string; exitCode
       return { line: `creative-gateway: cannot listen on ${where}: the port is already in use (set PORT / INTERNAL_PORT, or stop the other process)`, exitCode: EXIT_UNAVAILABLE };
     case 'EADDRNOTAVAIL':
       return { line: `creative-gateway: cannot listen on ${where}: no such local address (check HOST)`, exitCode: EXIT_CONFIG };
-    case 'EACCES':
-    case 'EPERM':
-    case 'EROFS':
-      return {
-        line: `creative-gateway: permission denied${error.syscall ? ` (${error.syscall}${error.path ? ` ${error.path}` : where ? ` ${where}` : ''})` : ''}: ${error.message}`,
-        exitCode: EXIT_UNAVAILABLE,
-      };
     case 'SQLITE_CANTOPEN':
       return { line: `creative-gateway: cannot open the SQLite database: ${error.message} (check DATABASE_URL and its directory)`, exitCode: EXIT_UNAVAILABLE };
-    case 'ENOENT':
-    case 'ENOTDIR':
-    case 'ENOSPC':
-      return { line: `creative-gateway: cannot start: ${error.message}`, exitCode: EXIT_UNAVAILABLE };
     default:
+      // Any other failed system call (permission denied, a path that is a file, a full disk, a
+      // privileged port, ...) or SQLite refusal: its own message names the call and the path.
+      if (error.syscall !== undefined || error.code.startsWith('SQLITE_')) {
+        return { line: `creative-gateway: cannot start: ${error.message}`, exitCode: EXIT_UNAVAILABLE };
+      }
       return undefined;
   }
 }

@@ -50,6 +50,15 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
     expect(run.stderr).not.toMatch(NO_STACK);
   });
 
+  it('a data directory that cannot be created (a file is in the way) is one line, exit 69', async () => {
+    const blocker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-blocker-')), 'not-a-directory');
+    fs.writeFileSync(blocker, '');
+    const run = await runGateway({ DATABASE_URL: path.join(blocker, 'gateway.db') });
+    expect(run.code).toBe(69);
+    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^creative-gateway: cannot start: .*not-a-directory/)]);
+    expect(run.stderr).not.toMatch(NO_STACK);
+  });
+
   it('a port already in use is one line naming the port, and a non-zero exit', async () => {
     const squatter = net.createServer();
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
