@@ -17,8 +17,8 @@ const EVICTION_LOG_INTERVAL_MS = 10_000;
 /**
  * Caps the open client connections of all listeners together below the process's file descriptor
  * limit, so the gateway can always accept (and answer) a new client: at the cap a new connection
- * displaces the idle keep-alive connection, then the connection without a request, then the
- * connection whose body is still arriving, that has waited longest. Connections whose request is
+ * displaces the idle keep-alive connection, then the connection whose body is still arriving,
+ * then the connection without a request, that has waited longest. Connections whose request is
  * being answered are never closed; when only those remain, the new connection is refused.
  */
 export class ConnectionGuard {
@@ -57,7 +57,9 @@ export class ConnectionGuard {
     if (this.connections.size <= this.maxConnections * PRESSURE_SHARE) return;
     this.closeAll('idle', socket);
     while (this.connections.size > this.maxConnections) {
-      const victim = this.oldest('waiting', socket) ?? this.oldestStalledReader();
+      // Stalled bodies first: a new client is 'waiting' too until its headers are parsed, and under
+      // a slow-body attack it must not be the one displaced by the attacker's reconnections.
+      const victim = this.oldestStalledReader() ?? this.oldest('waiting', socket);
       this.evict(victim ?? socket);
       if (!victim) break;
     }
