@@ -324,7 +324,11 @@ export interface components {
             error_code: string | null;
             latency_ms: number | null;
             created_at: components["schemas"]["Timestamp"];
-            completed_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp; null while pending.
+             */
+            completed_at: string | null;
             /**
              * @description Only on `getGeneration`: every upstream call made for it, in order (one per image on
              *     one-image-per-call transports), with the channel that served it. Clients never see these.
@@ -361,7 +365,11 @@ export interface components {
             /** @description Images asked for in the last 60 s (all replicas). */
             images_this_minute: number;
             ipm: number | null;
-            cooling_down_until: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp; null when not cooling down.
+             */
+            cooling_down_until: string | null;
             /** @description Calls in this replica's window (last 200). */
             calls: number;
             error_rate: number;
@@ -391,7 +399,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -508,7 +516,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is larger than the gateway accepts. */
+        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
+        RequestTimeout: {
+            headers: {
+                Connection?: "close";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request body is larger than the gateway accepts (a declared `Content-Length` over the limit is refused before any of the body is read, and the connection closed). */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -727,6 +745,7 @@ export interface operations {
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
             404: components["responses"]["ModelNotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["OutputModerated"];

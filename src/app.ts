@@ -39,6 +39,7 @@ export interface GatewayAppDeps {
   logger: Logger;
   adminSecret: string;
   bodyLimitBytes: number;
+  bodyTimeoutMs: number;
   validateResponses: boolean;
   document: OpenApiDocument;
   keys: KeysService;

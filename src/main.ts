@@ -1,38 +1,51 @@
-import { ConfigError, loadConfig } from './config/config';
-import { DependencyStartupError } from './health/readiness';
-import { startGateway } from './server';
+import { loadConfig } from './config/config';
+import { type RunningGateway, startGateway } from './server';
+import { describeStartupFailure } from './startup-failure';
 
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`Configuration error: ${error.message}`);
-      process.exit(78); // EX_CONFIG
+/**
+ * Ctrl-C in a terminal under `npm start` signals the whole foreground group, and npm forwards the
+ * same SIGINT to us again: SIGINTs this close together are one key press, not a second one.
+ */
+const SAME_KEY_PRESS_MS = 500;
+
+function handleSignals(gateway: RunningGateway): void {
+  let firstSignalAt: number | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    const now = Date.now();
+    if (firstSignalAt !== undefined) {
+      // A second Ctrl-C means "now": the operator does not want to wait for the drain.
+      if (signal === 'SIGINT' && now - firstSignalAt >= SAME_KEY_PRESS_MS) {
+        gateway.logger.warn({ signal }, 'second interrupt: exiting without waiting for in-flight requests');
+        gateway.logger.flush(() => process.exit(130));
+      }
+      return;
     }
-    throw error;
-  }
-  const gateway = await startGateway(config).catch((error: unknown) => {
-    if (!(error instanceof DependencyStartupError)) throw error;
-    console.error(`Startup error: ${error.message}`);
-    process.exit(78); // EX_CONFIG: the environment points at something that is not there
-  });
-  const shutdown = (signal: string) => {
-    gateway.logger.info({ signal }, 'shutting down');
+    firstSignalAt = now;
+    gateway.logger.info({ signal }, 'shutting down: draining in-flight requests (Ctrl-C again to exit at once)');
     gateway.close().then(
       () => gateway.logger.flush(() => process.exit(0)),
       (error: unknown) => {
         gateway.logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        gateway.logger.flush(() => process.exit(1));
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const gateway = await startGateway(config);
+  handleSignals(gateway);
 }
 
 main().catch((error: unknown) => {
+  const failure = describeStartupFailure(error);
+  if (failure) {
+    console.error(failure.line);
+    process.exit(failure.exitCode);
+  }
   console.error(error);
   process.exit(1);
 });

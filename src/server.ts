@@ -10,7 +10,7 @@ import { ChannelRouter } from './channels/channel-router';
 import { CredentialSealer } from './channels/channel-sealing';
 import { environmentChannels } from './channels/channel.model';
 import { ChannelsService } from './channels/channels.service';
-import type { GatewayConfig } from './config/config';
+import { describeConfig, type GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
 import { GenerationService } from './generation/generation.service';
@@ -21,6 +21,7 @@ import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { KeysService } from './keys/keys.service';
+import { ConnectionGuard } from './http/connection-guard';
 import { createLogger } from './logger';
 import { ReleaseRetries } from './maintenance/release-retries';
 import { startSweeper } from './maintenance/sweeper';
@@ -60,8 +61,9 @@ interface Listener {
   draining: { value: boolean };
 }
 
-async function listen(app: http.RequestListener, port: number, host: string, requestTimeoutMs: number): Promise<Listener> {
+async function listen(app: http.RequestListener, port: number, host: string, requestTimeoutMs: number, guard: ConnectionGuard): Promise<Listener> {
   const server = http.createServer(app);
+  guard.watch(server);
   server.headersTimeout = 15_000;
   server.requestTimeout = requestTimeoutMs;
   server.keepAliveTimeout = 5_000;
@@ -91,6 +93,7 @@ async function drain(listener: Listener, deadlineMs: number): Promise<void> {
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
+  logger.info({ config: describeConfig(config) }, 'configuration');
   // Outage windows are wall-clock time, whatever clock the business logic runs on.
   const health = new DependencyHealth(systemClock, logger);
   const database = openDatabase(config.databaseUrl, {
@@ -159,7 +162,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
 
-  const common = { db: database.db, readiness, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
+  const common = {
+    db: database.db,
+    readiness,
+    logger,
+    metrics,
+    bodyLimitBytes: config.bodyLimitBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    validateResponses: config.validateResponses,
+    generation,
+  };
   const publicApp = createGatewayApp({
     ...common,
     clock,
@@ -183,8 +195,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     channels,
   });
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
-  const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs);
-  const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs);
+  // One cap for both listeners: they share the process's file descriptors.
+  const connections = new ConnectionGuard(config.maxConnections, logger);
+  const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs, connections);
+  const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs, connections);
   images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${publicListener.port}`);
   logger.info(
     { port: publicListener.port, internal_port: internalListener.port, database: database.engine, rate_limit_store: config.rateLimitStore },

@@ -63,6 +63,10 @@ export interface GatewayConfig {
   images: ImagesConfig;
   /** Channels (upstream accounts): credential sealing keys and routing settings. */
   channels: ChannelsConfig;
+  /** A request's body must arrive within this long after its headers (slow-body attacks). */
+  bodyTimeoutMs: number;
+  /** Open client connections on both listeners together; past it the stalest idle or stalled one is closed. */
+  maxConnections: number;
 }
 
 export interface AccessJwtConfig {
@@ -244,6 +248,65 @@ function rateLimitStore(env: Env, databaseUrl: string): GatewayConfig['rateLimit
   return chosen;
 }
 
+const DATABASE_URL_FORMS = 'a SQLite file path (./data/gateway.db), sqlite:<path>, or postgres://user:password@host:5432/database';
+
+/**
+ * A file path, `sqlite:<path>` or `postgres(ql)://`. Anything else with a scheme (`mysql://...`)
+ * would otherwise become a SQLite file named after it.
+ */
+export function databaseUrlFromEnv(env: Env): string {
+  const raw = env.DATABASE_URL || './data/gateway.db';
+  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(raw)?.[1]?.toLowerCase();
+  if (scheme === undefined || scheme === 'sqlite') return raw;
+  if ((scheme === 'postgres' || scheme === 'postgresql') && raw.startsWith(`${scheme}://`)) return raw;
+  throw new ConfigError(`DATABASE_URL must be ${DATABASE_URL_FORMS}; got the unsupported scheme "${scheme}:"`);
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = env.REDIS_URL || undefined;
+  if (raw !== undefined && !/^rediss?:\/\//.test(raw)) throw new ConfigError(`REDIS_URL must be redis://host:6379 or rediss://...; got "${maskUrl(raw)}"`);
+  return raw;
+}
+
+/** The URL with its password replaced, for logs and messages. */
+export function maskUrl(raw: string): string {
+  try {
+    const parsed = new URL(raw);
+    if (!parsed.password) return raw;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * The soft limit on open files of this process (Linux: /proc/self/limits), or undefined where unknown.
+ * Every connection is a file descriptor, so the connection cap is derived from it.
+ */
+function openFilesLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'));
+    return line?.[1] && line[1] !== 'unlimited' ? Number(line[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Connections may take the descriptors the process does not need for itself: stdio, the event
+ * loop, SQLite's three files, the database pool, Redis, the logger (about 30 in all), with room to spare.
+ */
+function maxConnections(env: Env, dbPoolSize: number): number {
+  const limit = openFilesLimit();
+  const derived = limit === undefined ? 10_000 : Math.max(16, limit - 64 - dbPoolSize);
+  const chosen = integer(env, 'MAX_CONNECTIONS', derived, 16, 1_000_000);
+  if (limit !== undefined && chosen > derived) {
+    throw new ConfigError(`MAX_CONNECTIONS=${chosen} leaves no file descriptors for the gateway itself (open files limit ${limit}); raise the limit (ulimit -n / LimitNOFILE) or lower MAX_CONNECTIONS to at most ${derived}`);
+  }
+  return chosen;
+}
+
 function url(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   try {
@@ -378,27 +441,28 @@ function readImages(env: Env, nodeEnv: string, databaseUrl: string, announce: (l
 
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
-  const databaseUrl = env.DATABASE_URL || './data/gateway.db';
+  const database = databaseUrlFromEnv(env);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
   }
   const catalog = readCatalog(env);
+  const dbPoolSize = integer(env, 'DB_POOL_SIZE', 10, 1, 500);
   return {
     nodeEnv,
     host: env.HOST || '0.0.0.0',
     port: integer(env, 'PORT', 8080, 0, 65535),
-    databaseUrl,
-    adminSecret: resolveAdminSecret(env, nodeEnv, databaseUrl, announce),
+    databaseUrl: database,
+    adminSecret: resolveAdminSecret(env, nodeEnv, database, announce),
     logLevel,
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
     catalog,
     providers: readProviders(env, catalog),
-    rateLimitStore: rateLimitStore(env, databaseUrl),
-    redisUrl: env.REDIS_URL || undefined,
+    rateLimitStore: rateLimitStore(env, database),
+    redisUrl: redisUrl(env),
     redisPrefix: env.REDIS_PREFIX ?? 'cgw:',
-    dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbPoolSize,
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     redisConnectTimeoutMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 1000, 100, 60_000),
@@ -409,14 +473,60 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
     sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
     internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),
-    serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
+    serviceTokens: resolveServiceTokens(env, nodeEnv, database, announce),
     accessJwt: readAccessJwt(env),
-    images: readImages(env, nodeEnv, databaseUrl, announce),
+    images: readImages(env, nodeEnv, database, announce),
     channels: {
-      sealingKeys: resolveSealingKeys(env, nodeEnv, databaseUrl, announce),
+      sealingKeys: resolveSealingKeys(env, nodeEnv, database, announce),
       queueTimeoutMs: integer(env, 'CHANNEL_QUEUE_TIMEOUT_MS', 2000, 0, 60_000),
       probeIntervalMs: integer(env, 'CHANNEL_PROBE_INTERVAL_MS', 0, 0, 86_400_000),
       pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
+    },
+    bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 10_000, 100, 600_000),
+    maxConnections: maxConnections(env, dbPoolSize),
+  };
+}
+
+/** The effective configuration for the startup log line: every secret masked, nothing else hidden. */
+export function describeConfig(config: GatewayConfig): Record<string, unknown> {
+  const masked = '***';
+  const { volc, ark, openaiCompatible, resilience } = config.providers;
+  return {
+    nodeEnv: config.nodeEnv,
+    host: config.host,
+    port: config.port,
+    internalPort: config.internalPort,
+    databaseUrl: maskUrl(config.databaseUrl),
+    dbPoolSize: config.dbPoolSize,
+    redisUrl: config.redisUrl === undefined ? null : maskUrl(config.redisUrl),
+    redisPrefix: config.redisPrefix,
+    rateLimitStore: config.rateLimitStore,
+    adminSecret: masked,
+    serviceTokens: config.serviceTokens.map((token) => ({ clientId: token.clientId, clientSecret: masked })),
+    logLevel: config.logLevel,
+    validateResponses: config.validateResponses,
+    bodyLimitBytes: config.bodyLimitBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    maxConnections: config.maxConnections,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    sweepGraceMs: config.sweepGraceMs,
+    dbConnectTimeoutMs: config.dbConnectTimeoutMs,
+    dbStatementTimeoutMs: config.dbStatementTimeoutMs,
+    rateLimitRedisFallback: config.rateLimitRedisFallback,
+    accessJwt: config.accessJwt ?? null,
+    images: {
+      store: config.images.store.kind === 's3' ? { kind: 's3', bucket: config.images.store.bucket, endpoint: config.images.store.endpoint ?? null, credentials: masked } : config.images.store,
+      retentionMs: config.images.retentionMs,
+      signingKey: masked,
+      publicBaseUrl: config.images.publicBaseUrl ?? null,
+    },
+    channels: { sealingKeys: config.channels.sealingKeys.map(() => masked), queueTimeoutMs: config.channels.queueTimeoutMs, probeIntervalMs: config.channels.probeIntervalMs },
+    models: config.catalog.map((entry) => entry.model),
+    providers: {
+      volc: volc ? { accessKeyId: volc.accessKeyId, secretAccessKey: masked, endpoint: volc.endpoint, pollIntervalMs: volc.pollIntervalMs } : null,
+      ark: ark ? { apiKey: masked, baseUrl: ark.baseUrl } : null,
+      openaiCompatible: openaiCompatible ? { name: openaiCompatible.name, baseUrl: openaiCompatible.baseUrl, apiKey: masked } : null,
+      resilience,
     },
   };
 }

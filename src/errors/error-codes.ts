@@ -24,6 +24,7 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   model_not_found: { status: 404, type: 'not_found_error' },
   generation_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  request_timeout: { status: 408, type: 'invalid_request_error' },
   idempotency_key_in_use: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },

@@ -2,20 +2,26 @@ import express, { type Express, type RequestHandler } from 'express';
 import { ApiError } from '../errors/api-error';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
+import { bodyDeadline } from './body-deadline';
 import { STATIC_ASSETS_PREFIX, staticAssetsRouter } from './docs';
 import { requestContext } from './request-context';
 
 /**
  * What both listeners start with: strict, quiet Express settings, then the request context (id,
- * security headers, log line, metric), and the Scalar bundle (a public static asset).
+ * security headers, log line, metric), the body guard (before auth, so no client can hold a socket
+ * with a body it never finishes), and the Scalar bundle (a public static asset).
  */
-export function createBaseApp(deps: { logger: Logger; metrics: GatewayMetrics }, listener: 'public' | 'internal'): Express {
+export function createBaseApp(
+  deps: { logger: Logger; metrics: GatewayMetrics; bodyLimitBytes: number; bodyTimeoutMs: number },
+  listener: 'public' | 'internal',
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
   app.use(requestContext(deps, listener));
+  app.use(bodyDeadline({ bodyLimitBytes: deps.bodyLimitBytes, bodyTimeoutMs: deps.bodyTimeoutMs }));
   app.use(STATIC_ASSETS_PREFIX, staticAssetsRouter());
   return app;
 }

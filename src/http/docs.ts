@@ -17,7 +17,13 @@ export function staticAssetsRouter(): Router {
   });
 }
 
-/** The Scalar API reference page (operations getApiReference / getCreativeApiReference), fully offline: local script, default (remote) fonts off. */
+/**
+ * The Scalar API reference page (operations getApiReference / getCreativeApiReference), fully
+ * offline: local script, no remote fonts, and none of Scalar's hosted features. On a loopback
+ * address Scalar turns on its "Ask AI" agent (which searches api.scalar.com through
+ * proxy.scalar.com) and its developer toolbar ("Share" and "Deploy" upload the spec to scalar.com);
+ * our CSP would block those calls and leave dead buttons.
+ */
 export function docsPageHandler(options: { title: string } & ({ specUrl: string } | { document: object })): RawOperationHandler {
   return {
     raw: async (req, res, next) => {
@@ -35,6 +41,10 @@ export function docsPageHandler(options: { title: string } & ({ specUrl: string 
         withDefaultFonts: false,
         hideClientButton: true,
         telemetry: false,
+        agent: { disabled: true },
+        showDeveloperTools: 'never',
+        // No request for /favicon.ico (a 404 in the console).
+        favicon: 'data:,',
       } as Parameters<typeof apiReference>[0])(req as never, res, next);
     },
   };

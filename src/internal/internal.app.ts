@@ -32,6 +32,7 @@ export interface InternalAppDeps {
   accessJwt: AccessJwtConfig | undefined;
   clock: Clock;
   bodyLimitBytes: number;
+  bodyTimeoutMs: number;
   validateResponses: boolean;
   document: OpenApiDocument;
   generation: GenerationService;

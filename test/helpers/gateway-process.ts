@@ -33,30 +33,50 @@ export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEn
   };
 }
 
+export interface ProcessOptions {
+  /** What to run instead of `node dist/src/main.js` (e.g. `npm start`, or a shell that lowers limits first). */
+  command?: [string, ...string[]];
+  /** In its own process group (pid = group id), so a test can check that nothing of it is left. */
+  detached?: boolean;
+}
+
 /** Runs the built gateway (`dist/`, made by jest's global setup) as a real process on port 0. */
-export function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [MAIN_JS], { env: gatewayProcessEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startGatewayProcess(env: Record<string, string>, options: ProcessOptions = {}): Promise<GatewayProcess> {
+  const [command, ...args] = options.command ?? [process.execPath, MAIN_JS];
+  const child = spawn(command, args, {
+    cwd: path.resolve(__dirname, '../..'),
+    detached: options.detached ?? false,
+    env: gatewayProcessEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output.join('')}`)), 20_000);
+    const timer = setTimeout(() => {
+      if (options.detached && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      else child.kill('SIGKILL');
+      reject(new Error(`gateway did not start:\n${output.join('')}`));
+    }, 20_000);
+    let seen = '';
     const onData = (chunk: Buffer) => {
       const text = chunk.toString();
       output.push(text);
-      const match = /"port":(\d+).*"gateway listening"|"msg":"gateway listening"/.test(text) ? /"port":(\d+)/.exec(text) : null;
-      if (match) {
-        clearTimeout(timer);
-        resolve({
-          url: `http://127.0.0.1:${match[1]}`,
-          internalUrl: `http://127.0.0.1:${/"internal_port":(\d+)/.exec(text)?.[1]}`,
-          child,
-          output,
-          async stop(signal: NodeJS.Signals = 'SIGTERM') {
-            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-            return exited;
-          },
-        });
-      }
+      seen += text;
+      const listening = seen.split('\n').find((line) => line.includes('"msg":"gateway listening"'));
+      if (!listening) return;
+      child.stdout.off('data', onData);
+      child.stdout.on('data', (more: Buffer) => output.push(more.toString()));
+      clearTimeout(timer);
+      resolve({
+        url: `http://127.0.0.1:${/"port":(\d+)/.exec(listening)?.[1]}`,
+        internalUrl: `http://127.0.0.1:${/"internal_port":(\d+)/.exec(listening)?.[1]}`,
+        child,
+        output,
+        async stop(signal: NodeJS.Signals = 'SIGTERM') {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));

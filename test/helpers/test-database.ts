@@ -6,6 +6,14 @@ import { randomBase62 } from '../../src/shared/ids';
 
 export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
+/**
+ * `npm run test:sqlite` (TEST_SQLITE_ONLY=1): the suite on a machine without PostgreSQL and Redis;
+ * the tests that need them are skipped (and listed as skipped).
+ */
+export const sqliteOnly = process.env.TEST_SQLITE_ONLY === '1';
+/** `describe`, or `describe.skip` when PostgreSQL and Redis are not available. */
+export const describeWithServices = sqliteOnly ? describe.skip : describe;
+
 /** The engine the suite runs on: `TEST_DB=postgres` runs the same tests on PostgreSQL. */
 export const testEngine: 'sqlite' | 'postgres' = process.env.TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
 

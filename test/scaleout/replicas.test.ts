@@ -1,6 +1,6 @@
 import { ApiClient, createKeyVia as createKey, localRequest } from '../helpers/test-gateway';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
+import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
 /** Fires `count` requests at once, spread round-robin over the replicas; returns the statuses. */
@@ -11,7 +11,7 @@ async function hammer(replicas: ApiClient[], key: string, count: number): Promis
 
 const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 
-describe('3 gateway processes on one PostgreSQL + Redis', () => {
+describeWithServices('3 gateway processes on one PostgreSQL + Redis', () => {
   let database: ThrowawayDatabase;
   let redis: ReturnType<typeof throwawayRedisPrefix>;
   let processes: GatewayProcess[] = [];

@@ -1,0 +1,50 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { components } from '../../generated/gateway';
+
+/** The gateway answered with an error: its status, code and message reach the operator as they are. */
+export class ApiCallError extends Error {}
+
+/** Something the operator must fix in how the CLI is invoked or set up (exit 2). */
+export class UsageError extends Error {}
+
+export interface AdminConnection {
+  url: string;
+  adminSecret: string;
+}
+
+/** GATEWAY_URL / --url, and ADMIN_SECRET or the secret `npm start` stored in ./data/admin-secret. */
+export function adminConnection(url: string | undefined): AdminConnection {
+  const base = (url ?? process.env.GATEWAY_URL ?? 'http://localhost:8080').replace(/\/$/, '');
+  if (process.env.ADMIN_SECRET) return { url: base, adminSecret: process.env.ADMIN_SECRET };
+  const file = path.resolve('data/admin-secret');
+  if (fs.existsSync(file)) return { url: base, adminSecret: fs.readFileSync(file, 'utf8').trim() };
+  throw new UsageError('Set ADMIN_SECRET (or run from the directory where `npm start` created data/admin-secret).');
+}
+
+/** One admin API call; the parsed JSON body, or ApiCallError with the API's own message. */
+export async function callAdminApi<T>(connection: AdminConnection, method: string, route: string, body?: unknown): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`${connection.url}${route}`, {
+      method,
+      headers: { Authorization: `Bearer ${connection.adminSecret}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new ApiCallError(`cannot reach the gateway at ${connection.url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+  }
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ApiCallError(`${response.status}: the gateway at ${connection.url} answered something that is not JSON`);
+  }
+  if (!response.ok) {
+    const error = (json as Partial<components['schemas']['Error']>).error;
+    throw new ApiCallError(error ? `${response.status} ${error.code}: ${error.message}` : `${response.status}: ${text.slice(0, 200)}`);
+  }
+  return json as T;
+}

@@ -1,0 +1,30 @@
+/** Prints for people by default, and the API's JSON as it is with --json (for scripts). */
+export interface Output {
+  json: boolean;
+}
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  if (Array.isArray(value)) return value.join(',');
+  return String(value);
+}
+
+/** A fixed-width table: one row per record, the given columns. */
+export function table<T>(rows: T[], columns: Array<[heading: string, value: (row: T) => unknown]>): string {
+  const cells = rows.map((row) => columns.map(([, value]) => cell(value(row))));
+  const widths = columns.map(([heading], i) => Math.max(heading.length, ...cells.map((line) => (line[i] ?? '').length)));
+  const line = (values: string[]) => values.map((value, i) => value.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(columns.map(([heading]) => heading.toUpperCase())), ...cells.map(line)].join('\n');
+}
+
+/** One record as `field: value` lines. */
+export function record(fields: Record<string, unknown>): string {
+  const width = Math.max(...Object.keys(fields).map((name) => name.length));
+  return Object.entries(fields)
+    .map(([name, value]) => `${`${name}:`.padEnd(width + 1)} ${cell(value)}`)
+    .join('\n');
+}
+
+export function print(output: Output, json: unknown, human: () => string): void {
+  console.log(output.json ? JSON.stringify(json, null, 2) : human());
+}

@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { type AdminConnection, adminConnection } from './admin-client';
+import { registerKeyCommands } from './commands/keys';
+import type { Output } from './output';
+
+/** What every command reads from the global options (--url, --json). */
+export interface CommandContext {
+  connection(command: Command): AdminConnection;
+  output(command: Command): Output;
+}
+
+/**
+ * One register function per resource of the admin API; a later resource (channels, webhooks,
+ * tokens) adds its module here and gets --help, --json, --url and the exit codes for free.
+ */
+const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [registerKeyCommands];
+
+/** Exit codes: 0 success and --help/--version, 1 the API refused or could not be reached, 2 usage. */
+export const EXIT_API_ERROR = 1;
+export const EXIT_USAGE = 2;
+
+function version(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('creative-gateway')
+    .description("The Creative Gateway's admin API from a terminal.")
+    .version(version(), '-V, --version', 'print the version')
+    .option('--url <url>', 'the gateway (default: $GATEWAY_URL or http://localhost:8080)')
+    .option('--json', "print the API's JSON answer (for scripts) instead of text")
+    .helpOption('-h, --help', 'show help')
+    .helpCommand(false)
+    .showSuggestionAfterError(true)
+    .addHelpText(
+      'after',
+      `
+Environment:
+  GATEWAY_URL    the gateway (default http://localhost:8080)
+  ADMIN_SECRET   the admin secret (default: ./data/admin-secret, written by the first \`npm start\`)
+
+Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, 2 usage error.`,
+    );
+  const context: CommandContext = {
+    connection: (command) => adminConnection(command.optsWithGlobals<{ url?: string }>().url),
+    output: (command) => ({ json: command.optsWithGlobals<{ json?: boolean }>().json === true }),
+  };
+  for (const register of RESOURCES) register(program, context);
+  // Every command, at every level: usage errors go to stderr and exit 2, help and version exit 0.
+  const configure = (command: Command) => {
+    command.exitOverride().configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
+    if (command.commands.length > 0 && command !== program) command.helpCommand(false);
+    for (const sub of command.commands) configure(sub);
+  };
+  configure(program);
+  return program;
+}
+
+/** Maps commander's own exits (help, version, usage errors) to ours. */
+export function exitCodeOf(error: CommanderError): number {
+  return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || (error.code === 'commander.help' && error.exitCode === 0) ? 0 : EXIT_USAGE;
+}

@@ -1,0 +1,58 @@
+import type { ServerResponse } from 'node:http';
+import type { Request, RequestHandler, Response } from 'express';
+import { ApiError } from '../errors/api-error';
+import { sendError } from '../errors/error-handler';
+
+export interface BodyDeadlineOptions {
+  bodyLimitBytes: number;
+  /** How long a body may take to arrive after its headers (BODY_TIMEOUT_MS). */
+  bodyTimeoutMs: number;
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * An answer sent before the body has arrived (401, 413, 408, ...) closes the connection: otherwise
+ * Node keeps the socket to read the rest of the body, and a client trickling it holds the socket.
+ */
+function closeWhenAnsweredEarly(req: Request, res: Response): void {
+  const writeHead = res.writeHead as (this: ServerResponse, statusCode: number, ...rest: unknown[]) => ServerResponse;
+  res.writeHead = function (this: ServerResponse, statusCode: number, ...rest: unknown[]) {
+    if (statusCode >= 400 && !req.complete && !this.headersSent) this.setHeader('Connection', 'close');
+    return writeHead.call(this, statusCode, ...rest);
+  } as Response['writeHead'];
+}
+
+/**
+ * Guards request bodies before anything else reads them: a declared Content-Length over the limit is
+ * 413 at once (body-parser would first read the whole body, or wait for it until the request
+ * timeout), and a body that has not fully arrived BODY_TIMEOUT_MS after its headers is 408 and its
+ * connection closed, so slow-body clients cannot hold sockets (and file descriptors) for minutes.
+ */
+export function bodyDeadline(options: BodyDeadlineOptions): RequestHandler {
+  return (req, res, next) => {
+    if (!hasBody(req) || req.complete) return next();
+    closeWhenAnsweredEarly(req, res);
+    const declared = Number(req.headers['content-length']);
+    if (declared > options.bodyLimitBytes) {
+      sendError(res, new ApiError('payload_too_large', `The request body is ${declared} bytes; the limit is ${options.bodyLimitBytes}.`));
+      return;
+    }
+    const deadline = setTimeout(() => {
+      if (req.complete) return;
+      if (res.headersSent) {
+        req.socket.destroy();
+        return;
+      }
+      sendError(res, new ApiError('request_timeout', `The request body did not arrive within ${options.bodyTimeoutMs} ms.`));
+    }, options.bodyTimeoutMs);
+    const settle = () => clearTimeout(deadline);
+    req.once('end', settle);
+    req.once('close', settle);
+    res.once('close', settle);
+    next();
+  };
+}

@@ -1,0 +1,94 @@
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+
+/** Where a connection is: no request yet, request body still arriving, being answered, idle keep-alive. */
+type Phase = 'waiting' | 'reading' | 'working' | 'idle';
+
+interface Tracked {
+  phase: Phase;
+  request?: http.IncomingMessage;
+}
+
+/** Under this share of the cap nothing is reaped; above it, idle keep-alive connections are closed first. */
+const PRESSURE_SHARE = 0.9;
+const EVICTION_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Caps the open client connections of all listeners together below the process's file descriptor
+ * limit, so the gateway can always accept (and answer) a new client: at the cap a new connection
+ * displaces the idle keep-alive connection, then the connection whose body is still arriving,
+ * then the connection without a request, that has waited longest. Connections whose request is
+ * being answered are never closed; when only those remain, the new connection is refused.
+ */
+export class ConnectionGuard {
+  // A Map iterates in insertion order: the first match of a phase is the oldest connection.
+  private readonly connections = new Map<Socket, Tracked>();
+  private evictedSinceLog = 0;
+  private lastLogAt = 0;
+
+  constructor(
+    private readonly maxConnections: number,
+    private readonly logger: Logger,
+  ) {}
+
+  get open(): number {
+    return this.connections.size;
+  }
+
+  watch(server: http.Server): void {
+    server.on('connection', (socket: Socket) => this.admit(socket));
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const tracked = this.connections.get(req.socket);
+      if (!tracked) return;
+      tracked.phase = req.complete ? 'working' : 'reading';
+      tracked.request = req;
+      res.once('finish', () => {
+        // Re-inserted at the end: "idle" is counted from the last answer, not from the connect.
+        if (!this.connections.delete(req.socket)) return;
+        this.connections.set(req.socket, { phase: 'idle' });
+      });
+    });
+  }
+
+  private admit(socket: Socket): void {
+    this.connections.set(socket, { phase: 'waiting' });
+    socket.once('close', () => this.connections.delete(socket));
+    if (this.connections.size <= this.maxConnections * PRESSURE_SHARE) return;
+    this.closeAll('idle', socket);
+    while (this.connections.size > this.maxConnections) {
+      // Stalled bodies first: a new client is 'waiting' too until its headers are parsed, and under
+      // a slow-body attack it must not be the one displaced by the attacker's reconnections.
+      const victim = this.oldestStalledReader() ?? this.oldest('waiting', socket);
+      this.evict(victim ?? socket);
+      if (!victim) break;
+    }
+  }
+
+  private closeAll(phase: Phase, except: Socket): void {
+    for (const [socket, tracked] of this.connections) if (tracked.phase === phase && socket !== except) this.evict(socket);
+  }
+
+  private oldest(phase: Phase, except: Socket): Socket | undefined {
+    for (const [socket, tracked] of this.connections) if (tracked.phase === phase && socket !== except) return socket;
+    return undefined;
+  }
+
+  /** A connection still receiving its body (one whose body has arrived is being answered). */
+  private oldestStalledReader(): Socket | undefined {
+    for (const [socket, tracked] of this.connections) if (tracked.phase === 'reading' && tracked.request?.complete === false) return socket;
+    return undefined;
+  }
+
+  private evict(socket: Socket): void {
+    this.connections.delete(socket);
+    socket.destroy();
+    this.evictedSinceLog += 1;
+    const now = Date.now();
+    if (now - this.lastLogAt >= EVICTION_LOG_INTERVAL_MS) {
+      this.logger.warn({ closed: this.evictedSinceLog, open: this.connections.size, max_connections: this.maxConnections }, 'connection limit reached: closed idle or stalled connections');
+      this.lastLogAt = now;
+      this.evictedSinceLog = 0;
+    }
+  }
+}
