@@ -312,7 +312,9 @@ export class ChannelRouter {
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
-        return images;
+        // The account's own host may serve its image URLs, whatever the provider's default host is.
+        const sourceHost = hostOf(channel.baseUrl);
+        return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
       } catch (error) {
         const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : error;
         const moveOn = await this.judgeFailure(context, channel, runtime, failure, busyTries, failedOver, this.deps.clock.now() - started);
@@ -585,5 +587,14 @@ export class ChannelRouter {
   async close(): Promise<void> {
     if (this.probeTimer) clearInterval(this.probeTimer);
     await this.deps.sharedLimits.close();
+  }
+}
+
+function hostOf(url: string | null): string | undefined {
+  if (url === null) return undefined;
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
   }
 }

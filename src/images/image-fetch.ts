@@ -22,6 +22,11 @@ export class HostAllowList {
     return this.exact.has(host) || this.suffixes.some((suffix) => host.endsWith(suffix) && !host.includes(':'));
   }
 
+  /** This list plus one exact host. */
+  with(host: string): HostAllowList {
+    return new HostAllowList([...this.exact, ...this.suffixes.map((s) => `*${s}`), host]);
+  }
+
   describe(): string {
     return [...this.exact, ...this.suffixes.map((s) => `*${s}`)].join(', ') || '(none)';
   }

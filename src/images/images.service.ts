@@ -11,7 +11,7 @@ import type { ProviderImage } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { type ImageContentType, sniffImageType } from './image-bytes';
-import { type FetchLimits, type HostAllowList, fetchUpstreamImage } from './image-fetch';
+import { type FetchLimits, HostAllowList, fetchUpstreamImage } from './image-fetch';
 import type { ByteRange, ImageStore } from './image-store';
 import type { ImageUrlSigner } from './image-url-signer';
 import { findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
@@ -123,7 +123,8 @@ export class ImagesService {
       if (image.b64Json.length > Math.ceil(limits.maxBytes / 3) * 4 + 4) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
       bytes = Buffer.from(image.b64Json, 'base64');
     } else if (image.url !== undefined) {
-      const allowed = hostsByProvider.get(provider);
+      const configured = hostsByProvider.get(provider);
+      const allowed = image.sourceHost === undefined ? configured : (configured ?? new HostAllowList([])).with(image.sourceHost);
       if (!allowed) throw refuse('the provider has no image hosts configured');
       bytes = await fetchUpstreamImage(provider, image.url, allowed, limits, signal);
     } else {

@@ -17,6 +17,8 @@ export interface ProviderRequest {
 
 export interface ProviderImage {
   url?: string;
+  /** The host (host[:port]) of the account that produced it: its `url` may point there (channels). */
+  sourceHost?: string;
   b64Json?: string;
   width: number;
   height: number;

@@ -33,7 +33,7 @@ describe('channel credential sealing', () => {
     expect(loadConfig({ ...base, CHANNEL_SEALING_KEY: `${NEW_KEY},${OLD_KEY}` }, () => undefined).channels.sealingKeys).toHaveLength(2);
     expect(() =>
       loadConfig(
-        { ...base, NODE_ENV: 'production', ADMIN_SECRET: 'a-long-enough-secret', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-secret' },
+        { ...base, NODE_ENV: 'production', ADMIN_SECRET: 'a-long-enough-secret', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-secret', IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) },
         () => undefined,
       ),
     ).toThrow(/CHANNEL_SEALING_KEY is required/);

@@ -46,7 +46,7 @@ describe('image settings', () => {
   });
 
   it('production requires IMAGE_URL_SIGNING_KEY (replicas must share it)', () => {
-    const production = { ...base(), NODE_ENV: 'production', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-service-secret' };
+    const production = { ...base(), NODE_ENV: 'production', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-service-secret', CHANNEL_SEALING_KEY: 'ab'.repeat(32) };
     expect(() => loadConfig(production, quiet)).toThrow(/IMAGE_URL_SIGNING_KEY is required/);
     expect(loadConfig({ ...production, IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) }, quiet).images.signingKey).toBe('k'.repeat(32));
   });
