@@ -3,6 +3,8 @@
 export const gatewayOperations = {
   generateImage: {"method":"post","path":"/images/generate","security":[["ApiKey"]],"extensions":{"x-idempotent":true,"x-rate-limited":true}},
   createImageOpenAI: {"method":"post","path":"/v1/images/generations","security":[["ApiKey"]],"extensions":{"x-idempotent":true,"x-rate-limited":true}},
+  listModelsOpenAI: {"method":"get","path":"/v1/models","security":[["ApiKey"]],"extensions":{}},
+  getModelOpenAI: {"method":"get","path":"/v1/models/{model}","security":[["ApiKey"]],"extensions":{}},
   listKeys: {"method":"get","path":"/admin/keys","security":[["AdminSecret"]],"extensions":{}},
   createKey: {"method":"post","path":"/admin/keys","security":[["AdminSecret"]],"extensions":{"x-idempotent":true}},
   getKey: {"method":"get","path":"/admin/keys/{id}","security":[["AdminSecret"]],"extensions":{}},

@@ -45,6 +45,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the models this key may use (OpenAI-compatible)
+         * @description The catalog models this key may use (its `allowed_providers` and `allowed_models`), in
+         *     OpenAI's list format, so `client.models.list()` of an OpenAI SDK works against `/v1`.
+         *     Not counted against the key's requests per minute.
+         */
+        get: operations["listModelsOpenAI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one model this key may use (OpenAI-compatible)
+         * @description One catalog model in OpenAI's format. 404 `model_not_found` when the catalog has no such
+         *     model; 403 `model_not_allowed` when this key may not use it.
+         */
+        get: operations["getModelOpenAI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -300,6 +343,14 @@ export interface components {
              *     ]
              */
             allowed_providers?: components["schemas"]["ProviderName"][];
+            /** @description Generations of this key in flight at once, across all replicas (null = no cap). */
+            max_concurrent?: number | null;
+            /** @description Client addresses (IPv4/IPv6 CIDRs or single addresses) the key works from (null = anywhere). */
+            allowed_ips?: string[] | null;
+            /** @description Catalog models the key may use, beside `allowed_providers` (null = every model of its providers). */
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+            alert_thresholds?: components["schemas"]["AlertThresholds"];
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -310,6 +361,14 @@ export interface components {
             owner?: string;
             rate_limit_rpm?: number;
             allowed_providers?: components["schemas"]["ProviderName"][];
+            /** @description Generations of this key in flight at once, across all replicas (null = no cap). */
+            max_concurrent?: number | null;
+            /** @description Client addresses (IPv4/IPv6 CIDRs or single addresses) the key works from (null = anywhere). */
+            allowed_ips?: string[] | null;
+            /** @description Catalog models the key may use, beside `allowed_providers` (null = every model of its providers). */
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+            alert_thresholds?: components["schemas"]["AlertThresholds"];
             /** @description New expiry (must be in the future), or null for a permanent key. */
             expires_at?: components["schemas"]["Timestamp"] | null;
             /**
@@ -345,6 +404,44 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             disabled_at: components["schemas"]["Timestamp"] | null;
             last_used_at: components["schemas"]["Timestamp"] | null;
+            max_concurrent: number | null;
+            allowed_ips: string[] | null;
+            allowed_models: string[] | null;
+            metadata: components["schemas"]["KeyMetadata"];
+            alert_thresholds: components["schemas"]["AlertThresholds"];
+        };
+        /**
+         * @description Your own labels, a flat map of strings (at most 16 entries; names `[A-Za-z0-9_-]{1,40}`, values up to 500 characters). Filter `listKeys` with `metadata=name:value`.
+         * @example {
+         *       "team": "design",
+         *       "cost_center": "4711"
+         *     }
+         */
+        KeyMetadata: {
+            [key: string]: string;
+        };
+        /**
+         * @description Percentages of the period's quota whose crossing raises `key.quota.threshold_reached` (default `[80, 100]`; `[]` for none).
+         * @example [
+         *       80,
+         *       100
+         *     ]
+         */
+        AlertThresholds: number[];
+        OpenAIModel: {
+            /** @description The model id to send as `model`. */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+            /** @description Unix seconds (0; the catalog keeps no date). */
+            created: number;
+            /** @description The provider that serves it. */
+            owned_by: string;
+        };
+        OpenAIModelList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OpenAIModel"][];
         };
         /** @description A key record plus its secret value, shown once. */
         CreatedKey: components["schemas"]["Key"] & {
@@ -396,7 +493,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -422,6 +519,30 @@ export interface components {
         };
     };
     responses: {
+        /** @description The key may not do this - from this address, with this model or provider. Not charged. */
+        ClientForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Over the key's requests per minute (`rate_limited`) or its generations in flight
+         *     (`concurrency_limited`). Not charged; see `Retry-After`.
+         */
+        ClientThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The key record (never the secret). */
         KeyRecord: {
             headers: {
@@ -479,15 +600,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The key may not use the model's provider. */
-        ProviderNotAllowed: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description No such model in the catalog. */
         ModelNotFound: {
             headers: {
@@ -530,18 +642,6 @@ export interface components {
          */
         GenerationUnprocessable: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Too many requests this minute for this key. Not charged. */
-        RateLimited: {
-            headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -707,13 +807,13 @@ export interface operations {
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ProviderNotAllowed"];
+            403: components["responses"]["ClientForbidden"];
             404: components["responses"]["ModelNotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GenerationUnprocessable"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ClientThrottled"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
@@ -756,17 +856,72 @@ export interface operations {
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ProviderNotAllowed"];
+            403: components["responses"]["ClientForbidden"];
             404: components["responses"]["ModelNotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GenerationUnprocessable"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ClientThrottled"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
             504: components["responses"]["ProviderTimeout"];
+        };
+    };
+    listModelsOpenAI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models this key may use. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModelList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getModelOpenAI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Model id from the catalog.
+                 * @example local-1
+                 */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModel"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            404: components["responses"]["ModelNotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     listKeys: {
@@ -776,6 +931,12 @@ export interface operations {
                 status?: components["schemas"]["KeyStatus"];
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
+                /**
+                 * @description Only keys whose `metadata` has this entry, written `name:value` (e.g. `team:design`);
+                 *     exact match on both.
+                 * @example team:design
+                 */
+                metadata?: string;
                 /** @description Page size. */
                 limit?: number;
                 /** @description Opaque cursor from a previous page's `next_cursor`. */

@@ -17,7 +17,10 @@ import { openApiValidator } from './http/openapi-validator';
 import { specRouter } from './http/spec-router';
 import type { GatewayMetrics } from './metrics/metrics';
 import { idempotency } from './idempotency/idempotency.middleware';
+import type { CatalogModel } from './config/catalog';
 import { keyHandlers } from './keys/keys.handlers';
+import { modelHandlers } from './keys/models.handlers';
+import type { CidrSet } from './shared/cidr';
 import type { KeysService } from './keys/keys.service';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
@@ -35,6 +38,10 @@ export interface GatewayAppDeps {
   generation: GenerationService;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
+  /** For `GET /v1/models`. */
+  catalog: ReadonlyMap<string, CatalogModel>;
+  /** TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
+  trustedProxies?: CidrSet;
 }
 
 /**
@@ -46,6 +53,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),
+    ...modelHandlers(deps.catalog),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

@@ -11,7 +11,9 @@ import { loadOpenApiDocument } from './http/openapi-document';
 import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
+import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { KeysService } from './keys/keys.service';
+import { CidrSet } from './shared/cidr';
 import { createLogger } from './logger';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
@@ -84,7 +86,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const metrics = new GatewayMetrics();
   const rateLimiter = createRateLimiter(config, database);
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
-  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger });
+  const leases = createConcurrencyLeases({
+    db: database.db,
+    engine: database.engine,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+    clock,
+    ttlMs: config.keyLeaseTtlMs,
+    logger,
+  });
+  const generation = new GenerationService({ writes: database.writes, clock, catalog, providers, rateLimiter, metrics, logger, leases });
 
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
@@ -99,8 +110,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     clock,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
-    keys: new KeysService(database.db, clock, providers.names()),
+    keys: new KeysService(database.db, clock, providers.names(), catalog),
     rateLimiter,
+    catalog,
+    trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
   });
   const internalApp = createInternalApp({
     ...common,
@@ -130,6 +143,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
         await rateLimiter.close();
+        await leases.close();
         await database.close();
       })();
       return closing;

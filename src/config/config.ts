@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { parseCidr } from '../shared/cidr';
 import { randomBase62 } from '../shared/ids';
 import type { ResilienceSettings } from '../providers/resilience/resilient-provider';
 import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
@@ -41,6 +42,10 @@ export interface GatewayConfig {
   serviceTokens: ServiceToken[];
   /** Extra wait beyond the slowest provider deadline before a pending generation counts as abandoned. */
   sweepGraceMs: number;
+  /** TRUSTED_PROXIES: CIDRs of proxies whose X-Forwarded-For is believed (key allowed_ips). */
+  trustedProxies: string[];
+  /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
+  keyLeaseTtlMs: number;
 }
 
 export interface ServiceToken {
@@ -216,6 +221,13 @@ function readProviders(env: Env, catalog: CatalogModel[]): ProvidersConfig {
   return providers;
 }
 
+function cidrList(env: Env, name: string): string[] {
+  const entries = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => parseCidr(entry) === undefined);
+  if (bad.length > 0) throw new ConfigError(`${name} must be comma-separated IP addresses or CIDRs, got "${bad.join(', ')}"`);
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const databaseUrl = env.DATABASE_URL || './data/gateway.db';
@@ -243,5 +255,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     sweepGraceMs: integer(env, 'SWEEP_GRACE_MS', 30_000, 0, 3_600_000),
     internalPort: integer(env, 'INTERNAL_PORT', 8081, 0, 65535),
     serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
+    trustedProxies: cidrList(env, 'TRUSTED_PROXIES'),
+    keyLeaseTtlMs: integer(env, 'KEY_LEASE_TTL_MS', 30_000, 300, 3_600_000),
   };
 }

@@ -131,6 +131,29 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
         await db.schema.createIndex('generations_status_idx').on('generations').columns(['status', 'created_at']).execute();
       },
     },
+    '0008_key_policy_and_webhooks': {
+      // Key policy (issue #16 section 1): concurrency cap, IP and model allowlists, metadata, alert
+      // thresholds; concurrency leases for replicas without Redis.
+      async up(db: Kysely<unknown>) {
+        // jsonb on PostgreSQL, text on SQLite: `metadata ->> 'name'` filters on both.
+        const metadataType = engine === 'postgres' ? sql`jsonb` : sql`text`;
+        await db.schema.alterTable('api_keys').addColumn('max_concurrent', 'integer').execute();
+        await db.schema.alterTable('api_keys').addColumn('allowed_ips', 'text').execute();
+        await db.schema.alterTable('api_keys').addColumn('allowed_models', 'text').execute();
+        await db.schema.alterTable('api_keys').addColumn('metadata', metadataType, (c) => c.notNull().defaultTo('{}')).execute();
+        await db.schema.alterTable('api_keys').addColumn('alert_thresholds', 'text', (c) => c.notNull().defaultTo('[80,100]')).execute();
+        await db.schema
+          .createTable('key_leases')
+          .addColumn('lease_id', 'varchar(64)', (c) => c.primaryKey())
+          .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('key_leases_key_idx').on('key_leases').columns(['key_id', 'expires_at']).execute();
+      },
+      async down() {
+        throw new Error('0008 cannot be undone');
+      },
+    },
   };
 }
 

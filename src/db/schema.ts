@@ -20,6 +20,16 @@ export interface ApiKeysTable {
   updated_at: number;
   disabled_at: number | null;
   last_used_at: number | null;
+  /** Generations in flight at once (null = no cap). */
+  max_concurrent: number | null;
+  /** JSON array of CIDRs, or null for anywhere. */
+  allowed_ips: string | null;
+  /** JSON array of catalog model ids, or null for every model of the allowed providers. */
+  allowed_models: string | null;
+  /** JSON object of strings: text on SQLite, jsonb on PostgreSQL (read back as an object there). */
+  metadata: string | Record<string, string>;
+  /** JSON array of percentages. */
+  alert_thresholds: string;
 }
 
 export interface GenerationsTable {
@@ -64,7 +74,16 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+/** One generation in flight for a key's max_concurrent, when leases are kept in SQL (no Redis). */
+export interface KeyLeasesTable {
+  lease_id: string;
+  key_id: string;
+  /** Renewed while the generation runs; a dead process's lease frees the slot once past. */
+  expires_at: number;
+}
+
 export interface Database {
+  key_leases: KeyLeasesTable;
   idempotency_keys: IdempotencyKeysTable;
   rate_limit_hits: RateLimitHitsTable;
   api_keys: ApiKeysTable;

@@ -36,4 +36,7 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
+  ip_not_allowed: { status: 403, type: 'permission_error' },
+  model_not_allowed: { status: 403, type: 'permission_error' },
+  concurrency_limited: { status: 429, type: 'rate_limit_error' },
 };

@@ -3,6 +3,8 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
+import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
+import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import { releaseCredits, reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
@@ -25,6 +27,8 @@ export interface GenerationDeps {
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** Slots of the keys' max_concurrent. */
+  leases?: ConcurrencyLeases;
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -100,12 +104,14 @@ export class GenerationService {
   /** The gateway's path: a client key pays, within its rate limit and quota. */
   async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
     const entry = this.modelFor(input.model);
+    checkModelAllowed(key, entry.model);
     if (!key.allowedProviders.includes(entry.provider)) {
       throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
         param: 'model',
       });
     }
     const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    let slot: HeldLease | undefined;
     try {
       if (!decision.allowed) {
         this.deps.metrics.rateLimitRefusals.inc();
@@ -113,6 +119,7 @@ export class GenerationService {
           headers: { 'Retry-After': String(decision.resetSeconds) },
         });
       }
+      slot = await holdConcurrencySlot(this.deps.leases, key);
       const n = input.n ?? 1;
       const reservation = await this.reserve(key, entry, n);
       const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
@@ -124,6 +131,8 @@ export class GenerationService {
       // Refusals after the limiter still tell the client its rate-limit state.
       if (error instanceof ApiError) error.rateLimit ??= decision;
       throw error;
+    } finally {
+      await slot?.release();
     }
   }
 

@@ -3,6 +3,8 @@ import { ApiError } from '../errors/api-error';
 import { type Clock, DAY_MS } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { newId } from '../shared/ids';
+import type { CatalogModel } from '../config/catalog';
+import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
@@ -27,6 +29,8 @@ export class KeysService {
     private readonly db: keys.Db,
     private readonly clock: Clock,
     private readonly knownProviders: ReadonlySet<string>,
+    /** For `allowed_models`. */
+    private readonly catalog: ReadonlyMap<string, CatalogModel> = new Map(),
   ) {}
 
   private checkProviders(providers: string[]): void {
@@ -88,17 +92,19 @@ export class KeysService {
       updated_at: now,
       disabled_at: null,
       last_used_at: null,
+      ...newKeyPolicyColumns(input, this.catalog),
     };
     await keys.insertKey(this.db, row);
     return { ...toKeyResource(row, now), key: secret };
   }
 
-  async listKeys(query: { status?: KeyStatus; owner?: string; limit?: number; cursor?: string }): Promise<KeyList> {
+  async listKeys(query: { status?: KeyStatus; owner?: string; metadata?: string; limit?: number; cursor?: string }): Promise<KeyList> {
     const limit = query.limit ?? 20;
     const now = this.clock.now();
     const rows = await keys.listKeys(this.db, {
       status: query.status,
       owner: query.owner,
+      metadata: metadataFilter(query.metadata),
       limit,
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'key'),
       now,
@@ -121,7 +127,7 @@ export class KeysService {
   async updateKey(id: string, input: UpdateKeyInput): Promise<KeyResource> {
     const now = this.clock.now();
     const current = await this.requireKey(id);
-    const changes: Parameters<typeof keys.updateKey>[2] = {};
+    const changes: Parameters<typeof keys.updateKey>[2] = policyColumns(input, this.catalog);
     if (input.name !== undefined) changes.name = input.name;
     if (input.owner !== undefined) changes.owner = input.owner;
     if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
@@ -164,4 +170,11 @@ export class KeysService {
     const row = await this.update(id, { key_hash: hashKey(secret), hint: keyHint(secret) });
     return { ...toKeyResource(row, this.clock.now()), key: secret };
   }
+}
+
+/** `name:value` (the spec checks the shape) into a filter. */
+function metadataFilter(filter: string | undefined): { name: string; value: string } | undefined {
+  if (filter === undefined) return undefined;
+  const colon = filter.indexOf(':');
+  return { name: filter.slice(0, colon), value: filter.slice(colon + 1) };
 }
