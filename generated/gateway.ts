@@ -205,6 +205,148 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Every endpoint, newest first (never their secrets).
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL to receive the listed event types. Its signing `secret` (`whsec_...`) is
+         *     returned in this response only. Only http(s) URLs that do not point at loopback, private,
+         *     link-local or metadata addresses are accepted (unless the operator set
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint, with why it was disabled if it was.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Removes the endpoint and its delivery history; nothing more is sent to it.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes URL, event types or description; `status: enabled` re-enables a disabled endpoint
+         *     (its failure record starts again), `status: disabled` pauses it.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Issues a new secret (shown only here). For `overlap_seconds` (default 86400) deliveries are
+         *     signed with both the new and the old secret (two signatures in `webhook-signature`), so the
+         *     receiver can switch without losing events.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues a `webhook.test` event for this endpoint only (even when disabled it is recorded, and fails as such).
+         */
+        post: operations["sendTestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description Newest first, each with its attempts (time, HTTP status or error, duration) and outcome.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -443,6 +585,84 @@ export interface components {
             object: "list";
             data: components["schemas"]["OpenAIModel"][];
         };
+        /**
+         * @description `key.quota.threshold_reached` (once per key, threshold and period), `key.quota.exhausted`
+         *     (once per key and period), `key.expiring` (`WEBHOOK_KEY_EXPIRING_DAYS` before), `key.expired`,
+         *     `key.disabled`, `channel.auto_disabled`, `webhook.test` (only from sendTestWebhook).
+         * @enum {string}
+         */
+        EventType: "key.quota.threshold_reached" | "key.quota.exhausted" | "key.expiring" | "key.expired" | "key.disabled" | "channel.auto_disabled" | "webhook.test";
+        CreateWebhookEndpointRequest: {
+            /** @description http(s) URL that receives POSTs. */
+            url: string;
+            event_types: components["schemas"]["EventType"][];
+            /** @default  */
+            description?: string;
+        };
+        UpdateWebhookEndpointRequest: {
+            url?: string;
+            event_types?: components["schemas"]["EventType"][];
+            description?: string;
+            /** @enum {string} */
+            status?: "enabled" | "disabled";
+        };
+        RotateWebhookSecretRequest: {
+            /**
+             * @description How long the old secret still signs.
+             * @default 86400
+             */
+            overlap_seconds?: number;
+        };
+        /** @description A webhook endpoint (never its secret). */
+        WebhookEndpoint: {
+            id: string;
+            url: string;
+            description: string;
+            event_types: components["schemas"]["EventType"][];
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why the gateway disabled it (410 Gone, or failing for too long), or null. */
+            disabled_reason: string | null;
+            disabled_at: components["schemas"]["Timestamp"] | null;
+            /** @description Start of the current run of failed attempts, or null. */
+            failing_since: components["schemas"]["Timestamp"] | null;
+            /** @description Until when the secret before the last rotation still signs, or null. */
+            previous_secret_expires_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description An endpoint plus its signing secret, shown once. */
+        WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+            /** @description Standard Webhooks signing secret. Store it now. */
+            secret: string;
+        };
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+        };
+        WebhookDelivery: {
+            id: string;
+            /** @description Sent as `webhook-id`; the same on every retry. */
+            event_id: string;
+            event_type: string;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            next_attempt_at: components["schemas"]["Timestamp"];
+            last_status_code: number | null;
+            last_error: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            completed_at: components["schemas"]["Timestamp"] | null;
+            attempt_log: {
+                attempt: number;
+                attempted_at: components["schemas"]["Timestamp"];
+                status_code: number | null;
+                error: string | null;
+                duration_ms: number;
+            }[];
+        };
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+        };
         /** @description A key record plus its secret value, shown once. */
         CreatedKey: components["schemas"]["Key"] & {
             /** @description The secret. Store it now; it cannot be shown again. */
@@ -493,7 +713,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found";
         /**
          * Format: date-time
          * @description RFC 3339 UTC timestamp.
@@ -519,6 +739,24 @@ export interface components {
         };
     };
     responses: {
+        /** @description The endpoint (never its secret). */
+        WebhookEndpointRecord: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /** @description No webhook endpoint with this id. */
+        WebhookEndpointNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The key may not do this - from this address, with this model or provider. Not charged. */
         ClientForbidden: {
             headers: {
@@ -742,6 +980,11 @@ export interface components {
          * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
          */
         IdempotencyKey: string;
+        /**
+         * @description Webhook endpoint id (`whep_...`).
+         * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+         */
+        WebhookEndpointId: string;
     };
     requestBodies: never;
     headers: {
@@ -1134,6 +1377,245 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
             404: components["responses"]["KeyNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Endpoint created. `secret` is shown only here. */
+            201: {
+                headers: {
+                    /**
+                     * @description URL of the new endpoint.
+                     * @example /admin/webhooks/whep_5fJ2kLmN8pQrS1tUvW3xYz
+                     */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookEndpointRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookEndpointRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendTestWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued; see its delivery under `/deliveries`. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The event id, sent as `webhook-id`. */
+                        event_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this state. */
+                status?: "pending" | "succeeded" | "failed";
+                /** @description How many. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -21,6 +21,8 @@ import type { CatalogModel } from './config/catalog';
 import { keyHandlers } from './keys/keys.handlers';
 import { modelHandlers } from './keys/models.handlers';
 import type { CidrSet } from './shared/cidr';
+import { webhookHandlers } from './webhooks/webhooks.handlers';
+import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
@@ -42,6 +44,7 @@ export interface GatewayAppDeps {
   catalog: ReadonlyMap<string, CatalogModel>;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
   trustedProxies?: CidrSet;
+  webhooks: WebhooksService;
 }
 
 /**
@@ -54,6 +57,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...generationHandlers(deps.generation),
     ...keyHandlers(deps.keys),
     ...modelHandlers(deps.catalog),
+    ...webhookHandlers(deps.webhooks),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

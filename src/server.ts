@@ -14,6 +14,8 @@ import { UsageService } from './internal/usage.service';
 import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { KeysService } from './keys/keys.service';
 import { CidrSet } from './shared/cidr';
+import { WebhookDispatcher } from './webhooks/dispatcher';
+import { WebhooksService } from './webhooks/webhooks.service';
 import { createLogger } from './logger';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
@@ -104,6 +106,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   );
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger });
 
+  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, ...config.webhooks });
+  dispatcher.start();
+
   const common = { db: database.db, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses, generation };
   const publicApp = createGatewayApp({
     ...common,
@@ -114,6 +119,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     rateLimiter,
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
+    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, () => dispatcher.poke()),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -142,6 +148,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
+        await dispatcher.stop();
         await rateLimiter.close();
         await leases.close();
         await database.close();

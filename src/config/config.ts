@@ -46,6 +46,19 @@ export interface GatewayConfig {
   trustedProxies: string[];
   /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
   keyLeaseTtlMs: number;
+  webhooks: WebhookSettings;
+}
+
+/** Event delivery (WEBHOOK_*). */
+export interface WebhookSettings {
+  /** Lets endpoints point at loopback/private/link-local addresses (development, tests). */
+  allowPrivateNetworks: boolean;
+  pollIntervalMs: number;
+  leaseMs: number;
+  timeoutMs: number;
+  disableAfterMs: number;
+  keyExpiringDays: number;
+  expiryScanIntervalMs: number;
 }
 
 export interface ServiceToken {
@@ -257,5 +270,14 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     serviceTokens: resolveServiceTokens(env, nodeEnv, databaseUrl, announce),
     trustedProxies: cidrList(env, 'TRUSTED_PROXIES'),
     keyLeaseTtlMs: integer(env, 'KEY_LEASE_TTL_MS', 30_000, 300, 3_600_000),
+    webhooks: {
+      allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      pollIntervalMs: integer(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 600_000),
+      leaseMs: integer(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 3_600_000),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 60_000),
+      disableAfterMs: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8760) * 3_600_000,
+      keyExpiringDays: integer(env, 'WEBHOOK_KEY_EXPIRING_DAYS', 7, 1, 365),
+      expiryScanIntervalMs: integer(env, 'WEBHOOK_EXPIRY_SCAN_INTERVAL_MS', 60_000, 10, 86_400_000),
+    },
   };
 }

@@ -39,4 +39,5 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   ip_not_allowed: { status: 403, type: 'permission_error' },
   model_not_allowed: { status: 403, type: 'permission_error' },
   concurrency_limited: { status: 429, type: 'rate_limit_error' },
+  webhook_endpoint_not_found: { status: 404, type: 'not_found_error' },
 };

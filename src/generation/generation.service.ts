@@ -14,6 +14,7 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
+import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
 import { completeGeneration, insertGeneration } from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
@@ -222,6 +223,7 @@ export class GenerationService {
     const reserved = await writes.run(async (trx) => {
       const row = await reserveCredits(trx, key.id, cost, periodStart, now);
       if (!row) return undefined;
+      await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart }, now);
       await insertGeneration(trx, {
         id: generationId,
         key_id: key.id,
@@ -240,6 +242,7 @@ export class GenerationService {
       return row;
     });
     if (!reserved) {
+      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: key.creditsQuota, periodStart }, now));
       const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
       throw new ApiError(
         'quota_exceeded',

@@ -4,6 +4,7 @@ import { type Clock, DAY_MS } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { newId } from '../shared/ids';
 import type { CatalogModel } from '../config/catalog';
+import { emitKeyDisabled } from '../webhooks/key-events';
 import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
@@ -57,7 +58,13 @@ export class KeysService {
   }
 
   private async update(id: string, changes: Parameters<typeof keys.updateKey>[2]): Promise<ApiKeyRow> {
-    const row = await keys.updateKey(this.db, id, { ...changes, updated_at: this.clock.now() });
+    const now = this.clock.now();
+    // A disable and its key.disabled event commit together (the event outbox).
+    const row = await this.db.transaction().execute(async (trx) => {
+      const updated = await keys.updateKey(trx, id, { ...changes, updated_at: now });
+      if (updated && changes.status === 'disabled') await emitKeyDisabled(trx, id, now);
+      return updated;
+    });
     if (!row) throw keyNotFound(id);
     return row;
   }
