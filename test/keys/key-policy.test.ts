@@ -1,16 +1,10 @@
 import OpenAI from 'openai';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 const validKey = { name: 'policy', owner: 'policy@example.com', credits_quota: 100, quota_period_days: 30, allowed_providers: ['local'] };
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, alert_thresholds', () => {
   let ark: FakeImagesApi;

@@ -4,14 +4,8 @@ import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-pro
 import { createThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const generate = (url: string, key: string, prompt: string) =>
   request(url).post('/images/generate').set('Authorization', `Bearer ${key}`).send({ prompt, model: 'jimeng-4.5' });

@@ -2,7 +2,8 @@ import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-pro
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ApiClient, createKeyVia, localRequest } from '../helpers/test-gateway';
-import { WebhookReceiver, until } from '../helpers/webhook-receiver';
+import { until } from '../helpers/until';
+import { WebhookReceiver } from '../helpers/webhook-receiver';
 
 const webhookEnv = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_POLL_INTERVAL_MS: '50' };
 

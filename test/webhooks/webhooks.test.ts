@@ -1,9 +1,11 @@
 import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
 import { retryDelayMs } from '../../src/webhooks/dispatcher';
+import { emitChannelAutoDisabled } from '../../src/webhooks/events';
 import { postJson } from '../../src/webhooks/safe-url';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
-import { WebhookReceiver, until } from '../helpers/webhook-receiver';
+import { until } from '../helpers/until';
+import { WebhookReceiver } from '../helpers/webhook-receiver';
 
 const ALL_EVENTS = ['key.quota.threshold_reached', 'key.quota.exhausted', 'key.expiring', 'key.expired', 'key.disabled', 'channel.auto_disabled'];
 
@@ -154,6 +156,21 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       await until(() => byKey('key.disabled', a.id).length === 1 && byKey('key.disabled', b.id).length === 1, 'two key.disabled');
       await t.api.admin('delete', `/admin/keys/${a.id}`);
       expect(byKey('key.disabled', a.id)).toHaveLength(1);
+    });
+
+    it('channel.auto_disabled through the emitter API, committed or rolled back with the caller\'s transaction', async () => {
+      await endpoint(['channel.auto_disabled']);
+      const db = t.gateway.database.db;
+      await expect(
+        db.transaction().execute(async (trx) => {
+          await emitChannelAutoDisabled(trx, { channelId: 'ch_rolled_back', provider: 'jimeng', reason: 'HTTP 401' }, t.clock.now());
+          throw new Error('the state change failed');
+        }),
+      ).rejects.toThrow('the state change failed');
+      await db.transaction().execute((trx) => emitChannelAutoDisabled(trx, { channelId: 'ch_1', provider: 'jimeng', reason: 'HTTP 401', statusCode: 401 }, t.clock.now()));
+      await until(() => receiver.verified('channel.auto_disabled').length === 1, 'channel.auto_disabled');
+      expect(receiver.verified('channel.auto_disabled')[0]?.event?.data).toEqual({ channel_id: 'ch_1', provider: 'jimeng', reason: 'HTTP 401', status_code: 401 });
+      expect(await db.selectFrom('events').select('id').where('payload', 'like', '%ch_rolled_back%').execute()).toEqual([]);
     });
 
     it('key.expiring (WEBHOOK_KEY_EXPIRING_DAYS ahead) and key.expired, once each', async () => {
