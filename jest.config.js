@@ -17,7 +17,7 @@ module.exports = {
     {
       ...base,
       displayName: 'postgres',
-      testMatch: ['<rootDir>/test/{keys,generation,http,ratelimit,providers,internal,images,channels}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{keys,generation,http,ratelimit,providers,internal,images,channels,webhooks}/**/*.test.ts'],
       setupFiles: ['<rootDir>/test/helpers/use-postgres.ts'],
     },
   ],

@@ -78,6 +78,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the models this key may use (OpenAI-compatible)
+         * @description The catalog models this key may use (its `allowed_providers` and `allowed_models`), in
+         *     OpenAI's list format, so `client.models.list()` of an OpenAI SDK works against `/v1`.
+         *     Not counted against the key's requests per minute.
+         */
+        get: operations["listModelsOpenAI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one model this key may use (OpenAI-compatible)
+         * @description One catalog model in OpenAI's format. 404 `model_not_found` when the catalog has no such
+         *     model; 403 `model_not_allowed` when this key may not use it.
+         */
+        get: operations["getModelOpenAI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -391,6 +434,148 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Every endpoint, newest first (never their secrets).
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL to receive the listed event types. Its signing `secret` (`whsec_...`) is
+         *     returned in this response only. Only http(s) URLs that do not point at loopback, private,
+         *     link-local or metadata addresses are accepted (unless the operator set
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint, with why it was disabled if it was.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Removes the endpoint and its delivery history; nothing more is sent to it.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes URL, event types or description; `status: enabled` re-enables a disabled endpoint
+         *     (its failure record starts again), `status: disabled` pauses it.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Issues a new secret (shown only here). For `overlap_seconds` (default 86400) deliveries are
+         *     signed with both the new and the old secret (two signatures in `webhook-signature`), so the
+         *     receiver can switch without losing events.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues a `webhook.test` event for this endpoint only (even when disabled it is recorded, and fails as such).
+         */
+        post: operations["sendTestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description Newest first, each with its attempts (time, HTTP status or error, duration) and outcome.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -670,6 +855,14 @@ export interface components {
              *     ]
              */
             allowed_providers?: components["schemas"]["ProviderName"][];
+            /** @description Generations of this key in flight at once, across all replicas (null = no cap). */
+            max_concurrent?: number | null;
+            /** @description Client addresses (IPv4/IPv6 CIDRs or single addresses) the key works from (null = anywhere). */
+            allowed_ips?: string[] | null;
+            /** @description Catalog models the key may use, beside `allowed_providers` (null = every model of its providers). */
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+            alert_thresholds?: components["schemas"]["AlertThresholds"];
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -680,6 +873,14 @@ export interface components {
             owner?: string;
             rate_limit_rpm?: number;
             allowed_providers?: components["schemas"]["ProviderName"][];
+            /** @description Generations of this key in flight at once, across all replicas (null = no cap). */
+            max_concurrent?: number | null;
+            /** @description Client addresses (IPv4/IPv6 CIDRs or single addresses) the key works from (null = anywhere). */
+            allowed_ips?: string[] | null;
+            /** @description Catalog models the key may use, beside `allowed_providers` (null = every model of its providers). */
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+            alert_thresholds?: components["schemas"]["AlertThresholds"];
             /** @description New expiry (must be in the future), or null for a permanent key. */
             expires_at?: components["schemas"]["Timestamp"] | null;
             /**
@@ -715,6 +916,122 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             disabled_at: components["schemas"]["Timestamp"] | null;
             last_used_at: components["schemas"]["Timestamp"] | null;
+            max_concurrent: number | null;
+            allowed_ips: string[] | null;
+            allowed_models: string[] | null;
+            metadata: components["schemas"]["KeyMetadata"];
+            alert_thresholds: components["schemas"]["AlertThresholds"];
+        };
+        /**
+         * @description Your own labels, a flat map of strings (at most 16 entries; names `[A-Za-z0-9_-]{1,40}`, values up to 500 characters). Filter `listKeys` with `metadata=name:value`.
+         * @example {
+         *       "team": "design",
+         *       "cost_center": "4711"
+         *     }
+         */
+        KeyMetadata: {
+            [key: string]: string;
+        };
+        /**
+         * @description Percentages of the period's quota whose crossing raises `key.quota.threshold_reached` (default `[80, 100]`; `[]` for none).
+         * @example [
+         *       80,
+         *       100
+         *     ]
+         */
+        AlertThresholds: number[];
+        OpenAIModel: {
+            /** @description The model id to send as `model`. */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+            /** @description Unix seconds (0; the catalog keeps no date). */
+            created: number;
+            /** @description The provider that serves it. */
+            owned_by: string;
+        };
+        OpenAIModelList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OpenAIModel"][];
+        };
+        /**
+         * @description `key.quota.threshold_reached` (once per key, threshold and period), `key.quota.exhausted`
+         *     (once per key and period), `key.expiring` (`WEBHOOK_KEY_EXPIRING_DAYS` before), `key.expired`,
+         *     `key.disabled`, `channel.auto_disabled`, `webhook.test` (only from sendTestWebhook).
+         * @enum {string}
+         */
+        EventType: "key.quota.threshold_reached" | "key.quota.exhausted" | "key.expiring" | "key.expired" | "key.disabled" | "channel.auto_disabled" | "webhook.test";
+        CreateWebhookEndpointRequest: {
+            /** @description http(s) URL that receives POSTs. */
+            url: string;
+            event_types: components["schemas"]["EventType"][];
+            /** @default  */
+            description?: string;
+        };
+        UpdateWebhookEndpointRequest: {
+            url?: string;
+            event_types?: components["schemas"]["EventType"][];
+            description?: string;
+            /** @enum {string} */
+            status?: "enabled" | "disabled";
+        };
+        RotateWebhookSecretRequest: {
+            /**
+             * @description How long the old secret still signs.
+             * @default 86400
+             */
+            overlap_seconds?: number;
+        };
+        /** @description A webhook endpoint (never its secret). */
+        WebhookEndpoint: {
+            id: string;
+            url: string;
+            description: string;
+            event_types: components["schemas"]["EventType"][];
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why the gateway disabled it (410 Gone, or failing for too long), or null. */
+            disabled_reason: string | null;
+            disabled_at: components["schemas"]["Timestamp"] | null;
+            /** @description Start of the current run of failed attempts, or null. */
+            failing_since: components["schemas"]["Timestamp"] | null;
+            /** @description Until when the secret before the last rotation still signs, or null. */
+            previous_secret_expires_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description An endpoint plus its signing secret, shown once. */
+        WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+            /** @description Standard Webhooks signing secret. Store it now. */
+            secret: string;
+        };
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+        };
+        WebhookDelivery: {
+            id: string;
+            /** @description Sent as `webhook-id`; the same on every retry. */
+            event_id: string;
+            event_type: string;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            next_attempt_at: components["schemas"]["Timestamp"];
+            last_status_code: number | null;
+            last_error: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            completed_at: components["schemas"]["Timestamp"] | null;
+            attempt_log: {
+                attempt: number;
+                attempted_at: components["schemas"]["Timestamp"];
+                status_code: number | null;
+                error: string | null;
+                duration_ms: number;
+            }[];
+        };
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
         };
         /** @description A key record plus its secret value, shown once. */
         CreatedKey: components["schemas"]["Key"] & {
@@ -836,7 +1153,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -894,6 +1211,48 @@ export interface components {
         /** @description The channel comes from the environment; change the environment variables instead. */
         ChannelReadOnly: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The endpoint (never its secret). */
+        WebhookEndpointRecord: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /** @description No webhook endpoint with this id. */
+        WebhookEndpointNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The key may not do this - from this address, with this model or provider. Not charged. */
+        ClientForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Over the key's requests per minute (`rate_limited`) or its generations in flight
+         *     (`concurrency_limited`). Not charged; see `Retry-After`.
+         */
+        ClientThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -984,15 +1343,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The key may not use the model's provider. */
-        ProviderNotAllowed: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description No such model in the catalog. */
         ModelNotFound: {
             headers: {
@@ -1045,18 +1395,6 @@ export interface components {
          */
         GenerationUnprocessable: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Too many requests this minute for this key. Not charged. */
-        RateLimited: {
-            headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1191,6 +1529,11 @@ export interface components {
          * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
          */
         IdempotencyKey: string;
+        /**
+         * @description Webhook endpoint id (`whep_...`).
+         * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+         */
+        WebhookEndpointId: string;
     };
     requestBodies: never;
     headers: {
@@ -1270,14 +1613,14 @@ export interface operations {
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ProviderNotAllowed"];
+            403: components["responses"]["ClientForbidden"];
             404: components["responses"]["ModelNotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GenerationUnprocessable"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ClientThrottled"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
@@ -1320,14 +1663,14 @@ export interface operations {
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ProviderNotAllowed"];
+            403: components["responses"]["ClientForbidden"];
             404: components["responses"]["ModelNotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GenerationUnprocessable"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ClientThrottled"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
@@ -1459,6 +1802,61 @@ export interface operations {
             };
         };
     };
+    listModelsOpenAI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models this key may use. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModelList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getModelOpenAI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Model id from the catalog.
+                 * @example local-1
+                 */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModel"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            404: components["responses"]["ModelNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listKeys: {
         parameters: {
             query?: {
@@ -1466,6 +1864,12 @@ export interface operations {
                 status?: components["schemas"]["KeyStatus"];
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
+                /**
+                 * @description Only keys whose `metadata` has this entry, written `name:value` (e.g. `team:design`);
+                 *     exact match on both.
+                 * @example team:design
+                 */
+                metadata?: string;
                 /** @description Page size. */
                 limit?: number;
                 /** @description Opaque cursor from a previous page's `next_cursor`. */
@@ -2031,6 +2435,253 @@ export interface operations {
             404: components["responses"]["ChannelNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Endpoint created. `secret` is shown only here. */
+            201: {
+                headers: {
+                    /**
+                     * @description URL of the new endpoint.
+                     * @example /admin/webhooks/whep_5fJ2kLmN8pQrS1tUvW3xYz
+                     */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookEndpointRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookEndpointRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendTestWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued; see its delivery under `/deliveries`. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The event id, sent as `webhook-id`. */
+                        event_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this state. */
+                status?: "pending" | "succeeded" | "failed";
+                /** @description How many. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (`whep_...`).
+                 * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -26,7 +26,12 @@ import { openApiValidator } from './http/openapi-validator';
 import { specRouter } from './http/spec-router';
 import type { GatewayMetrics } from './metrics/metrics';
 import { idempotency } from './idempotency/idempotency.middleware';
+import type { CatalogModel } from './config/catalog';
 import { keyHandlers } from './keys/keys.handlers';
+import { modelHandlers } from './keys/models.handlers';
+import type { CidrSet } from './shared/cidr';
+import { webhookHandlers } from './webhooks/webhooks.handlers';
+import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
@@ -50,6 +55,11 @@ export interface GatewayAppDeps {
   audit: AuditService;
   images: ImagesService;
   channels: ChannelsService;
+  /** For `GET /v1/models`. */
+  catalog: ReadonlyMap<string, CatalogModel>;
+  /** TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
+  trustedProxies?: CidrSet;
+  webhooks: WebhooksService;
 }
 
 /**
@@ -65,6 +75,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...auditHandlers(deps.audit),
     ...imageHandlers(deps.images, deps.clock),
     ...channelHandlers(deps.channels),
+    ...modelHandlers(deps.catalog),
+    ...webhookHandlers(deps.webhooks),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

@@ -20,8 +20,12 @@ import type { ImagesService } from './images/images.service';
 import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
+import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { KeysService } from './keys/keys.service';
 import { ConnectionGuard } from './http/connection-guard';
+import { CidrSet } from './shared/cidr';
+import { WebhookDispatcher } from './webhooks/dispatcher';
+import { WebhooksService } from './webhooks/webhooks.service';
 import { createLogger } from './logger';
 import { ReleaseRetries } from './maintenance/release-retries';
 import { startSweeper } from './maintenance/sweeper';
@@ -141,6 +145,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   });
   channels.startProbe(config.channels.probeIntervalMs, catalog);
   
+  const leases = createConcurrencyLeases({
+    db: database.db,
+    engine: database.engine,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+    clock,
+    ttlMs: config.keyLeaseTtlMs,
+    logger,
+  });
+
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
@@ -157,9 +171,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     logger,
     images,
     channels,
+    leases,
     onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
   });
 
+  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, ...config.webhooks });
+  dispatcher.start();
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
 
   const common = {
@@ -177,12 +194,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     clock,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
-    keys: new KeysService(database.db, clock, providers.names()),
+    keys: new KeysService(database.db, clock, providers.names(), catalog),
     rateLimiter,
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
     images,
     channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
+    catalog,
+    trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
+    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, () => dispatcher.poke()),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -222,7 +242,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         releaseRetries.close();
         await images.store.close();
         await channels.close();
+        await dispatcher.stop();
         await rateLimiter.close();
+        await leases.close();
         await database.close();
       })();
       return closing;

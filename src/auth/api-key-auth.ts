@@ -2,7 +2,9 @@ import type { Request } from 'express';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { checkClientIp } from '../keys/key-policy';
 import { hashKey, isWellFormedKey } from '../keys/key-secret';
+import { type CidrSet, clientAddress } from '../shared/cidr';
 import { keyStatus, toClientKey } from '../keys/key.model';
 import { findKeyByHash } from '../keys/keys.repository';
 import { type Clock, toIso } from '../shared/clock';
@@ -10,10 +12,11 @@ import { bearerToken } from './admin-auth';
 import type { ClientPrincipal } from './principal';
 
 /**
- * The `ApiKey` scheme: missing -> malformed/unknown -> disabled -> expired, each with its own
+ * The `ApiKey` scheme: missing -> malformed/unknown -> disabled -> expired -> client address
+ * outside the key's allowed_ips, each with its own
  * code. Malformed keys (bad shape or checksum) are refused without a database lookup.
  */
-export function apiKeyGuard(deps: { db: Kysely<Database>; clock: Clock }): (req: Request) => Promise<ClientPrincipal> {
+export function apiKeyGuard(deps: { db: Kysely<Database>; clock: Clock; trustedProxies?: CidrSet }): (req: Request) => Promise<ClientPrincipal> {
   return async (req) => {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined) throw new ApiError('missing_api_key', 'Send your key as Authorization: Bearer hyai_...');
@@ -23,6 +26,8 @@ export function apiKeyGuard(deps: { db: Kysely<Database>; clock: Clock }): (req:
     const status = keyStatus(key, deps.clock.now());
     if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
     if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(key.expires_at as number)}.`);
-    return { kind: 'client', key: toClientKey(key) };
+    const client = toClientKey(key);
+    checkClientIp(client.policy, clientAddress(req.socket.remoteAddress, req.get('x-forwarded-for'), deps.trustedProxies));
+    return { kind: 'client', key: client };
   };
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { parseCidr } from '../shared/cidr';
 import { randomBase62 } from '../shared/ids';
 import type { S3ImageStoreSettings } from '../images/s3-image-store';
 import type { ResilienceSettings } from '../providers/resilience/resilience-settings';
@@ -67,6 +68,11 @@ export interface GatewayConfig {
   bodyTimeoutMs: number;
   /** Open client connections on both listeners together; past it the stalest idle or stalled one is closed. */
   maxConnections: number;
+  /** TRUSTED_PROXIES: CIDRs of proxies whose X-Forwarded-For is believed (key allowed_ips). */
+  trustedProxies: string[];
+  /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
+  keyLeaseTtlMs: number;
+  webhooks: WebhookSettings;
 }
 
 export interface AccessJwtConfig {
@@ -100,6 +106,18 @@ export interface ChannelsConfig {
   probeIntervalMs: number;
   /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+}
+
+/** Event delivery (WEBHOOK_*). */
+export interface WebhookSettings {
+  /** Lets endpoints point at loopback/private/link-local addresses (development, tests). */
+  allowPrivateNetworks: boolean;
+  pollIntervalMs: number;
+  leaseMs: number;
+  timeoutMs: number;
+  disableAfterMs: number;
+  keyExpiringDays: number;
+  expiryScanIntervalMs: number;
 }
 
 export interface ServiceToken {
@@ -439,6 +457,13 @@ function readImages(env: Env, nodeEnv: string, databaseUrl: string, announce: (l
   };
 }
 
+function cidrList(env: Env, name: string): string[] {
+  const entries = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => parseCidr(entry) === undefined);
+  if (bad.length > 0) throw new ConfigError(`${name} must be comma-separated IP addresses or CIDRs, got "${bad.join(', ')}"`);
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env, announce: (line: string) => void = (l) => console.error(l)): GatewayConfig {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const database = databaseUrlFromEnv(env);
@@ -481,6 +506,17 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
       queueTimeoutMs: integer(env, 'CHANNEL_QUEUE_TIMEOUT_MS', 2000, 0, 60_000),
       probeIntervalMs: integer(env, 'CHANNEL_PROBE_INTERVAL_MS', 0, 0, 86_400_000),
       pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
+    },
+    trustedProxies: cidrList(env, 'TRUSTED_PROXIES'),
+    keyLeaseTtlMs: integer(env, 'KEY_LEASE_TTL_MS', 30_000, 300, 3_600_000),
+    webhooks: {
+      allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      pollIntervalMs: integer(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 600_000),
+      leaseMs: integer(env, 'WEBHOOK_LEASE_MS', 60_000, 100, 3_600_000),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 60_000),
+      disableAfterMs: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8760) * 3_600_000,
+      keyExpiringDays: integer(env, 'WEBHOOK_KEY_EXPIRING_DAYS', 7, 1, 365),
+      expiryScanIntervalMs: integer(env, 'WEBHOOK_EXPIRY_SCAN_INTERVAL_MS', 60_000, 10, 86_400_000),
     },
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 10_000, 100, 600_000),
     maxConnections: maxConnections(env, dbPoolSize),

@@ -25,6 +25,16 @@ export interface ApiKeysTable {
   updated_at: number;
   disabled_at: number | null;
   last_used_at: number | null;
+  /** Generations in flight at once (null = no cap). */
+  max_concurrent: number | null;
+  /** JSON array of CIDRs, or null for anywhere. */
+  allowed_ips: string | null;
+  /** JSON array of catalog model ids, or null for every model of the allowed providers. */
+  allowed_models: string | null;
+  /** JSON object of strings: text on SQLite, jsonb on PostgreSQL (read back as an object there). */
+  metadata: string | Record<string, string>;
+  /** JSON array of percentages. */
+  alert_thresholds: string;
 }
 
 export interface GenerationsTable {
@@ -176,7 +186,78 @@ export interface ChannelCallsTable {
   images: number;
 }
 
+/** One generation in flight for a key's max_concurrent, when leases are kept in SQL (no Redis). */
+export interface KeyLeasesTable {
+  lease_id: string;
+  key_id: string;
+  /** Renewed while the generation runs; a dead process's lease frees the slot once past. */
+  expires_at: number;
+}
+
+/** A receiver of events (Standard Webhooks). */
+export interface WebhookEndpointsTable {
+  id: string;
+  url: string;
+  description: string;
+  /** JSON array of event types. */
+  event_types: string;
+  /** 'enabled' | 'disabled' */
+  status: string;
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  /** Start of the current run of failed attempts (null after a success). */
+  failing_since: number | null;
+  /** `whsec_...`: needed in clear to sign. */
+  secret: string;
+  /** Still signs (beside `secret`) until previous_secret_expires_at, after a rotation. */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The outbox: one row per event, written in the transaction of the change that caused it. */
+export interface EventsTable {
+  id: string;
+  type: string;
+  /** The JSON body every endpoint receives: {type, timestamp, data}. */
+  payload: string;
+  /** Unique when set: an event that must happen once (per key, threshold and period, say). */
+  dedupe_key: string | null;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  /** 'pending' | 'succeeded' | 'failed' */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** A dispatcher holds the delivery until then; past it, any replica may claim it again. */
+  lease_expires_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  attempted_at: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
 export interface Database {
+  webhook_endpoints: WebhookEndpointsTable;
+  events: EventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  key_leases: KeyLeasesTable;
   admin_tokens: AdminTokensTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -52,4 +52,8 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   image_storage_unavailable: { status: 503, type: 'api_error' },
   channel_not_found: { status: 404, type: 'not_found_error' },
   channel_read_only: { status: 409, type: 'invalid_request_error' },
+  ip_not_allowed: { status: 403, type: 'permission_error' },
+  model_not_allowed: { status: 403, type: 'permission_error' },
+  concurrency_limited: { status: 429, type: 'rate_limit_error' },
+  webhook_endpoint_not_found: { status: 404, type: 'not_found_error' },
 };

@@ -4,6 +4,8 @@ import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
+import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
+import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import { reserveCredits } from '../keys/keys.repository';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
@@ -14,6 +16,7 @@ import type { ChannelRouter } from '../channels/channel-router';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
+import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
 import { completeGeneration, failGeneration, insertGeneration } from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
@@ -28,6 +31,8 @@ export interface GenerationDeps {
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** Slots of the keys' max_concurrent. */
+  leases?: ConcurrencyLeases;
   /** Called when a failed generation could not be settled either, to release it once the database takes writes. */
   onUnsettled?: (generationId: string, errorCode: string) => void;
   images: ImagesService;
@@ -106,12 +111,14 @@ export class GenerationService {
   /** The gateway's path: a client key pays, within its rate limit and quota. */
   async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
     const entry = this.modelFor(input.model);
+    checkModelAllowed(key, entry.model);
     if (!key.allowedProviders.includes(entry.provider)) {
       throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
         param: 'model',
       });
     }
     const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    let slot: HeldLease | undefined;
     try {
       if (!decision.allowed) {
         this.deps.metrics.rateLimitRefusals.inc();
@@ -119,6 +126,7 @@ export class GenerationService {
           headers: { 'Retry-After': String(decision.resetSeconds) },
         });
       }
+      slot = await holdConcurrencySlot(this.deps.leases, key);
       const n = input.n ?? 1;
       const reservation = await this.reserve(key, entry, n);
       const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
@@ -130,6 +138,8 @@ export class GenerationService {
       // Refusals after the limiter still tell the client its rate-limit state.
       if (error instanceof ApiError) error.rateLimit ??= decision;
       throw error;
+    } finally {
+      await slot?.release();
     }
   }
 
@@ -231,6 +241,8 @@ export class GenerationService {
     const reserved = await writes.run(async (trx) => {
       const row = await reserveCredits(trx, key.id, cost, now);
       if (!row) return undefined;
+      // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
+      await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
       await insertGeneration(trx, {
         id: generationId,
         key_id: key.id,
@@ -250,8 +262,10 @@ export class GenerationService {
       return row;
     });
     if (!reserved) {
-      // Only the message reads the key as the request found it.
-      const resetsAt = toIso(periodEnd(currentPeriodStart(key.createdAt, key.quotaPeriodDays, now), key.quotaPeriodDays));
+      // Only the message and the event read the key as the request found it.
+      const periodStart = currentPeriodStart(key.createdAt, key.quotaPeriodDays, now);
+      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: key.creditsQuota, periodStart }, now));
+      const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
       throw new ApiError(
         'quota_exceeded',
         `This request needs ${cost} credits, more than is left of the key's quota of ${key.creditsQuota}; the quota refills at ${resetsAt}.`,

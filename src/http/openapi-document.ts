@@ -34,13 +34,15 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
  * declares each header each response sends (and a new operation gets them by declaration):
  * - every response: `X-Request-Id` (request-id.ts);
  * - `x-rate-limited: true` operations: the key's rate-limit headers on every response except 401
- *   (no key, so no limit), always on 2xx/4xx, on 5xx when the limiter answered;
+ *   (no key, so no limit) and 408/413 (refused by the body guard before the key is read), always
+ *   on 2xx/4xx, on 5xx when the limiter answered;
  * - `x-idempotent: true` operations: `Idempotent-Replayed` on the outcomes that are kept and replayed.
  */
 function layerHeaders(document: Json, operation: Json, status: string): Record<string, unknown> {
   const headers: Record<string, unknown> = { 'X-Request-Id': header('XRequestId') };
   const code = Number(status);
-  if (operation['x-rate-limited'] === true && code !== 401) {
+  // 408 and 413 are answered by the body guard (body-deadline.ts) before any key is known.
+  if (operation['x-rate-limited'] === true && ![401, 408, 413].includes(code)) {
     const always = code < 500;
     for (const [name, component] of [
       ['RateLimit-Policy', 'RateLimitPolicy'],

@@ -1,6 +1,7 @@
 import type { components } from '../../generated/gateway';
 import type { ApiKeysTable } from '../db/schema';
 import { toIso, toIsoOrNull } from '../shared/clock';
+import { type ClientKeyPolicy, clientKeyPolicy, policyResource } from './key-policy';
 import { currentPeriodStart, periodEnd } from './quota-period';
 
 export type KeyResource = components['schemas']['Key'];
@@ -16,6 +17,8 @@ export interface ClientKey {
   creditsQuota: number;
   quotaPeriodDays: number;
   createdAt: number;
+  /** max_concurrent, allowed_ips, allowed_models, alert thresholds (key-policy.ts). */
+  policy: ClientKeyPolicy;
 }
 
 export function toClientKey(row: ApiKeyRow): ClientKey {
@@ -26,6 +29,7 @@ export function toClientKey(row: ApiKeyRow): ClientKey {
     creditsQuota: row.credits_quota,
     quotaPeriodDays: row.quota_period_days,
     createdAt: row.created_at,
+    policy: clientKeyPolicy(row),
   };
 }
 
@@ -62,5 +66,6 @@ export function toKeyResource(row: ApiKeyRow, now: number): KeyResource {
     created_at: toIso(row.created_at),
     disabled_at: toIsoOrNull(row.disabled_at),
     last_used_at: toIsoOrNull(row.last_used_at),
+    ...policyResource(row),
   };
 }

@@ -30,6 +30,8 @@ export async function findKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow 
 export interface KeyListQuery {
   status?: KeyStatus;
   owner?: string;
+  /** One metadata entry the key must have (exact name and value). */
+  metadata?: { name: string; value: string };
   limit: number;
   /** Position after which to continue (newest first). */
   after?: { createdAt: number; id: string };
@@ -40,6 +42,8 @@ export interface KeyListQuery {
 export async function listKeys(db: Db, query: KeyListQuery): Promise<ApiKeyRow[]> {
   let q = db.selectFrom('api_keys').selectAll();
   if (query.owner !== undefined) q = q.where('owner', '=', query.owner);
+  // `->>` reads a jsonb field on PostgreSQL and a JSON text field on SQLite.
+  if (query.metadata !== undefined) q = q.where(sql<string>`metadata ->> CAST(${query.metadata.name} AS text)`, '=', query.metadata.value);
   if (query.status === 'disabled') q = q.where('status', '=', 'disabled');
   if (query.status === 'active') {
     q = q.where('status', '=', 'active').where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', query.now)]));

@@ -5,6 +5,9 @@ import type { Clock } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { futureExpiry, requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
+import type { CatalogModel } from '../config/catalog';
+import { emitKeyDisabled } from '../webhooks/key-events';
+import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
@@ -31,6 +34,8 @@ export class KeysService {
     private readonly db: keys.Db,
     private readonly clock: Clock,
     private readonly knownProviders: ReadonlySet<string>,
+    /** For `allowed_models`. */
+    private readonly catalog: ReadonlyMap<string, CatalogModel> = new Map(),
   ) {}
 
   private checkProviders(providers: string[]): void {
@@ -52,7 +57,10 @@ export class KeysService {
   }
 
   private async update(db: keys.Db, id: string, changes: Parameters<typeof keys.updateKey>[2]): Promise<ApiKeyRow> {
-    const row = await keys.updateKey(db, id, { ...changes, updated_at: this.clock.now() });
+    const now = this.clock.now();
+    const row = await keys.updateKey(db, id, { ...changes, updated_at: now });
+    // A disable and its key.disabled event commit together (the event outbox; `db` is the change's transaction).
+    if (row && changes.status === 'disabled') await emitKeyDisabled(db, id, now);
     if (!row) throw keyNotFound(id);
     return row;
   }
@@ -102,6 +110,7 @@ export class KeysService {
       updated_at: now,
       disabled_at: null,
       last_used_at: null,
+      ...newKeyPolicyColumns(input, this.catalog),
     };
     return withAuditEvent(this.db, audit, now, async (trx) => {
       await keys.insertKey(trx, row);
@@ -110,12 +119,13 @@ export class KeysService {
     });
   }
 
-  async listKeys(query: { status?: KeyStatus; owner?: string; limit?: number; cursor?: string }): Promise<KeyList> {
+  async listKeys(query: { status?: KeyStatus; owner?: string; metadata?: string; limit?: number; cursor?: string }): Promise<KeyList> {
     const limit = query.limit ?? 20;
     const now = this.clock.now();
     const rows = await keys.listKeys(this.db, {
       status: query.status,
       owner: query.owner,
+      metadata: metadataFilter(query.metadata),
       limit,
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'key'),
       now,
@@ -142,7 +152,7 @@ export class KeysService {
   async updateKey(id: string, input: UpdateKeyInput, audit: AuditContext): Promise<KeyResource> {
     if (input.allowed_providers !== undefined) this.checkProviders(input.allowed_providers);
     return this.changeKey(id, 'key.updated', audit, async (trx, current, now) => {
-      const changes: Parameters<typeof keys.updateKey>[2] = {};
+      const changes: Parameters<typeof keys.updateKey>[2] = policyColumns(input, this.catalog);
       if (input.name !== undefined) changes.name = input.name;
       if (input.owner !== undefined) changes.owner = input.owner;
       if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
@@ -186,4 +196,11 @@ export class KeysService {
       (row, now): CreatedKeyResource => ({ ...toKeyResource(row, now), key: secret }),
     );
   }
+}
+
+/** `name:value` (the spec checks the shape) into a filter. */
+function metadataFilter(filter: string | undefined): { name: string; value: string } | undefined {
+  if (filter === undefined) return undefined;
+  const colon = filter.indexOf(':');
+  return { name: filter.slice(0, colon), value: filter.slice(colon + 1) };
 }

@@ -20,7 +20,7 @@ const UNPROVOKABLE = new Set(['500', 'getReadiness 503', 'getInternalReadiness 5
 
 /**
  * Not scripted yet (issue #12 follow-up): the operations added after this script was written
- * (admin tokens, audit log, channels, stored images) and two statuses every admin or internal
+ * (admin tokens, audit log, channels, stored images, webhooks, OpenAI models) and two statuses every admin or internal
  * operation gained (403 insufficient_scope for a scoped token; 503 dependency_unavailable /
  * access_jwks_unavailable, which need a dependency taken away: test/dependencies does that). Their
  * responses still pass through Prism in the fuzz and contract tests; this list only keeps the
@@ -40,6 +40,16 @@ const NOT_YET_SCRIPTED_OPERATIONS = new Set([
   'deleteChannel',
   'testChannel',
   'listChannelHealth',
+  'createWebhookEndpoint',
+  'listWebhookEndpoints',
+  'getWebhookEndpoint',
+  'updateWebhookEndpoint',
+  'deleteWebhookEndpoint',
+  'rotateWebhookSecret',
+  'sendTestWebhook',
+  'listWebhookDeliveries',
+  'listModelsOpenAI',
+  'getModelOpenAI',
 ]);
 const NOT_YET_SCRIPTED_STATUSES = new Set(['403', '503']);
 

@@ -1,0 +1,149 @@
+import type { components } from '../../generated/gateway';
+import type { CatalogModel } from '../config/catalog';
+import type { ApiKeysTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import { CidrSet, parseCidr } from '../shared/cidr';
+import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
+import type { ClientKey } from './key.model';
+
+/**
+ * Per-key policy beyond quota and rate (issue #16): where a key may be used from, which models,
+ * how many generations at once, its metadata and alert thresholds. Checks refuse before anything
+ * is charged.
+ */
+
+type Schemas = components['schemas'];
+export type KeyMetadata = Schemas['KeyMetadata'];
+export type OpenAIModel = Schemas['OpenAIModel'];
+
+export const DEFAULT_ALERT_THRESHOLDS = [80, 100];
+
+/** The policy fields of a create or update request (undefined = not given). */
+export interface PolicyInput {
+  max_concurrent?: number | null;
+  allowed_ips?: string[] | null;
+  allowed_models?: string[] | null;
+  metadata?: KeyMetadata;
+  alert_thresholds?: number[];
+}
+
+type PolicyColumns = Pick<ApiKeysTable, 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds'>;
+
+/** Checks policy input against the catalog and turns it into column values (only the fields given). */
+export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, CatalogModel>): Partial<PolicyColumns> {
+  const columns: Partial<PolicyColumns> = {};
+  if (input.max_concurrent !== undefined) columns.max_concurrent = input.max_concurrent;
+  if (input.allowed_ips !== undefined) {
+    const bad = (input.allowed_ips ?? []).filter((entry) => parseCidr(entry) === undefined);
+    if (bad.length > 0) throw new ApiError('invalid_request', `Not an IP address or CIDR: ${bad.join(', ')}.`, { param: 'allowed_ips' });
+    columns.allowed_ips = input.allowed_ips === null ? null : JSON.stringify(input.allowed_ips.map((entry) => entry.trim()));
+  }
+  if (input.allowed_models !== undefined) {
+    const unknown = (input.allowed_models ?? []).filter((model) => !catalog.has(model));
+    if (unknown.length > 0) {
+      throw new ApiError('invalid_request', `Unknown model ${unknown.join(', ')}. Known models: ${[...catalog.keys()].join(', ')}.`, {
+        param: 'allowed_models',
+      });
+    }
+    columns.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
+  }
+  if (input.metadata !== undefined) columns.metadata = JSON.stringify(input.metadata);
+  if (input.alert_thresholds !== undefined) columns.alert_thresholds = JSON.stringify([...input.alert_thresholds].sort((a, b) => a - b));
+  return columns;
+}
+
+/** Columns of a new key: the given policy over the defaults. */
+export function newKeyPolicyColumns(input: PolicyInput, catalog: ReadonlyMap<string, CatalogModel>): PolicyColumns {
+  return {
+    max_concurrent: null,
+    allowed_ips: null,
+    allowed_models: null,
+    metadata: '{}',
+    alert_thresholds: JSON.stringify(DEFAULT_ALERT_THRESHOLDS),
+    ...policyColumns(input, catalog),
+  };
+}
+
+function parseJson<T>(value: string | null, fallback: T): T {
+  return value === null ? fallback : (JSON.parse(value) as T);
+}
+
+/** The policy as the Key resource shows it. */
+export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds'> {
+  return {
+    max_concurrent: row.max_concurrent,
+    allowed_ips: parseJson<string[] | null>(row.allowed_ips, null),
+    allowed_models: parseJson<string[] | null>(row.allowed_models, null),
+    // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
+    metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as KeyMetadata) : row.metadata,
+    alert_thresholds: parseJson<number[]>(row.alert_thresholds, DEFAULT_ALERT_THRESHOLDS),
+  };
+}
+
+/** The policy an authenticated client key carries through a request. */
+export interface ClientKeyPolicy {
+  maxConcurrent: number | null;
+  allowedIps: readonly string[] | null;
+  allowedModels: readonly string[] | null;
+  alertThresholds: readonly number[];
+}
+
+export function clientKeyPolicy(row: PolicyColumns): ClientKeyPolicy {
+  const resource = policyResource(row);
+  return {
+    maxConcurrent: resource.max_concurrent,
+    allowedIps: resource.allowed_ips,
+    allowedModels: resource.allowed_models,
+    alertThresholds: resource.alert_thresholds,
+  };
+}
+
+/** 403 ip_not_allowed when the key has an address list and the client is outside it. */
+export function checkClientIp(policy: Pick<ClientKeyPolicy, 'allowedIps'>, clientIp: string): void {
+  if (policy.allowedIps === null) return;
+  if (!CidrSet.of(policy.allowedIps).has(clientIp)) {
+    throw new ApiError('ip_not_allowed', `This key may not be used from ${clientIp || 'an unknown address'}.`);
+  }
+}
+
+/** 403 model_not_allowed when the key lists its models and this one is not among them. */
+export function checkModelAllowed(key: Pick<ClientKey, 'policy'>, model: string): void {
+  const allowed = key.policy.allowedModels;
+  if (allowed !== null && !allowed.includes(model)) {
+    throw new ApiError('model_not_allowed', `This key may not use model ${model} (allowed: ${allowed.join(', ')}).`, { param: 'model' });
+  }
+}
+
+function mayUse(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
+  return key.allowedProviders.includes(entry.provider) && (key.policy.allowedModels === null || key.policy.allowedModels.includes(entry.model));
+}
+
+function openAiModel(entry: CatalogModel): OpenAIModel {
+  return { id: entry.model, object: 'model', created: 0, owned_by: entry.provider };
+}
+
+/** `GET /v1/models`: the catalog models this key may use. */
+export function modelsForKey(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
+  return [...catalog.values()].filter((entry) => mayUse(key, entry)).map(openAiModel);
+}
+
+/** `GET /v1/models/{model}`: 404 for a model the catalog lacks, 403 for one this key may not use. */
+export function modelForKey(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, model: string): OpenAIModel {
+  const entry = catalog.get(model);
+  if (!entry) throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
+  if (!mayUse(key, entry)) throw new ApiError('model_not_allowed', `This key may not use model ${model}.`, { param: 'model' });
+  return openAiModel(entry);
+}
+
+/** Takes a slot of the key's `max_concurrent` (none needed without a cap); 429 concurrency_limited when all are taken. */
+export async function holdConcurrencySlot(leases: ConcurrencyLeases | undefined, key: Pick<ClientKey, 'id' | 'policy'>): Promise<HeldLease | undefined> {
+  const max = key.policy.maxConcurrent;
+  if (max === null || !leases) return undefined;
+  const lease = await leases.acquire(key.id, max);
+  if (!lease) {
+    throw new ApiError('concurrency_limited', `This key already has ${max} generations in flight (its max_concurrent); retry when one finishes.`, {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  return lease;
+}

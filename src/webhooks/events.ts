@@ -1,0 +1,91 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import { toIso } from '../shared/clock';
+import { randomBase62 } from '../shared/ids';
+
+/**
+ * The event outbox, for every feature that announces something (keys here; channels and async
+ * generations reuse it). `emitEvent` runs inside the caller's transaction, so the event exists if
+ * and only if the change that caused it committed; it also queues one delivery per enabled endpoint
+ * subscribed to the type, which the dispatcher (dispatcher.ts) sends at least once.
+ */
+export type Db = Kysely<Database>;
+
+export const EVENT_TYPES = [
+  'key.quota.threshold_reached',
+  'key.quota.exhausted',
+  'key.expiring',
+  'key.expired',
+  'key.disabled',
+  'channel.auto_disabled',
+  'webhook.test',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface NewEvent {
+  type: EventType;
+  data: Record<string, unknown>;
+  /** Set for events that must exist once: a second emit with the same key does nothing. */
+  dedupeKey?: string;
+  /** Deliver to this endpoint only (the test event), whatever it subscribes to. */
+  endpointId?: string;
+}
+
+/** Standard Webhooks' recommended body. */
+export function eventBody(type: string, createdAt: number, data: Record<string, unknown>): string {
+  return JSON.stringify({ type, timestamp: toIso(createdAt), data });
+}
+
+/** Writes the event and its deliveries in `trx`; returns the event id, or undefined when the dedupe key already exists. */
+export async function emitEvent(trx: Db, event: NewEvent, now: number): Promise<string | undefined> {
+  const id = `msg_${randomBase62(24)}`;
+  const inserted = await trx
+    .insertInto('events')
+    .values({ id, type: event.type, payload: eventBody(event.type, now, event.data), dedupe_key: event.dedupeKey ?? null, created_at: now })
+    .onConflict((oc) => oc.column('dedupe_key').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) return undefined;
+  let endpoints = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('status', '=', 'enabled');
+  if (event.endpointId !== undefined) endpoints = endpoints.where('id', '=', event.endpointId);
+  const targets = (await endpoints.execute()).filter(
+    (endpoint) => event.endpointId !== undefined || (JSON.parse(endpoint.event_types) as string[]).includes(event.type),
+  );
+  if (targets.length > 0) {
+    await trx
+      .insertInto('webhook_deliveries')
+      .values(
+        targets.map((endpoint) => ({
+          id: `whd_${randomBase62(22)}`,
+          event_id: id,
+          endpoint_id: endpoint.id,
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: now,
+          lease_expires_at: null,
+          last_status_code: null,
+          last_error: null,
+          created_at: now,
+          completed_at: null,
+        })),
+      )
+      .execute();
+  }
+  return id;
+}
+
+/** For the channels feature: a channel the gateway disabled by itself (auth failures and the like). */
+export function emitChannelAutoDisabled(
+  trx: Db,
+  channel: { channelId: string; provider: string; reason: string; statusCode?: number },
+  now: number,
+): Promise<string | undefined> {
+  return emitEvent(
+    trx,
+    {
+      type: 'channel.auto_disabled',
+      data: { channel_id: channel.channelId, provider: channel.provider, reason: channel.reason, status_code: channel.statusCode ?? null },
+    },
+    now,
+  );
+}

@@ -1,0 +1,167 @@
+import type { components } from '../../generated/gateway';
+import type { WebhookEndpointsTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import { type Clock, toIso, toIsoOrNull } from '../shared/clock';
+import { randomBase62 } from '../shared/ids';
+import { type Db, emitEvent } from './events';
+import { urlProblem } from './safe-url';
+import { generateWebhookSecret } from './signing';
+
+type Schemas = components['schemas'];
+export type WebhookEndpointResource = Schemas['WebhookEndpoint'];
+export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+type EventType = Schemas['EventType'];
+
+function toResource(row: WebhookEndpointsTable, now: number): WebhookEndpointResource {
+  const overlapEnds = row.previous_secret_expires_at !== null && row.previous_secret_expires_at > now ? row.previous_secret_expires_at : null;
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    event_types: JSON.parse(row.event_types) as EventType[],
+    status: row.status as WebhookEndpointResource['status'],
+    disabled_reason: row.disabled_reason,
+    disabled_at: toIsoOrNull(row.disabled_at),
+    failing_since: toIsoOrNull(row.failing_since),
+    previous_secret_expires_at: toIsoOrNull(overlapEnds),
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+/** The /admin/webhooks operations. */
+export class WebhooksService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly allowPrivateNetworks: boolean,
+    /** Wakes the local dispatcher after an event is queued. */
+    private readonly onQueued: () => void = () => undefined,
+  ) {}
+
+  private checkUrl(url: string): void {
+    const problem = urlProblem(url, this.allowPrivateNetworks);
+    if (problem) throw new ApiError('invalid_request', `url ${problem}.`, { param: 'url' });
+  }
+
+  private async requireEndpoint(id: string): Promise<WebhookEndpointsTable> {
+    const row = await this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw new ApiError('webhook_endpoint_not_found', `No webhook endpoint with id ${id}.`, { param: 'id' });
+    return row;
+  }
+
+  async create(input: Schemas['CreateWebhookEndpointRequest']): Promise<WebhookEndpointWithSecret> {
+    this.checkUrl(input.url);
+    const now = this.clock.now();
+    const row: WebhookEndpointsTable = {
+      id: `whep_${randomBase62(22)}`,
+      url: input.url,
+      description: input.description ?? '',
+      event_types: JSON.stringify(input.event_types),
+      status: 'enabled',
+      disabled_reason: null,
+      disabled_at: null,
+      failing_since: null,
+      secret: generateWebhookSecret(),
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.db.insertInto('webhook_endpoints').values(row).execute();
+    return { ...toResource(row, now), secret: row.secret };
+  }
+
+  async list(): Promise<{ data: WebhookEndpointResource[] }> {
+    const now = this.clock.now();
+    const rows = await this.db.selectFrom('webhook_endpoints').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    return { data: rows.map((row) => toResource(row, now)) };
+  }
+
+  async get(id: string): Promise<WebhookEndpointResource> {
+    return toResource(await this.requireEndpoint(id), this.clock.now());
+  }
+
+  async update(id: string, input: Schemas['UpdateWebhookEndpointRequest']): Promise<WebhookEndpointResource> {
+    const current = await this.requireEndpoint(id);
+    const now = this.clock.now();
+    const changes: Partial<WebhookEndpointsTable> = { updated_at: now };
+    if (input.url !== undefined) {
+      this.checkUrl(input.url);
+      changes.url = input.url;
+    }
+    if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
+    if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: 'Disabled by an administrator.', disabled_at: now });
+    const row = await this.db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+    if (!row) throw new ApiError('webhook_endpoint_not_found', `No webhook endpoint with id ${id}.`, { param: 'id' });
+    return toResource(row, now);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.requireEndpoint(id);
+    await this.db.transaction().execute(async (trx) => {
+      const deliveries = trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id);
+      await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', deliveries).execute();
+      await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
+      await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+    });
+  }
+
+  async rotateSecret(id: string, overlapSeconds: number): Promise<WebhookEndpointWithSecret> {
+    const current = await this.requireEndpoint(id);
+    const now = this.clock.now();
+    const secret = generateWebhookSecret();
+    const row = await this.db
+      .updateTable('webhook_endpoints')
+      .set({ secret, previous_secret: current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { ...toResource(row, now), secret };
+  }
+
+  async sendTest(id: string): Promise<{ event_id: string }> {
+    await this.requireEndpoint(id);
+    const now = this.clock.now();
+    const eventId = await this.db.transaction().execute((trx) =>
+      emitEvent(trx, { type: 'webhook.test', data: { endpoint_id: id, message: 'A test event from the Creative Gateway.' }, endpointId: id }, now),
+    );
+    this.onQueued();
+    return { event_id: eventId as string };
+  }
+
+  async listDeliveries(id: string, query: { status?: 'pending' | 'succeeded' | 'failed'; limit?: number }): Promise<Schemas['WebhookDeliveryList']> {
+    await this.requireEndpoint(id);
+    let q = this.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .selectAll('d')
+      .select('e.type as event_type')
+      .where('d.endpoint_id', '=', id);
+    if (query.status !== undefined) q = q.where('d.status', '=', query.status);
+    const rows = await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(query.limit ?? 50).execute();
+    const attempts =
+      rows.length === 0
+        ? []
+        : await this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', rows.map((r) => r.id)).orderBy('attempt').execute();
+    return {
+      data: rows.map((row) => ({
+        id: row.id,
+        event_id: row.event_id,
+        event_type: row.event_type,
+        status: row.status as 'pending' | 'succeeded' | 'failed',
+        attempts: row.attempts,
+        next_attempt_at: toIso(row.next_attempt_at),
+        last_status_code: row.last_status_code,
+        last_error: row.last_error,
+        created_at: toIso(row.created_at),
+        completed_at: toIsoOrNull(row.completed_at),
+        attempt_log: attempts
+          .filter((a) => a.delivery_id === row.id)
+          .map((a) => ({ attempt: a.attempt, attempted_at: toIso(a.attempted_at), status_code: a.status_code, error: a.error, duration_ms: a.duration_ms })),
+      })),
+    };
+  }
+}

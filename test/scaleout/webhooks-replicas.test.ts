@@ -1,0 +1,94 @@
+import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { ApiClient, createKeyVia, localRequest } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
+import { WebhookReceiver } from '../helpers/webhook-receiver';
+
+const webhookEnv = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_POLL_INTERVAL_MS: '50' };
+
+async function subscribe(api: ApiClient, receiver: WebhookReceiver, eventTypes: string[]): Promise<string> {
+  const res = await api.admin('post', '/admin/webhooks', { url: receiver.url, event_types: eventTypes });
+  if (res.status !== 201) throw new Error(`createWebhookEndpoint failed: ${res.status} ${res.text}`);
+  receiver.secrets.push(res.body.secret);
+  return res.body.id as string;
+}
+
+describe('3 replicas on PostgreSQL + Redis racing across quota thresholds', () => {
+  let database: ThrowawayDatabase;
+  let redis: ReturnType<typeof throwawayRedisPrefix>;
+  let processes: GatewayProcess[] = [];
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    database = await createThrowawayDatabase('postgres');
+    redis = throwawayRedisPrefix();
+    const env = { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redis.prefix, ...webhookEnv };
+    processes = await Promise.all([startGatewayProcess(env), startGatewayProcess(env), startGatewayProcess(env)]);
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await receiver.close();
+    await database.drop();
+    await redis.drop();
+  });
+
+  it('exactly one threshold_reached per threshold and one exhausted, each delivered once and verified', async () => {
+    const replicas = processes.map((p) => new ApiClient(p.url));
+    await subscribe(replicas[0]!, receiver, ['key.quota.threshold_reached', 'key.quota.exhausted']);
+    const { id, key } = await createKeyVia(replicas[1]!, { credits_quota: 20, alert_thresholds: [25, 50, 75, 100] });
+    const statuses = await Promise.all(Array.from({ length: 60 }, (_, i) => replicas[i % 3]!.client(key, localRequest()).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(20);
+    const mine = (type: string) => receiver.verified(type).filter((r) => r.event?.data.key_id === id);
+    await until(() => mine('key.quota.threshold_reached').length >= 4 && mine('key.quota.exhausted').length >= 1, 'the quota events');
+    // Let any duplicate that was going to arrive arrive: every delivery of the outbox is settled.
+    const pending = async () => (await replicas[2]!.admin('get', '/admin/webhooks')).body.data[0].id as string;
+    const endpointId = await pending();
+    await until(async () => (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries`)).body.data.every((d: { status: string }) => d.status === 'succeeded'), 'deliveries settled');
+    expect(mine('key.quota.threshold_reached').map((r) => r.event?.data.threshold).sort((a, b) => Number(a) - Number(b))).toEqual([25, 50, 75, 100]);
+    expect(mine('key.quota.exhausted')).toHaveLength(1);
+    expect(new Set(receiver.received.map((r) => r.id)).size).toBe(receiver.received.length);
+  });
+});
+
+describe('a gateway SIGKILLed mid-delivery, then restarted (SQLite)', () => {
+  let database: ThrowawayDatabase;
+  let receiver: WebhookReceiver;
+  let processes: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    database = await createThrowawayDatabase('sqlite');
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await receiver.close();
+    await database.drop();
+  });
+
+  it('every event arrives, verified, the interrupted one again with the same webhook-id', async () => {
+    const env = { DATABASE_URL: database.url, ...webhookEnv, WEBHOOK_LEASE_MS: '1000' };
+    const first = await startGatewayProcess(env);
+    processes.push(first);
+    const api = new ApiClient(first.url);
+    await subscribe(api, receiver, ['key.disabled']);
+    // The first delivery is held open by the receiver while the gateway dies.
+    receiver.answer('hold');
+    const keys = [await createKeyVia(api), await createKeyVia(api), await createKeyVia(api)];
+    await api.admin('delete', `/admin/keys/${keys[0]!.id}`);
+    await until(() => receiver.received.length === 1, 'the first delivery to be in flight');
+    const interrupted = receiver.received[0]!.id;
+    await api.admin('delete', `/admin/keys/${keys[1]!.id}`);
+    await first.stop('SIGKILL');
+    receiver.release();
+
+    const second = await startGatewayProcess(env);
+    processes.push(second);
+    await new ApiClient(second.url).admin('delete', `/admin/keys/${keys[2]!.id}`);
+    const disabled = (keyId: string) => receiver.verified('key.disabled').filter((r) => r.event?.data.key_id === keyId);
+    await until(() => keys.every((k) => disabled(k.id).length >= 1), 'all three key.disabled events');
+    expect(receiver.received.filter((r) => r.id === interrupted).length).toBeGreaterThanOrEqual(2);
+    expect(receiver.received.every((r) => r.event !== undefined)).toBe(true);
+  });
+});
