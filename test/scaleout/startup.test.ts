@@ -64,7 +64,14 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
     const port = (squatter.address() as net.AddressInfo).port;
     try {
-      const run = await runGateway({ PORT: String(port), CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'], CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'] });
+      // Every secret given, so the only line is the failure (a first start also announces generated keys).
+      const run = await runGateway({
+        PORT: String(port),
+        CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
+        CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
+        IMAGE_URL_SIGNING_KEY: 'k'.repeat(32),
+        CHANNEL_SEALING_KEY: 'ab'.repeat(32),
+      });
       expect(run.code).not.toBe(0);
       expect(run.code).not.toBeNull();
       expect(lines(run.stderr)).toEqual([expect.stringMatching(new RegExp(`127\\.0\\.0\\.1:${port}: the port is already in use`))]);
