@@ -74,11 +74,11 @@ describeWithBrowser('/docs in headless Chromium, offline', () => {
     return rendered;
   }
 
-  // Tags are alphabetical (spectral:oas), so the first one shown open is Admin keys.
+  // Tags are alphabetical (spectral:oas), so the first one shown open is Admin channels.
   const clean: Rendered = { offMachine: [], failed: [], console: [], hostedFeatures: [] };
 
   it('the public gateway reference (getApiReference) renders its operations, asks nothing of any other host, and offers no hosted feature', async () => {
-    expect(await render(`${t.gateway.url}/docs`, {}, 'Create an API key')).toEqual(clean);
+    expect(await render(`${t.gateway.url}/docs`, {}, 'Add an upstream account (channel)')).toEqual(clean);
   }, 60_000);
 
   it('the internal reference (getCreativeApiReference) renders behind the service token, with no validation warning', async () => {

@@ -26,8 +26,9 @@ export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEn
     CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
     CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
     LOG_LEVEL: 'info',
-    // Replicas share the key, and keep images out of the work tree.
+    // Replicas share the keys (nothing is generated into the work tree), and keep images out of it.
     IMAGE_URL_SIGNING_KEY,
+    CHANNEL_SEALING_KEY: 'c0'.repeat(32),
     IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-test-process-images'),
     ...env,
   };
