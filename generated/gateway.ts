@@ -761,7 +761,11 @@ export interface components {
             weight: number;
             status: components["schemas"]["ChannelStatus"];
             disabled_reason: string | null;
-            disabled_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp; null unless disabled.
+             */
+            disabled_at: string | null;
             max_concurrency: number | null;
             rpm: number | null;
             ipm: number | null;
@@ -780,7 +784,8 @@ export interface components {
             /** @enum {string} */
             outcome: "ok" | "failed";
             latency_ms: number;
-            error_code: components["schemas"]["ErrorCode"] | null;
+            /** @description An `ErrorCode` when the test failed. */
+            error_code: string | null;
             message: string | null;
             channel: components["schemas"]["Channel"];
         };
@@ -881,8 +886,11 @@ export interface components {
             allowed_models?: string[] | null;
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
-            /** @description New expiry (must be in the future), or null for a permanent key. */
-            expires_at?: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: date-time
+             * @description New expiry (must be in the future), or null for a permanent key.
+             */
+            expires_at?: string | null;
             /**
              * @description `active` re-enables a disabled key; `disabled` disables it.
              * @enum {string}
@@ -912,10 +920,13 @@ export interface components {
             period_resets_at: components["schemas"]["Timestamp"];
             rate_limit_rpm: number;
             allowed_providers: components["schemas"]["ProviderName"][];
-            expires_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            expires_at: string | null;
             created_at: components["schemas"]["Timestamp"];
-            disabled_at: components["schemas"]["Timestamp"] | null;
-            last_used_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** Format: date-time */
+            last_used_at: string | null;
             max_concurrent: number | null;
             allowed_ips: string[] | null;
             allowed_models: string[] | null;
@@ -993,11 +1004,18 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description Why the gateway disabled it (410 Gone, or failing for too long), or null. */
             disabled_reason: string | null;
-            disabled_at: components["schemas"]["Timestamp"] | null;
-            /** @description Start of the current run of failed attempts, or null. */
-            failing_since: components["schemas"]["Timestamp"] | null;
-            /** @description Until when the secret before the last rotation still signs, or null. */
-            previous_secret_expires_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /**
+             * Format: date-time
+             * @description Start of the current run of failed attempts, or null.
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs, or null.
+             */
+            previous_secret_expires_at: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -1021,7 +1039,8 @@ export interface components {
             last_status_code: number | null;
             last_error: string | null;
             created_at: components["schemas"]["Timestamp"];
-            completed_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            completed_at: string | null;
             attempt_log: {
                 attempt: number;
                 attempted_at: components["schemas"]["Timestamp"];
@@ -1064,9 +1083,11 @@ export interface components {
             status: components["schemas"]["AdminTokenStatus"];
             /** @description `root`, or the id of the admin token that created this one. */
             created_by: string;
-            expires_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            expires_at: string | null;
             created_at: components["schemas"]["Timestamp"];
-            revoked_at: components["schemas"]["Timestamp"] | null;
+            /** Format: date-time */
+            revoked_at: string | null;
         };
         /** @description A token record plus its secret value, shown once. */
         CreatedAdminToken: components["schemas"]["AdminToken"] & {
