@@ -28,3 +28,8 @@ export function record(fields: Record<string, unknown>): string {
 export function print(output: Output, json: unknown, human: () => string): void {
   console.log(output.json ? JSON.stringify(json, null, 2) : human());
 }
+
+/** After a delete (204, no body): a line for people; nothing with --json (the exit code says it). */
+export function printDeleted(output: Output, id: string): void {
+  if (!output.json) console.log(`deleted ${id}`);
+}

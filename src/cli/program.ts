@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { type AdminConnection, adminConnection } from './admin-client';
+import { registerAuditCommands } from './commands/audit';
+import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
+import { registerTokenCommands } from './commands/tokens';
+import { registerWebhookCommands } from './commands/webhooks';
 import type { Output } from './output';
 
 /** What every command reads from the global options (--url, --json). */
@@ -12,10 +16,16 @@ export interface CommandContext {
 }
 
 /**
- * One register function per resource of the admin API; a later resource (channels, webhooks,
- * tokens) adds its module here and gets --help, --json, --url and the exit codes for free.
+ * One register function per resource of the admin API; a new resource adds its module here and
+ * gets --help, --json, --url and the exit codes for free.
  */
-const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [registerKeyCommands];
+const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [
+  registerKeyCommands,
+  registerChannelCommands,
+  registerWebhookCommands,
+  registerTokenCommands,
+  registerAuditCommands,
+];
 
 /** Exit codes: 0 success and --help/--version, 1 the API refused or could not be reached, 2 usage. */
 export const EXIT_API_ERROR = 1;
@@ -40,6 +50,7 @@ export function buildProgram(): Command {
       `
 Environment:
   GATEWAY_URL    the gateway (default http://localhost:8080)
+  ADMIN_TOKEN    a scoped admin token (hyadm_..., see \`tokens create\`); used instead of ADMIN_SECRET when both are set
   ADMIN_SECRET   the admin secret (default: ./data/admin-secret, written by the first \`npm start\`)
 
 Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, 2 usage error.`,

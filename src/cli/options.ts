@@ -1,0 +1,71 @@
+import { type Command, InvalidArgumentError } from 'commander';
+
+/** Option parsers and helpers shared by every resource module of the CLI. */
+
+export function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a whole number');
+  return n;
+}
+
+/** A whole number that may be negative (e.g. a channel priority). */
+export function integer(value: string): number {
+  const n = Number(value);
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a whole number');
+  return n;
+}
+
+/** `a,b,c` as a non-empty list; `what` names the items in the error. */
+export function commaList(what: string): (value: string) => string[] {
+  return (value) => {
+    const items = value.split(',').map((p) => p.trim()).filter(Boolean);
+    if (items.length === 0) throw new InvalidArgumentError(`must name at least one ${what}`);
+    return items;
+  };
+}
+
+/** Comma-separated whole numbers (`80,100`); an empty string is the empty list. */
+export function numberList(value: string): number[] {
+  return value.split(',').map((p) => p.trim()).filter(Boolean).map(wholeNumber);
+}
+
+/** An ISO 8601 time, normalized. */
+export function timestamp(value: string): string {
+  if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('must be an ISO 8601 time (2027-01-31T00:00:00Z)');
+  return new Date(value).toISOString();
+}
+
+/** For options that repeat: collects every occurrence (`--model a --model b`). */
+export function repeatable<T>(parse: (value: string) => T): (value: string, previous: T[] | undefined) => T[] {
+  return (value, previous) => [...(previous ?? []), parse(value)];
+}
+
+/** The route with the given options as its query string (only those set); names are the spec's. */
+export function withQuery(route: string, query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  return params.size > 0 ? `${route}?${params}` : route;
+}
+
+/** `--enable` / `--disable` as the `status` field of an update body (`on` is the enabled status's name). */
+export function enableDisable<On extends string>(command: Command, options: { enable?: boolean; disable?: boolean }, on: On): { status?: On | 'disabled' } {
+  if (options.enable && options.disable) command.error('error: --enable and --disable contradict each other', { exitCode: 2 });
+  if (options.enable) return { status: on };
+  if (options.disable) return { status: 'disabled' };
+  return {};
+}
+
+/** Refuses an update that changes nothing (exit 2), before any call. */
+export function requireChange(command: Command, body: object): void {
+  if (Object.keys(body).length === 0) command.error('error: nothing to change: give at least one option (see --help)', { exitCode: 2 });
+}
+
+/** Only the entries whose value is set: `{...defined({ a: undefined, b: 1 })}` is `{ b: 1 }`. */
+export function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/** A list page: the table, and how to get the next page when there is one. */
+export function withNextPage(rows: string, nextCursor: string | null | undefined): string {
+  return nextCursor ? `${rows}\n\nmore: --cursor ${nextCursor}` : rows;
+}
