@@ -60,9 +60,30 @@ export function requireChange(command: Command, body: object): void {
   if (Object.keys(body).length === 0) command.error('error: nothing to change: give at least one option (see --help)', { exitCode: 2 });
 }
 
-/** Only the entries whose value is set: `{...defined({ a: undefined, b: 1 })}` is `{ b: 1 }`. */
-export function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+/**
+ * "No limit" / "never" from the command line. Commander turns a parser's null into '', so a
+ * parser returns this marker instead and `defined` makes it the JSON null the API expects.
+ */
+class Clear {
+  readonly clear = true;
+}
+export const CLEAR = new Clear();
+export type Clearable<T> = T | Clear;
+
+/** A parser that also takes `word` (e.g. "none") for null. */
+export function orClear<T>(word: string, parse: (value: string) => T): (value: string) => Clearable<T> {
+  return (value) => (value === word ? CLEAR : parse(value));
+}
+
+type Cleared<T> = { [K in keyof T]?: Clear extends T[K] ? Exclude<T[K], Clear | undefined> | null : Exclude<T[K], undefined> };
+
+/** Only the entries whose value is set, CLEAR as null: `defined({ a: undefined, b: 1, c: CLEAR })` is `{ b: 1, c: null }`. */
+export function defined<T extends Record<string, unknown>>(fields: T): Cleared<T> {
+  return Object.fromEntries(
+    Object.entries(fields)
+      .filter(([, value]) => value !== undefined)
+      .map(([name, value]) => [name, value === CLEAR ? null : value]),
+  ) as Cleared<T>;
 }
 
 /** A list page: the table, and how to get the next page when there is one. */

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
-import type { components } from '../../../generated/gateway';
+import type { components, operations } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { UsageError, callAdminApi } from '../admin-client';
-import { defined, enableDisable, integer, repeatable, requireChange, wholeNumber, withQuery } from '../options';
+import { type Clearable, defined, enableDisable, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, record, table } from '../output';
 import type { CommandContext } from '../program';
 
@@ -20,9 +20,7 @@ function channelModel(value: string): ChannelModel {
 }
 
 /** A shared limit: a whole number, or "none" for no cap. */
-function channelLimit(value: string): number | null {
-  return value === 'none' ? null : wholeNumber(value);
-}
+const channelLimit = orClear('none', wholeNumber);
 
 interface CredentialOptions {
   credentialsStdin?: boolean;
@@ -87,9 +85,9 @@ interface ChannelOptions extends CredentialOptions {
   baseUrl?: string;
   priority?: number;
   weight?: number;
-  maxConcurrency?: number | null;
-  rpm?: number | null;
-  ipm?: number | null;
+  maxConcurrency?: Clearable<number>;
+  rpm?: Clearable<number>;
+  ipm?: Clearable<number>;
   timeoutMs?: number;
 }
 
@@ -147,8 +145,8 @@ export function registerChannelCommands(program: Command, context: CommandContex
   )
     .option('--disabled', 'create it disabled')
     .action(async (options: ChannelOptions & { name: string; provider: string; transport: string; disabled?: boolean }, command: Command) => {
+      if (options.model === undefined) command.error("error: required option '--model <model[=upstream]>' not specified", { exitCode: 2 });
       const fields = channelFields(options);
-      if (fields.models === undefined) command.error("error: required option '--model <model[=upstream]>' not specified", { exitCode: 2 });
       if (fields.credentials === undefined) command.error('error: give the credentials: --credentials-stdin, --api-key-env or --access-key-id-env with --secret-access-key-env', { exitCode: 2 });
       const body = {
         ...fields,
@@ -221,8 +219,11 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .command('test')
     .description('make one cheap call through the channel; a passing test re-enables an auto-disabled channel')
     .argument('<id>', 'channel id (chn_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const result = await callAdminApi<Schemas['ChannelTestResult']>(context.connection(command), 'POST', fillPath(gatewayOperations.testChannel.path, { id }));
+    .option('--model <model>', 'the catalog model to try (default: its first)')
+    .action(async (id: string, options: { model?: string }, command: Command) => {
+      type TestBody = NonNullable<operations['testChannel']['requestBody']>['content']['application/json'];
+      const body: TestBody = defined({ model: options.model });
+      const result = await callAdminApi<Schemas['ChannelTestResult']>(context.connection(command), 'POST', fillPath(gatewayOperations.testChannel.path, { id }), body);
       print(context.output(command), result, () =>
         `${record({ outcome: result.outcome, latency_ms: result.latency_ms, error_code: result.error_code, message: result.message })}\n\n${showChannel(result.channel)}`,
       );

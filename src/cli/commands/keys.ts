@@ -3,7 +3,7 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { commaList, defined, enableDisable, numberList, repeatable, requireChange, timestamp, wholeNumber, withNextPage, withQuery } from '../options';
+import { type Clearable, commaList, defined, enableDisable, orClear, numberList, repeatable, requireChange, timestamp, wholeNumber, withNextPage, withQuery } from '../options';
 import { print, record, table } from '../output';
 import type { CommandContext } from '../program';
 
@@ -21,20 +21,12 @@ function metadataEntry(value: string): [string, string] {
 }
 
 /** A list, or "none" for no restriction (null). */
-function listOrNone(what: string): (value: string) => string[] | null {
-  const parse = commaList(what);
-  return (value) => (value === 'none' ? null : parse(value));
-}
-
-/** --max-concurrent: a whole number, or "none" for no cap. */
-function countOrNone(value: string): number | null {
-  return value === 'none' ? null : wholeNumber(value);
-}
+const listOrNone = (what: string) => orClear('none', commaList(what));
 
 /** The key-policy options createKey and updateKey share. */
 function policyOptions(command: Command): Command {
   return command
-    .option('--max-concurrent <n>', 'generations in flight at once, across replicas ("none" for no cap)', countOrNone)
+    .option('--max-concurrent <n>', 'generations in flight at once, across replicas ("none" for no cap)', orClear('none', wholeNumber))
     .option('--allowed-ips <list>', 'client addresses or CIDRs the key works from, comma-separated ("none" for anywhere)', listOrNone('address'))
     .option('--allowed-models <list>', 'catalog models the key may use, comma-separated ("none" for every model of its providers)', listOrNone('model'))
     .option('--metadata <name=value>', 'a label of your own (repeat for more; filter with `keys list --metadata name:value`)', repeatable(metadataEntry))
@@ -42,9 +34,9 @@ function policyOptions(command: Command): Command {
 }
 
 interface PolicyOptions {
-  maxConcurrent?: number | null;
-  allowedIps?: string[] | null;
-  allowedModels?: string[] | null;
+  maxConcurrent?: Clearable<number>;
+  allowedIps?: Clearable<string[]>;
+  allowedModels?: Clearable<string[]>;
   metadata?: Array<[string, string]>;
   alertThresholds?: number[];
 }
@@ -59,9 +51,7 @@ function policyFields(options: PolicyOptions) {
   });
 }
 
-function expiry(value: string): string | null {
-  return value === 'never' ? null : timestamp(value);
-}
+const expiry = orClear('never', timestamp);
 
 /** A key's fields; a new or rotated key's secret after them, with the reminder that it is shown once. */
 function showKey(key: Key & { key?: string }): string {
@@ -172,7 +162,7 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
   ).action(
     async (
       id: string,
-      options: PolicyOptions & { name?: string; owner?: string; rpm?: number; providers?: string[]; expiresAt?: string | null; enable?: boolean; disable?: boolean },
+      options: PolicyOptions & { name?: string; owner?: string; rpm?: number; providers?: string[]; expiresAt?: Clearable<string>; enable?: boolean; disable?: boolean },
       command: Command,
     ) => {
       const body: Schemas['UpdateKeyRequest'] = {
