@@ -40,7 +40,7 @@ export function repeatable<T>(parse: (value: string) => T): (value: string, prev
   return (value, previous) => [...(previous ?? []), parse(value)];
 }
 
-/** The route with the given options as its query string (only those set); names are the spec's. */
+/** The route with the given parameters as its query string (only those set); name them as the spec does, one by one (a command's options also hold --json). */
 export function withQuery(route: string, query: Record<string, string | number | undefined>): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));

@@ -36,12 +36,21 @@ function version(): string {
   return manifest.version;
 }
 
+const JSON_HELP = "print the API's JSON answer (for scripts) instead of text";
+
+/** The program (root) command, whose --url names the gateway. */
+function root(command: Command): Command {
+  return command.parent ? root(command.parent) : command;
+}
+
 export function buildProgram(): Command {
   const program = new Command('creative-gateway')
     .description("The Creative Gateway's admin API from a terminal.")
     .version(version(), '-V, --version', 'print the version')
-    .option('--url <url>', 'the gateway (default: $GATEWAY_URL or http://localhost:8080)')
-    .option('--json', "print the API's JSON answer (for scripts) instead of text")
+    .option('--url <url>', 'the gateway (default: $GATEWAY_URL or http://localhost:8080); before the resource')
+    .option('--json', JSON_HELP)
+    // Program options go before the resource, so a command may have its own --url (webhooks create).
+    .enablePositionalOptions()
     .helpOption('-h, --help', 'show help')
     .helpCommand(false)
     .showSuggestionAfterError(true)
@@ -56,7 +65,7 @@ Environment:
 Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, 2 usage error.`,
     );
   const context: CommandContext = {
-    connection: (command) => adminConnection(command.optsWithGlobals<{ url?: string }>().url),
+    connection: (command) => adminConnection(root(command).opts<{ url?: string }>().url),
     output: (command) => ({ json: command.optsWithGlobals<{ json?: boolean }>().json === true }),
   };
   for (const register of RESOURCES) register(program, context);
@@ -64,6 +73,8 @@ Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be re
   const configure = (command: Command) => {
     command.exitOverride().configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
     if (command.commands.length > 0 && command !== program) command.helpCommand(false);
+    // --json also after the command (`keys list --json`), as every command takes it.
+    if (command.commands.length === 0 && command !== program) command.option('--json', JSON_HELP);
     for (const sub of command.commands) configure(sub);
   };
   configure(program);

@@ -165,7 +165,7 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .option('--provider <provider>', 'only this provider')
     .option('--status <status>', 'enabled, disabled or auto_disabled')
     .action(async (options: { provider?: string; status?: string }, command: Command) => {
-      const list = await callAdminApi<{ data: Channel[] }>(context.connection(command), 'GET', withQuery(gatewayOperations.listChannels.path, options));
+      const list = await callAdminApi<{ data: Channel[] }>(context.connection(command), 'GET', withQuery(gatewayOperations.listChannels.path, { provider: options.provider, status: options.status }));
       print(context.output(command), list, () =>
         table(list.data, [
           ['id', (c) => c.id],

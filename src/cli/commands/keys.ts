@@ -128,7 +128,7 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     .option('--limit <n>', 'keys per page', wholeNumber)
     .option('--cursor <cursor>', 'the next_cursor of a previous page')
     .action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
-      const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, options));
+      const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, { owner: options.owner, status: options.status, metadata: options.metadata, limit: options.limit, cursor: options.cursor }));
       print(context.output(command), page, () =>
         withNextPage(
           table(page.data, [

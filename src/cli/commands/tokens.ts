@@ -57,7 +57,7 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     .option('--limit <n>', 'tokens per page', wholeNumber)
     .option('--cursor <cursor>', 'the next_cursor of a previous page')
     .action(async (options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
-      const page = await callAdminApi<Schemas['AdminTokenList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAdminTokens.path, options));
+      const page = await callAdminApi<Schemas['AdminTokenList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAdminTokens.path, { status: options.status, limit: options.limit, cursor: options.cursor }));
       print(context.output(command), page, () =>
         withNextPage(
           table(page.data, [

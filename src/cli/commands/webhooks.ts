@@ -112,7 +112,7 @@ export function registerWebhookCommands(program: Command, context: CommandContex
     .option('--status <status>', 'pending, succeeded or failed')
     .option('--limit <n>', 'how many', wholeNumber)
     .action(async (id: string, options: { status?: string; limit?: number }, command: Command) => {
-      const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), options);
+      const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), { status: options.status, limit: options.limit });
       const list = await callAdminApi<Schemas['WebhookDeliveryList']>(context.connection(command), 'GET', route);
       print(context.output(command), list, () =>
         table(list.data, [
