@@ -86,7 +86,11 @@ export function defined<T extends Record<string, unknown>>(fields: T): Cleared<T
   ) as Cleared<T>;
 }
 
-/** A list page: the table, and how to get the next page when there is one. */
-export function withNextPage(rows: string, nextCursor: string | null | undefined): string {
-  return nextCursor ? `${rows}\n\nmore: --cursor ${nextCursor}` : rows;
+/** `<resource> <name> <id>`: a command that takes only an id; `run` calls the API and prints. */
+export function idCommand(parent: Command, name: string, description: string, idHelp: string, run: (id: string, command: Command) => Promise<void>): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .argument('<id>', idHelp)
+    .action((id: string, _options: unknown, command: Command) => run(id, command));
 }

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { callAdminApi } from '../admin-client';
-import { timestamp, wholeNumber, withNextPage, withQuery } from '../options';
-import { print, table } from '../output';
+import { timestamp, wholeNumber, withQuery } from '../options';
+import { printPage } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
@@ -37,19 +37,14 @@ export function registerAuditCommands(program: Command, context: CommandContext)
           cursor: options.cursor,
         };
         const page = await callAdminApi<Schemas['AuditEventList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAuditEvents.path, query));
-        print(context.output(command), page, () =>
-          withNextPage(
-            table(page.data, [
-              ['time', (e) => e.created_at],
-              ['actor', (e) => e.actor],
-              ['action', (e) => e.action],
-              ['target', (e) => e.target],
-              ['client_ip', (e) => e.client_ip],
-              ['request_id', (e) => e.request_id],
-            ]),
-            page.next_cursor,
-          ),
-        );
+        printPage(context.output(command), page, [
+          ['time', (e) => e.created_at],
+          ['actor', (e) => e.actor],
+          ['action', (e) => e.action],
+          ['target', (e) => e.target],
+          ['client_ip', (e) => e.client_ip],
+          ['request_id', (e) => e.request_id],
+        ]);
       },
     );
 }

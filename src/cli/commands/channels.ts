@@ -4,8 +4,8 @@ import type { components, operations } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { UsageError, callAdminApi } from '../admin-client';
-import { type Clearable, defined, enableDisable, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
-import { print, printDeleted, record, table } from '../output';
+import { type Clearable, defined, enableDisable, idCommand, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
+import { print, printDeleted, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
@@ -166,19 +166,17 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .option('--status <status>', 'enabled, disabled or auto_disabled')
     .action(async (options: { provider?: string; status?: string }, command: Command) => {
       const list = await callAdminApi<{ data: Channel[] }>(context.connection(command), 'GET', withQuery(gatewayOperations.listChannels.path, { provider: options.provider, status: options.status }));
-      print(context.output(command), list, () =>
-        table(list.data, [
-          ['id', (c) => c.id],
-          ['name', (c) => c.name],
-          ['provider', (c) => c.provider],
-          ['transport', (c) => c.transport],
-          ['status', (c) => c.status],
-          ['priority', (c) => c.priority],
-          ['weight', (c) => c.weight],
-          ['models', (c) => c.models.map((m) => m.model)],
-          ['source', (c) => c.source],
-        ]),
-      );
+      printPage(context.output(command), list, [
+        ['id', (c) => c.id],
+        ['name', (c) => c.name],
+        ['provider', (c) => c.provider],
+        ['transport', (c) => c.transport],
+        ['status', (c) => c.status],
+        ['priority', (c) => c.priority],
+        ['weight', (c) => c.weight],
+        ['models', (c) => c.models.map((m) => m.model)],
+        ['source', (c) => c.source],
+      ]);
     });
 
   channelOptions(
@@ -197,27 +195,19 @@ export function registerChannelCommands(program: Command, context: CommandContex
       print(context.output(command), channel, () => showChannel(channel));
     });
 
-  channels
-    .command('get')
-    .description('show one channel (never its credentials)')
-    .argument('<id>', 'channel id (chn_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const channel = await callAdminApi<Channel>(context.connection(command), 'GET', channelPath(id));
-      print(context.output(command), channel, () => showChannel(channel));
-    });
+  idCommand(channels, 'get', 'show one channel (never its credentials)', 'channel id (chn_...)', async (id, command) => {
+    const channel = await callAdminApi<Channel>(context.connection(command), 'GET', channelPath(id));
+    print(context.output(command), channel, () => showChannel(channel));
+  });
 
-  channels
-    .command('delete')
-    .description('delete a channel')
-    .argument('<id>', 'channel id (chn_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      await callAdminApi<undefined>(context.connection(command), 'DELETE', fillPath(gatewayOperations.deleteChannel.path, { id }));
-      printDeleted(context.output(command), id);
-    });
+  idCommand(channels, 'delete', 'delete a channel', 'channel id (chn_...)', async (id, command) => {
+    await callAdminApi<undefined>(context.connection(command), 'DELETE', fillPath(gatewayOperations.deleteChannel.path, { id }));
+    printDeleted(context.output(command), id);
+  });
 
   channels
     .command('test')
-    .description('make one cheap call through the channel; a passing test re-enables an auto-disabled channel')
+    .description('call the upstream once through the channel; a passing test re-enables an auto-disabled channel')
     .argument('<id>', 'channel id (chn_...)')
     .option('--model <model>', 'the catalog model to try (default: its first)')
     .action(async (id: string, options: { model?: string }, command: Command) => {

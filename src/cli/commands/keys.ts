@@ -3,8 +3,8 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { type Clearable, commaList, defined, enableDisable, orClear, numberList, repeatable, requireChange, timestamp, wholeNumber, withNextPage, withQuery } from '../options';
-import { print, record, table } from '../output';
+import { type Clearable, commaList, defined, enableDisable, orClear, numberList, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
+import { print, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
@@ -129,22 +129,17 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     .option('--cursor <cursor>', 'the next_cursor of a previous page')
     .action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
       const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, { owner: options.owner, status: options.status, metadata: options.metadata, limit: options.limit, cursor: options.cursor }));
-      print(context.output(command), page, () =>
-        withNextPage(
-          table(page.data, [
-            ['id', (k) => k.id],
-            ['name', (k) => k.name],
-            ['owner', (k) => k.owner],
-            ['status', (k) => k.status],
-            ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
-            ['period', (k) => `${k.quota_period_days}d`],
-            ['rpm', (k) => k.rate_limit_rpm],
-            ['providers', (k) => k.allowed_providers],
-            ['expires', (k) => k.expires_at],
-          ]),
-          page.next_cursor,
-        ),
-      );
+      printPage(context.output(command), page, [
+        ['id', (k) => k.id],
+        ['name', (k) => k.name],
+        ['owner', (k) => k.owner],
+        ['status', (k) => k.status],
+        ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
+        ['period', (k) => `${k.quota_period_days}d`],
+        ['rpm', (k) => k.rate_limit_rpm],
+        ['providers', (k) => k.allowed_providers],
+        ['expires', (k) => k.expires_at],
+      ]);
     });
 
   policyOptions(

@@ -3,8 +3,8 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { commaList, timestamp, wholeNumber, withNextPage, withQuery } from '../options';
-import { print, record, table } from '../output';
+import { commaList, idCommand, timestamp, wholeNumber, withQuery } from '../options';
+import { print, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
@@ -58,20 +58,15 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     .option('--cursor <cursor>', 'the next_cursor of a previous page')
     .action(async (options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
       const page = await callAdminApi<Schemas['AdminTokenList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAdminTokens.path, { status: options.status, limit: options.limit, cursor: options.cursor }));
-      print(context.output(command), page, () =>
-        withNextPage(
-          table(page.data, [
-            ['id', (t) => t.id],
-            ['name', (t) => t.name],
-            ['status', (t) => t.status],
-            ['scopes', (t) => t.scopes],
-            ['hint', (t) => t.hint],
-            ['expires', (t) => t.expires_at],
-            ['created', (t) => t.created_at],
-          ]),
-          page.next_cursor,
-        ),
-      );
+      printPage(context.output(command), page, [
+        ['id', (t) => t.id],
+        ['name', (t) => t.name],
+        ['status', (t) => t.status],
+        ['scopes', (t) => t.scopes],
+        ['hint', (t) => t.hint],
+        ['expires', (t) => t.expires_at],
+        ['created', (t) => t.created_at],
+      ]);
     });
 
   const byId = [
@@ -79,13 +74,9 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     { name: 'revoke', description: 'revoke an admin token (refused from its next request on; the record is kept)', operation: gatewayOperations.revokeAdminToken },
   ];
   for (const { name, description, operation } of byId) {
-    tokens
-      .command(name)
-      .description(description)
-      .argument('<id>', 'token id (adt_...)')
-      .action(async (id: string, _options: unknown, command: Command) => {
-        const token = await callAdminApi<AdminToken>(context.connection(command), operation.method.toUpperCase(), fillPath(operation.path, { id }));
-        print(context.output(command), token, () => showToken(token));
-      });
+    idCommand(tokens, name, description, 'token id (adt_...)', async (id, command) => {
+      const token = await callAdminApi<AdminToken>(context.connection(command), operation.method.toUpperCase(), fillPath(operation.path, { id }));
+      print(context.output(command), token, () => showToken(token));
+    });
   }
 }

@@ -3,8 +3,8 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { commaList, defined, enableDisable, requireChange, wholeNumber, withQuery } from '../options';
-import { print, printDeleted, record, table } from '../output';
+import { commaList, defined, enableDisable, idCommand, requireChange, wholeNumber, withQuery } from '../options';
+import { print, printDeleted, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
@@ -58,16 +58,14 @@ export function registerWebhookCommands(program: Command, context: CommandContex
     .description('list endpoints (a table; --json for the API answer)')
     .action(async (_options: unknown, command: Command) => {
       const list = await callAdminApi<Schemas['WebhookEndpointList']>(context.connection(command), 'GET', gatewayOperations.listWebhookEndpoints.path);
-      print(context.output(command), list, () =>
-        table(list.data, [
-          ['id', (e) => e.id],
-          ['url', (e) => e.url],
-          ['status', (e) => e.status],
-          ['events', (e) => e.event_types],
-          ['failing_since', (e) => e.failing_since],
-          ['description', (e) => e.description],
-        ]),
-      );
+      printPage(context.output(command), list, [
+        ['id', (e) => e.id],
+        ['url', (e) => e.url],
+        ['status', (e) => e.status],
+        ['events', (e) => e.event_types],
+        ['failing_since', (e) => e.failing_since],
+        ['description', (e) => e.description],
+      ]);
     });
 
   webhooks
@@ -114,43 +112,29 @@ export function registerWebhookCommands(program: Command, context: CommandContex
     .action(async (id: string, options: { status?: string; limit?: number }, command: Command) => {
       const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), { status: options.status, limit: options.limit });
       const list = await callAdminApi<Schemas['WebhookDeliveryList']>(context.connection(command), 'GET', route);
-      print(context.output(command), list, () =>
-        table(list.data, [
-          ['id', (d) => d.id],
-          ['event', (d) => d.event_type],
-          ['status', (d) => d.status],
-          ['attempts', (d) => d.attempts],
-          ['last_status', (d) => d.last_status_code],
-          ['last_error', (d) => d.last_error],
-          ['created', (d) => d.created_at],
-        ]),
-      );
+      printPage(context.output(command), list, [
+        ['id', (d) => d.id],
+        ['event', (d) => d.event_type],
+        ['status', (d) => d.status],
+        ['attempts', (d) => d.attempts],
+        ['last_status', (d) => d.last_status_code],
+        ['last_error', (d) => d.last_error],
+        ['created', (d) => d.created_at],
+      ]);
     });
 
-  webhooks
-    .command('get')
-    .description('show one endpoint')
-    .argument('<id>', 'endpoint id (whep_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const endpoint = await callAdminApi<Endpoint>(context.connection(command), 'GET', endpointPath(id));
-      print(context.output(command), endpoint, () => showEndpoint(endpoint));
-    });
+  idCommand(webhooks, 'get', 'show one endpoint', 'endpoint id (whep_...)', async (id, command) => {
+    const endpoint = await callAdminApi<Endpoint>(context.connection(command), 'GET', endpointPath(id));
+    print(context.output(command), endpoint, () => showEndpoint(endpoint));
+  });
 
-  webhooks
-    .command('delete')
-    .description('delete an endpoint (its pending deliveries are dropped)')
-    .argument('<id>', 'endpoint id (whep_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      await callAdminApi<undefined>(context.connection(command), 'DELETE', fillPath(gatewayOperations.deleteWebhookEndpoint.path, { id }));
-      printDeleted(context.output(command), id);
-    });
+  idCommand(webhooks, 'delete', 'delete an endpoint', 'endpoint id (whep_...)', async (id, command) => {
+    await callAdminApi<undefined>(context.connection(command), 'DELETE', fillPath(gatewayOperations.deleteWebhookEndpoint.path, { id }));
+    printDeleted(context.output(command), id);
+  });
 
-  webhooks
-    .command('test')
-    .description('queue a webhook.test event to the endpoint; prints its event id')
-    .argument('<id>', 'endpoint id (whep_...)')
-    .action(async (id: string, _options: unknown, command: Command) => {
-      const queued = await callAdminApi<{ event_id: string }>(context.connection(command), 'POST', fillPath(gatewayOperations.sendTestWebhook.path, { id }));
-      print(context.output(command), queued, () => `queued ${queued.event_id} (see: webhooks deliveries ${id})`);
-    });
+  idCommand(webhooks, 'test', 'queue a webhook.test event to the endpoint; prints its event id', 'endpoint id (whep_...)', async (id, command) => {
+    const queued = await callAdminApi<{ event_id: string }>(context.connection(command), 'POST', fillPath(gatewayOperations.sendTestWebhook.path, { id }));
+    print(context.output(command), queued, () => `queued ${queued.event_id} (see: webhooks deliveries ${id})`);
+  });
 }
