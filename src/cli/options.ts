@@ -94,3 +94,8 @@ export function idCommand(parent: Command, name: string, description: string, id
     .argument('<id>', idHelp)
     .action((id: string, _options: unknown, command: Command) => run(id, command));
 }
+
+/** --limit and --cursor of a cursor-paginated list (`what`: the records, e.g. "keys"). */
+export function pageOptions(command: Command, what: string): Command {
+  return command.option('--limit <n>', `${what} per page`, wholeNumber).option('--cursor <cursor>', 'the next_cursor of a previous page');
+}

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { callAdminApi } from '../admin-client';
-import { timestamp, wholeNumber, withQuery } from '../options';
+import { pageOptions, timestamp, withQuery } from '../options';
 import { printPage } from '../output';
 import type { CommandContext } from '../program';
 
@@ -12,16 +12,17 @@ type Schemas = components['schemas'];
 export function registerAuditCommands(program: Command, context: CommandContext): void {
   const audit = program.command('audit').description('read the audit trail of admin changes');
 
-  audit
-    .command('list')
-    .description('list audit events, newest first (a table; --json for the API answer, with before/after)')
-    .option('--actor <actor>', '"root" or an admin token id (adt_...)')
-    .option('--target <id>', 'the id of what was changed (key_..., adt_..., ...)')
-    .option('--action <action>', 'e.g. key.updated, admin_token.created')
-    .option('--created-after <time>', 'recorded at or after this time (ISO 8601)', timestamp)
-    .option('--created-before <time>', 'recorded before this time (ISO 8601)', timestamp)
-    .option('--limit <n>', 'events per page', wholeNumber)
-    .option('--cursor <cursor>', 'the next_cursor of a previous page')
+  pageOptions(
+    audit
+      .command('list')
+      .description('list audit events, newest first (a table; --json for the API answer, with before/after)')
+      .option('--actor <actor>', '"root" or an admin token id (adt_...)')
+      .option('--target <id>', 'the id of what was changed (key_..., adt_..., ...)')
+      .option('--action <action>', 'e.g. key.updated, admin_token.created')
+      .option('--created-after <time>', 'recorded at or after this time (ISO 8601)', timestamp)
+      .option('--created-before <time>', 'recorded before this time (ISO 8601)', timestamp),
+    'events',
+  )
     .action(
       async (
         options: { actor?: string; target?: string; action?: string; createdAfter?: string; createdBefore?: string; limit?: number; cursor?: string },

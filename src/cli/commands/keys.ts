@@ -3,7 +3,7 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { type Clearable, commaList, defined, enableDisable, orClear, numberList, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
+import { type Clearable, commaList, defined, enableDisable, numberList, orClear, pageOptions, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
 import { print, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
@@ -119,14 +119,15 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     },
   );
 
-  keys
-    .command('list')
-    .description('list keys, newest first (a table; --json for the API answer)')
-    .option('--owner <owner>', 'only this owner')
-    .option('--status <status>', 'active, disabled or expired')
-    .option('--metadata <name:value>', 'only keys with this metadata entry (exact match)')
-    .option('--limit <n>', 'keys per page', wholeNumber)
-    .option('--cursor <cursor>', 'the next_cursor of a previous page')
+  pageOptions(
+    keys
+      .command('list')
+      .description('list keys, newest first (a table; --json for the API answer)')
+      .option('--owner <owner>', 'only this owner')
+      .option('--status <status>', 'active, disabled or expired')
+      .option('--metadata <name:value>', 'only keys with this metadata entry (exact match)'),
+    'keys',
+  )
     .action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
       const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, { owner: options.owner, status: options.status, metadata: options.metadata, limit: options.limit, cursor: options.cursor }));
       printPage(context.output(command), page, [

@@ -3,7 +3,7 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { commaList, idCommand, timestamp, wholeNumber, withQuery } from '../options';
+import { commaList, idCommand, pageOptions, timestamp, wholeNumber, withQuery } from '../options';
 import { print, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
@@ -50,12 +50,13 @@ export function registerTokenCommands(program: Command, context: CommandContext)
       print(context.output(command), created, () => showToken(created));
     });
 
-  tokens
-    .command('list')
-    .description('list admin tokens, newest first (a table; --json for the API answer)')
-    .option('--status <status>', 'active, revoked or expired')
-    .option('--limit <n>', 'tokens per page', wholeNumber)
-    .option('--cursor <cursor>', 'the next_cursor of a previous page')
+  pageOptions(
+    tokens
+      .command('list')
+      .description('list admin tokens, newest first (a table; --json for the API answer)')
+      .option('--status <status>', 'active, revoked or expired'),
+    'tokens',
+  )
     .action(async (options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
       const page = await callAdminApi<Schemas['AdminTokenList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAdminTokens.path, { status: options.status, limit: options.limit, cursor: options.cursor }));
       printPage(context.output(command), page, [
