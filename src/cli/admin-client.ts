@@ -10,19 +10,24 @@ export class UsageError extends Error {}
 
 export interface AdminConnection {
   url: string;
+  /** The bearer credential: a scoped admin token (hyadm_...) or the admin secret. */
   adminSecret: string;
 }
 
-/** GATEWAY_URL / --url, and ADMIN_SECRET or the secret `npm start` stored in ./data/admin-secret. */
+/**
+ * GATEWAY_URL / --url, and the credential: ADMIN_TOKEN (a scoped admin token, hyadm_...) when set,
+ * else ADMIN_SECRET, else the secret `npm start` stored in ./data/admin-secret.
+ */
 export function adminConnection(url: string | undefined): AdminConnection {
   const base = (url ?? process.env.GATEWAY_URL ?? 'http://localhost:8080').replace(/\/$/, '');
+  if (process.env.ADMIN_TOKEN) return { url: base, adminSecret: process.env.ADMIN_TOKEN };
   if (process.env.ADMIN_SECRET) return { url: base, adminSecret: process.env.ADMIN_SECRET };
   const file = path.resolve('data/admin-secret');
   if (fs.existsSync(file)) return { url: base, adminSecret: fs.readFileSync(file, 'utf8').trim() };
-  throw new UsageError('Set ADMIN_SECRET (or run from the directory where `npm start` created data/admin-secret).');
+  throw new UsageError('Set ADMIN_TOKEN or ADMIN_SECRET (or run from the directory where `npm start` created data/admin-secret).');
 }
 
-/** One admin API call; the parsed JSON body, or ApiCallError with the API's own message. */
+/** One admin API call; the parsed JSON body (undefined for 204), or ApiCallError with the API's own message. */
 export async function callAdminApi<T>(connection: AdminConnection, method: string, route: string, body?: unknown): Promise<T> {
   let response: Response;
   try {
@@ -36,6 +41,7 @@ export async function callAdminApi<T>(connection: AdminConnection, method: strin
     throw new ApiCallError(`cannot reach the gateway at ${connection.url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
   }
   const text = await response.text();
+  if (response.status === 204) return undefined as T;
   let json: unknown;
   try {
     json = JSON.parse(text);

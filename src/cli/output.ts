@@ -28,3 +28,16 @@ export function record(fields: Record<string, unknown>): string {
 export function print(output: Output, json: unknown, human: () => string): void {
   console.log(output.json ? JSON.stringify(json, null, 2) : human());
 }
+
+/** A list answer: a table of its `data` (and how to get the next page, when there is one), or the JSON. */
+export function printPage<T>(output: Output, page: { data: T[]; next_cursor?: string | null }, columns: Array<[heading: string, value: (row: T) => unknown]>): void {
+  print(output, page, () => {
+    const rows = table(page.data, columns);
+    return page.next_cursor ? `${rows}\n\nmore: --cursor ${page.next_cursor}` : rows;
+  });
+}
+
+/** After a delete (204, no body): a line for people; nothing with --json (the exit code says it). */
+export function printDeleted(output: Output, id: string): void {
+  if (!output.json) console.log(`deleted ${id}`);
+}

@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { type AdminConnection, adminConnection } from './admin-client';
+import { registerAuditCommands } from './commands/audit';
+import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
+import { registerTokenCommands } from './commands/tokens';
+import { registerWebhookCommands } from './commands/webhooks';
 import type { Output } from './output';
 
 /** What every command reads from the global options (--url, --json). */
@@ -12,10 +16,16 @@ export interface CommandContext {
 }
 
 /**
- * One register function per resource of the admin API; a later resource (channels, webhooks,
- * tokens) adds its module here and gets --help, --json, --url and the exit codes for free.
+ * One register function per resource of the admin API; a new resource adds its module here and
+ * gets --help, --json, --url and the exit codes for free.
  */
-const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [registerKeyCommands];
+const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [
+  registerKeyCommands,
+  registerChannelCommands,
+  registerWebhookCommands,
+  registerTokenCommands,
+  registerAuditCommands,
+];
 
 /** Exit codes: 0 success and --help/--version, 1 the API refused or could not be reached, 2 usage. */
 export const EXIT_API_ERROR = 1;
@@ -26,12 +36,21 @@ function version(): string {
   return manifest.version;
 }
 
+const JSON_HELP = "print the API's JSON answer (for scripts) instead of text";
+
+/** The program (root) command, whose --url names the gateway. */
+function root(command: Command): Command {
+  return command.parent ? root(command.parent) : command;
+}
+
 export function buildProgram(): Command {
   const program = new Command('creative-gateway')
     .description("The Creative Gateway's admin API from a terminal.")
     .version(version(), '-V, --version', 'print the version')
-    .option('--url <url>', 'the gateway (default: $GATEWAY_URL or http://localhost:8080)')
-    .option('--json', "print the API's JSON answer (for scripts) instead of text")
+    .option('--url <url>', 'the gateway (default: $GATEWAY_URL or http://localhost:8080); before the resource')
+    .option('--json', JSON_HELP)
+    // Program options go before the resource, so a command may have its own --url (webhooks create).
+    .enablePositionalOptions()
     .helpOption('-h, --help', 'show help')
     .helpCommand(false)
     .showSuggestionAfterError(true)
@@ -40,12 +59,13 @@ export function buildProgram(): Command {
       `
 Environment:
   GATEWAY_URL    the gateway (default http://localhost:8080)
+  ADMIN_TOKEN    a scoped admin token (hyadm_..., see \`tokens create\`); used instead of ADMIN_SECRET when both are set
   ADMIN_SECRET   the admin secret (default: ./data/admin-secret, written by the first \`npm start\`)
 
 Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, 2 usage error.`,
     );
   const context: CommandContext = {
-    connection: (command) => adminConnection(command.optsWithGlobals<{ url?: string }>().url),
+    connection: (command) => adminConnection(root(command).opts<{ url?: string }>().url),
     output: (command) => ({ json: command.optsWithGlobals<{ json?: boolean }>().json === true }),
   };
   for (const register of RESOURCES) register(program, context);
@@ -53,6 +73,8 @@ Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be re
   const configure = (command: Command) => {
     command.exitOverride().configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
     if (command.commands.length > 0 && command !== program) command.helpCommand(false);
+    // --json also after the command (`keys list --json`), as every command takes it.
+    if (command.commands.length === 0 && command !== program) command.option('--json', JSON_HELP);
     for (const sub of command.commands) configure(sub);
   };
   configure(program);

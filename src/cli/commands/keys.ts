@@ -3,30 +3,55 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { print, record, table } from '../output';
+import { type Clearable, commaList, defined, enableDisable, numberList, orClear, pageOptions, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
+import { print, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
 type Schemas = components['schemas'];
 type Key = Schemas['Key'];
 type CreatedKey = Schemas['CreatedKey'];
 
-function wholeNumber(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a whole number');
-  return n;
+const providerList = commaList('provider');
+
+/** `name=value` of --metadata (repeated), as an entry of the key's metadata map. */
+function metadataEntry(value: string): [string, string] {
+  const at = value.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError('must be name=value');
+  return [value.slice(0, at), value.slice(at + 1)];
 }
 
-function providerList(value: string): string[] {
-  const providers = value.split(',').map((p) => p.trim()).filter(Boolean);
-  if (providers.length === 0) throw new InvalidArgumentError('must name at least one provider');
-  return providers;
+/** A list, or "none" for no restriction (null). */
+const listOrNone = (what: string) => orClear('none', commaList(what));
+
+/** The key-policy options createKey and updateKey share. */
+function policyOptions(command: Command): Command {
+  return command
+    .option('--max-concurrent <n>', 'generations in flight at once, across replicas ("none" for no cap)', orClear('none', wholeNumber))
+    .option('--allowed-ips <list>', 'client addresses or CIDRs the key works from, comma-separated ("none" for anywhere)', listOrNone('address'))
+    .option('--allowed-models <list>', 'catalog models the key may use, comma-separated ("none" for every model of its providers)', listOrNone('model'))
+    .option('--metadata <name=value>', 'a label of your own (repeat for more; filter with `keys list --metadata name:value`)', repeatable(metadataEntry))
+    .option('--alert-thresholds <list>', 'quota percentages that raise key.quota.threshold_reached, e.g. 80,100 ("" for none)', numberList);
 }
 
-function expiry(value: string): string | null {
-  if (value === 'never') return null;
-  if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('must be an ISO 8601 time (2027-01-31T00:00:00Z) or "never"');
-  return new Date(value).toISOString();
+interface PolicyOptions {
+  maxConcurrent?: Clearable<number>;
+  allowedIps?: Clearable<string[]>;
+  allowedModels?: Clearable<string[]>;
+  metadata?: Array<[string, string]>;
+  alertThresholds?: number[];
 }
+
+function policyFields(options: PolicyOptions) {
+  return defined({
+    max_concurrent: options.maxConcurrent,
+    allowed_ips: options.allowedIps,
+    allowed_models: options.allowedModels,
+    metadata: options.metadata === undefined ? undefined : Object.fromEntries(options.metadata),
+    alert_thresholds: options.alertThresholds,
+  });
+}
+
+const expiry = orClear('never', timestamp);
 
 /** A key's fields; a new or rotated key's secret after them, with the reminder that it is shown once. */
 function showKey(key: Key & { key?: string }): string {
@@ -40,6 +65,11 @@ function showKey(key: Key & { key?: string }): string {
     period_resets_at: key.period_resets_at,
     rate_limit_rpm: key.rate_limit_rpm,
     allowed_providers: key.allowed_providers,
+    max_concurrent: key.max_concurrent,
+    allowed_ips: key.allowed_ips,
+    allowed_models: key.allowed_models,
+    metadata: Object.entries(key.metadata ?? {}).map(([name, value]) => `${name}=${value}`),
+    alert_thresholds: key.alert_thresholds,
     expires_at: key.expires_at,
     created_at: key.created_at,
     disabled_at: key.disabled_at,
@@ -55,8 +85,9 @@ const keyPath = (id: string) => fillPath(gatewayOperations.getKey.path, { id });
 export function registerKeyCommands(program: Command, context: CommandContext): void {
   const keys = program.command('keys').description('create, inspect and manage client API keys');
 
-  keys
-    .command('create')
+  policyOptions(
+    keys
+      .command('create')
     .description('issue a key (its secret is printed once)')
     .requiredOption('--name <name>', 'what the key is for')
     .requiredOption('--owner <owner>', 'who is responsible for it')
@@ -64,8 +95,14 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
     .requiredOption('--period-days <n>', 'length of a quota period in days', wholeNumber)
     .option('--rpm <n>', 'requests per minute', wholeNumber)
     .option('--providers <list>', 'allowed providers, comma-separated (e.g. local,jimeng)', providerList)
-    .option('--expires-in-days <n>', 'expire the key after this many days', wholeNumber)
-    .action(async (options: { name: string; owner: string; credits: number; periodDays: number; rpm?: number; providers?: string[]; expiresInDays?: number }, command: Command) => {
+      .option('--expires-in-days <n>', 'expire the key after this many days', wholeNumber)
+      .option('--expires-at <time>', 'expire the key at this time (ISO 8601)', timestamp),
+  ).action(
+    async (
+      options: PolicyOptions & { name: string; owner: string; credits: number; periodDays: number; rpm?: number; providers?: string[]; expiresInDays?: number; expiresAt?: string },
+      command: Command,
+    ) => {
+      if (options.expiresInDays !== undefined && options.expiresAt !== undefined) command.error('error: give --expires-in-days or --expires-at, not both', { exitCode: 2 });
       const body: Schemas['CreateKeyRequest'] = {
         name: options.name,
         owner: options.owner,
@@ -74,64 +111,67 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
         ...(options.rpm === undefined ? {} : { rate_limit_rpm: options.rpm }),
         ...(options.providers === undefined ? {} : { allowed_providers: options.providers as Schemas['CreateKeyRequest']['allowed_providers'] }),
         ...(options.expiresInDays === undefined ? {} : { expires_in_days: options.expiresInDays }),
+        ...(options.expiresAt === undefined ? {} : { expires_at: options.expiresAt }),
+        ...policyFields(options),
       };
       const created = await callAdminApi<CreatedKey>(context.connection(command), 'POST', gatewayOperations.createKey.path, body);
       print(context.output(command), created, () => showKey(created));
+    },
+  );
+
+  pageOptions(
+    keys
+      .command('list')
+      .description('list keys, newest first (a table; --json for the API answer)')
+      .option('--owner <owner>', 'only this owner')
+      .option('--status <status>', 'active, disabled or expired')
+      .option('--metadata <name:value>', 'only keys with this metadata entry (exact match)'),
+    'keys',
+  )
+    .action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
+      const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, { owner: options.owner, status: options.status, metadata: options.metadata, limit: options.limit, cursor: options.cursor }));
+      printPage(context.output(command), page, [
+        ['id', (k) => k.id],
+        ['name', (k) => k.name],
+        ['owner', (k) => k.owner],
+        ['status', (k) => k.status],
+        ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
+        ['period', (k) => `${k.quota_period_days}d`],
+        ['rpm', (k) => k.rate_limit_rpm],
+        ['providers', (k) => k.allowed_providers],
+        ['expires', (k) => k.expires_at],
+      ]);
     });
 
-  keys
-    .command('list')
-    .description('list keys, newest first (a table; --json for the API answer)')
-    .option('--owner <owner>', 'only this owner')
-    .option('--status <status>', 'active, disabled or expired')
-    .option('--limit <n>', 'keys per page', wholeNumber)
-    .option('--cursor <cursor>', 'the next_cursor of a previous page')
-    .action(async (options: { owner?: string; status?: string; limit?: number; cursor?: string }, command: Command) => {
-      const query = new URLSearchParams();
-      for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
-      const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', `${gatewayOperations.listKeys.path}${query.size > 0 ? `?${query}` : ''}`);
-      print(context.output(command), page, () => {
-        const rows = table(page.data, [
-          ['id', (k) => k.id],
-          ['name', (k) => k.name],
-          ['owner', (k) => k.owner],
-          ['status', (k) => k.status],
-          ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
-          ['period', (k) => `${k.quota_period_days}d`],
-          ['rpm', (k) => k.rate_limit_rpm],
-          ['providers', (k) => k.allowed_providers],
-          ['expires', (k) => k.expires_at],
-        ]);
-        return page.next_cursor ? `${rows}\n\nmore: --cursor ${page.next_cursor}` : rows;
-      });
-    });
-
-  keys
-    .command('update')
-    .description('change a key: name, owner, limits, providers, expiry, or enable a disabled key')
-    .argument('<id>', 'key id (key_...)')
-    .option('--name <name>', 'new name')
-    .option('--owner <owner>', 'new owner')
-    .option('--rpm <n>', 'requests per minute', wholeNumber)
-    .option('--providers <list>', 'allowed providers, comma-separated', providerList)
-    .option('--expires-at <time>', 'new expiry (ISO 8601), or "never"', expiry)
-    .option('--enable', 're-enable a disabled key')
-    .option('--disable', 'disable the key')
-    .action(async (id: string, options: { name?: string; owner?: string; rpm?: number; providers?: string[]; expiresAt?: string | null; enable?: boolean; disable?: boolean }, command: Command) => {
-      if (options.enable && options.disable) command.error('error: --enable and --disable contradict each other', { exitCode: 2 });
+  policyOptions(
+    keys
+      .command('update')
+      .description('change a key: name, owner, limits, providers, policy, expiry, or enable a disabled key')
+      .argument('<id>', 'key id (key_...)')
+      .option('--name <name>', 'new name')
+      .option('--owner <owner>', 'new owner')
+      .option('--rpm <n>', 'requests per minute', wholeNumber)
+      .option('--providers <list>', 'allowed providers, comma-separated', providerList)
+      .option('--expires-at <time>', 'new expiry (ISO 8601), or "never"', expiry)
+      .option('--enable', 're-enable a disabled key')
+      .option('--disable', 'disable the key'),
+  ).action(
+    async (
+      id: string,
+      options: PolicyOptions & { name?: string; owner?: string; rpm?: number; providers?: string[]; expiresAt?: Clearable<string>; enable?: boolean; disable?: boolean },
+      command: Command,
+    ) => {
       const body: Schemas['UpdateKeyRequest'] = {
-        ...(options.name === undefined ? {} : { name: options.name }),
-        ...(options.owner === undefined ? {} : { owner: options.owner }),
-        ...(options.rpm === undefined ? {} : { rate_limit_rpm: options.rpm }),
+        ...defined({ name: options.name, owner: options.owner, rate_limit_rpm: options.rpm, expires_at: options.expiresAt }),
         ...(options.providers === undefined ? {} : { allowed_providers: options.providers as Schemas['UpdateKeyRequest']['allowed_providers'] }),
-        ...(options.expiresAt === undefined ? {} : { expires_at: options.expiresAt }),
-        ...(options.enable ? { status: 'active' as const } : {}),
-        ...(options.disable ? { status: 'disabled' as const } : {}),
+        ...policyFields(options),
+        ...enableDisable(command, options, 'active'),
       };
-      if (Object.keys(body).length === 0) command.error('error: nothing to change: give at least one option (see --help)', { exitCode: 2 });
+      requireChange(command, body);
       const key = await callAdminApi<Key>(context.connection(command), 'PATCH', keyPath(id), body);
       print(context.output(command), key, () => showKey(key));
-    });
+    },
+  );
 
   keys
     .command('quota')
