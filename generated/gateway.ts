@@ -1100,7 +1100,9 @@ export interface components {
         };
         /**
          * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
-         *     `key.rotated`, `admin_token.created`, `admin_token.revoked` (channels and webhooks add theirs).
+         *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
+         *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
+         *     `webhook_endpoint.test_sent` (channels add theirs).
          */
         AuditAction: string;
         AuditEvent: {

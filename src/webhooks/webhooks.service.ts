@@ -1,4 +1,6 @@
 import type { components } from '../../generated/gateway';
+import { type AuditContext, REDACTED, updateChange, withAuditEvent } from '../audit/audit-log';
+import { forUpdate } from '../db/row-lock';
 import type { WebhookEndpointsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { type Clock, toIso, toIsoOrNull } from '../shared/clock';
@@ -29,7 +31,9 @@ function toResource(row: WebhookEndpointsTable, now: number): WebhookEndpointRes
   };
 }
 
-/** The /admin/webhooks operations. */
+const withoutUpdatedAt = ({ updated_at: _, ...rest }: WebhookEndpointResource): Record<string, unknown> => rest;
+
+/** The /admin/webhooks operations; every change is recorded in the audit log, in its transaction. */
 export class WebhooksService {
   constructor(
     private readonly db: Db,
@@ -44,13 +48,14 @@ export class WebhooksService {
     if (problem) throw new ApiError('invalid_request', `url ${problem}.`, { param: 'url' });
   }
 
-  private async requireEndpoint(id: string): Promise<WebhookEndpointsTable> {
-    const row = await this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+  private async requireEndpoint(id: string, db: Db = this.db, options: { lock?: boolean } = {}): Promise<WebhookEndpointsTable> {
+    const query = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+    const row = await (options.lock ? forUpdate(db, query) : query).executeTakeFirst();
     if (!row) throw new ApiError('webhook_endpoint_not_found', `No webhook endpoint with id ${id}.`, { param: 'id' });
     return row;
   }
 
-  async create(input: Schemas['CreateWebhookEndpointRequest']): Promise<WebhookEndpointWithSecret> {
+  async create(input: Schemas['CreateWebhookEndpointRequest'], audit: AuditContext): Promise<WebhookEndpointWithSecret> {
     this.checkUrl(input.url);
     const now = this.clock.now();
     const row: WebhookEndpointsTable = {
@@ -68,8 +73,12 @@ export class WebhooksService {
       created_at: now,
       updated_at: now,
     };
-    await this.db.insertInto('webhook_endpoints').values(row).execute();
-    return { ...toResource(row, now), secret: row.secret };
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      await trx.insertInto('webhook_endpoints').values(row).execute();
+      const created = toResource(row, now);
+      // The secret never reaches the audit log, not even to be redacted there.
+      return { result: { ...created, secret: row.secret }, change: { action: 'webhook_endpoint.created', target: row.id, before: null, after: { ...created, secret: REDACTED } } };
+    });
   }
 
   async list(): Promise<{ data: WebhookEndpointResource[] }> {
@@ -82,54 +91,72 @@ export class WebhooksService {
     return toResource(await this.requireEndpoint(id), this.clock.now());
   }
 
-  async update(id: string, input: Schemas['UpdateWebhookEndpointRequest']): Promise<WebhookEndpointResource> {
-    const current = await this.requireEndpoint(id);
+  async update(id: string, input: Schemas['UpdateWebhookEndpointRequest'], audit: AuditContext): Promise<WebhookEndpointResource> {
+    if (input.url !== undefined) this.checkUrl(input.url);
     const now = this.clock.now();
-    const changes: Partial<WebhookEndpointsTable> = { updated_at: now };
-    if (input.url !== undefined) {
-      this.checkUrl(input.url);
-      changes.url = input.url;
-    }
-    if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
-    if (input.description !== undefined) changes.description = input.description;
-    if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
-    if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: 'Disabled by an administrator.', disabled_at: now });
-    const row = await this.db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
-    if (!row) throw new ApiError('webhook_endpoint_not_found', `No webhook endpoint with id ${id}.`, { param: 'id' });
-    return toResource(row, now);
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireEndpoint(id, trx, { lock: true });
+      const changes: Partial<WebhookEndpointsTable> = {};
+      if (input.url !== undefined) changes.url = input.url;
+      if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
+      if (input.description !== undefined) changes.description = input.description;
+      if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
+      if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: 'Disabled by an administrator.', disabled_at: now });
+      const before = toResource(current, now);
+      const change = updateChange('webhook_endpoint.updated', id, withoutUpdatedAt(before), withoutUpdatedAt(toResource({ ...current, ...changes }, now)));
+      // A request that changes nothing writes (and records) nothing.
+      if (change === null) return { result: before, change: null };
+      const row = await trx.updateTable('webhook_endpoints').set({ ...changes, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      return { result: toResource(row, now), change };
+    });
   }
 
-  async delete(id: string): Promise<void> {
-    await this.requireEndpoint(id);
-    await this.db.transaction().execute(async (trx) => {
+  async delete(id: string, audit: AuditContext): Promise<void> {
+    const now = this.clock.now();
+    await withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireEndpoint(id, trx, { lock: true });
       const deliveries = trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id);
       await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', deliveries).execute();
       await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
       await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+      return { result: undefined, change: { action: 'webhook_endpoint.deleted', target: id, before: toResource(current, now), after: null } };
     });
   }
 
-  async rotateSecret(id: string, overlapSeconds: number): Promise<WebhookEndpointWithSecret> {
-    const current = await this.requireEndpoint(id);
+  async rotateSecret(id: string, overlapSeconds: number, audit: AuditContext): Promise<WebhookEndpointWithSecret> {
     const now = this.clock.now();
     const secret = generateWebhookSecret();
-    const row = await this.db
-      .updateTable('webhook_endpoints')
-      .set({ secret, previous_secret: current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { ...toResource(row, now), secret };
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireEndpoint(id, trx, { lock: true });
+      const row = await trx
+        .updateTable('webhook_endpoints')
+        .set({ secret, previous_secret: current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const rotated = toResource(row, now);
+      return {
+        result: { ...rotated, secret },
+        // That the secret changed, never its value (old or new).
+        change: {
+          action: 'webhook_endpoint.secret_rotated',
+          target: id,
+          before: { previous_secret_expires_at: toResource(current, now).previous_secret_expires_at },
+          after: { previous_secret_expires_at: rotated.previous_secret_expires_at, secret: REDACTED },
+        },
+      };
+    });
   }
 
-  async sendTest(id: string): Promise<{ event_id: string }> {
-    await this.requireEndpoint(id);
+  async sendTest(id: string, audit: AuditContext): Promise<{ event_id: string }> {
     const now = this.clock.now();
-    const eventId = await this.db.transaction().execute((trx) =>
-      emitEvent(trx, { type: 'webhook.test', data: { endpoint_id: id, message: 'A test event from the Creative Gateway.' }, endpointId: id }, now),
-    );
+    const eventId = await withAuditEvent(this.db, audit, now, async (trx) => {
+      await this.requireEndpoint(id, trx);
+      const queued = (await emitEvent(trx, { type: 'webhook.test', data: { endpoint_id: id, message: 'A test event from the Creative Gateway.' }, endpointId: id }, now)) as string;
+      return { result: queued, change: { action: 'webhook_endpoint.test_sent', target: id, before: null, after: { event_id: queued } } };
+    });
     this.onQueued();
-    return { event_id: eventId as string };
+    return { event_id: eventId };
   }
 
   async listDeliveries(id: string, query: { status?: 'pending' | 'succeeded' | 'failed'; limit?: number }): Promise<Schemas['WebhookDeliveryList']> {

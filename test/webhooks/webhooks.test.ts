@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { retryDelayMs } from '../../src/webhooks/dispatcher';
 import { emitChannelAutoDisabled } from '../../src/webhooks/events';
 import { postJson } from '../../src/webhooks/safe-url';
+import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 import { WebhookReceiver } from '../helpers/webhook-receiver';
@@ -57,6 +58,55 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       expect(reenabled.body).toMatchObject({ status: 'enabled', disabled_reason: null, disabled_at: null });
       expect((await t.api.admin('delete', `/admin/webhooks/${created.body.id}`)).status).toBe(204);
       expect((await t.api.admin('get', `/admin/webhooks/${created.body.id}`)).body.error.code).toBe('webhook_endpoint_not_found');
+    });
+
+    it('every change is in the audit log (actor, action, changed fields), and no secret is in any audit row', async () => {
+      const { token, id: tokenId } = await createAdminTokenVia(t.api, ['webhooks:write']);
+      const created = await t.api.send('post', '/admin/webhooks', { headers: bearer(token), body: { url: receiver.url, event_types: ['key.disabled'] } });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      t.clock.advanceMs(5);
+      await t.api.admin('patch', `/admin/webhooks/${id}`, { description: 'paged', status: 'disabled' });
+      t.clock.advanceMs(5);
+      await t.api.admin('patch', `/admin/webhooks/${id}`, { description: 'paged' });
+      t.clock.advanceMs(5);
+      const rotated = await t.api.admin('post', `/admin/webhooks/${id}/rotate-secret`, { overlap_seconds: 60 });
+      t.clock.advanceMs(5);
+      const test = await t.api.admin('post', `/admin/webhooks/${id}/test`);
+      t.clock.advanceMs(5);
+      expect((await t.api.admin('delete', `/admin/webhooks/${id}`)).status).toBe(204);
+
+      const events = (await t.api.admin('get', `/admin/audit-events?target=${id}`)).body.data as Array<Record<string, unknown>>;
+      expect(events.map((e) => [e.actor, e.action])).toEqual([
+        ['root', 'webhook_endpoint.deleted'],
+        ['root', 'webhook_endpoint.test_sent'],
+        ['root', 'webhook_endpoint.secret_rotated'],
+        ['root', 'webhook_endpoint.updated'],
+        [tokenId, 'webhook_endpoint.created'],
+      ]);
+      const [deleted, tested, rotation, update, creation] = events;
+      expect(creation).toMatchObject({ before: null, after: { id, url: receiver.url, event_types: ['key.disabled'], secret: '[redacted]' } });
+      expect(update).toMatchObject({
+        before: { description: '', status: 'enabled', disabled_reason: null, disabled_at: null },
+        after: { description: 'paged', status: 'disabled', disabled_reason: 'Disabled by an administrator.' },
+      });
+      expect(rotation).toMatchObject({ before: { previous_secret_expires_at: null }, after: { secret: '[redacted]' } });
+      expect(tested).toMatchObject({ before: null, after: { event_id: test.body.event_id } });
+      expect(deleted).toMatchObject({ before: { id, description: 'paged' }, after: null });
+      const stored = JSON.stringify(await t.gateway.database.db.selectFrom('audit_events').selectAll().execute());
+      for (const secret of [created.body.secret, rotated.body.secret]) {
+        expect(secret).toMatch(/^whsec_/);
+        expect(stored).not.toContain(secret);
+        expect(stored).not.toContain(secret.slice('whsec_'.length));
+      }
+    });
+
+    it('a change that fails is not recorded; 403 insufficient_scope without webhooks:write', async () => {
+      const { token } = await createAdminTokenVia(t.api, ['webhooks:read']);
+      const refused = await t.api.send('post', '/admin/webhooks', { headers: bearer(token), body: { url: receiver.url, event_types: ['key.disabled'] } });
+      expect([refused.status, refused.body.error.code, refused.body.error.scope]).toEqual([403, 'insufficient_scope', 'webhooks:write']);
+      expect((await t.api.admin('patch', '/admin/webhooks/whep_missing', { description: 'x' })).status).toBe(404);
+      expect((await t.api.admin('get', '/admin/audit-events?target=whep_missing')).body.data).toEqual([]);
     });
 
     it('404 webhook_endpoint_not_found on every operation with an id', async () => {
