@@ -565,7 +565,8 @@ export interface paths {
         };
         /**
          * List an endpoint's deliveries
-         * @description Newest first, each with its attempts (time, HTTP status or error, duration) and outcome.
+         * @description Newest first, each with its attempts (time, HTTP status or error, duration) and outcome;
+         *     `limit` at a time (cursor pagination as for keys).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -1051,6 +1052,8 @@ export interface components {
         };
         WebhookDeliveryList: {
             data: components["schemas"]["WebhookDelivery"][];
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
         };
         /** @description A key record plus its secret value, shown once. */
         CreatedKey: components["schemas"]["Key"] & {
@@ -2677,8 +2680,10 @@ export interface operations {
             query?: {
                 /** @description Only deliveries in this state. */
                 status?: "pending" | "succeeded" | "failed";
-                /** @description How many. */
+                /** @description Page size. */
                 limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -2692,7 +2697,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The deliveries. */
+            /** @description A page of deliveries. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -5,7 +5,7 @@ export function encodeCursor(position: { created_at: number; id: string }): stri
   return Buffer.from(`${position.created_at}:${position.id}`).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, idPrefix: 'key' | 'gen' | 'adt' | 'aud'): { createdAt: number; id: string } {
+export function decodeCursor(cursor: string, idPrefix: 'key' | 'gen' | 'adt' | 'aud' | 'whd'): { createdAt: number; id: string } {
   const match = new RegExp(`^(\\d{1,15}):(${idPrefix}_[0-9A-Za-z]+)$`).exec(Buffer.from(cursor, 'base64url').toString());
   if (!match) throw new ApiError('invalid_request', 'cursor is not one this API returned.', { param: 'cursor' });
   return { createdAt: Number(match[1]), id: match[2] as string };

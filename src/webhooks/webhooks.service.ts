@@ -1,9 +1,11 @@
 import type { components } from '../../generated/gateway';
 import { type AuditContext, REDACTED, updateChange, withAuditEvent } from '../audit/audit-log';
+import { olderThan } from '../db/keyset';
 import { forUpdate } from '../db/row-lock';
 import type { WebhookEndpointsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { type Clock, toIso, toIsoOrNull } from '../shared/clock';
+import { decodeCursor, pageOf } from '../shared/cursor';
 import { randomBase62 } from '../shared/ids';
 import { type Db, emitEvent } from './events';
 import { urlProblem } from './safe-url';
@@ -159,7 +161,12 @@ export class WebhooksService {
     return { event_id: eventId };
   }
 
-  async listDeliveries(id: string, query: { status?: 'pending' | 'succeeded' | 'failed'; limit?: number }): Promise<Schemas['WebhookDeliveryList']> {
+  async listDeliveries(
+    id: string,
+    query: { status?: 'pending' | 'succeeded' | 'failed'; limit?: number; cursor?: string },
+  ): Promise<Schemas['WebhookDeliveryList']> {
+    const limit = query.limit ?? 50;
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'whd');
     await this.requireEndpoint(id);
     let q = this.db
       .selectFrom('webhook_deliveries as d')
@@ -168,12 +175,14 @@ export class WebhooksService {
       .select('e.type as event_type')
       .where('d.endpoint_id', '=', id);
     if (query.status !== undefined) q = q.where('d.status', '=', query.status);
-    const rows = await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(query.limit ?? 50).execute();
+    if (after) q = q.where(olderThan(after, 'd'));
+    const { page: rows, nextCursor } = pageOf(await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit + 1).execute(), limit);
     const attempts =
       rows.length === 0
         ? []
         : await this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', rows.map((r) => r.id)).orderBy('attempt').execute();
     return {
+      next_cursor: nextCursor,
       data: rows.map((row) => ({
         id: row.id,
         event_id: row.event_id,

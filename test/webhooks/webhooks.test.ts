@@ -109,6 +109,41 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       expect((await t.api.admin('get', '/admin/audit-events?target=whep_missing')).body.data).toEqual([]);
     });
 
+    it('listWebhookDeliveries pages newest first with limit and cursor (also filtered by status); 400 for a foreign cursor', async () => {
+      const { id } = await endpoint(['key.disabled']);
+      const events: string[] = [];
+      for (let i = 0; i < 5; i += 1) {
+        // Two deliveries share a created_at: the id orders them, and no page skips or repeats one.
+        if (i !== 3) t.clock.advanceMs(5);
+        events.push((await t.api.admin('post', `/admin/webhooks/${id}/test`)).body.event_id);
+      }
+      await until(async () => (await deliveries(id)).filter((d) => d.status === 'succeeded').length === 5, 'five deliveries');
+      for (const status of [undefined, 'succeeded']) {
+        const seen: Array<Record<string, unknown>> = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const query: string = `limit=2${status ? `&status=${status}` : ''}${cursor ? `&cursor=${cursor}` : ''}`;
+          const page = await t.api.admin('get', `/admin/webhooks/${id}/deliveries?${query}`);
+          expect(page.status).toBe(200);
+          expect(page.body.data.length).toBeLessThanOrEqual(2);
+          seen.push(...page.body.data);
+          cursor = page.body.next_cursor;
+          pages += 1;
+        } while (cursor);
+        expect(pages).toBe(3);
+        expect(seen.map((d) => d.event_id).sort()).toEqual([...events].sort());
+        const order = seen.map((d) => [d.created_at, d.id] as [string, string]);
+        expect(order).toEqual([...order].sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? 1 : -1) : a[0] < b[0] ? 1 : -1)));
+      }
+      expect((await t.api.admin('get', `/admin/webhooks/${id}/deliveries?status=failed&limit=2`)).body).toEqual({ data: [], next_cursor: null });
+      const keysPage = await t.api.admin('get', '/admin/keys?limit=1');
+      for (const cursor of ['garbage', keysPage.body.next_cursor ?? Buffer.from('1:key_x').toString('base64url')]) {
+        const res = await t.api.admin('get', `/admin/webhooks/${id}/deliveries?cursor=${cursor}`);
+        expect([res.status, res.body.error.code, res.body.error.param]).toEqual([400, 'invalid_request', 'cursor']);
+      }
+    });
+
     it('404 webhook_endpoint_not_found on every operation with an id', async () => {
       const id = 'whep_missing';
       for (const [method, path, body] of [

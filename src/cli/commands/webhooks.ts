@@ -3,7 +3,7 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { commaList, defined, enableDisable, idCommand, requireChange, wholeNumber, withQuery } from '../options';
+import { commaList, defined, enableDisable, idCommand, pageOptions, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, printPage, record } from '../output';
 import type { CommandContext } from '../program';
 
@@ -103,14 +103,16 @@ export function registerWebhookCommands(program: Command, context: CommandContex
       print(context.output(command), rotated, () => showEndpoint(rotated));
     });
 
-  webhooks
-    .command('deliveries')
-    .description("list an endpoint's recent deliveries (a table; --json for the API answer with the attempt log)")
-    .argument('<id>', 'endpoint id (whep_...)')
-    .option('--status <status>', 'pending, succeeded or failed')
-    .option('--limit <n>', 'how many', wholeNumber)
-    .action(async (id: string, options: { status?: string; limit?: number }, command: Command) => {
-      const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), { status: options.status, limit: options.limit });
+  pageOptions(
+    webhooks
+      .command('deliveries')
+      .description("list an endpoint's deliveries, newest first (a table; --json for the API answer with the attempt log)")
+      .argument('<id>', 'endpoint id (whep_...)')
+      .option('--status <status>', 'pending, succeeded or failed'),
+    'deliveries',
+  )
+    .action(async (id: string, options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
+      const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), { status: options.status, limit: options.limit, cursor: options.cursor });
       const list = await callAdminApi<Schemas['WebhookDeliveryList']>(context.connection(command), 'GET', route);
       printPage(context.output(command), list, [
         ['id', (d) => d.id],
