@@ -25,6 +25,7 @@ import { KeysService } from './keys/keys.service';
 import { ConnectionGuard } from './http/connection-guard';
 import { CidrSet } from './shared/cidr';
 import { WebhookDispatcher } from './webhooks/dispatcher';
+import { resealWebhookSecrets, WebhookSecrets } from './webhooks/secret-sealing';
 import { WebhooksService } from './webhooks/webhooks.service';
 import { createLogger } from './logger';
 import { ReleaseRetries } from './maintenance/release-retries';
@@ -175,7 +176,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
   });
 
-  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, ...config.webhooks });
+  const webhookSecrets = new WebhookSecrets(sealer);
+  await resealWebhookSecrets(database.db, webhookSecrets, logger);
+  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
   dispatcher.start();
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
 
@@ -202,7 +205,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
-    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, () => dispatcher.poke()),
+    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher.poke()),
   });
   const internalApp = createInternalApp({
     ...common,

@@ -208,6 +208,7 @@ export interface WebhookEndpointsTable {
   /** Start of the current run of failed attempts (null after a success). */
   failing_since: number | null;
   /** `whsec_...`: needed in clear to sign. */
+  /** Sealed (src/webhooks/secret-sealing.ts), as is previous_secret. */
   secret: string;
   /** Still signs (beside `secret`) until previous_secret_expires_at, after a rotation. */
   previous_secret: string | null;

@@ -5,7 +5,8 @@ import type { Database, WebhookDeliveriesTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
 import type { Db } from './events';
 import { emitExpiryEvents } from './key-events';
-import { postJson } from './safe-url';
+import { type PostResult, postJson } from './safe-url';
+import type { WebhookSecrets } from './secret-sealing';
 import { signedHeaders } from './signing';
 
 /**
@@ -38,6 +39,8 @@ export interface DispatcherOptions {
   allowPrivateNetworks: boolean;
   /** An endpoint failing for this long (every attempt since) is disabled. */
   disableAfterMs: number;
+  /** Opens the endpoints' sealed signing secrets. */
+  secrets: WebhookSecrets;
   /** `key.expiring` this many days ahead. */
   keyExpiringDays: number;
   /** How often the key-expiry scan runs. */
@@ -136,6 +139,19 @@ export class WebhookDispatcher {
       .execute();
   }
 
+  /** The secrets to sign with (the previous one too during a rotation's overlap); undefined when they cannot be opened. */
+  private openSecrets(delivery: Claimed, now: number): string[] | undefined {
+    const { secrets, logger } = this.options;
+    try {
+      const opened = [secrets.open(delivery.endpoint_id, delivery.secret)];
+      if (delivery.previous_secret && (delivery.previous_secret_expires_at ?? 0) > now) opened.push(secrets.open(delivery.endpoint_id, delivery.previous_secret));
+      return opened;
+    } catch (error) {
+      logger.error({ endpoint_id: delivery.endpoint_id, reason: (error as Error).message }, 'cannot open a webhook signing secret');
+      return undefined;
+    }
+  }
+
   private async deliver(delivery: Claimed): Promise<void> {
     const { db, clock, timeoutMs, allowPrivateNetworks, logger } = this.options;
     if (delivery.endpoint_status !== 'enabled') {
@@ -147,11 +163,15 @@ export class WebhookDispatcher {
       return;
     }
     const started = clock.now();
-    const secrets = [delivery.secret];
-    if (delivery.previous_secret && (delivery.previous_secret_expires_at ?? 0) > started) secrets.push(delivery.previous_secret);
+    const secrets = this.openSecrets(delivery, started);
     // Receivers check webhook-timestamp against their own clock: it is the wall-clock time, whatever clock schedules us.
-    const headers = signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload);
-    const result = await postJson(delivery.url, headers, delivery.payload, { timeoutMs, allowPrivate: allowPrivateNetworks });
+    const result: PostResult =
+      secrets === undefined
+        ? { error: 'its signing secret cannot be opened (sealing key not configured)' }
+        : await postJson(delivery.url, signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload), delivery.payload, {
+            timeoutMs,
+            allowPrivate: allowPrivateNetworks,
+          });
     const finished = clock.now();
     const attempt = delivery.attempts + 1;
     const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;

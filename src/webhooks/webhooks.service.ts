@@ -9,6 +9,7 @@ import { decodeCursor, pageOf } from '../shared/cursor';
 import { randomBase62 } from '../shared/ids';
 import { type Db, emitEvent } from './events';
 import { urlProblem } from './safe-url';
+import type { WebhookSecrets } from './secret-sealing';
 import { generateWebhookSecret } from './signing';
 
 type Schemas = components['schemas'];
@@ -41,6 +42,8 @@ export class WebhooksService {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly allowPrivateNetworks: boolean,
+    /** Seals the signing secrets stored (they are shown once, in clear, in the response only). */
+    private readonly secrets: WebhookSecrets,
     /** Wakes the local dispatcher after an event is queued. */
     private readonly onQueued: () => void = () => undefined,
   ) {}
@@ -60,8 +63,10 @@ export class WebhooksService {
   async create(input: Schemas['CreateWebhookEndpointRequest'], audit: AuditContext): Promise<WebhookEndpointWithSecret> {
     this.checkUrl(input.url);
     const now = this.clock.now();
+    const id = `whep_${randomBase62(22)}`;
+    const secret = generateWebhookSecret();
     const row: WebhookEndpointsTable = {
-      id: `whep_${randomBase62(22)}`,
+      id,
       url: input.url,
       description: input.description ?? '',
       event_types: JSON.stringify(input.event_types),
@@ -69,7 +74,7 @@ export class WebhooksService {
       disabled_reason: null,
       disabled_at: null,
       failing_since: null,
-      secret: generateWebhookSecret(),
+      secret: this.secrets.seal(id, secret),
       previous_secret: null,
       previous_secret_expires_at: null,
       created_at: now,
@@ -79,7 +84,7 @@ export class WebhooksService {
       await trx.insertInto('webhook_endpoints').values(row).execute();
       const created = toResource(row, now);
       // The secret never reaches the audit log, not even to be redacted there.
-      return { result: { ...created, secret: row.secret }, change: { action: 'webhook_endpoint.created', target: row.id, before: null, after: { ...created, secret: REDACTED } } };
+      return { result: { ...created, secret }, change: { action: 'webhook_endpoint.created', target: row.id, before: null, after: { ...created, secret: REDACTED } } };
     });
   }
 
@@ -132,7 +137,8 @@ export class WebhooksService {
       const current = await this.requireEndpoint(id, trx, { lock: true });
       const row = await trx
         .updateTable('webhook_endpoints')
-        .set({ secret, previous_secret: current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
+        // The old secret stays sealed as it is (sealed now if it was stored before sealing).
+        .set({ secret: this.secrets.seal(id, secret), previous_secret: this.secrets.resealed(id, current.secret) ?? current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirstOrThrow();

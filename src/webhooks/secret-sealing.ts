@@ -1,0 +1,59 @@
+import type { Logger } from 'pino';
+import { Sealer } from '../shared/sealing';
+import type { Db } from './events';
+
+/**
+ * Webhook signing secrets at rest: sealed (src/shared/sealing.ts) with the endpoint id bound, in
+ * both `secret` and `previous_secret`. Signing needs the secret itself, so it is sealed, not hashed.
+ */
+export class WebhookSecrets {
+  constructor(private readonly sealer: Sealer) {}
+
+  private static context(endpointId: string): string {
+    return `webhook_endpoint:${endpointId}`;
+  }
+
+  seal(endpointId: string, secret: string): string {
+    return this.sealer.seal(WebhookSecrets.context(endpointId), secret);
+  }
+
+  /** The secret; a value stored before sealing existed (`whsec_...`) is taken as it is until resealed. */
+  open(endpointId: string, stored: string): string {
+    return Sealer.isSealed(stored) ? this.sealer.open(WebhookSecrets.context(endpointId), stored) : stored;
+  }
+
+  /** What should be stored instead of `stored`, or undefined when it is sealed with the newest key already. */
+  resealed(endpointId: string, stored: string): string | undefined {
+    if (Sealer.isSealed(stored) && !this.sealer.isStale(stored)) return undefined;
+    return this.seal(endpointId, this.open(endpointId, stored));
+  }
+}
+
+/**
+ * Seals the secrets stored in clear (rows from before sealing) and re-seals those sealed with an
+ * older key (after CHANNEL_SEALING_KEY=new,old): run at startup by every replica. Each row is
+ * written only if it still holds what was read, so replicas racing here (or a rotation of the
+ * webhook secret meanwhile) lose nothing. Returns how many rows were rewritten.
+ */
+export async function resealWebhookSecrets(db: Db, secrets: WebhookSecrets, logger?: Logger): Promise<number> {
+  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'secret', 'previous_secret']).execute();
+  let rewritten = 0;
+  for (const row of rows) {
+    try {
+      const secret = secrets.resealed(row.id, row.secret);
+      const previous = row.previous_secret === null ? undefined : secrets.resealed(row.id, row.previous_secret);
+      if (secret === undefined && previous === undefined) continue;
+      let update = db
+        .updateTable('webhook_endpoints')
+        .set({ secret: secret ?? row.secret, previous_secret: previous ?? row.previous_secret })
+        .where('id', '=', row.id)
+        .where('secret', '=', row.secret);
+      update = row.previous_secret === null ? update.where('previous_secret', 'is', null) : update.where('previous_secret', '=', row.previous_secret);
+      rewritten += Number((await update.executeTakeFirst()).numUpdatedRows);
+    } catch (error) {
+      // A key that is not configured (named by its id, never the secret): that endpoint's deliveries fail until it is.
+      logger?.error({ endpoint_id: row.id, reason: (error as Error).message }, 'cannot open a webhook secret; it stays as it is');
+    }
+  }
+  return rewritten;
+}
