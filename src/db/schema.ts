@@ -207,8 +207,7 @@ export interface WebhookEndpointsTable {
   disabled_at: number | null;
   /** Start of the current run of failed attempts (null after a success). */
   failing_since: number | null;
-  /** `whsec_...`: needed in clear to sign. */
-  /** Sealed (src/webhooks/secret-sealing.ts), as is previous_secret. */
+  /** `whsec_...` sealed (src/webhooks/secret-sealing.ts), as is previous_secret: signing needs it, so not hashed. */
   secret: string;
   /** Still signs (beside `secret`) until previous_secret_expires_at, after a rotation. */
   previous_secret: string | null;
