@@ -106,6 +106,7 @@ export class ChannelsService {
       credentials_hint: credentialsHint(input.credentials),
       created_at: now,
       updated_at: now,
+      cooldown_until: null,
     };
     await repo.insertChannel(this.deps.db, row);
     this.deps.router.invalidate();

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 const ARK_KEYS = ['ark-key-account-a-0001', 'ark-key-account-b-0002', 'ark-key-account-c-0003'];
 const VISUAL_ACCOUNTS = [
@@ -335,5 +336,60 @@ describe('channels: upstream accounts', () => {
 
   it('401 without a service token on channel health', async () => {
     expect((await t.internal.send('get', '/api/v1/creative/channels/health')).status).toBe(401);
+  });
+});
+
+describe('channels: the saturation queue is bounded in waiters', () => {
+  let fake: FakeImagesApi;
+  let t: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    fake = await startFakeImagesApi({ apiKey: ARK_KEYS[0]!, flavour: 'ark' });
+    // A queue time far beyond the test's: a refusal can only come from the waiter bound.
+    t = await startTestGateway({ CHANNEL_QUEUE_TIMEOUT_MS: '60000', CHANNEL_QUEUE_MAX_WAITERS: '2', PROVIDER_JIMENG_TIMEOUT_MS: '120000' });
+    ({ key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1000 }));
+    const res = await t.api.admin('post', '/admin/channels', {
+      name: 'one slot',
+      provider: 'jimeng',
+      transport: 'ark',
+      base_url: fake.url,
+      models: [{ model: 'jimeng-4.5' }],
+      max_concurrency: 1,
+      credentials: { api_key: ARK_KEYS[0] },
+    });
+    expect(res.status).toBe(201);
+  });
+  afterAll(async () => {
+    fake.releaseHeld();
+    await t.close();
+    await fake.close();
+  });
+
+  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '1024x1024' });
+  const waiting = async () => {
+    const metrics = (await t.internal.send('get', '/metrics')).text;
+    return Number(/^creative_gateway_channel_queue_waiting\{model="jimeng-4\.5"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+  };
+
+  it('past CHANNEL_QUEUE_MAX_WAITERS calls waiting for a model: 503 provider_busy with Retry-After at once; the waiters are served', async () => {
+    const held = generate('hold the only slot [hold:slot]');
+    await fake.whenHeld('slot');
+    const waiters = [generate('waiter 1'), generate('waiter 2')];
+    await until(async () => (await waiting()) === 2, 'two calls waiting for the slot');
+
+    const refused = await generate('one too many');
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'provider_busy', message: expect.stringContaining('queue is full') });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Answered while the slot was still held and both waiters still waited.
+    expect(await waiting()).toBe(2);
+    expect(fake.counters.calls).toBe(1);
+
+    fake.releaseHeld('slot');
+    expect((await held).status).toBe(200);
+    expect((await Promise.all(waiters)).map((r) => r.status)).toEqual([200, 200]);
+    expect(await waiting()).toBe(0);
+    expect(fake.counters.peakInFlight).toBe(1);
   });
 });
