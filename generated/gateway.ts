@@ -1100,7 +1100,9 @@ export interface components {
         };
         /**
          * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
-         *     `key.rotated`, `admin_token.created`, `admin_token.revoked` (channels and webhooks add theirs).
+         *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `channel.created`,
+         *     `channel.updated`, `channel.deleted`, `channel.tested` (a channel's credentials never appear:
+         *     a replacement reads `credentials: [redacted]`; webhooks add theirs).
          */
         AuditAction: string;
         AuditEvent: {

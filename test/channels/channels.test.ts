@@ -181,6 +181,37 @@ describe('channels: upstream accounts', () => {
       expect(res.body.error.param).toBe(param);
     });
 
+    it('every mutation and test is in the audit log, without the credentials', async () => {
+      const channel = await visualChannel(0);
+      const renamed = await t.api.admin('patch', `/admin/channels/${channel.id}`, { name: 'visual renamed', weight: 4 });
+      expect(renamed.status).toBe(200);
+      const rekeyed = await t.api.admin('patch', `/admin/channels/${channel.id}`, {
+        credentials: { access_key_id: VISUAL_ACCOUNTS[1]!.accessKeyId, secret_access_key: VISUAL_ACCOUNTS[1]!.secretAccessKey },
+      });
+      expect(rekeyed.status).toBe(200);
+      expect((await t.api.admin('patch', `/admin/channels/${channel.id}`, { weight: 4 })).status).toBe(200);
+      expect((await t.api.admin('post', `/admin/channels/${channel.id}/test`)).body.outcome).toBe('failed');
+      expect((await t.api.admin('delete', `/admin/channels/${channel.id}`)).status).toBe(204);
+      created.splice(created.indexOf(channel.id), 1);
+
+      const listed = await t.api.admin('get', `/admin/audit-events?target=${channel.id}`);
+      expect(listed.status).toBe(200);
+      const events = [...listed.body.data].reverse() as Array<Record<string, unknown>>;
+      // The update that changed nothing left no event.
+      expect(events.map((e) => e.action)).toEqual(['channel.created', 'channel.updated', 'channel.updated', 'channel.tested', 'channel.deleted']);
+      expect(events.every((e) => e.actor === 'root' && e.target === channel.id)).toBe(true);
+      expect(events[0]).toMatchObject({ before: null, after: { name: 'visual 0', transport: 'visual', credentials_hint: expect.any(String) } });
+      expect(events[1]).toMatchObject({ before: { name: 'visual 0', weight: 1 }, after: { name: 'visual renamed', weight: 4 } });
+      expect(events[2]).toMatchObject({ before: { credentials: '[redacted]' }, after: { credentials: '[redacted]', credentials_hint: expect.any(String) } });
+      // The account's key pair does not sign as the fake expects after the swap: an account error.
+      expect(events[3]).toMatchObject({ before: { status: 'enabled' }, after: { status: 'auto_disabled', outcome: 'failed', model: 'jimeng-4.0' } });
+      expect(events[4]).toMatchObject({ before: { name: 'visual renamed' }, after: null });
+
+      const rows = await t.gateway.database.db.selectFrom('audit_events').selectAll().execute();
+      const stored = JSON.stringify(rows);
+      for (const secret of [...SECRETS, ...VISUAL_ACCOUNTS.map((a) => a.accessKeyId)]) expect(stored).not.toContain(secret);
+    });
+
     it('401 without the admin secret, and a client key is no admin secret', async () => {
       expect((await t.api.send('get', '/admin/channels')).status).toBe(401);
       const res = await t.api.send('post', '/admin/channels/chn_envLocal/test', { headers: { Authorization: `Bearer ${key}` } });
