@@ -50,8 +50,11 @@ export interface paths {
         /**
          * Channel health
          * @description Per channel (upstream account): slots in flight, calls and images in the last minute against
-         *     its limits (shared across replicas), cool-down, and this replica's breaker state, error rate
-         *     and latency percentiles over its last 200 calls.
+         *     its limits, and its busy cool-down, all shared by every replica (Redis, else the database);
+         *     then the replica's own view: breaker state, error rate and latency percentiles over its last
+         *     200 calls. The breaker and these statistics are per replica on purpose (each replica judges
+         *     its own calls), so two replicas may answer differently for them. Environment channels keep
+         *     limits and cool-down per replica too.
          */
         get: operations["listChannelHealth"];
         put?: never;
@@ -367,12 +370,14 @@ export interface components {
             ipm: number | null;
             /**
              * Format: date-time
-             * @description RFC 3339 UTC timestamp; null when not cooling down.
+             * @description RFC 3339 UTC timestamp; null when not cooling down. Set by a busy answer's Retry-After, seen by every replica.
              */
             cooling_down_until: string | null;
             /** @description Calls in this replica's window (last 200). */
             calls: number;
+            /** @description This replica's failed share of those calls. */
             error_rate: number;
+            /** @description This replica's latency percentiles over those calls. */
             latency_ms: {
                 p50: number | null;
                 p95: number | null;

@@ -1105,7 +1105,9 @@ export interface components {
          * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
          *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
-         *     `webhook_endpoint.test_sent` (channels add theirs).
+         *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
+         *     `channel.tested` (a channel's credentials never appear: a replacement reads
+         *     `credentials: [redacted]`).
          */
         AuditAction: string;
         AuditEvent: {

@@ -6,6 +6,7 @@ import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
 import { AuditService } from './audit/audit.service';
 import { createChannelLimitStore, MemoryLimitStore } from './channels/channel-limits';
+import { registerChannelMetrics } from './channels/channel-metrics';
 import { ChannelRouter } from './channels/channel-router';
 import { CredentialSealer } from './channels/channel-sealing';
 import { environmentChannels } from './channels/channel.model';
@@ -142,9 +143,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     sharedLimits: createChannelLimitStore(config.redisUrl, config.redisPrefix, database.db, database.engine),
     localLimits: new MemoryLimitStore(),
     queueTimeoutMs: config.channels.queueTimeoutMs,
+    queueMaxWaiters: config.channels.queueMaxWaiters,
     pollIntervalMs: config.channels.pollIntervalMs,
   });
   channels.startProbe(config.channels.probeIntervalMs, catalog);
+  registerChannelMetrics(metrics.registry, channels);
   
   const leases = createConcurrencyLeases({
     db: database.db,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { CatalogModel } from '../config/catalog';
@@ -31,6 +32,8 @@ export interface ChannelRouterDeps {
   /** Limits of environment channels: per process, as before channels. */
   localLimits: ChannelLimitStore;
   queueTimeoutMs: number;
+  /** How many calls of one model may wait for a slot on this replica; beyond, 503 at once. */
+  queueMaxWaiters: number;
   pollIntervalMs: number;
 }
 
@@ -40,6 +43,8 @@ const DIRECTORY_TTL_MS = 1000;
 const QUEUE_POLL_MS = 50;
 /** A slot outlives its call's deadline by this much before it is presumed lost with its replica. */
 const LEASE_GRACE_MS = 2000;
+/** The shared lease that lets one replica at a time run the periodic probe. */
+const PROBE_LEASE = 'channel-probe';
 
 const DEFAULT_RESILIENCE: ResilienceSettings = {
   timeoutMs: 60_000,
@@ -133,7 +138,10 @@ export class ChannelRouter {
   private readonly runtimes = new Map<string, ChannelRuntime>();
   private readonly providerStats = new Map<string, ProviderStats>();
   private waiters: Array<() => void> = [];
+  /** Calls waiting for a slot on this replica, per model (bounded by queueMaxWaiters). */
+  private readonly waiting = new Map<string, number>();
   private probeTimer: NodeJS.Timeout | undefined;
+  private probing = false;
 
   constructor(private readonly deps: ChannelRouterDeps) {}
 
@@ -365,7 +373,9 @@ export class ChannelRouter {
       const tries = (busyTries.get(channel.id) ?? 0) + 1;
       busyTries.set(channel.id, tries);
       const backoff = context.settings.retryBaseDelayMs * 2 ** (tries - 1) * (0.5 + Math.random());
-      runtime.coolingUntil = Math.max(runtime.coolingUntil, now + (upstream.traits.retryAfterMs ?? backoff));
+      const until = now + (upstream.traits.retryAfterMs ?? backoff);
+      runtime.coolingUntil = Math.max(runtime.coolingUntil, until);
+      await this.shareCoolDown(channel, until, now);
       if (tries >= context.settings.maxAttempts) failedOver.add(channel.id);
       return true;
     }
@@ -387,6 +397,16 @@ export class ChannelRouter {
     }
   }
 
+  /** Every replica stops choosing the channel until `until` (the store's acquire checks it). */
+  private async shareCoolDown(channel: Channel, until: number, now: number): Promise<void> {
+    try {
+      await this.limitsOf(channel).coolDown(channel.id, until, now);
+    } catch (error) {
+      // This replica still honours it; the others learn of it from the account's next busy answer.
+      this.deps.logger.warn({ err: error, channel_id: channel.id }, 'could not share a channel cool-down');
+    }
+  }
+
   private async release(channel: Channel, leaseId: string): Promise<void> {
     try {
       await this.limitsOf(channel).release(channel.id, leaseId);
@@ -402,7 +422,8 @@ export class ChannelRouter {
   /**
    * The channel for the next try: candidates are the enabled channels of the model not yet failed,
    * breaker not open, not cooling down, under their limits. When all are saturated or cooling,
-   * waits (bounded by CHANNEL_QUEUE_TIMEOUT_MS and the deadline), then 503 provider_busy.
+   * waits (bounded by CHANNEL_QUEUE_TIMEOUT_MS and the deadline, at most CHANNEL_QUEUE_MAX_WAITERS
+   * calls of a model at once), then 503 provider_busy.
    */
   private async acquire(
     context: RequestContext,
@@ -412,6 +433,30 @@ export class ChannelRouter {
   ): Promise<{ channel: Channel; client: ChannelClient; leaseId: string | undefined }> {
     const { entry } = context;
     const queueDeadline = Math.min(this.deps.clock.now() + this.deps.queueTimeoutMs, context.deadline);
+    let queued = false;
+    try {
+      return await this.acquireOrWait(context, images, failedOver, lastError, queueDeadline, () => {
+        // Joins the queue once; a full queue answers at once rather than piling up callers.
+        if (queued) return true;
+        if ((this.waiting.get(entry.model) ?? 0) >= this.deps.queueMaxWaiters) return false;
+        this.waiting.set(entry.model, (this.waiting.get(entry.model) ?? 0) + 1);
+        queued = true;
+        return true;
+      });
+    } finally {
+      if (queued) this.waiting.set(entry.model, (this.waiting.get(entry.model) ?? 1) - 1);
+    }
+  }
+
+  private async acquireOrWait(
+    context: RequestContext,
+    images: number,
+    failedOver: ReadonlySet<string>,
+    lastError: UpstreamError | undefined,
+    queueDeadline: number,
+    joinQueue: () => boolean,
+  ): Promise<{ channel: Channel; client: ChannelClient; leaseId: string | undefined }> {
+    const { entry } = context;
     for (;;) {
       context.signal.throwIfAborted();
       const serving = (await this.channels()).filter((r) => servesModel(r.channel, entry));
@@ -435,17 +480,22 @@ export class ChannelRouter {
           continue;
         }
         if (!runtime.breaker.tryAcquire()) continue;
-        const caps = this.caps(channel);
-        if (caps.maxConcurrency === null && caps.rpm === null && caps.ipm === null) return { channel, client: candidate.client!, leaseId: undefined };
-        const taken = await this.limitsOf(channel).acquire(channel.id, caps, images, this.deps.clock.now());
+        const checkedAt = this.deps.clock.now();
+        const taken = await this.limitsOf(channel).acquire(channel.id, this.caps(channel), images, checkedAt);
         if ('leaseId' in taken) return { channel, client: candidate.client!, leaseId: taken.leaseId };
         runtime.breaker.onNeutral();
+        // Cooling down on another replica's word: skip the store until then.
+        if (taken.refused === 'cooling_down') runtime.coolingUntil = Math.max(runtime.coolingUntil, checkedAt + taken.retryAfterMs);
         soonestMs = Math.min(soonestMs, taken.retryAfterMs);
       }
       const remaining = queueDeadline - this.deps.clock.now();
+      const retryAfter = retryAfterHeader(Number.isFinite(soonestMs) ? soonestMs : 1000);
       if (remaining <= 0) {
-        throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy; retry shortly.`, false, {
-          headers: retryAfterHeader(Number.isFinite(soonestMs) ? soonestMs : 1000),
+        throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy; retry shortly.`, false, { headers: retryAfter });
+      }
+      if (!joinQueue()) {
+        throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy, and its queue is full; retry shortly.`, false, {
+          headers: retryAfter,
         });
       }
       await this.waitForSlot(Math.min(remaining, QUEUE_POLL_MS, Number.isFinite(soonestMs) ? Math.max(1, soonestMs) : QUEUE_POLL_MS), context.signal);
@@ -495,6 +545,11 @@ export class ChannelRouter {
 
   // ---- health, test, probe --------------------------------------------------------------------
 
+  /** Calls waiting for a slot on this replica, per model (the saturation queue's depth). */
+  waitingByModel(): Array<[string, number]> {
+    return [...this.waiting].filter(([, count]) => count > 0);
+  }
+
   /** Whether any channel (whatever its status) serves models of `provider` over `transport`. */
   async isConfigured(provider: string, transport?: string): Promise<boolean> {
     return (await this.channels()).some((r) => r.channel.provider === provider && (transport === undefined || r.channel.transport === transport || r.channel.transport === 'local'));
@@ -514,11 +569,14 @@ export class ChannelRouter {
     return Promise.all(
       (await this.channels()).map(async ({ channel }) => {
         const runtime = this.runtime(channel);
+        const usage = await this.limitsOf(channel).usage(channel.id, now);
+        // The shared cool-down, or this replica's own (a store that could not be written).
+        const coolingUntil = Math.max(usage.coolingUntil ?? 0, runtime.coolingUntil);
         return {
           channel,
           circuit: runtime.breaker.state,
-          usage: await this.limitsOf(channel).usage(channel.id, now),
-          coolingUntil: runtime.coolingUntil > now ? runtime.coolingUntil : null,
+          usage,
+          coolingUntil: coolingUntil > now ? coolingUntil : null,
           stats: runtime.stats.snapshot(),
         };
       }),
@@ -565,22 +623,48 @@ export class ChannelRouter {
     return { ok: true, latencyMs: this.deps.clock.now() - started };
   }
 
-  /** Every `intervalMs`, tests the auto-disabled channels and re-enables those that pass. */
+  /**
+   * Every `intervalMs`, tests the auto-disabled channels and re-enables those that pass: on one
+   * replica at a time, once an interval across all of them (see probeOnce).
+   */
   startProbe(intervalMs: number, catalog: ReadonlyMap<string, CatalogModel>): void {
     if (intervalMs <= 0) return;
     this.probeTimer = setInterval(() => {
-      void this.probeOnce(catalog);
+      this.probeOnce(intervalMs, catalog).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'channel probe failed'));
     }, intervalMs);
     this.probeTimer.unref();
   }
 
-  async probeOnce(catalog: ReadonlyMap<string, CatalogModel>): Promise<void> {
-    this.invalidate();
-    for (const { channel } of await this.channels()) {
-      const entry = catalog.get(channel.models[0]?.model ?? '');
-      if (channel.status !== 'auto_disabled' || !entry) continue;
-      const outcome = await this.test(channel.id, entry).catch(() => undefined);
-      this.deps.logger.info({ channel_id: channel.id, ok: outcome?.ok ?? false }, 'probed an auto-disabled channel');
+  /**
+   * One probe round, if this replica takes the shared probe lease (else another replica probes or
+   * did within the interval). The lease covers the round (each test is bounded by its channel's
+   * timeout), then is left to run out `intervalMs` after the round began, so the next round, on
+   * whichever replica, starts an interval later. True when this replica probed.
+   */
+  async probeOnce(intervalMs: number, catalog: ReadonlyMap<string, CatalogModel>): Promise<boolean> {
+    if (this.probing) return false;
+    this.probing = true;
+    try {
+      this.invalidate();
+      const due = (await this.channels())
+        .map(({ channel }) => ({ channel, entry: catalog.get(channel.models[0]?.model ?? '') }))
+        .filter((c): c is { channel: Channel; entry: CatalogModel } => c.channel.status === 'auto_disabled' && c.channel.source === 'api' && c.entry !== undefined);
+      if (due.length === 0) return false;
+      const started = this.deps.clock.now();
+      const holder = randomBytes(9).toString('base64url');
+      const roundMs = due.reduce((sum, c) => sum + c.channel.timeoutMs, 0) + LEASE_GRACE_MS;
+      if (!(await this.deps.sharedLimits.takeLease(PROBE_LEASE, holder, started + Math.max(intervalMs, roundMs), started))) return false;
+      try {
+        for (const { channel, entry } of due) {
+          const outcome = await this.test(channel.id, entry).catch(() => undefined);
+          this.deps.logger.info({ channel_id: channel.id, ok: outcome?.ok ?? false }, 'probed an auto-disabled channel');
+        }
+      } finally {
+        await this.deps.sharedLimits.endLeaseAt(PROBE_LEASE, holder, started + intervalMs, this.deps.clock.now());
+      }
+      return true;
+    } finally {
+      this.probing = false;
     }
   }
 

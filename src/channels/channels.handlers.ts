@@ -1,4 +1,5 @@
 import { gatewayOperations } from '../../generated/gateway.operations';
+import { auditContextOf } from '../audit/audit-log';
 import type { CreativeHandlers, GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
 import { toIsoOrNull } from '../shared/clock';
@@ -7,21 +8,21 @@ import type { ChannelsService } from './channels.service';
 
 type ChannelHandlers = Pick<GatewayHandlers, 'createChannel' | 'listChannels' | 'getChannel' | 'updateChannel' | 'deleteChannel' | 'testChannel'>;
 
-/** The /admin/channels operations: each a thin call into ChannelsService. */
+/** The /admin/channels operations: each a thin call into ChannelsService (mutations carry the audit context). */
 export function channelHandlers(channels: ChannelsService): ChannelHandlers {
   return {
-    createChannel: async ({ body }) => {
-      const created = await channels.create(body);
+    createChannel: async (request) => {
+      const created = await channels.create(request.body, auditContextOf(request));
       return { status: 201, headers: { Location: fillPath(gatewayOperations.getChannel.path, { id: created.id }) }, body: created };
     },
     listChannels: async ({ query }) => ({ status: 200, body: await channels.list(query) }),
     getChannel: async ({ params }) => ({ status: 200, body: await channels.get(params.id) }),
-    updateChannel: async ({ params, body }) => ({ status: 200, body: await channels.update(params.id, body) }),
-    deleteChannel: async ({ params }) => {
-      await channels.delete(params.id);
+    updateChannel: async (request) => ({ status: 200, body: await channels.update(request.params.id, request.body, auditContextOf(request)) }),
+    deleteChannel: async (request) => {
+      await channels.delete(request.params.id, auditContextOf(request));
       return { status: 204, body: undefined };
     },
-    testChannel: async ({ params, body }) => ({ status: 200, body: await channels.test(params.id, body?.model) }),
+    testChannel: async (request) => ({ status: 200, body: await channels.test(request.params.id, request.body?.model, auditContextOf(request)) }),
   };
 }
 

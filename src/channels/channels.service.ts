@@ -1,4 +1,5 @@
 import type { components } from '../../generated/gateway';
+import { type AuditChange, type AuditContext, REDACTED, recordAuditEvent, updateChange, withAuditEvent } from '../audit/audit-log';
 import type { CatalogModel } from '../config/catalog';
 import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
@@ -29,6 +30,15 @@ function channelNotFound(id: string): ApiError {
 
 const invalid = (message: string, param: string) => new ApiError('invalid_request', message, { param });
 
+/**
+ * What the audit log keeps of a channel: its resource, which has only the credentials' hint. The
+ * credentials themselves are never in an event; a replacement shows as `credentials: [redacted]`.
+ */
+const audited = (row: ChannelsTable): Record<string, unknown> => {
+  const { created_at: _created, updated_at: _updated, ...resource } = toChannelResource(channelFromRow(row));
+  return resource;
+};
+
 /** The /admin/channels operations: validation, sealing, and telling the router about changes. */
 export class ChannelsService {
   constructor(
@@ -46,14 +56,14 @@ export class ChannelsService {
     return this.deps.environmentChannels.find((c) => c.id === id);
   }
 
-  private async requireRow(id: string): Promise<ChannelsTable> {
+  private async requireRow(id: string, db: repo.Db = this.deps.db): Promise<ChannelsTable> {
     if (this.environmentChannel(id)) {
       const channel = this.environmentChannel(id)!;
       throw new ApiError('channel_read_only', `Channel ${id} is configured by environment variables (${environmentVariablesOf(channel)}); change them instead.`, {
         param: 'id',
       });
     }
-    const row = await repo.findChannelRow(this.deps.db, id);
+    const row = await repo.findChannelRow(db, id);
     if (!row) throw channelNotFound(id);
     return row;
   }
@@ -79,7 +89,7 @@ export class ChannelsService {
     }
   }
 
-  async create(input: CreateChannelInput): Promise<ChannelResource> {
+  async create(input: CreateChannelInput, audit: AuditContext): Promise<ChannelResource> {
     const now = this.deps.clock.now();
     this.checkModels(input.provider, input.transport, input.models);
     this.checkCredentials(input.transport, input.credentials);
@@ -106,8 +116,12 @@ export class ChannelsService {
       credentials_hint: credentialsHint(input.credentials),
       created_at: now,
       updated_at: now,
+      cooldown_until: null,
     };
-    await repo.insertChannel(this.deps.db, row);
+    await withAuditEvent(this.deps.db, audit, now, async (trx) => {
+      await repo.insertChannel(trx, row);
+      return { result: undefined, change: { action: 'channel.created', target: id, before: null, after: audited(row) } };
+    });
     this.deps.router.invalidate();
     return toChannelResource(channelFromRow(row));
   }
@@ -128,9 +142,26 @@ export class ChannelsService {
     return toChannelResource(channelFromRow(row));
   }
 
-  async update(id: string, input: UpdateChannelInput): Promise<ChannelResource> {
-    const current = await this.requireRow(id);
+  async update(id: string, input: UpdateChannelInput, audit: AuditContext): Promise<ChannelResource> {
     const now = this.deps.clock.now();
+    const updated = await withAuditEvent(this.deps.db, audit, now, async (trx) => {
+      const current = await this.requireRow(id, trx);
+      const row = await this.applyUpdate(trx, current, input, now);
+      let change: AuditChange | null = updateChange('channel.updated', id, audited(current), audited(row));
+      if (input.credentials !== undefined) {
+        // Replaced credentials are recorded as replaced, whatever their hint.
+        change ??= { action: 'channel.updated', target: id, before: {}, after: {} };
+        change.before = { ...change.before, credentials: REDACTED };
+        change.after = { ...change.after, credentials: REDACTED };
+      }
+      return { result: row, change };
+    });
+    this.deps.router.invalidate();
+    return toChannelResource(channelFromRow(updated));
+  }
+
+  private async applyUpdate(db: repo.Db, current: ChannelsTable, input: UpdateChannelInput, now: number): Promise<ChannelsTable> {
+    const { id } = current;
     const changes: Partial<ChannelsTable> = { updated_at: Math.max(now, current.updated_at + 1) };
     if (input.name !== undefined) changes.name = input.name;
     if (input.base_url !== undefined) changes.base_url = input.base_url;
@@ -151,19 +182,21 @@ export class ChannelsService {
     }
     if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null });
     if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: null, disabled_at: now });
-    const row = await repo.updateChannelRow(this.deps.db, id, changes);
+    const row = await repo.updateChannelRow(db, id, changes);
     if (!row) throw channelNotFound(id);
-    this.deps.router.invalidate();
-    return toChannelResource(channelFromRow(row));
+    return row;
   }
 
-  async delete(id: string): Promise<void> {
-    await this.requireRow(id);
-    if (!(await repo.deleteChannelRow(this.deps.db, id))) throw channelNotFound(id);
+  async delete(id: string, audit: AuditContext): Promise<void> {
+    await withAuditEvent(this.deps.db, audit, this.deps.clock.now(), async (trx) => {
+      const current = await this.requireRow(id, trx);
+      if (!(await repo.deleteChannelRow(trx, id))) throw channelNotFound(id);
+      return { result: undefined, change: { action: 'channel.deleted', target: id, before: audited(current), after: null } };
+    });
     this.deps.router.invalidate();
   }
 
-  async test(id: string, model?: string): Promise<ChannelTestResult> {
+  async test(id: string, model: string | undefined, audit: AuditContext): Promise<ChannelTestResult> {
     const channel = await this.get(id);
     const modelId = model ?? channel.models[0]?.model;
     const entry = modelId === undefined ? undefined : this.deps.catalog.get(modelId);
@@ -171,12 +204,27 @@ export class ChannelsService {
       throw invalid(`Channel ${id} does not serve ${modelId ?? 'any catalog model'}; it serves ${channel.models.map((m) => m.model).join(', ') || 'none'}.`, 'model');
     }
     const outcome = await this.deps.router.test(id, entry);
-    return {
+    const after = await this.get(id);
+    const result: ChannelTestResult = {
       outcome: outcome.ok ? 'ok' : 'failed',
       latency_ms: outcome.latencyMs,
       error_code: outcome.error?.code ?? null,
       message: outcome.error?.message ?? null,
-      channel: await this.get(id),
+      channel: after,
     };
+    // The test is an upstream call of up to timeout_ms: no transaction is held across it. Its event
+    // (written after) has the status before and after, so a re-enable or disable by a test shows.
+    await recordAuditEvent(
+      this.deps.db,
+      audit,
+      {
+        action: 'channel.tested',
+        target: id,
+        before: { status: channel.status },
+        after: { status: after.status, model: entry.model, outcome: result.outcome, error_code: result.error_code, latency_ms: result.latency_ms },
+      },
+      this.deps.clock.now(),
+    );
+    return result;
   }
 }

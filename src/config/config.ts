@@ -102,6 +102,8 @@ export interface ChannelsConfig {
   sealingKeys: Buffer[];
   /** How long a request waits for a slot when every channel of its model is saturated. */
   queueTimeoutMs: number;
+  /** How many calls of one model may wait in that queue on one replica; beyond, 503 at once. */
+  queueMaxWaiters: number;
   /** Period of the probe that re-enables auto-disabled channels that pass a test; 0 = off. */
   probeIntervalMs: number;
   /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
@@ -504,6 +506,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     channels: {
       sealingKeys: resolveSealingKeys(env, nodeEnv, database, announce),
       queueTimeoutMs: integer(env, 'CHANNEL_QUEUE_TIMEOUT_MS', 2000, 0, 60_000),
+      queueMaxWaiters: integer(env, 'CHANNEL_QUEUE_MAX_WAITERS', 100, 0, 100_000),
       probeIntervalMs: integer(env, 'CHANNEL_PROBE_INTERVAL_MS', 0, 0, 86_400_000),
       pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
     },
@@ -556,7 +559,7 @@ export function describeConfig(config: GatewayConfig): Record<string, unknown> {
       signingKey: masked,
       publicBaseUrl: config.images.publicBaseUrl ?? null,
     },
-    channels: { sealingKeys: config.channels.sealingKeys.map(() => masked), queueTimeoutMs: config.channels.queueTimeoutMs, probeIntervalMs: config.channels.probeIntervalMs },
+    channels: { sealingKeys: config.channels.sealingKeys.map(() => masked), queueTimeoutMs: config.channels.queueTimeoutMs, queueMaxWaiters: config.channels.queueMaxWaiters, probeIntervalMs: config.channels.probeIntervalMs },
     models: config.catalog.map((entry) => entry.model),
     providers: {
       volc: volc ? { accessKeyId: volc.accessKeyId, secretAccessKey: masked, endpoint: volc.endpoint, pollIntervalMs: volc.pollIntervalMs } : null,

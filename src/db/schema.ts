@@ -157,6 +157,8 @@ export interface ChannelsTable {
   credentials_hint: string;
   created_at: number;
   updated_at: number;
+  /** A busy answer's cool-down, shared by every replica (SQL limit store; Redis keeps its own). */
+  cooldown_until: number | null;
 }
 
 /** One upstream call made for a generation, on which channel, and how it ended. */
@@ -184,6 +186,13 @@ export interface ChannelCallsTable {
   channel_id: string;
   at: number;
   images: number;
+}
+
+/** A named lease one replica holds at a time (the channel probe), when there is no Redis. */
+export interface SharedLeasesTable {
+  name: string;
+  holder: string;
+  expires_at: number;
 }
 
 /** One generation in flight for a key's max_concurrent, when leases are kept in SQL (no Redis). */
@@ -269,4 +278,5 @@ export interface Database {
   generation_attempts: GenerationAttemptsTable;
   channel_leases: ChannelLeasesTable;
   channel_calls: ChannelCallsTable;
+  shared_leases: SharedLeasesTable;
 }

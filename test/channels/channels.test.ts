@@ -2,6 +2,7 @@ import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 const ARK_KEYS = ['ark-key-account-a-0001', 'ark-key-account-b-0002', 'ark-key-account-c-0003'];
 const VISUAL_ACCOUNTS = [
@@ -180,6 +181,37 @@ describe('channels: upstream accounts', () => {
       expect(res.body.error.param).toBe(param);
     });
 
+    it('every mutation and test is in the audit log, without the credentials', async () => {
+      const channel = await visualChannel(0);
+      const renamed = await t.api.admin('patch', `/admin/channels/${channel.id}`, { name: 'visual renamed', weight: 4 });
+      expect(renamed.status).toBe(200);
+      const rekeyed = await t.api.admin('patch', `/admin/channels/${channel.id}`, {
+        credentials: { access_key_id: VISUAL_ACCOUNTS[1]!.accessKeyId, secret_access_key: VISUAL_ACCOUNTS[1]!.secretAccessKey },
+      });
+      expect(rekeyed.status).toBe(200);
+      expect((await t.api.admin('patch', `/admin/channels/${channel.id}`, { weight: 4 })).status).toBe(200);
+      expect((await t.api.admin('post', `/admin/channels/${channel.id}/test`)).body.outcome).toBe('failed');
+      expect((await t.api.admin('delete', `/admin/channels/${channel.id}`)).status).toBe(204);
+      created.splice(created.indexOf(channel.id), 1);
+
+      const listed = await t.api.admin('get', `/admin/audit-events?target=${channel.id}`);
+      expect(listed.status).toBe(200);
+      const events = [...listed.body.data].reverse() as Array<Record<string, unknown>>;
+      // The update that changed nothing left no event.
+      expect(events.map((e) => e.action)).toEqual(['channel.created', 'channel.updated', 'channel.updated', 'channel.tested', 'channel.deleted']);
+      expect(events.every((e) => e.actor === 'root' && e.target === channel.id)).toBe(true);
+      expect(events[0]).toMatchObject({ before: null, after: { name: 'visual 0', transport: 'visual', credentials_hint: expect.any(String) } });
+      expect(events[1]).toMatchObject({ before: { name: 'visual 0', weight: 1 }, after: { name: 'visual renamed', weight: 4 } });
+      expect(events[2]).toMatchObject({ before: { credentials: '[redacted]' }, after: { credentials: '[redacted]', credentials_hint: expect.any(String) } });
+      // The account's key pair does not sign as the fake expects after the swap: an account error.
+      expect(events[3]).toMatchObject({ before: { status: 'enabled' }, after: { status: 'auto_disabled', outcome: 'failed', model: 'jimeng-4.0' } });
+      expect(events[4]).toMatchObject({ before: { name: 'visual renamed' }, after: null });
+
+      const rows = await t.gateway.database.db.selectFrom('audit_events').selectAll().execute();
+      const stored = JSON.stringify(rows);
+      for (const secret of [...SECRETS, ...VISUAL_ACCOUNTS.map((a) => a.accessKeyId)]) expect(stored).not.toContain(secret);
+    });
+
     it('401 without the admin secret, and a client key is no admin secret', async () => {
       expect((await t.api.send('get', '/admin/channels')).status).toBe(401);
       const res = await t.api.send('post', '/admin/channels/chn_envLocal/test', { headers: { Authorization: `Bearer ${key}` } });
@@ -335,5 +367,60 @@ describe('channels: upstream accounts', () => {
 
   it('401 without a service token on channel health', async () => {
     expect((await t.internal.send('get', '/api/v1/creative/channels/health')).status).toBe(401);
+  });
+});
+
+describe('channels: the saturation queue is bounded in waiters', () => {
+  let fake: FakeImagesApi;
+  let t: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    fake = await startFakeImagesApi({ apiKey: ARK_KEYS[0]!, flavour: 'ark' });
+    // A queue time far beyond the test's: a refusal can only come from the waiter bound.
+    t = await startTestGateway({ CHANNEL_QUEUE_TIMEOUT_MS: '60000', CHANNEL_QUEUE_MAX_WAITERS: '2', PROVIDER_JIMENG_TIMEOUT_MS: '120000' });
+    ({ key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1000 }));
+    const res = await t.api.admin('post', '/admin/channels', {
+      name: 'one slot',
+      provider: 'jimeng',
+      transport: 'ark',
+      base_url: fake.url,
+      models: [{ model: 'jimeng-4.5' }],
+      max_concurrency: 1,
+      credentials: { api_key: ARK_KEYS[0] },
+    });
+    expect(res.status).toBe(201);
+  });
+  afterAll(async () => {
+    fake.releaseHeld();
+    await t.close();
+    await fake.close();
+  });
+
+  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '1024x1024' });
+  const waiting = async () => {
+    const metrics = (await t.internal.send('get', '/metrics')).text;
+    return Number(/^creative_gateway_channel_queue_waiting\{model="jimeng-4\.5"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+  };
+
+  it('past CHANNEL_QUEUE_MAX_WAITERS calls waiting for a model: 503 provider_busy with Retry-After at once; the waiters are served', async () => {
+    const held = generate('hold the only slot [hold:slot]');
+    await fake.whenHeld('slot');
+    const waiters = [generate('waiter 1'), generate('waiter 2')];
+    await until(async () => (await waiting()) === 2, 'two calls waiting for the slot');
+
+    const refused = await generate('one too many');
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'provider_busy', message: expect.stringContaining('queue is full') });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Answered while the slot was still held and both waiters still waited.
+    expect(await waiting()).toBe(2);
+    expect(fake.counters.calls).toBe(1);
+
+    fake.releaseHeld('slot');
+    expect((await held).status).toBe(200);
+    expect((await Promise.all(waiters)).map((r) => r.status)).toEqual([200, 200]);
+    expect(await waiting()).toBe(0);
+    expect(fake.counters.peakInFlight).toBe(1);
   });
 });

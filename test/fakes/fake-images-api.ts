@@ -15,6 +15,8 @@ export interface FakeImagesApi {
   requests: Array<Record<string, unknown>>;
   /** Load seen by this account (authenticated calls only). */
   counters: AccountCounters;
+  /** When each call with a wrong key arrived (answered 401). */
+  unauthorizedAt: number[];
   /** Revokes the key (401 from now on) or changes it. */
   setApiKey(apiKey: string): void;
   /** 'busy': every call answers 429 with Retry-After; 'failing': 500; 'normal' by prompt tokens. */
@@ -29,6 +31,7 @@ export interface FakeImagesApi {
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
   const counters = new AccountCounters();
+  const unauthorizedAt: number[] = [];
   let apiKey = options.apiKey;
   let mode: 'normal' | 'busy' | 'failing' = 'normal';
   const busyCounts = new Map<string, number>();
@@ -41,7 +44,10 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const raw = await readBody(req);
     if (serveImageFile(req, res)) return;
     if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
-    if (req.headers.authorization !== `Bearer ${apiKey}`) return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+    if (req.headers.authorization !== `Bearer ${apiKey}`) {
+      unauthorizedAt.push(Date.now());
+      return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+    }
     const body = JSON.parse(raw) as Record<string, unknown>;
     requests.push(body);
     const finished = counters.start();
@@ -92,6 +98,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     counters,
+    unauthorizedAt,
     setApiKey(next: string) {
       apiKey = next;
     },
