@@ -8,7 +8,7 @@ import { until } from '../helpers/until';
  * `[hold:TAG]` prompts wait for releaseHeld(TAG), so each state can be observed; one background
  * run at a time (GENERATION_WORKER_CONCURRENCY=1) keeps a second submission queued.
  */
-describe('asynchronous generations (Prefer: respond-async, GET/list/cancel /generations)', () => {
+describe('asynchronous generations (Prefer: respond-async; getGeneration, listGenerations, cancelGeneration)', () => {
   let t: TestGateway;
   let ark: FakeImagesApi;
   let books: Books;
