@@ -267,8 +267,14 @@ export class GenerationService {
   }
 
   /** Runs a row this process holds, for a client awaiting it; its disconnect aborts (fails and releases) the run. */
-  private runHeld(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
-    return this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.execute(held, runSignal));
+  private async runHeld(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
+    try {
+      return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.execute(held, runSignal));
+    } catch (error) {
+      // Canceled through POST /generations/{id}/cancel while its client waited: released, not charged.
+      if (error instanceof LeaseLost) throw new ApiError('generation_finished', `Generation ${row.id} was canceled while it ran; its credits were released.`);
+      throw error;
+    }
   }
 
   /**

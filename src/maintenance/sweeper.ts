@@ -14,8 +14,10 @@ export interface SweepResult {
 }
 
 /**
- * Crash safety. A generation still pending after every provider deadline (plus grace) belongs to a
- * process that died: its credits go back and it is marked failed/abandoned. Old idempotency records,
+ * Crash safety. A generation whose current run started longer ago than its provider's deadline
+ * (plus grace) and is still running was lost with its process and not taken over by any worker
+ * (src/generation/generation-worker.ts takes over lapsed leases first): its credits go back and it
+ * is marked failed/abandoned. Queued generations wait for a worker and are never swept. Old idempotency records,
  * and 'running' ones of dead processes, are dropped. Safe with several replicas: each row is
  * claimed by one conditional UPDATE before its credits are released.
  */

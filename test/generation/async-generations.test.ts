@@ -154,6 +154,20 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(listed.body.data[0]).toMatchObject({ id: res.body.id, status: 'succeeded', usage: { credits_charged: 1 } });
   });
 
+  it('canceling a synchronous generation while its client waits: the client gets 409 generation_finished, nothing is charged', async () => {
+    const key = await newKey(3);
+    const waiting = t.api.client(key, { prompt: 's [hold:sc]', model: 'held-1' });
+    await ark.whenHeld('sc');
+    const running = await get(key, '/generations?status=running');
+    expect(running.body.data).toHaveLength(1);
+    expect((await cancel(key, running.body.data[0].id)).body.status).toBe('canceled');
+    const answer = await waiting;
+    expect(answer.status).toBe(409);
+    expect(answer.body.error.code).toBe('generation_finished');
+    ark.releaseHeld('sc');
+    expect(await books.violations({ settled: true })).toEqual([]);
+  });
+
   it('needs a key', async () => {
     expect((await t.api.send('get', '/generations')).status).toBe(401);
     expect((await t.api.send('get', '/generations/gen_abc')).status).toBe(401);
