@@ -123,6 +123,15 @@ export async function recordTaskAccepted(db: Db, row: GenerationTasksTable & { t
     .execute();
 }
 
+/** Journal rows of settled generations (no takeover will read them again); returns how many. */
+export async function pruneSettledTasks(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('generation_tasks')
+    .where('generation_id', 'in', (eb) => eb.selectFrom('generations').select('id').where('status', 'in', ['succeeded', 'failed', 'canceled']))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows ?? 0);
+}
+
 /** The call provably reached nothing upstream: a takeover may send it again. */
 export async function forgetTask(db: Db, generationId: string, imageIndex: number): Promise<void> {
   await db.deleteFrom('generation_tasks').where('generation_id', '=', generationId).where('image_index', '=', imageIndex).execute();

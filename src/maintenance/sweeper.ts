@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, GenerationsTable } from '../db/schema';
+import { pruneSettledTasks } from '../generation/durable.repository';
 import { failGeneration, findStalePendingGenerations } from '../generation/generations.repository';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
@@ -60,6 +61,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
   const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
   const imagesDeleted = (await deps.images?.sweep()) ?? 0;
+  // The upstream-call journal matters only while a generation may be taken over.
+  await pruneSettledTasks(deps.db);
   return { abandoned, idempotencyPruned, imagesDeleted };
 }
 

@@ -2,6 +2,7 @@ import { BOOKS_CATALOG, Books } from '../helpers/books';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
+import { sweepOnce } from '../../src/maintenance/sweeper';
 
 /**
  * Issue #17: generations as durable resources. `held-1` (1 credit) runs on the fake Ark API, whose
@@ -56,6 +57,11 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(done.body.started_at).toEqual(expect.any(String));
     expect(arkCalls('a1')).toBe(1);
     expect(await books.violations({ settled: true })).toEqual([]);
+    // A background run marks its upstream call before sending it; the sweeper drops the marks once settled.
+    const marks = () => t.gateway.database.db.selectFrom('generation_tasks').select('generation_id').where('generation_id', '=', res.body.id).execute();
+    expect(await marks()).toHaveLength(1);
+    await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { jimeng: 3_600_000 } });
+    expect(await marks()).toEqual([]);
   });
 
   it('another key sees 404 for it and an empty list; the owner lists its own, newest first, with a status filter and cursor', async () => {
