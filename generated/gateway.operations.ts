@@ -3,6 +3,9 @@
 export const gatewayOperations = {
   generateImage: {"method":"post","path":"/images/generate","security":[["ApiKey"]],"extensions":{"x-idempotent":true,"x-rate-limited":true}},
   createImageOpenAI: {"method":"post","path":"/v1/images/generations","security":[["ApiKey"]],"extensions":{"x-idempotent":true,"x-rate-limited":true}},
+  listGenerations: {"method":"get","path":"/generations","security":[["ApiKey"]],"extensions":{}},
+  getGeneration: {"method":"get","path":"/generations/{id}","security":[["ApiKey"]],"extensions":{}},
+  cancelGeneration: {"method":"post","path":"/generations/{id}/cancel","security":[["ApiKey"]],"extensions":{}},
   getImage: {"method":"get","path":"/images/{image_id}","security":[],"extensions":{}},
   listModelsOpenAI: {"method":"get","path":"/v1/models","security":[["ApiKey"]],"extensions":{}},
   getModelOpenAI: {"method":"get","path":"/v1/models/{model}","security":[["ApiKey"]],"extensions":{}},

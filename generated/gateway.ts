@@ -46,6 +46,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your generations
+         * @description The calling key's generations (synchronous and asynchronous), newest first, `limit` at a
+         *     time. Pass `next_cursor` from a page as `cursor` to get the next one.
+         */
+        get: operations["listGenerations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/generations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a generation
+         * @description The generation's state; its images (signed URLs, or base64 for `b64_json`) once it
+         *     succeeded, its `error` once it failed. Only the key that created it sees it (another key: 404).
+         */
+        get: operations["getGeneration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/generations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a generation
+         * @description `queued`: canceled at once, its credits released; nothing was sent upstream. `running`:
+         *     canceled at once and its credits released; the process running it stops at its next
+         *     lease renewal (at once when it is this replica). Upstream calls already sent cannot be
+         *     withdrawn (the visual API and Ark have no cancel): the upstream may still bill the account
+         *     for them, the key is not charged. A settled generation cannot be canceled: 409
+         *     `generation_finished`.
+         */
+        post: operations["cancelGeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/images/{image_id}": {
         parameters: {
             query?: never;
@@ -665,6 +744,51 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * @description `queued` (waiting for a worker and channel room), `running`, then `succeeded`, `failed` or `canceled`.
+         * @enum {string}
+         */
+        ClientGenerationStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
+        ClientGeneration: {
+            id: string;
+            /** @enum {string} */
+            object: "generation";
+            status: components["schemas"]["ClientGenerationStatus"];
+            model: string;
+            provider: components["schemas"]["ProviderName"];
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When its current run started; null while queued.
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @description Null until it settles.
+             */
+            completed_at: string | null;
+            /** @description Why it failed or was canceled (the error envelope's fields); null otherwise. */
+            error: null | {
+                /** @description An ErrorCode, or `abandoned` (interrupted while an upstream call was in flight: never sent again), or `canceled`. */
+                code: string;
+                message: string;
+                type: string;
+            };
+            /** @description The images once it succeeded (signed URLs, or base64 for `b64_json`); null otherwise. */
+            data: null | components["schemas"]["GeneratedImage"][];
+            usage: {
+                /** @description Images delivered. */
+                images: number;
+                /** @description Held while queued or running. */
+                credits_reserved: number;
+                /** @description Charged once it succeeded; 0 otherwise. */
+                credits_charged: number;
+            };
+        };
+        ClientGenerationList: {
+            data: components["schemas"]["ClientGeneration"][];
+            next_cursor: string | null;
+        };
+        /**
          * @description `auto_disabled`: the gateway took the channel out after an account error (see `disabled_reason`).
          * @enum {string}
          */
@@ -1178,11 +1302,6 @@ export interface components {
             height: number;
         };
         /**
-         * @description Stable machine-readable error code.
-         * @enum {string}
-         */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found";
-        /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
          *     `T` or `t`, `Z`, `z` or a `+hh:mm` / `-hh:mm` offset, any fraction of a second (kept to the
@@ -1191,6 +1310,11 @@ export interface components {
          *     (form encoding), so an offset's `+` is sent as `%2B`; an unencoded one is read as written.
          */
         Timestamp: string;
+        /**
+         * @description Stable machine-readable error code.
+         * @enum {string}
+         */
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -1294,6 +1418,42 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Key"];
+            };
+        };
+        /**
+         * @description Accepted for asynchronous generation (`Prefer: respond-async`, or `wait=N` elapsed):
+         *     credits are reserved; poll `Location`.
+         */
+        GenerationAccepted: {
+            headers: {
+                /** @description The generation, `/generations/{id}`. */
+                Location?: string;
+                /** @description `respond-async` (and `wait=N` when asked). */
+                "Preference-Applied"?: string;
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ClientGeneration"];
+            };
+        };
+        /** @description No generation with this id for this key. */
+        GenerationNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The generation already settled (succeeded, failed or canceled). */
+        GenerationFinished: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
             };
         };
         /** @description No usable API key. */
@@ -1558,6 +1718,21 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
+         * @description RFC 7240. `respond-async`: answer 202 at once with the queued generation and its
+         *     `Location`; poll `GET /generations/{id}`. `wait=N` (N at most 60, alone or with
+         *     `respond-async`): answer 200 with the result if the generation finishes within N seconds,
+         *     else 202. Without it the request is answered when the generation ends, as before. Quota,
+         *     rate limits and a per-key cap on queued generations (429 `too_many_queued_generations`)
+         *     apply at submission.
+         * @example respond-async, wait=10
+         */
+        Prefer: string;
+        /**
+         * @description Generation id (`gen_...`).
+         * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+         */
+        GenerationId: string;
+        /**
          * @description Webhook endpoint id (`whep_...`).
          * @example whep_5fJ2kLmN8pQrS1tUvW3xYz
          */
@@ -1614,6 +1789,16 @@ export interface operations {
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `respond-async`: answer 202 at once with the queued generation and its
+                 *     `Location`; poll `GET /generations/{id}`. `wait=N` (N at most 60, alone or with
+                 *     `respond-async`): answer 200 with the result if the generation finishes within N seconds,
+                 *     else 202. Without it the request is answered when the generation ends, as before. Quota,
+                 *     rate limits and a per-key cap on queued generations (429 `too_many_queued_generations`)
+                 *     apply at submission.
+                 * @example respond-async, wait=10
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1638,6 +1823,7 @@ export interface operations {
                     "application/json": components["schemas"]["GenerateImageResponse"];
                 };
             };
+            202: components["responses"]["GenerationAccepted"];
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
@@ -1667,6 +1853,16 @@ export interface operations {
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `respond-async`: answer 202 at once with the queued generation and its
+                 *     `Location`; poll `GET /generations/{id}`. `wait=N` (N at most 60, alone or with
+                 *     `respond-async`): answer 200 with the result if the generation finishes within N seconds,
+                 *     else 202. Without it the request is answered when the generation ends, as before. Quota,
+                 *     rate limits and a per-key cap on queued generations (429 `too_many_queued_generations`)
+                 *     apply at submission.
+                 * @example respond-async, wait=10
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1688,6 +1884,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIImageResponse"];
                 };
             };
+            202: components["responses"]["GenerationAccepted"];
             400: components["responses"]["GenerationRefused"];
             401: components["responses"]["ClientUnauthorized"];
             402: components["responses"]["QuotaExceeded"];
@@ -1703,6 +1900,101 @@ export interface operations {
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
             504: components["responses"]["ProviderTimeout"];
+        };
+    };
+    listGenerations: {
+        parameters: {
+            query?: {
+                /** @description Only generations in this state. */
+                status?: components["schemas"]["ClientGenerationStatus"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of generations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientGenerationList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    getGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientGeneration"];
+                };
+            };
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            404: components["responses"]["GenerationNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    cancelGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation, now `canceled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientGeneration"];
+                };
+            };
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            404: components["responses"]["GenerationNotFound"];
+            409: components["responses"]["GenerationFinished"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     getImage: {

@@ -15,6 +15,7 @@ import { describeConfig, type GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 import { migrateToLatest } from './db/migrations';
 import { GenerationService } from './generation/generation.service';
+import { GenerationWorker, modelHasRoom } from './generation/generation-worker';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
 import type { ImagesService } from './images/images.service';
@@ -165,7 +166,27 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
   );
   const releaseRetries = new ReleaseRetries(database.db, clock, logger, Math.min(...Object.values(staleAfterMs)));
-  const generation = new GenerationService({
+  let generation: GenerationService | undefined;
+  const worker = new GenerationWorker({
+    db: database.db,
+    engine: database.engine,
+    clock,
+    logger,
+    leaseMs: config.generations.leaseMs,
+    pollMs: config.generations.pollMs,
+    maxRunning: config.generations.workerConcurrency,
+    modelsWithRoom: async (models) => {
+      const roomy = await Promise.all(models.map(async (model) => ({ model, room: await modelHasRoom(channels, catalog, model) })));
+      return roomy.filter((m) => m.room).map((m) => m.model);
+    },
+    execute: (row, signal) => (generation as GenerationService).execute(row, signal),
+  });
+  generation = new GenerationService({
+    db: database.db,
+    worker,
+    leaseMs: config.generations.leaseMs,
+    maxQueuedPerKey: config.generations.maxQueuedPerKey,
+    pollMs: config.generations.pollMs,
     writes: database.writes,
     clock,
     catalog,
@@ -226,6 +247,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs, connections);
   const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs, connections);
   images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${publicListener.port}`);
+  // Once the gateway knows its public address: a takeover's results carry its signed image URLs.
+  await worker.start();
   logger.info(
     { port: publicListener.port, internal_port: internalListener.port, database: database.engine, rate_limit_store: config.rateLimitStore },
     'gateway listening',
@@ -245,6 +268,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
         await stopSweeper();
+        await worker.stop();
         releaseRetries.close();
         await images.store.close();
         await channels.close();

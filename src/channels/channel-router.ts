@@ -84,6 +84,20 @@ interface RequestContext {
   deadline: number;
   signal: AbortSignal;
   attempts: Attempt[];
+  journal?: TaskJournal;
+}
+
+/**
+ * What a durable generation records about its upstream calls, per image (src/generation): a call
+ * is marked before it is sent, its task id stored once the upstream accepted it, and the mark
+ * dropped when the call provably reached nothing. A takeover polls the stored task instead.
+ */
+export interface TaskJournal {
+  /** The task of this image accepted earlier (by a process that died), to poll on its channel. */
+  resume(imageIndex: number): { channelId: string; taskId: string } | undefined;
+  sending(imageIndex: number, channelId: string): Promise<void>;
+  accepted(imageIndex: number, channelId: string, taskId: string): Promise<void>;
+  unsent(imageIndex: number): Promise<void>;
 }
 
 export interface ChannelHealth {
@@ -237,7 +251,7 @@ export class ChannelRouter {
    * `generationId`. One call per image on transports that make one image per call, each routed
    * (and failed over) on its own.
    */
-  async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal): Promise<ProviderImage[]> {
+  async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal, journal?: TaskJournal): Promise<ProviderImage[]> {
     const settings = this.settingsOf(entry.provider);
     const controller = new AbortController();
     let deadlinePassed = false;
@@ -248,7 +262,7 @@ export class ChannelRouter {
     const onClientGone = () => controller.abort(clientSignal.reason);
     if (clientSignal.aborted) onClientGone();
     else clientSignal.addEventListener('abort', onClientGone, { once: true });
-    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal: controller.signal, attempts: [] };
+    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal: controller.signal, attempts: [], journal };
     const started = this.deps.clock.now();
     const stats = this.statsOf(entry.provider);
     try {
@@ -295,6 +309,8 @@ export class ChannelRouter {
 
   /** One upstream call, failed over between channels until it succeeds or must not be sent again. */
   private async routeCall(context: RequestContext, request: ProviderRequest, imageIndex: number): Promise<ProviderImage[]> {
+    const resume = context.journal?.resume(imageIndex);
+    if (resume) return this.resumeCall(context, request, imageIndex, resume);
     const failedOver = new Set<string>();
     const busyTries = new Map<string, number>();
     let lastError: UpstreamError | undefined;
@@ -316,7 +332,10 @@ export class ChannelRouter {
       runtime.inFlight += 1;
       try {
         const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
-        const images = await client.generate({ ...request, upstreamModel }, attempt.signal);
+        const journal = context.journal;
+        await journal?.sending(imageIndex, channel.id);
+        const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
+        const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attempt.signal);
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
@@ -335,6 +354,7 @@ export class ChannelRouter {
           startedAt: started,
         });
         if (!moveOn) throw failure;
+        await context.journal?.unsent(imageIndex);
         lastError = failure as UpstreamError;
       } finally {
         clearTimeout(timer);
@@ -343,6 +363,53 @@ export class ChannelRouter {
         if (leaseId !== undefined) await this.release(channel, leaseId);
       }
     }
+  }
+
+  /**
+   * Polls a task a dead process had submitted, on the channel that accepted it: outside the
+   * channel's limits (the work is already running upstream) and never sent anywhere else.
+   */
+  private async resumeCall(
+    context: RequestContext,
+    request: ProviderRequest,
+    imageIndex: number,
+    resume: { channelId: string; taskId: string },
+  ): Promise<ProviderImage[]> {
+    const routable = (await this.channels()).find((r) => r.channel.id === resume.channelId);
+    if (!routable?.client) {
+      throw new ApiError('provider_unavailable', `The channel that accepted task ${resume.taskId} is gone or cannot be opened; the task is not sent again.`);
+    }
+    const { channel, client } = routable;
+    const started = this.deps.clock.now();
+    try {
+      const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
+      const images = await client.generate({ ...request, upstreamModel, resumeTaskId: resume.taskId }, context.signal);
+      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      const sourceHost = hostOf(channel.baseUrl);
+      return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+    } catch (error) {
+      const code = error instanceof ApiError ? error.code : 'internal_error';
+      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'failed', errorCode: code, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      throw error;
+    }
+  }
+
+  /**
+   * Whether a call for `entry` could start now on some channel: enabled, breaker not open, not
+   * cooling down, under its concurrency cap. Only a hint (no slot is taken): the durable worker
+   * leaves work queued while it is false, so a burst waits in the queue rather than in sockets.
+   */
+  async hasRoom(entry: CatalogModel): Promise<boolean> {
+    const now = this.deps.clock.now();
+    for (const { channel, client } of await this.channels()) {
+      if (!servesModel(channel, entry) || channel.status !== 'enabled' || client === undefined) continue;
+      const runtime = this.runtime(channel);
+      if (runtime.breaker.state === 'open' || runtime.coolingUntil > now) continue;
+      if (channel.maxConcurrency === null) return true;
+      const usage = await this.limitsOf(channel).usage(channel.id, now);
+      if (usage.inFlight < channel.maxConcurrency) return true;
+    }
+    return false;
   }
 
   /**

@@ -72,6 +72,8 @@ export interface GatewayConfig {
   trustedProxies: string[];
   /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
   keyLeaseTtlMs: number;
+  /** Durable generations (GENERATION_*): worker lease, poll period, background concurrency, per-key queue cap. */
+  generations: GenerationSettings;
   webhooks: WebhookSettings;
 }
 
@@ -108,6 +110,17 @@ export interface ChannelsConfig {
   probeIntervalMs: number;
   /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+}
+
+export interface GenerationSettings {
+  /** A claim lapses after this long without renewal (its process died): another worker takes it over. */
+  leaseMs: number;
+  /** How often a worker looks for work queued on other replicas or left by a dead process. */
+  pollMs: number;
+  /** Background generations one process runs at once. */
+  workerConcurrency: number;
+  /** Asynchronous generations one key may have queued at once. */
+  maxQueuedPerKey: number;
 }
 
 /** Event delivery (WEBHOOK_*). */
@@ -512,6 +525,12 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     },
     trustedProxies: cidrList(env, 'TRUSTED_PROXIES'),
     keyLeaseTtlMs: integer(env, 'KEY_LEASE_TTL_MS', 30_000, 300, 3_600_000),
+    generations: {
+      leaseMs: integer(env, 'GENERATION_LEASE_MS', 30_000, 300, 3_600_000),
+      pollMs: integer(env, 'GENERATION_POLL_MS', 1000, 10, 600_000),
+      workerConcurrency: integer(env, 'GENERATION_WORKER_CONCURRENCY', 16, 1, 10_000),
+      maxQueuedPerKey: integer(env, 'MAX_QUEUED_GENERATIONS_PER_KEY', 50, 1, 1_000_000),
+    },
     webhooks: {
       allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
       pollIntervalMs: integer(env, 'WEBHOOK_POLL_INTERVAL_MS', 1000, 10, 600_000),

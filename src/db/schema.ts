@@ -47,7 +47,7 @@ export interface GenerationsTable {
   provider: string;
   images: number;
   credits: number;
-  /** 'pending' | 'succeeded' | 'failed' */
+  /** 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled' */
   status: string;
   error_code: string | null;
   latency_ms: number | null;
@@ -57,6 +57,26 @@ export interface GenerationsTable {
   completed_at: number | null;
   /** The key's book (api_keys.usage_epoch) the credits were charged to; a release only refunds that book. Null for internal generations. */
   usage_epoch: number | null;
+  /** JSON StoredGenerationRequest (src/generation/durable.ts): what a worker needs to run it; null on rows from before 0012. */
+  request: string | null;
+  /** The worker (process) holding the running generation, and until when unless renewed. */
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  started_at: number | null;
+  /** 1 when a client asked to cancel a running generation: its lease holder stops at renewal. */
+  cancel_requested: number;
+  error_message: string | null;
+  /** How many times it was claimed: above 1, the current run took over from a process that died. */
+  runs: number;
+}
+
+/** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */
+export interface GenerationTasksTable {
+  generation_id: string;
+  image_index: number;
+  channel_id: string;
+  task_id: string | null;
+  sent_at: number;
 }
 
 /** One counted request per row, for the SQL rate limiter (rows older than the window are pruned). */
@@ -276,6 +296,7 @@ export interface Database {
   stored_images: StoredImagesTable;
   channels: ChannelsTable;
   generation_attempts: GenerationAttemptsTable;
+  generation_tasks: GenerationTasksTable;
   channel_leases: ChannelLeasesTable;
   channel_calls: ChannelCallsTable;
   shared_leases: SharedLeasesTable;

@@ -56,4 +56,6 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   model_not_allowed: { status: 403, type: 'permission_error' },
   concurrency_limited: { status: 429, type: 'rate_limit_error' },
   webhook_endpoint_not_found: { status: 404, type: 'not_found_error' },
+  too_many_queued_generations: { status: 429, type: 'rate_limit_error' },
+  generation_finished: { status: 409, type: 'invalid_request_error' },
 };

@@ -1,12 +1,92 @@
+import { gatewayOperations } from '../../generated/gateway.operations';
+import { ApiError } from '../errors/api-error';
+import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
 import type { GatewayHandlers } from '../http/handler-maps';
-import { type GenerationService, generationSummary } from './generation.service';
+import { fillPath } from '../http/operation-path';
+import type { ClientKey } from '../keys/key.model';
+import type { RateLimitDecision } from '../ratelimit/rate-limiter';
+import type { ClientGeneration } from './client-generations';
+import { type GenerateImageInput, type GenerationService, generationSummary } from './generation.service';
 
-type GenerationHandlers = Pick<GatewayHandlers, 'generateImage' | 'createImageOpenAI'>;
+type GenerationHandlers = Pick<GatewayHandlers, 'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration'>;
 
-/** The client generation operations: the gateway's own shape and OpenAI's. */
+/** The longest `Prefer: wait=N` honoured (as Replicate's `Prefer: wait`). */
+const MAX_WAIT_SECONDS = 60;
+
+/** RFC 7240 preferences this API honours; undefined when the request asked for neither (synchronous). */
+export function parsePrefer(header: string | undefined): { respondAsync: boolean; waitSeconds: number } | undefined {
+  if (header === undefined) return undefined;
+  let respondAsync = false;
+  let waitSeconds: number | undefined;
+  for (const part of header.split(',')) {
+    const [name, value] = part.split(';')[0]!.trim().split('=').map((t) => t.trim().replace(/^"|"$/g, ''));
+    if (name?.toLowerCase() === 'respond-async') respondAsync = true;
+    if (name?.toLowerCase() === 'wait' && value !== undefined && /^\d{1,6}$/.test(value)) waitSeconds = Math.min(Number(value), MAX_WAIT_SECONDS);
+  }
+  // Unknown preferences are ignored (RFC 7240 §2).
+  if (!respondAsync && waitSeconds === undefined) return undefined;
+  return { respondAsync, waitSeconds: waitSeconds ?? 0 };
+}
+
+interface Accepted {
+  status: 202;
+  body: ClientGeneration;
+  headers: Record<string, string>;
+  rateLimit: RateLimitDecision;
+}
+
+/**
+ * Submits asynchronously; with `wait=N`, waits up to N s for the result. Returns the settled row's
+ * resource when it succeeded in time, throws its error when it failed in time with a code of the
+ * error table (as the synchronous path would), else the 202 answer.
+ */
+async function submitAsync(
+  generation: GenerationService,
+  key: ClientKey,
+  input: GenerateImageInput,
+  prefer: { respondAsync: boolean; waitSeconds: number },
+): Promise<{ done: ClientGeneration; creditsRemaining: number; rateLimit: RateLimitDecision } | Accepted> {
+  const submitted = await generation.submitForKey(key, input);
+  let row = submitted.row;
+  if (prefer.waitSeconds > 0) row = (await generation.clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
+  const resource = await generation.clients.resource(row);
+  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining, rateLimit: submitted.rateLimit };
+  if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
+    const error = new ApiError(resource.error.code as ErrorCode, resource.error.message);
+    error.rateLimit = submitted.rateLimit;
+    throw error;
+  }
+  const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...(prefer.waitSeconds > 0 ? [`wait=${prefer.waitSeconds}`] : [])].join(', ');
+  return {
+    status: 202,
+    body: resource,
+    headers: { Location: fillPath(gatewayOperations.getGeneration.path, { id: row.id }), 'Preference-Applied': applied },
+    rateLimit: submitted.rateLimit,
+  };
+}
+
+/** The client generation operations: the gateway's own shape and OpenAI's, and generations as resources. */
 export function generationHandlers(generation: GenerationService): GenerationHandlers {
   return {
-    generateImage: async ({ principal, body, signal }) => {
+    generateImage: async ({ principal, body, signal, header }) => {
+      const prefer = parsePrefer(header('prefer'));
+      if (prefer) {
+        const outcome = await submitAsync(generation, principal.key, body, prefer);
+        if (!('done' in outcome)) return outcome;
+        const { done } = outcome;
+        return {
+          status: 200,
+          rateLimit: outcome.rateLimit,
+          body: {
+            id: done.id,
+            created: Math.floor(Date.parse(done.created_at) / 1000),
+            model: done.model,
+            provider: done.provider,
+            data: done.data ?? [],
+            usage: { images: done.usage.images, credits_charged: done.usage.credits_charged, credits_remaining: outcome.creditsRemaining },
+          },
+        };
+      }
       const outcome = await generation.generateForKey(principal.key, body, signal);
       return {
         status: 200,
@@ -19,13 +99,27 @@ export function generationHandlers(generation: GenerationService): GenerationHan
     },
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
-    createImageOpenAI: async ({ principal, body, signal }) => {
+    createImageOpenAI: async ({ principal, body, signal, header }) => {
       const { prompt, model, n, size, response_format } = body;
-      const outcome = await generation.generateForKey(
-        principal.key,
-        { prompt, model, n, response_format, ...(size && size !== 'auto' ? { size } : {}) },
-        signal,
-      );
+      const input = { prompt, model, n, response_format, ...(size && size !== 'auto' ? { size } : {}) };
+      const prefer = parsePrefer(header('prefer'));
+      if (prefer) {
+        const outcome = await submitAsync(generation, principal.key, input, prefer);
+        if (!('done' in outcome)) return outcome;
+        return {
+          status: 200,
+          rateLimit: outcome.rateLimit,
+          body: {
+            created: Math.floor(Date.parse(outcome.done.created_at) / 1000),
+            data: (outcome.done.data ?? []).map((image) => ({
+              ...(image.url !== undefined ? { url: image.url } : {}),
+              ...(image.b64_json !== undefined ? { b64_json: image.b64_json } : {}),
+              revised_prompt: prompt,
+            })),
+          },
+        };
+      }
+      const outcome = await generation.generateForKey(principal.key, input, signal);
       return {
         status: 200,
         rateLimit: outcome.rateLimit,
@@ -39,5 +133,9 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         },
       };
     },
+
+    listGenerations: async ({ principal, query }) => ({ status: 200, body: await generation.clients.list(principal.key.id, query) }),
+    getGeneration: async ({ principal, params }) => ({ status: 200, body: await generation.clients.get(principal.key.id, params.id) }),
+    cancelGeneration: async ({ principal, params }) => ({ status: 200, body: await generation.clients.cancel(principal.key.id, params.id) }),
   };
 }

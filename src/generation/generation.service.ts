@@ -17,7 +17,13 @@ import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
-import { completeGeneration, failGeneration, insertGeneration } from './generations.repository';
+import type { Kysely } from 'kysely';
+import type { Database, GenerationTasksTable, GenerationsTable } from '../db/schema';
+import { ClientGenerations } from './client-generations';
+import { listGenerationTasks } from './durable.repository';
+import { GenerationTaskJournal, type StoredGenerationRequest, callsOf } from './durable';
+import { type GenerationWorker, LeaseLost } from './generation-worker';
+import { completeGeneration, countQueuedGenerations, failGeneration, insertGeneration } from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
@@ -36,6 +42,14 @@ export interface GenerationDeps {
   /** Called when a failed generation could not be settled either, to release it once the database takes writes. */
   onUnsettled?: (generationId: string, errorCode: string) => void;
   images: ImagesService;
+  db: Kysely<Database>;
+  /** This process's worker: runs the rows the sync path inserts already claimed by it. */
+  worker: GenerationWorker;
+  leaseMs: number;
+  /** Asynchronous generations one key may have queued (MAX_QUEUED_GENERATIONS_PER_KEY). */
+  maxQueuedPerKey: number;
+  /** The worker's poll period: the Retry-After of a full queue. */
+  pollMs: number;
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -76,7 +90,12 @@ export function generationSummary(outcome: GenerationOutcome): Omit<GenerateImag
  * service: no key, no quota, the usage row records the service. A refused request is never charged.
  */
 export class GenerationService {
-  constructor(private readonly deps: GenerationDeps) {}
+  /** The key holder's view of its generations (GET, list, cancel). */
+  readonly clients: ClientGenerations;
+
+  constructor(private readonly deps: GenerationDeps) {
+    this.clients = new ClientGenerations({ db: deps.db, writes: deps.writes, clock: deps.clock, images: deps.images, worker: deps.worker });
+  }
 
   private modelFor(model: string, providerOverride?: string): CatalogModel {
     const { catalog, providers } = this.deps;
@@ -128,11 +147,8 @@ export class GenerationService {
       }
       slot = await holdConcurrencySlot(this.deps.leases, key);
       const n = input.n ?? 1;
-      const reservation = await this.reserve(key, entry, n);
-      const outcome = await this.run(reservation.generationId, entry, input, signal, (error, latencyMs) =>
-        this.release(key, reservation, error, latencyMs),
-      );
-      this.deps.metrics.creditsCharged.inc({ model: entry.model }, reservation.cost);
+      const reservation = await this.reserve(key, entry, n, this.storedRequest(entry, input, false));
+      const outcome = await this.runHeld(reservation.row, signal);
       return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
     } catch (error) {
       // Refusals after the limiter still tell the client its rate-limit state.
@@ -143,107 +159,205 @@ export class GenerationService {
     }
   }
 
+  /**
+   * The asynchronous path (`Prefer: respond-async`): the same checks and reservation at once (a
+   * refusal is answered now with today's codes), plus a cap on the key's queued generations; the
+   * generation is queued and a worker (this process's first: woken now) runs it when its model's
+   * channels have room. The key's max_concurrent bounds synchronous requests only.
+   */
+  async submitForKey(key: ClientKey, input: GenerateImageInput): Promise<{ row: GenerationsTable; creditsRemaining: number; rateLimit: RateLimitDecision }> {
+    const entry = this.modelFor(input.model);
+    checkModelAllowed(key, entry.model);
+    if (!key.allowedProviders.includes(entry.provider)) {
+      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
+        param: 'model',
+      });
+    }
+    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    try {
+      if (!decision.allowed) {
+        this.deps.metrics.rateLimitRefusals.inc();
+        throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+          headers: { 'Retry-After': String(decision.resetSeconds) },
+        });
+      }
+      const queued = await countQueuedGenerations(this.deps.db, key.id);
+      if (queued >= this.deps.maxQueuedPerKey) {
+        throw new ApiError('too_many_queued_generations', `This key already has ${queued} generations queued; retry when some have started.`, {
+          headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.deps.pollMs / 1000))) },
+        });
+      }
+      const reservation = await this.reserve(key, entry, input.n ?? 1, this.storedRequest(entry, input, true), false);
+      this.deps.worker.wake();
+      return { row: reservation.row, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
+    } catch (error) {
+      if (error instanceof ApiError) error.rateLimit ??= decision;
+      throw error;
+    }
+  }
+
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
   async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
     const entry = this.modelFor(input.model, input.provider);
     const { writes, clock } = this.deps;
-    const generationId = newSortableId('gen', clock.now());
+    const now = clock.now();
     const credits = (input.n ?? 1) * entry.credits_per_image;
-    const row = {
-      id: generationId,
+    const row: GenerationsTable = {
+      ...this.heldRow(now),
+      id: newSortableId('gen', now),
       key_id: null,
       client_id: clientId,
       model: entry.model,
       provider: entry.provider,
       images: input.n ?? 1,
       credits,
-      status: 'pending',
-      error_code: null,
-      latency_ms: null,
-      period_started_at: clock.now(),
-      created_at: clock.now(),
-      completed_at: null,
+      period_started_at: now,
+      created_at: now,
       usage_epoch: null,
+      request: JSON.stringify(this.storedRequest(entry, input, false)),
     };
     await writes.run((trx) => insertGeneration(trx, row));
-    const outcome = await this.run(generationId, entry, input, signal, (error, latencyMs) => {
-      const completedAt = clock.now();
-      return writes.run((trx) => completeGeneration(trx, generationId, { status: 'failed', errorCode: errorCodeOf(error), latencyMs, completedAt }));
-    });
+    const outcome = await this.runHeld(row, signal);
     return { ...outcome, credits };
   }
 
-  /** Calls the provider and settles the usage row; `onFailure` undoes the reservation. */
-  private async run(
-    generationId: string,
-    entry: CatalogModel,
-    input: GenerateImageInput,
-    signal: AbortSignal,
-    onFailure: (error: unknown, latencyMs: number) => Promise<unknown>,
-  ): Promise<Omit<GenerationOutcome, 'credits'>> {
-    const { clock, channels, metrics } = this.deps;
+  /** What a worker needs to run the generation later, on any replica. */
+  private storedRequest(entry: CatalogModel, input: GenerateImageInput, background: boolean): StoredGenerationRequest {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
-    const started = clock.now();
+    return {
+      entry,
+      keep_base64: background,
+      mark_sends: background,
+      request: {
+        prompt: input.prompt,
+        ...(input.negative_prompt !== undefined ? { negativePrompt: input.negative_prompt } : {}),
+        upstreamModel: entry.upstream_model,
+        ...(entry.transport !== undefined ? { transport: entry.transport } : {}),
+        ...(entry.upstream_options !== undefined ? { upstreamOptions: entry.upstream_options } : {}),
+        n: input.n ?? 1,
+        width,
+        height,
+        ...(input.seed !== undefined ? { seed: input.seed } : {}),
+        responseFormat: input.response_format ?? 'url',
+      },
+    };
+  }
+
+  /**
+   * The columns of a row this process runs at once (the synchronous path): inserted already
+   * claimed by the local worker, so no other worker can take it while its lease is renewed.
+   */
+  private heldRow(now: number): Pick<
+    GenerationsTable,
+    'status' | 'error_code' | 'error_message' | 'latency_ms' | 'completed_at' | 'lease_owner' | 'lease_expires_at' | 'started_at' | 'cancel_requested' | 'runs'
+  > {
+    return {
+      status: 'running',
+      error_code: null,
+      error_message: null,
+      latency_ms: null,
+      completed_at: null,
+      lease_owner: this.deps.worker.owner,
+      // Wall-clock, like every lease (durable.repository.ts).
+      lease_expires_at: Date.now() + this.deps.leaseMs,
+      started_at: now,
+      cancel_requested: 0,
+      runs: 1,
+    };
+  }
+
+  /** Runs a row this process holds, for a client awaiting it; its disconnect aborts (fails and releases) the run. */
+  private async runHeld(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
     try {
-      const produced = await channels.generate(
-        generationId,
-        entry,
-        {
-          prompt: input.prompt,
-          negativePrompt: input.negative_prompt,
-          upstreamModel: entry.upstream_model,
-          transport: entry.transport,
-          upstreamOptions: entry.upstream_options,
-          n: input.n ?? 1,
-          width,
-          height,
-          seed: input.seed,
-          responseFormat: input.response_format ?? 'url',
-        },
-        signal,
-      );
-      // Stored before success is recorded: an image the client cannot get is never charged.
-      const responseFormat = input.response_format ?? 'url';
-      const images = await this.deps.images.persist({ generationId, provider: entry.provider, images: produced, responseFormat }, signal);
-      const latencyMs = elapsedMs(clock, started);
-      const completedAt = clock.now();
-      const settled = await this.deps.writes.run((trx) =>
-        completeGeneration(trx, generationId, { status: 'succeeded', errorCode: null, latencyMs, completedAt }),
-      );
-      if (!settled) {
-        // Only past its provider's deadline plus the sweep grace: the sweeper has already recorded it
-        // failed/abandoned and given its credits back, so it stays that way (uncharged).
-        this.deps.logger.warn({ generation_id: generationId }, 'generation finished after the sweeper had abandoned it');
-      }
-      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
-      return { id: generationId, created: Math.floor(started / 1000), entry, images };
+      return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.execute(held, runSignal));
     } catch (error) {
-      const latencyMs = elapsedMs(clock, started);
-      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, latencyMs / 1000);
-      try {
-        await onFailure(error, latencyMs);
-      } catch (settleError) {
-        // The row stays pending: released by a retry when the database is back, or by the sweeper.
-        this.deps.logger.error({ err: settleError, generation_id: generationId }, 'could not settle a failed generation');
-        this.deps.onUnsettled?.(generationId, errorCodeOf(error));
-      }
+      // Canceled through POST /generations/{id}/cancel while its client waited: released, not charged.
+      if (error instanceof LeaseLost) throw new ApiError('generation_finished', `Generation ${row.id} was canceled while it ran; its credits were released.`);
       throw error;
     }
   }
 
-  private async reserve(key: ClientKey, entry: CatalogModel, n: number) {
+  /**
+   * Runs a claimed generation and settles it exactly once: stored images and success (charged),
+   * or failure/cancel (credits released). A takeover finds the upstream calls its predecessor sent:
+   * an accepted visual task is polled again; a call sent but never acknowledged with a task id
+   * (any Ark/images-API call, or a visual submit cut before its answer) cannot be resumed, and
+   * sending it again could make the account pay twice, so the generation fails as `abandoned`.
+   */
+  async execute(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
+    const { clock, channels, metrics, writes, db } = this.deps;
+    if (row.request === null) throw new Error(`generation ${row.id} has no stored request`);
+    const stored = JSON.parse(row.request) as StoredGenerationRequest;
+    const { entry, request } = stored;
+    const started = clock.now();
+    const settleFailure = async (error: unknown, code = errorCodeOf(error)) => {
+      const latencyMs = elapsedMs(clock, started);
+      const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
+      try {
+        await writes.run((trx) =>
+          failGeneration(trx, row, {
+            errorCode: canceled ? 'canceled' : code,
+            errorMessage: messageOf(error),
+            latencyMs,
+            completedAt: clock.now(),
+            ...(canceled ? { status: 'canceled' as const } : {}),
+          }),
+        );
+      } catch (settleError) {
+        // The row stays active: released by a retry when the database is back, or by a takeover.
+        this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
+        this.deps.onUnsettled?.(row.id, code);
+      }
+    };
+    const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
+    if (row.runs > 1 && interrupted(stored, tasks)) {
+      const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
+      await settleFailure(error, 'abandoned');
+      throw error;
+    }
+    // The local provider sends nothing upstream: a takeover simply runs it again.
+    const journal = entry.provider === 'local' ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends);
+    try {
+      const produced = await channels.generate(row.id, entry, request, signal, journal);
+      // Stored before success is recorded: an image the client cannot get is never charged.
+      const images = await this.deps.images.persist(
+        { generationId: row.id, provider: entry.provider, images: produced, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
+        signal,
+      );
+      const latencyMs = elapsedMs(clock, started);
+      const settled = await writes.run((trx) => completeGeneration(trx, row.id, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() }));
+      if (!settled) {
+        // Canceled, or abandoned by the sweeper, before it finished: it stays that way (uncharged);
+        // a client still waiting gets its images.
+        this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
+        if (signal.aborted) throw signal.reason;
+      } else if (row.key_id !== null) {
+        metrics.creditsCharged.inc({ model: entry.model }, row.credits);
+      }
+      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
+      return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
+    } catch (error) {
+      if (error instanceof LeaseLost) throw error;
+      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
+      await settleFailure(error);
+      throw error;
+    }
+  }
+
+  private async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true) {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const cost = n * entry.credits_per_image;
     const generationId = newSortableId('gen', now);
-    // Reservation and its usage row commit together: a pending row always has credits behind it.
+    // Reservation and its usage row commit together: an active row always has credits behind it.
     // The period and book charged come from the key's row as the reservation found it, not from `key`.
     const reserved = await writes.run(async (trx) => {
       const row = await reserveCredits(trx, key.id, cost, now);
       if (!row) return undefined;
       // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
       await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
-      await insertGeneration(trx, {
+      const generation: GenerationsTable = {
+        ...(held ? this.heldRow(now) : QUEUED_ROW),
         id: generationId,
         key_id: key.id,
         client_id: null,
@@ -251,15 +365,13 @@ export class GenerationService {
         provider: entry.provider,
         images: n,
         credits: cost,
-        status: 'pending',
-        error_code: null,
-        latency_ms: null,
         period_started_at: row.period_started_at,
         created_at: now,
-        completed_at: null,
         usage_epoch: row.usage_epoch,
-      });
-      return row;
+        request: JSON.stringify(stored),
+      };
+      await insertGeneration(trx, generation);
+      return { key: row, generation };
     });
     if (!reserved) {
       // Only the message and the event read the key as the request found it.
@@ -272,22 +384,23 @@ export class GenerationService {
         { details: { period_resets_at: resetsAt } },
       );
     }
-    return { generationId, cost, usageEpoch: reserved.usage_epoch, creditsRemaining: reserved.credits_quota - reserved.credits_used };
-  }
-
-  /** A failed generation is never charged: its credits go back to the book they came from, if it is still open. */
-  private async release(key: ClientKey, reservation: { generationId: string; cost: number; usageEpoch: number }, error: unknown, latencyMs: number) {
-    const { writes, clock } = this.deps;
-    const completedAt = clock.now();
-    await writes.run((trx) =>
-      failGeneration(
-        trx,
-        { id: reservation.generationId, key_id: key.id, credits: reservation.cost, usage_epoch: reservation.usageEpoch },
-        { errorCode: errorCodeOf(error), latencyMs, completedAt },
-      ),
-    );
+    return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
   }
 }
+
+/** A generation waiting for a worker: no lease, not started. */
+const QUEUED_ROW = {
+  status: 'queued',
+  error_code: null,
+  error_message: null,
+  latency_ms: null,
+  completed_at: null,
+  lease_owner: null,
+  lease_expires_at: null,
+  started_at: null,
+  cancel_requested: 0,
+  runs: 0,
+} as const;
 
 /** latency_ms is a 32-bit integer column: a clock that steps (NTP, a test clock) must not make settlement fail. */
 function elapsedMs(clock: Clock, started: number): number {
@@ -296,4 +409,21 @@ function elapsedMs(clock: Clock, started: number): number {
 
 function errorCodeOf(error: unknown): string {
   return error instanceof ApiError ? error.code : 'internal_error';
+}
+
+/**
+ * Whether a takeover finds an upstream call it can neither resume nor safely send again: one
+ * marked sent without a task id, or (runs that do not mark their sends) any call without a task
+ * id, since it may have been sent. The local provider sends nothing upstream.
+ */
+function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): boolean {
+  if (stored.entry.provider === 'local') return false;
+  const byIndex = new Map(tasks.map((task) => [task.image_index, task]));
+  return Array.from({ length: callsOf(stored) }, (_, i) => byIndex.get(i)).some((task) =>
+    stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null,
+  );
+}
+
+function messageOf(error: unknown): string {
+  return (error instanceof ApiError ? error.message : 'The gateway failed unexpectedly while generating.').slice(0, 1000);
 }

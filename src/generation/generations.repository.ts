@@ -20,6 +20,13 @@ const GENERATION_COLUMNS = [
   'created_at',
   'completed_at',
   'usage_epoch',
+  'request',
+  'lease_owner',
+  'lease_expires_at',
+  'started_at',
+  'cancel_requested',
+  'error_message',
+  'runs',
 ] as const satisfies ReadonlyArray<keyof GenerationsTable>;
 
 const insertGenerationQuery = preparedQuery<GenerationsTable & Record<string, unknown>, never>([...GENERATION_COLUMNS], (db, p) =>
@@ -31,57 +38,84 @@ export async function insertGeneration(db: Db, row: GenerationsTable): Promise<v
   await insertGenerationQuery(db, row as GenerationsTable & Record<string, unknown>);
 }
 
+/** Statuses of a generation not settled yet: its credits are reserved. */
+export const ACTIVE_STATUSES = ['queued', 'running'] as const;
+
 const completeGenerationQuery = preparedQuery<
-  { id: string; status: string; errorCode: string | null; latencyMs: number | null; completedAt: number },
+  { id: string; status: string; errorCode: string | null; errorMessage: string | null; latencyMs: number | null; completedAt: number },
   never
->(['id', 'status', 'errorCode', 'latencyMs', 'completedAt'], (db, p) =>
+>(['id', 'status', 'errorCode', 'errorMessage', 'latencyMs', 'completedAt'], (db, p) =>
   db
     .updateTable('generations')
-    .set({ status: p.status, error_code: p.errorCode, latency_ms: p.latencyMs, completed_at: p.completedAt })
+    .set({ status: p.status, error_code: p.errorCode, error_message: p.errorMessage, latency_ms: p.latencyMs, completed_at: p.completedAt, lease_owner: null, lease_expires_at: null })
     .where('id', '=', p.id)
-    .where('status', '=', 'pending'),
+    .where('status', 'in', ['queued', 'running']),
 );
 
 /**
- * Settles a pending generation; false when it was no longer pending (the sweeper declared it
- * abandoned and released its credits first), so the caller must not release them again.
+ * Settles an active (queued or running) generation; false when it was no longer active (settled
+ * elsewhere: canceled, abandoned by the sweeper, or finished by a worker that took it over), so
+ * the caller must not release its credits again.
  */
 export async function completeGeneration(
   db: Db,
   id: string,
-  outcome: { status: 'succeeded' | 'failed'; errorCode: string | null; latencyMs: number; completedAt: number },
+  outcome: { status: 'succeeded' | 'failed' | 'canceled'; errorCode: string | null; errorMessage?: string | null; latencyMs: number | null; completedAt: number },
 ): Promise<boolean> {
-  const result = await completeGenerationQuery(db, { id, ...outcome });
+  const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
   return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/** The key's generations waiting for a worker (the per-key cap of the asynchronous path). */
+export async function countQueuedGenerations(db: Db, keyId: string): Promise<number> {
+  const row = await db
+    .selectFrom('generations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('key_id', '=', keyId)
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 export async function findGeneration(db: Db, id: string): Promise<GenerationsTable | undefined> {
   return db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Pending generations older than `before`: their process died or lost track of them. */
+/**
+ * Running generations whose current run started before `before` (their provider deadline plus
+ * grace ago): the process running it died or lost track of it, and no worker took it over in
+ * time. Queued ones wait for a worker and are never swept. Rows from before durable generations
+ * have no started_at: their age counts from creation.
+ */
 export async function findStalePendingGenerations(db: Db, provider: string, before: number, limit: number): Promise<GenerationsTable[]> {
   return db
     .selectFrom('generations')
     .selectAll()
-    .where('status', '=', 'pending')
+    .where('status', '=', 'running')
     .where('provider', '=', provider)
-    .where('created_at', '<', before)
+    .where((eb) => eb(eb.fn.coalesce('started_at', 'created_at'), '<', before))
     .limit(limit)
     .execute();
 }
 
 /**
- * Fails a pending generation and gives its credits back to the book they were charged to, in one
+ * Fails (or cancels) an active generation and gives its credits back to the book they were charged to, in one
  * transaction: the request's own failure path and the sweeper both come here, and whichever marks
  * the row first releases; the other changes nothing. False when the row was no longer pending.
  */
 export async function failGeneration(
   trx: Db,
   generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
-  outcome: { errorCode: string; latencyMs: number | null; completedAt: number },
+  outcome: { errorCode: string; errorMessage?: string | null; latencyMs: number | null; completedAt: number; status?: 'failed' | 'canceled' },
 ): Promise<boolean> {
-  const failed = await completeGenerationQuery(trx, { id: generation.id, status: 'failed', ...outcome });
+  const failed = await completeGenerationQuery(trx, {
+    id: generation.id,
+    status: outcome.status ?? 'failed',
+    errorCode: outcome.errorCode,
+    errorMessage: outcome.errorMessage ?? null,
+    latencyMs: outcome.latencyMs,
+    completedAt: outcome.completedAt,
+  });
   if (Number(failed.numAffectedRows ?? 0) !== 1) return false;
   // Internal generations (no key) reserved nothing.
   if (generation.key_id !== null && generation.usage_epoch !== null) {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, GenerationsTable } from '../db/schema';
+import { pruneSettledTasks } from '../generation/durable.repository';
 import { failGeneration, findStalePendingGenerations } from '../generation/generations.repository';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
@@ -14,8 +15,10 @@ export interface SweepResult {
 }
 
 /**
- * Crash safety. A generation still pending after every provider deadline (plus grace) belongs to a
- * process that died: its credits go back and it is marked failed/abandoned. Old idempotency records,
+ * Crash safety. A generation whose current run started longer ago than its provider's deadline
+ * (plus grace) and is still running was lost with its process and not taken over by any worker
+ * (src/generation/generation-worker.ts takes over lapsed leases first): its credits go back and it
+ * is marked failed/abandoned. Queued generations wait for a worker and are never swept. Old idempotency records,
  * and 'running' ones of dead processes, are dropped. Safe with several replicas: each row is
  * claimed by one conditional UPDATE before its credits are released.
  */
@@ -58,6 +61,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
   const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
   const imagesDeleted = (await deps.images?.sweep()) ?? 0;
+  // The upstream-call journal matters only while a generation may be taken over.
+  await pruneSettledTasks(deps.db);
   return { abandoned, idempotencyPruned, imagesDeleted };
 }
 

@@ -13,6 +13,10 @@ export interface ProviderRequest {
   height: number;
   seed?: number;
   responseFormat: 'url' | 'b64_json';
+  /** An upstream task accepted earlier (by a process that died): poll it, never submit again. */
+  resumeTaskId?: string;
+  /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */
+  onTaskAccepted?: (taskId: string) => Promise<void>;
 }
 
 export interface ProviderImage {

@@ -29,6 +29,25 @@ const UNPROVOKABLE = new Set(['500', 'getReadiness 503', 'getInternalReadiness 5
  */
 const NOT_YET_SCRIPTED_OPERATIONS = new Set(['getImage', 'createChannel', 'listChannels', 'getChannel', 'updateChannel', 'deleteChannel', 'testChannel']);
 const NOT_YET_SCRIPTED_STATUSES = new Set(['408', '503']);
+/**
+ * Asynchronous generations (issue #17): Prefer: respond-async (202) and the generation resources.
+ * Covered by test/generation/async-generations.test.ts (responses checked against the spec there);
+ * not scripted through Prism yet. Pairs, since the creative API has operations of the same names.
+ */
+const NOT_YET_SCRIPTED_PAIRS = new Set([
+  'generateImage 202',
+  'createImageOpenAI 202',
+  'listGenerations 200',
+  'listGenerations 400',
+  'listGenerations 401',
+  'getGeneration 200',
+  'getGeneration 401',
+  'getGeneration 404',
+  'cancelGeneration 200',
+  'cancelGeneration 401',
+  'cancelGeneration 404',
+  'cancelGeneration 409',
+]);
 
 interface Violation {
   location: string[];
@@ -358,7 +377,7 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
         for (const status of Object.keys(operation.responses ?? {})) {
           const pair = `${operation.operationId} ${status}`;
           if (covered.has(pair) || UNPROVOKABLE.has(status) || UNPROVOKABLE.has(pair) || alsoSkipped.has(pair)) continue;
-          if (NOT_YET_SCRIPTED_OPERATIONS.has(operation.operationId) || NOT_YET_SCRIPTED_STATUSES.has(status)) {
+          if (NOT_YET_SCRIPTED_OPERATIONS.has(operation.operationId) || NOT_YET_SCRIPTED_STATUSES.has(status) || NOT_YET_SCRIPTED_PAIRS.has(pair)) {
             notYetScripted.push(pair);
             continue;
           }

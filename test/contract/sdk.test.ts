@@ -29,6 +29,8 @@ async function main(): Promise<void> {
     body: { prompt: 'made by a generated client', model: 'local-1', size: '32x32', response_format: 'b64_json' },
   });
   if (!generated.data) throw new Error(JSON.stringify(generated.error));
+  // Without Prefer: respond-async the answer is the finished generation (200), not the 202 resource.
+  if (!('created' in generated.data)) throw new Error(\`still \${generated.data.status}\`);
   const remaining: number = generated.data.usage.credits_remaining;
   const refused = await client.POST('/images/generate', { body: { prompt: 'no key', model: 'local-1' } });
   const code: string | undefined = refused.error?.error.code;

@@ -14,13 +14,20 @@ const row = (id: string): GenerationsTable => ({
   provider: 'local',
   images: 1,
   credits: 1,
-  status: 'pending',
+  status: 'queued',
   error_code: null,
   latency_ms: null,
   period_started_at: 0,
   created_at: 0,
   completed_at: null,
   usage_epoch: null,
+  request: null,
+  lease_owner: null,
+  lease_expires_at: null,
+  started_at: null,
+  cancel_requested: 0,
+  error_message: null,
+  runs: 0,
 });
 
 describe('GroupCommit (SQLite write batching)', () => {

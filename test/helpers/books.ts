@@ -52,7 +52,8 @@ export class Books {
       const epoch = Number(key.usage_epoch);
       const counted = Number(key.credits_used);
       const succeeded = credits(key.id, epoch, 'succeeded');
-      const pending = credits(key.id, epoch, 'pending');
+      // Active (queued or running) generations hold their reservation until they settle.
+      const pending = credits(key.id, epoch, 'queued') + credits(key.id, epoch, 'running');
       if (counted !== succeeded + pending) {
         problems.push(`${key.id} book ${epoch}: counter ${counted}, but succeeded ${succeeded} + pending ${pending}`);
       }
@@ -128,7 +129,7 @@ export async function startBooksGateway(): Promise<BooksGateway> {
       ark.releaseHeld();
       const deadline = Date.now() + 20_000;
       for (;;) {
-        const pending = await t.gateway.database.db.selectFrom('generations').select('id').where('status', '=', 'pending').executeTakeFirst();
+        const pending = await t.gateway.database.db.selectFrom('generations').select('id').where('status', 'in', ['queued', 'running']).executeTakeFirst();
         if (!pending) return;
         if (Date.now() > deadline) throw new Error(`generation ${pending.id} is still pending`);
         await new Promise((resolve) => setTimeout(resolve, 20));

@@ -36,6 +36,9 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
       // Every provider's deadline is 3 s, so anything pending for longer was abandoned.
       PROVIDER_TIMEOUT_MS: '3000',
       SWEEP_GRACE_MS: '0',
+      // A dead process's generations are taken over once their lease lapses: short here.
+      GENERATION_LEASE_MS: '1000',
+      GENERATION_POLL_MS: '100',
     };
   });
   afterAll(async () => {
@@ -43,13 +46,13 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
     await database.drop();
   });
 
-  it('SIGKILL mid-request leaks no reservation: the restarted gateway releases it and marks it abandoned', async () => {
+  it('SIGKILL mid-request leaks no reservation: the restarted gateway takes it over, never resends the Ark call, releases it and marks it abandoned', async () => {
     const first = await startGatewayProcess(env);
     const { keyId, response } = await startGeneration(first.url, 'never finishes [slow:20000]', { 'Idempotency-Key': 'crash-1' });
     const inFlight = response.then(() => 'answered', () => 'connection lost');
     const observer = new SQLite(database.url, { readonly: true });
-    const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status = 'pending'").get() as { n: number };
-    await until(() => pending().n === 1);
+    const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status IN ('queued', 'running')").get() as { n: number };
+    await until(() => pending().n === 1 && ark.requests.some((r) => r.prompt === 'never finishes [slow:20000]'));
     expect((observer.prepare('SELECT credits_used FROM api_keys').get() as { credits_used: number }).credits_used).toBe(4);
 
     await first.stop('SIGKILL');
@@ -58,10 +61,13 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
 
     const second = await startGatewayProcess(env);
     try {
+      await until(() => pending().n === 0);
       const row = observer.prepare('SELECT status, error_code FROM generations').get();
       expect(row).toEqual({ status: 'failed', error_code: 'abandoned' });
       const key = await new ApiClient(second.url).admin('get', `/admin/keys/${keyId}`);
       expect(key.body.credits_used).toBe(0);
+      // The Ark call may have been accepted upstream: it is never sent a second time.
+      expect(ark.requests.filter((r) => r.prompt === 'never finishes [slow:20000]')).toHaveLength(1);
       // The idempotency record of the dead request is gone too, so a retry runs.
       expect((observer.prepare('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number }).n).toBe(0);
     } finally {

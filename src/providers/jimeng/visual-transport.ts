@@ -67,11 +67,20 @@ export class VisualTransport {
   }
 
   private async generateOne(request: ProviderRequest, index: number, signal: AbortSignal): Promise<ProviderImage[]> {
-    const reqKey = request.upstreamModel;
+    const taskId = request.resumeTaskId ?? (await this.submit(request, index, signal));
+    if (request.resumeTaskId === undefined && request.onTaskAccepted) {
+      // Stored before polling, so a process taking this generation over polls it instead of resubmitting.
+      await request.onTaskAccepted(taskId);
+    }
+    return this.poll(request, taskId, signal);
+  }
+
+  /** Submits one task; its id is the only handle on work the account is now billed for. */
+  async submit(request: ProviderRequest, index: number, signal: AbortSignal): Promise<string> {
     const submitted = await this.call(
       'CVSync2AsyncSubmitTask',
       {
-        req_key: reqKey,
+        req_key: request.upstreamModel,
         prompt: request.prompt,
         width: request.width,
         height: request.height,
@@ -83,8 +92,15 @@ export class VisualTransport {
     );
     const taskId = submitted.data?.task_id;
     if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
-    // From here on the task exists (and is billed): it is polled to its end on this account, and
-    // no failure may send the request elsewhere.
+    return taskId;
+  }
+
+  /**
+   * Polls an accepted task to its end. From submission on the task exists (and is billed): it is
+   * polled on this account, and no failure may send the request elsewhere.
+   */
+  async poll(request: ProviderRequest, taskId: string, signal: AbortSignal): Promise<ProviderImage[]> {
+    const reqKey = request.upstreamModel;
     const reqJson = JSON.stringify({ return_url: request.responseFormat === 'url' });
     for (;;) {
       let answer: VisualAnswer;

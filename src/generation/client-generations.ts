@@ -1,0 +1,153 @@
+import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { components } from '../../generated/gateway';
+import type { Database, GenerationsTable, StoredImagesTable } from '../db/schema';
+import type { WriteTransactions } from '../db/write-transactions';
+import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
+import { ApiError } from '../errors/api-error';
+import type { ImagesService } from '../images/images.service';
+import type { Clock } from '../shared/clock';
+import { toIso, toIsoOrNull } from '../shared/clock';
+import { decodeCursor, pageOf } from '../shared/cursor';
+import type { StoredGenerationRequest } from './durable';
+import type { GenerationWorker } from './generation-worker';
+import { failGeneration, findGeneration, listGenerations } from './generations.repository';
+
+type Schemas = components['schemas'];
+export type ClientGeneration = Schemas['ClientGeneration'];
+
+export interface ClientGenerationsDeps {
+  db: Kysely<Database>;
+  writes: WriteTransactions;
+  clock: Clock;
+  images: ImagesService;
+  worker: GenerationWorker;
+}
+
+const FINISHED = new Set(['succeeded', 'failed', 'canceled']);
+
+/**
+ * Generations as the key holder sees them (GET /generations, GET /generations/{id}, cancel): only
+ * the creating key's, images re-signed (or read back as base64) from the image store on each read.
+ */
+export class ClientGenerations {
+  constructor(private readonly deps: ClientGenerationsDeps) {}
+
+  /** The key's generation, or 404 (also for another key's: its existence is not revealed). */
+  async find(keyId: string, id: string): Promise<GenerationsTable> {
+    const row = await findGeneration(this.deps.db, id);
+    if (!row || row.key_id !== keyId) throw new ApiError('generation_not_found', `No generation ${id}.`, { param: 'id' });
+    return row;
+  }
+
+  async get(keyId: string, id: string): Promise<ClientGeneration> {
+    return this.resource(await this.find(keyId, id));
+  }
+
+  async list(keyId: string, query: { status?: string; limit?: number; cursor?: string }): Promise<Schemas['ClientGenerationList']> {
+    const limit = query.limit ?? 20;
+    const rows = await listGenerations(this.deps.db, {
+      keyId,
+      status: query.status,
+      limit,
+      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
+    });
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
+  }
+
+  /**
+   * Queued or running: canceled now and its credits released in one transaction (the same
+   * conditional settlement every path uses, so it wins or loses against a finishing run exactly
+   * once). A running generation's holder finds the row settled at its next lease renewal and
+   * stops; on this process it is aborted at once. Upstream calls already sent are not withdrawn.
+   */
+  async cancel(keyId: string, id: string): Promise<ClientGeneration> {
+    const row = await this.find(keyId, id);
+    const { writes, clock } = this.deps;
+    const canceled = await writes.run(async (trx) => {
+      const settled = await failGeneration(trx, row, {
+        status: 'canceled',
+        errorCode: 'canceled',
+        errorMessage: 'Canceled by the key holder; its credits were released.',
+        latencyMs: null,
+        completedAt: clock.now(),
+      });
+      if (settled) await trx.updateTable('generations').set({ cancel_requested: 1 }).where('id', '=', id).execute();
+      return settled;
+    });
+    if (!canceled) {
+      const now = await this.find(keyId, id);
+      throw new ApiError('generation_finished', `Generation ${id} already ${now.status}; it cannot be canceled.`, { param: 'id' });
+    }
+    this.deps.worker.abortLocal(id);
+    return this.resource(await this.find(keyId, id));
+  }
+
+  /** Resolves when the generation settled or `ms` passed: an in-process wake-up, else a poll of the row. */
+  async waitForSettled(id: string, ms: number): Promise<GenerationsTable | undefined> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const row = await findGeneration(this.deps.db, id);
+      if (!row || FINISHED.has(row.status)) return row;
+      const left = deadline - Date.now();
+      if (left <= 0) return row;
+      await this.deps.worker.settledOrTimeout(id, Math.min(left, 250));
+    }
+  }
+
+  async resource(row: GenerationsTable): Promise<ClientGeneration> {
+    const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
+    const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url') : null;
+    return {
+      id: row.id,
+      object: 'generation',
+      status: row.status as ClientGeneration['status'],
+      model: row.model,
+      provider: row.provider,
+      created_at: toIso(row.created_at),
+      started_at: toIsoOrNull(row.started_at),
+      completed_at: toIsoOrNull(row.completed_at),
+      error: row.status === 'failed' || row.status === 'canceled' ? errorOf(row) : null,
+      data,
+      usage: {
+        images: data?.length ?? 0,
+        credits_reserved: row.status === 'queued' || row.status === 'running' ? row.credits : 0,
+        credits_charged: row.status === 'succeeded' ? row.credits : 0,
+      },
+    };
+  }
+
+  /** A succeeded generation's stored images; those swept after their retention are left out. */
+  private async images(generationId: string, format: 'url' | 'b64_json'): Promise<Schemas['GeneratedImage'][]> {
+    const now = this.deps.clock.now();
+    const rows: StoredImagesTable[] = await this.deps.db
+      .selectFrom('stored_images')
+      .selectAll()
+      .where('generation_id', '=', generationId)
+      .where('deleted_at', 'is', null)
+      .where('expires_at', '>', now)
+      .orderBy('position')
+      .execute();
+    return Promise.all(
+      rows.map(async (row) => {
+        const size = { width: Number(row.width), height: Number(row.height) };
+        if (format === 'url') return { url: this.deps.images.signedUrl({ id: row.id, expires_at: Number(row.expires_at) }), ...size };
+        return { b64_json: (await readAll(await this.deps.images.read(row))).toString('base64'), ...size };
+      }),
+    );
+  }
+}
+
+function errorOf(row: GenerationsTable): NonNullable<ClientGeneration['error']> {
+  const code = row.error_code ?? 'internal_error';
+  const known = (ERROR_CODES as Record<string, { type: string } | undefined>)[code as ErrorCode];
+  const type = known?.type ?? (code === 'canceled' ? 'invalid_request_error' : 'api_error');
+  return { code, message: row.error_message ?? `The generation ended as ${code}.`, type };
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,138 @@
+import { type Kysely, sql } from 'kysely';
+import type { DatabaseEngine } from '../db/database';
+import type { Database, GenerationsTable, GenerationTasksTable } from '../db/schema';
+
+type Db = Kysely<Database>;
+
+/** SQL of durable generations: claiming with a lease, renewing it, and the per-image task journal. */
+
+/** Claims a queued generation by id for `owner` (the local worker running a request it just queued). */
+export async function claimQueuedGeneration(db: Db, id: string, owner: string, now: number, leaseMs: number): Promise<GenerationsTable | undefined> {
+  return db
+    .updateTable('generations')
+    .set((eb) => ({ status: 'running', lease_owner: owner, lease_expires_at: Date.now() + leaseMs, started_at: now, runs: eb('runs', '+', 1) }))
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Leases are wall-clock time (like the channel leases), whatever clock the business logic runs
+ * on: a test clock jumping a day must not make every live lease look lapsed. `now` (business
+ * clock) only stamps started_at, which the sweeper reads.
+ */
+
+/** Models of work a worker could claim now (queued, or running under a lapsed lease). */
+export async function claimableModels(db: Db, limit = 50): Promise<string[]> {
+  const wallNow = Date.now();
+  const rows = await db
+    .selectFrom('generations')
+    .select('model')
+    .distinct()
+    .where('request', 'is not', null)
+    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', wallNow)])]))
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.model);
+}
+
+/**
+ * Claims the oldest claimable generation of one of `models`: queued, or running under a lease
+ * that lapsed (its process died). PostgreSQL skips rows another replica is claiming (FOR UPDATE
+ * SKIP LOCKED); SQLite has one writer, so one UPDATE with a sub-select is atomic.
+ */
+export async function claimNextGeneration(
+  db: Db,
+  engine: DatabaseEngine,
+  owner: string,
+  models: string[],
+  now: number,
+  leaseMs: number,
+): Promise<GenerationsTable | undefined> {
+  if (models.length === 0) return undefined;
+  const wallNow = Date.now();
+  const claimable = sql`request IS NOT NULL AND model IN (${sql.join(models)})
+    AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ${wallNow}))`;
+  // started_at is when this run started: a takeover gets its provider deadline afresh before the sweeper's age limit.
+  const set = sql`status = 'running', lease_owner = ${owner}, lease_expires_at = ${wallNow + leaseMs}, started_at = ${now}, runs = runs + 1`;
+  const query =
+    engine === 'postgres'
+      ? sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
+          SELECT id FROM generations WHERE ${claimable} ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *`
+      : sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
+          SELECT id FROM generations WHERE ${claimable} ORDER BY created_at, id LIMIT 1) AND ${claimable} RETURNING *`;
+  const result = await query.execute(db);
+  const row = result.rows[0];
+  return row && normalize(row);
+}
+
+/** PostgreSQL answers bigint columns of raw queries as strings. */
+function normalize(row: GenerationsTable): GenerationsTable {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    ...row,
+    images: Number(row.images),
+    credits: Number(row.credits),
+    period_started_at: Number(row.period_started_at),
+    created_at: Number(row.created_at),
+    completed_at: num(row.completed_at),
+    usage_epoch: num(row.usage_epoch),
+    lease_expires_at: num(row.lease_expires_at),
+    started_at: num(row.started_at),
+    latency_ms: num(row.latency_ms),
+    cancel_requested: Number(row.cancel_requested),
+    runs: Number(row.runs),
+  };
+}
+
+/**
+ * Extends `owner`'s lease; undefined when it no longer holds the generation (settled, canceled, or
+ * taken over after the lease lapsed), so the holder must stop.
+ */
+export async function renewGenerationLease(db: Db, id: string, owner: string, leaseMs: number): Promise<{ cancelRequested: boolean } | undefined> {
+  const row = await db
+    .updateTable('generations')
+    .set({ lease_expires_at: Date.now() + leaseMs })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .returning('cancel_requested')
+    .executeTakeFirst();
+  return row && { cancelRequested: Number(row.cancel_requested) === 1 };
+}
+
+export async function listGenerationTasks(db: Db, generationId: string): Promise<GenerationTasksTable[]> {
+  return db.selectFrom('generation_tasks').selectAll().where('generation_id', '=', generationId).orderBy('image_index').execute();
+}
+
+/** Written before an upstream call for the image is sent (background runs): a takeover that finds it without a task id must not send again. */
+export async function recordTaskSending(db: Db, row: GenerationTasksTable): Promise<void> {
+  await db
+    .insertInto('generation_tasks')
+    .values(row)
+    .onConflict((oc) => oc.columns(['generation_id', 'image_index']).doUpdateSet({ channel_id: row.channel_id, task_id: null, sent_at: row.sent_at }))
+    .execute();
+}
+
+export async function recordTaskAccepted(db: Db, row: GenerationTasksTable & { task_id: string }): Promise<void> {
+  await db
+    .insertInto('generation_tasks')
+    .values(row)
+    .onConflict((oc) => oc.columns(['generation_id', 'image_index']).doUpdateSet({ channel_id: row.channel_id, task_id: row.task_id }))
+    .execute();
+}
+
+/** Journal rows of settled generations (no takeover will read them again); returns how many. */
+export async function pruneSettledTasks(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('generation_tasks')
+    .where('generation_id', 'in', (eb) => eb.selectFrom('generations').select('id').where('status', 'in', ['succeeded', 'failed', 'canceled']))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows ?? 0);
+}
+
+/** The call provably reached nothing upstream: a takeover may send it again. */
+export async function forgetTask(db: Db, generationId: string, imageIndex: number): Promise<void> {
+  await db.deleteFrom('generation_tasks').where('generation_id', '=', generationId).where('image_index', '=', imageIndex).execute();
+}

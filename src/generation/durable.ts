@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { TaskJournal } from '../channels/channel-router';
+import type { CatalogModel } from '../config/catalog';
+import type { GenerationTasksTable } from '../db/schema';
+import type { WriteTransactions } from '../db/write-transactions';
+import type { ProviderRequest } from '../providers/provider';
+import type { Clock } from '../shared/clock';
+import { forgetTask, recordTaskAccepted, recordTaskSending } from './durable.repository';
+
+/** generations.request: everything a worker on any replica needs to run the generation. */
+export interface StoredGenerationRequest {
+  /** The catalog entry as it was at submission (the internal API may address models the catalog lacks). */
+  entry: CatalogModel;
+  request: Omit<ProviderRequest, 'resumeTaskId' | 'onTaskAccepted'>;
+  /** Keep b64_json images in the store too: the result is read later, not handed over in this response. */
+  keep_base64: boolean;
+  /**
+   * Mark every upstream call before sending it (one write per call), so a takeover knows what was
+   * not sent and may send it. Background runs do; the synchronous path does not (its client is
+   * gone with its process): a takeover of it resumes accepted visual tasks and abandons the rest.
+   */
+  mark_sends: boolean;
+}
+
+/** Upstream calls a generation makes: one per image on one-image-per-call transports, else one. */
+export function callsOf(stored: StoredGenerationRequest): number {
+  const transport = stored.entry.transport;
+  return transport === 'visual' || transport === 'ark' ? stored.request.n : 1;
+}
+
+/**
+ * The generation_tasks rows of one generation, as the channel router's journal: a mark before a
+ * call is sent, the task id once the upstream accepted it (before polling), the mark dropped when
+ * the call provably reached nothing. Built with the rows a takeover found, to resume their tasks.
+ */
+export class GenerationTaskJournal implements TaskJournal {
+  private readonly resumable = new Map<number, { channelId: string; taskId: string }>();
+
+  constructor(
+    private readonly writes: WriteTransactions,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly generationId: string,
+    found: GenerationTasksTable[],
+    private readonly markSends: boolean,
+  ) {
+    for (const task of found) if (task.task_id !== null) this.resumable.set(task.image_index, { channelId: task.channel_id, taskId: task.task_id });
+  }
+
+  resume(imageIndex: number): { channelId: string; taskId: string } | undefined {
+    return this.resumable.get(imageIndex);
+  }
+
+  async sending(imageIndex: number, channelId: string): Promise<void> {
+    if (!this.markSends) return;
+    await this.writes.run((trx) =>
+      recordTaskSending(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: null, sent_at: this.clock.now() }),
+    );
+  }
+
+  async accepted(imageIndex: number, channelId: string, taskId: string): Promise<void> {
+    try {
+      await this.writes.run((trx) =>
+        recordTaskAccepted(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: taskId, sent_at: this.clock.now() }),
+      );
+    } catch (error) {
+      // The task runs upstream anyway: polled by this process; a takeover finds only the mark and
+      // fails the generation rather than submit it again.
+      this.logger.error({ err: error, generation_id: this.generationId, channel_id: channelId, task_id: taskId }, 'could not record an accepted upstream task');
+    }
+  }
+
+  async unsent(imageIndex: number): Promise<void> {
+    if (!this.markSends) return;
+    await this.writes.run((trx) => forgetTask(trx, this.generationId, imageIndex));
+  }
+}

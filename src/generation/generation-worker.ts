@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { CatalogModel } from '../config/catalog';
+import type { DatabaseEngine } from '../db/database';
+import type { Database, GenerationsTable } from '../db/schema';
+import type { Clock } from '../shared/clock';
+import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLease } from './durable.repository';
+
+export interface GenerationWorkerDeps {
+  db: Kysely<Database>;
+  engine: DatabaseEngine;
+  clock: Clock;
+  logger: Logger;
+  /** How long a claim holds without renewal; a holder renews every third of it. */
+  leaseMs: number;
+  /** How often the worker looks for work queued elsewhere or left by a dead process. */
+  pollMs: number;
+  /** Background runs at once on this process (the sync path is bounded by its requests). */
+  maxRunning: number;
+  /** The models among `models` that have channel room now: work of the others stays queued. */
+  modelsWithRoom(models: string[]): Promise<string[]>;
+  /** Runs a claimed generation to its settlement. */
+  execute(row: GenerationsTable, signal: AbortSignal): Promise<unknown>;
+}
+
+/** Why a run stopped: the holder lost its lease (taken over, or settled elsewhere, e.g. canceled). */
+export class LeaseLost extends Error {
+  constructor(
+    readonly generationId: string,
+    readonly canceled: boolean,
+  ) {
+    super(canceled ? `generation ${generationId} was canceled` : `generation ${generationId} is no longer held by this process`);
+    this.name = 'LeaseLost';
+  }
+}
+
+/**
+ * Runs durable generations. Every gateway process has one: it claims queued work with a lease
+ * (renewed while running), takes over work whose lease lapsed because its process died, and takes
+ * work only for models whose channels have room, so a burst waits in the table, not in sockets.
+ * Work submitted on this process is run at once (`runLocal`, or `wake`), other work is found by
+ * polling every `pollMs`.
+ */
+export class GenerationWorker {
+  readonly owner = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly local = new Map<string, AbortController>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly settleWaiters = new Map<string, Set<() => void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly deps: GenerationWorkerDeps) {}
+
+  /** Starts polling; resolves after the first look for work (queued, or left by a dead process). */
+  async start(): Promise<void> {
+    this.timer = setInterval(() => this.wake(), this.deps.pollMs);
+    this.timer.unref();
+    this.wake();
+    await this.ticking;
+  }
+
+  /** Look for work now (work was queued on this process, or a run ended and freed room). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = this.tick()
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'generation worker could not claim work'))
+      .finally(() => {
+        this.ticking = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async tick(): Promise<void> {
+    const { db, engine, clock, leaseMs } = this.deps;
+    while (!this.stopped && this.background.size < this.deps.maxRunning) {
+      const models = await claimableModels(db);
+      if (models.length === 0) return;
+      const roomy = await this.deps.modelsWithRoom(models);
+      const row = await claimNextGeneration(db, engine, this.owner, roomy, clock.now(), leaseMs);
+      if (!row) return;
+      // Its lease lapsed while this process still runs it (the event loop stalled past the lease):
+      // the claim renewed it, one run is enough.
+      if (this.local.has(row.id)) continue;
+      this.runInBackground(row);
+    }
+  }
+
+  private runInBackground(row: GenerationsTable): void {
+    const run: Promise<unknown> = this.hold(row, undefined)
+      .catch((error: unknown) => {
+        if (!(error instanceof LeaseLost)) this.deps.logger.info({ generation_id: row.id, err: error }, 'background generation ended in failure');
+      })
+      .finally(() => {
+        this.background.delete(run);
+        this.wake();
+      });
+    this.background.add(run);
+  }
+
+  /**
+   * Runs a generation this process inserted already claimed (the synchronous path), for a client
+   * waiting on it; `signal` is the client's (a disconnect aborts the run, which fails and releases it).
+   */
+  holdLocal<T>(row: GenerationsTable, signal: AbortSignal, execute: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
+    return this.hold(row, signal, execute);
+  }
+
+  /** Claims a queued generation by id and runs it in the background (work queued on this process). */
+  async claimLocal(id: string): Promise<boolean> {
+    const row = await claimQueuedGeneration(this.deps.db, id, this.owner, this.deps.clock.now(), this.deps.leaseMs);
+    if (row) this.runInBackground(row);
+    return row !== undefined;
+  }
+
+  /** Aborts the local run of `id` (cancel); true when this process was running it. */
+  abortLocal(id: string): boolean {
+    const controller = this.local.get(id);
+    controller?.abort(new LeaseLost(id, true));
+    return controller !== undefined;
+  }
+
+  /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run. */
+  private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
+    const { db, leaseMs, logger } = this.deps;
+    const controller = new AbortController();
+    const onClientGone = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onClientGone();
+    else signal?.addEventListener('abort', onClientGone, { once: true });
+    this.local.set(row.id, controller);
+    const renew = setInterval(() => {
+      renewGenerationLease(db, row.id, this.owner, leaseMs).then(
+        (held) => {
+          if (!held) controller.abort(new LeaseLost(row.id, false));
+          else if (held.cancelRequested) controller.abort(new LeaseLost(row.id, true));
+        },
+        // A database hiccup: the next renewal tries again, the lease outlives a few misses.
+        (error: unknown) => logger.warn({ err: error, generation_id: row.id }, 'could not renew a generation lease'),
+      );
+    }, Math.max(10, Math.floor(leaseMs / 3)));
+    renew.unref();
+    try {
+      return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
+    } finally {
+      clearInterval(renew);
+      signal?.removeEventListener('abort', onClientGone);
+      this.local.delete(row.id);
+      const waiters = this.settleWaiters.get(row.id);
+      this.settleWaiters.delete(row.id);
+      for (const wake of waiters ?? []) wake();
+    }
+  }
+
+  /** Resolves when a run of `id` on this process ends, or after `ms` (it may run on another replica). */
+  settledOrTimeout(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const waiters = this.settleWaiters.get(id) ?? new Set<() => void>();
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.settleWaiters.get(id) === waiters) this.settleWaiters.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+      this.settleWaiters.set(id, waiters);
+    });
+  }
+
+  /** Stops claiming; background runs finish (bounded by their provider deadline). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking;
+    await Promise.allSettled([...this.background]);
+  }
+}
+
+/** Room for `model` on its channels; a model the catalog no longer has is let through (its run fails and releases it). */
+export async function modelHasRoom(
+  channels: { hasRoom(entry: CatalogModel): Promise<boolean> },
+  catalog: ReadonlyMap<string, CatalogModel>,
+  model: string,
+): Promise<boolean> {
+  const entry = catalog.get(model);
+  return entry === undefined ? true : channels.hasRoom(entry);
+}
