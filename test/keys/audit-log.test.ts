@@ -101,6 +101,30 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
     expect(stored).not.toContain(child.body.token);
   });
 
+  it('nor through the database: UPDATE, DELETE (and TRUNCATE on PostgreSQL) of audit_events are refused by triggers', async () => {
+    const { id } = await t.createKey();
+    const db = t.gateway.database.db;
+    const stored = async () => db.selectFrom('audit_events').selectAll().where('target', '=', id).execute();
+    const before = await stored();
+    expect(before.map((e) => e.action)).toEqual(['key.created']);
+    await expect(db.updateTable('audit_events').set({ actor: 'someone else' }).where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: UPDATE refused/);
+    await expect(db.deleteFrom('audit_events').where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: DELETE refused/);
+    await expect(db.deleteFrom('audit_events').execute()).rejects.toThrow(/append-only/);
+    if (testEngine === 'postgres') await expect(sql`TRUNCATE audit_events`.execute(db)).rejects.toThrow(/audit_events is append-only: TRUNCATE refused/);
+    // Inside a transaction too: the change it belongs to is rolled back with it.
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.updateTable('api_keys').set({ name: 'tampered' }).where('id', '=', id).execute();
+        await trx.deleteFrom('audit_events').where('target', '=', id).execute();
+      }),
+    ).rejects.toThrow(/append-only/);
+    expect(await stored()).toEqual(before);
+    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.name).toBe('test key');
+    // Appending still works.
+    await t.api.admin('patch', `/admin/keys/${id}`, { name: 'renamed' });
+    expect((await eventsFor(id)).map((e) => e.action)).toEqual(['key.updated', 'key.created']);
+  });
+
   it('the event is written in the transaction of the change: when it cannot be written, the change is rolled back', async () => {
     const { id } = await t.createKey({ name: 'before' });
     const db = t.gateway.database.db;
@@ -163,30 +187,6 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
       const res = await t.api.admin('get', `/admin/audit-events?${query}`);
       expect([query, res.status, res.body.error.code]).toEqual([query, 400, 'invalid_request']);
     }
-  });
-
-  it('nor through the database: UPDATE, DELETE (and TRUNCATE on PostgreSQL) of audit_events are refused by triggers', async () => {
-    const { id } = await t.createKey();
-    const db = t.gateway.database.db;
-    const stored = async () => db.selectFrom('audit_events').selectAll().where('target', '=', id).execute();
-    const before = await stored();
-    expect(before.map((e) => e.action)).toEqual(['key.created']);
-    await expect(db.updateTable('audit_events').set({ actor: 'someone else' }).where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: UPDATE refused/);
-    await expect(db.deleteFrom('audit_events').where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: DELETE refused/);
-    await expect(db.deleteFrom('audit_events').execute()).rejects.toThrow(/append-only/);
-    if (testEngine === 'postgres') await expect(sql`TRUNCATE audit_events`.execute(db)).rejects.toThrow(/audit_events is append-only: TRUNCATE refused/);
-    // Inside a transaction too: the change it belongs to is rolled back with it.
-    await expect(
-      db.transaction().execute(async (trx) => {
-        await trx.updateTable('api_keys').set({ name: 'tampered' }).where('id', '=', id).execute();
-        await trx.deleteFrom('audit_events').where('target', '=', id).execute();
-      }),
-    ).rejects.toThrow(/append-only/);
-    expect(await stored()).toEqual(before);
-    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.name).toBe('test key');
-    // Appending still works.
-    await t.api.admin('patch', `/admin/keys/${id}`, { name: 'renamed' });
-    expect((await eventsFor(id)).map((e) => e.action)).toEqual(['key.updated', 'key.created']);
   });
 
   it('nothing can change or delete an event through the API', async () => {
