@@ -4,7 +4,8 @@
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow), --rounds N, --seconds S,
-// --inflight N and --delay MS (the slow-generations row). Each run merges its rows into bench-results/latest.json
+// --inflight N and --delay MS (the slow-generations row), --ab PATH (another build's dist/src/main.js measured in the
+// upstream rounds too, for paired A/B), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,6 +30,8 @@ const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg'
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
+// --report-only: measures nothing, rewrites BENCHMARKS.md's tables from bench-results/latest.json.
+if (process.argv.includes('--report-only')) ONLY.clear();
 if (process.env.BENCH_SKIP_PG) {
   ONLY.delete('postgres');
   ONLY.delete('upstream-pg');
@@ -293,7 +296,11 @@ function freePort() {
   });
 }
 
-const upstreamEnv = (databaseUrl, fakeUrl, extra = {}) => gatewayEnv(databaseUrl, { ARK_API_KEY: 'bench-ark-key', ARK_BASE_URL: fakeUrl, ...extra });
+// The env channel's concurrency cap (default 16) is raised above the connections, so it is checked but not the bottleneck.
+const upstreamEnv = (databaseUrl, fakeUrl, extra = {}) =>
+  gatewayEnv(databaseUrl, { ARK_API_KEY: 'bench-ark-key', ARK_BASE_URL: fakeUrl, PROVIDER_JIMENG_MAX_CONCURRENCY: '64', ...extra });
+/** --ab PATH: a second gateway build (its dist/src/main.js) measured in the same rounds, for paired A/B runs. */
+const AB = flag('ab');
 
 /** A scratch database for the gateway, schema made by the gateway itself, seeded with `count` keys. */
 async function scratchDatabase(kind, count, providers) {
@@ -351,6 +358,8 @@ async function measureUpstream(name, kind) {
   const database = await scratchDatabase(kind, 1000, '["jimeng"]');
   const gateway = await startProcess(gatewayCommand(), upstreamEnv(database.url, fake.url, database.env));
   const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
+  const other = AB ? await startProcess([AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
+  if (other) await load(other.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   // Warm-up: JIT, caches, connection pools.
   await load(gateway.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   await load(proxy.url, [], { ...gatewayOptions, connections: 10, seconds: 3 });
@@ -363,13 +372,19 @@ async function measureUpstream(name, kind) {
       portkeyMax: portkey ? await load(portkey.url, ['bench-ark-key'], { ...portkeyOptions, pid: portkey.child.pid }) : undefined,
       basePaced: await paced(proxy.url, [], UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: proxy.child.pid }),
       paced: await paced(gateway.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: gateway.child.pid }),
+      ...(other
+        ? {
+            abMax: await load(other.url, database.keys, { ...gatewayOptions, pid: other.child.pid }),
+            abPaced: await paced(other.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: other.child.pid }),
+          }
+        : {}),
     };
     pairs.push(pair);
     console.log(name, `round ${round + 1}`, JSON.stringify(pair));
   }
   const rss = rssMb(gateway.child.pid);
   await stop(gateway.child);
-  for (const p of [fake, proxy, portkey]) if (p) await stop(p.child);
+  for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
   await database.drop();
   const m = (pick) => median(pairs.map(pick));
   return {
@@ -389,6 +404,9 @@ async function measureUpstream(name, kind) {
     rss,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
     rounds: ROUNDS,
+    ...(other
+      ? { ab: { build: AB, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
+      : {}),
   };
 }
 
@@ -417,13 +435,18 @@ function metricValue(text, name) {
  * request in flight (RSS at the peak less RSS before, over the count), the gateway's event-loop delay p99 meanwhile
  * (its own perf_hooks monitor, through /metrics), open file descriptors, and whether all succeeded.
  */
-async function measureSlow(inflight, delayMs) {
-  const nofile = inflight * 3 + 1000;
+async function measureSlow(requested, delayMs) {
+  // Each request in flight holds two sockets in the gateway (client and upstream): the open-files limit
+  // must exceed 2 x N plus the gateway's own (~100). Raised as far as the hard limit allows.
+  const hardLimit = Number(/^Max open files\s+\d+\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
+  const nofile = Math.min(requested * 2 + 1000, hardLimit);
+  const inflight = Math.min(requested, Math.floor((nofile - 400) / 2));
+  if (inflight < requested) console.log(`slow: ${requested} in flight need ~${requested * 2 + 400} open files in the gateway; the hard limit here is ${hardLimit}, so ${inflight}`);
   const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_DELAY_MS: String(delayMs) }, { nofile });
   const database = await scratchDatabase('sqlite', 1000, '["jimeng"]');
   const gateway = await startProcess(
     gatewayCommand(),
-    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000) }),
+    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000), PROVIDER_JIMENG_MAX_CONCURRENCY: '10000' }),
     { nofile },
   );
   const limits = fs.readFileSync(`/proc/${gateway.child.pid}/limits`, 'utf8');
@@ -483,6 +506,7 @@ async function measureSlow(inflight, delayMs) {
   agent.destroy();
   return {
     date: new Date().toISOString(),
+    requested,
     inflight,
     delayMs,
     ok,
@@ -512,6 +536,7 @@ async function main() {
   results.machine = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}`;
   if (ONLY.has('upstream')) {
     results.upstream = await measureUpstream('upstream sqlite', 'sqlite');
+    if (results.upstream.ab) console.log('A/B', JSON.stringify({ this: { rps: results.upstream.rps, cpuUs: results.upstream.cpuUs, pacedP99: results.upstream.pacedP99 }, other: results.upstream.ab }));
     save();
   }
   if (ONLY.has('upstream-pg')) {
@@ -571,7 +596,7 @@ function writeReport(r) {
   const throughput = rows
     .map(
       ([name, v]) =>
-        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${pct(v.rps, v.baseRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${pct(v.baseCpuUs, v.cpuUs)} | ${v.p50} | ${v.p99} | ${v.rss} | ${v.bad} |`,
+        `| ${name} (${v.date.slice(0, 10)}) | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${pct(v.rps, v.baseRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${pct(v.baseCpuUs, v.cpuUs)} | ${v.p50} | ${v.p99} | ${v.rss} | ${v.bad} |`,
     )
     .join('\n');
   const upstreamRows = [
