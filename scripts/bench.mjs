@@ -446,7 +446,7 @@ async function measureSlow(requested, delayMs) {
   const database = await scratchDatabase('sqlite', 1000, '["jimeng"]');
   const gateway = await startProcess(
     gatewayCommand(),
-    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000), PROVIDER_JIMENG_MAX_CONCURRENCY: '10000' }),
+    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000), PROVIDER_JIMENG_MAX_CONCURRENCY: '10000', UPSTREAM_CONNECT_TIMEOUT_MS: '10000' }),
     { nofile },
   );
   const limits = fs.readFileSync(`/proc/${gateway.child.pid}/limits`, 'utf8');
@@ -477,7 +477,7 @@ async function measureSlow(requested, delayMs) {
     let sent = 0;
     // Connections are opened in steps (the listen backlog is bounded by net.core.somaxconn).
     const step = () => {
-      for (let j = 0; j < 250 && sent < inflight; j += 1, sent += 1) {
+      for (let j = 0; j < 100 && sent < inflight; j += 1, sent += 1) {
         const key = database.keys[sent % database.keys.length];
         const request = http.request(`${gateway.url}/images/generate`, {
           method: 'POST',
@@ -495,7 +495,13 @@ async function measureSlow(requested, delayMs) {
     };
     step();
   });
-  await done;
+  // Bounded: whatever has not been answered by then counts as failed.
+  let deadlineTimer;
+  await Promise.race([done, new Promise((resolve) => (deadlineTimer = setTimeout(resolve, delayMs + inflight * 5 + 60_000)))]);
+  clearTimeout(deadlineTimer);
+  const unanswered = inflight - ok - failed;
+  if (unanswered > 0) statuses.unanswered = unanswered;
+  failed += unanswered;
   clearInterval(sample);
   const seconds = (performance.now() - started) / 1000;
   const metrics = await scrape(gateway.internalUrl);
@@ -507,6 +513,7 @@ async function measureSlow(requested, delayMs) {
   return {
     date: new Date().toISOString(),
     requested,
+    connectTimeoutMs: 10_000,
     inflight,
     delayMs,
     ok,
