@@ -3,6 +3,10 @@
 // The local provider runs in `tiny` mode (a fixed 1x1 PNG) so the provider costs ~0.
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow), --rounds N, --seconds S,
+// --inflight N and --delay MS (the slow-generations row), --ab PATH (another build's dist/src/main.js measured in the
+// upstream rounds too, for paired A/B), --report-only. Each run merges its rows into bench-results/latest.json
+// and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -14,10 +18,24 @@ import autocannon from 'autocannon';
 
 const require = createRequire(import.meta.url);
 const root = path.resolve(import.meta.dirname, '..');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const flag = (name) => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at === -1 ? undefined : process.argv[at + 1];
+};
+const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow'];
+const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
+for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
+if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
+// --report-only: measures nothing, rewrites BENCHMARKS.md's tables from bench-results/latest.json.
+if (process.argv.includes('--report-only')) ONLY.clear();
+if (process.env.BENCH_SKIP_PG) {
+  ONLY.delete('postgres');
+  ONLY.delete('upstream-pg');
+}
 const ADMIN_SECRET = 'bench-admin-secret-0123456789';
 const SERVICE = { id: 'bench.access', secret: 'bench-service-secret-0123' };
 
@@ -26,17 +44,29 @@ const { generateKeySecret, hashKey, keyHint } = require(path.join(root, 'dist/sr
 
 const BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', response_format: 'b64_json' });
 
-function startProcess(args, env) {
-  const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts a node process and resolves once it says where it listens. `options.nofile` raises its open-files
+ * limit first (through the shell's ulimit; root may raise the hard limit too), for the slow-generations row.
+ */
+function startProcess(args, env, options = {}) {
+  const cwd = options.cwd ?? root;
+  const child = options.nofile
+    ? spawn('bash', ['-c', `ulimit -n ${options.nofile} 2>/dev/null || ulimit -n hard; exec "$0" "$@"`, process.execPath, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
+    : spawn(process.execPath, args, { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let buffer = '';
     const onData = (chunk) => {
       buffer += chunk.toString();
-      const match = /"port":(\d+)/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
+      const match = options.ready ? options.ready.exec(buffer) : /"port":(\d+),"internal_port"/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
       if (match) {
         child.stdout.off('data', onData);
         child.stdout.resume(); // discard the request logs, as a log shipper would
-        resolve({ child, url: `http://127.0.0.1:${match[1]}` });
+        const internal = /"internal_port":(\d+)/.exec(buffer);
+        resolve({ child, url: `http://127.0.0.1:${options.port ?? match[1]}`, internalUrl: internal ? `http://127.0.0.1:${internal[1]}` : undefined });
       }
     };
     child.stdout.on('data', onData);
@@ -68,13 +98,13 @@ async function load(url, keys, options = {}) {
   const cpuBefore = options.pid ? cpuSeconds(options.pid) : 0;
   let i = 0;
   const result = await autocannon({
-    url: `${url}/images/generate`,
+    url: `${url}${options.path ?? '/images/generate'}`,
     method: 'POST',
     connections: options.connections ?? CONNECTIONS,
-    duration: SECONDS,
+    duration: options.seconds ?? SECONDS,
     ...(options.rate ? { overallRate: options.rate } : {}),
-    headers: { 'content-type': 'application/json' },
-    body: BODY,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body: options.body ?? BODY,
     requests: [
       {
         setupRequest: (request) => {
@@ -95,7 +125,8 @@ async function load(url, keys, options = {}) {
  * the second back to back at the start of every second, so its latencies measure bursts.
  * Latency counts from when a request was due, not when it was sent (no coordinated omission).
  */
-async function paced(url, keys, rate, seconds) {
+async function paced(url, keys, rate, seconds, options = {}) {
+  const cpuBefore = options.pid ? cpuSeconds(options.pid) : 0;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const total = rate * seconds;
   const interval = 1000 / rate;
@@ -115,17 +146,17 @@ async function paced(url, keys, rate, seconds) {
       for (; sent < dueNow; sent += 1) {
         const due = started + sent * interval;
         const key = keys[sent % keys.length];
-        const request = http.request(`${url}/images/generate`, {
+        const request = http.request(`${url}${options.path ?? '/images/generate'}`, {
           method: 'POST',
           agent,
-          headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+          headers: { 'content-type': 'application/json', ...options.headers, ...(key ? { authorization: `Bearer ${key}` } : {}) },
         });
         request.on('response', (response) => {
           response.resume();
           response.on('end', () => finish(due, response.statusCode === 200));
         });
         request.on('error', () => finish(due, false));
-        request.end(BODY);
+        request.end(options.body ?? BODY);
       }
       if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
     };
@@ -133,25 +164,26 @@ async function paced(url, keys, rate, seconds) {
   });
   agent.destroy();
   latencies.sort((a, b) => a - b);
+  const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / total) : undefined;
   const at = (q) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(2));
-  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, total };
+  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, total, cpuUs };
 }
 
 /** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
-function seedSqlite(file, count, keep) {
+function seedSqlite(file, count, keep, providers = '["local"]') {
   const Database = require('better-sqlite3');
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   const insert = db.prepare(`INSERT INTO api_keys (id, key_hash, hint, name, owner, status, credits_quota, credits_used, quota_period_days,
     period_started_at, rate_limit_rpm, allowed_providers, expires_at, created_at, updated_at, disabled_at, last_used_at)
-    VALUES (?, ?, ?, 'bench', ?, 'active', 1000000000, 0, 30, ?, 100000, '["local"]', NULL, ?, ?, NULL, NULL)`);
+    VALUES (?, ?, ?, 'bench', ?, 'active', 1000000000, 0, 30, ?, 100000, ?, NULL, ?, ?, NULL, NULL)`);
   const secrets = [];
   const now = Date.now();
   const batch = db.transaction((n, offset) => {
     for (let j = 0; j < n; j += 1) {
       const secret = generateKeySecret();
       if (secrets.length < keep) secrets.push(secret);
-      insert.run(`key_bench${offset + j}${randomBytes(4).toString('hex')}`, hashKey(secret), keyHint(secret), `owner-${(offset + j) % 1000}`, now, now, now);
+      insert.run(`key_bench${offset + j}${randomBytes(4).toString('hex')}`, hashKey(secret), keyHint(secret), `owner-${(offset + j) % 1000}`, now, providers, now, now);
     }
   });
   for (let offset = 0; offset < count; offset += 50_000) batch(Math.min(50_000, count - offset), offset);
@@ -159,7 +191,7 @@ function seedSqlite(file, count, keep) {
   return secrets;
 }
 
-async function seedPostgres(url, count) {
+async function seedPostgres(url, count, providers = '["local"]') {
   const { Client } = require('pg');
   const client = new Client({ connectionString: url });
   await client.connect();
@@ -171,9 +203,9 @@ async function seedPostgres(url, count) {
     for (let j = 0; j < Math.min(1000, count - offset); j += 1) {
       const secret = generateKeySecret();
       secrets.push(secret);
-      params.push(`key_bench${offset + j}`, hashKey(secret), keyHint(secret), now);
-      const b = params.length - 4;
-      values.push(`($${b + 1}, $${b + 2}, $${b + 3}, 'bench', 'bench', 'active', 1000000000, 0, 30, $${b + 4}, 100000, '["local"]', NULL, $${b + 4}, $${b + 4}, NULL, NULL)`);
+      params.push(`key_bench${offset + j}`, hashKey(secret), keyHint(secret), now, providers);
+      const b = params.length - 5;
+      values.push(`($${b + 1}, $${b + 2}, $${b + 3}, 'bench', 'bench', 'active', 1000000000, 0, 30, $${b + 4}, 100000, $${b + 5}, NULL, $${b + 4}, $${b + 4}, NULL, NULL)`);
     }
     await client.query(`INSERT INTO api_keys VALUES ${values.join(',')}`, params);
   }
@@ -192,6 +224,7 @@ const gatewayEnv = (databaseUrl, extra = {}) => ({
   DATABASE_URL: databaseUrl,
   LOCAL_PROVIDER_MODE: 'tiny',
   LOG_LEVEL: 'info',
+  CHANNEL_SEALING_KEY: 'b'.repeat(64),
   // Every generated image is stored (README "Image storage"): in a scratch directory here.
   IMAGE_URL_SIGNING_KEY: 'bench-image-url-signing-key-0123456789abcdef',
   IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-bench-images'),
@@ -248,47 +281,315 @@ async function measureAgainstBaseline(name, baseline, env, keys) {
   };
 }
 
-async function main() {
-  const results = {};
-  // 1. Baseline: bare Express 5 answering the same JSON body; it runs beside every setup.
-  const baseline = await startProcess(['scripts/bench-baseline.cjs'], {});
-  await load(baseline.url, [], { connections: 10 });
-  results.baselineRss = rssMb(baseline.child.pid);
-  // 2. and 3. The full gateway path on SQLite, 10,000 keys then 1,000,000 keys.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-bench-'));
-  const file = path.join(dir, 'gateway.db');
-  {
-    // Let the gateway create the schema, then seed.
+const UPSTREAM_RATE = 400;
+const UPSTREAM_CONNECTIONS = 32;
+const UPSTREAM_BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'jimeng-4.5', response_format: 'b64_json' });
+/** Portkey speaks OpenAI's API: the same generation, sent to the fake through its custom-host header. */
+const PORTKEY_BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'doubao-seedream-4-5-251128', size: '2048x2048', response_format: 'b64_json' });
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = http.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// The env channel's concurrency cap (default 16) is raised above the connections, so it is checked but not the bottleneck.
+const upstreamEnv = (databaseUrl, fakeUrl, extra = {}) =>
+  gatewayEnv(databaseUrl, { ARK_API_KEY: 'bench-ark-key', ARK_BASE_URL: fakeUrl, PROVIDER_JIMENG_MAX_CONCURRENCY: '64', ...extra });
+/** --ab PATH: a second gateway build (its dist/src/main.js) measured in the same rounds, for paired A/B runs. */
+const AB = flag('ab');
+
+/** A scratch database for the gateway, schema made by the gateway itself, seeded with `count` keys. */
+async function scratchDatabase(kind, count, providers) {
+  if (kind === 'sqlite') {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-bench-'));
+    const file = path.join(dir, 'gateway.db');
     const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(file));
     await stop(child);
+    return { url: file, keys: seedSqlite(file, count, count, providers), env: {}, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
   }
-  const keys = seedSqlite(file, 10_000, 10_000);
-  results.sqlite10k = await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys);
-  if (!process.env.BENCH_SKIP_MILLION) {
-    seedSqlite(file, 990_000, 0);
-    results.sqlite1m = await measureAgainstBaseline('sqlite 1M keys', baseline, gatewayEnv(file), keys);
+  const { Client } = require('pg');
+  const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await admin.connect();
+  const name = `cgw_bench_${Date.now()}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  const env = { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `${name}:`, DB_POOL_SIZE: '20' };
+  const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(url, env));
+  await stop(child);
+  const keys = await seedPostgres(url, count, providers);
+  return {
+    url,
+    keys,
+    env,
+    drop: async () => {
+      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+/**
+ * The upstream path: gateway -> fake Ark (b64 answers), against a bare Express 5 + global fetch proxy and
+ * Portkey's gateway on the same fake, in alternating rounds; 32 connections, 1,000 keys; then p99 at a fixed
+ * 400 req/s for the gateway and the Express proxy.
+ */
+async function measureUpstream(name, kind) {
+  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], {});
+  const proxy = await startProcess(['scripts/bench-proxy-baseline.cjs'], { UPSTREAM_URL: fake.url });
+  const portkeyDir = path.join(root, 'node_modules/@portkey-ai/gateway');
+  let portkey;
+  if (fs.existsSync(portkeyDir)) {
+    const port = await freePort();
+    portkey = await startProcess(['build/start-server.js', `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, { cwd: portkeyDir, ready: /Ready for connections/, port }).catch((error) => {
+      console.log(`Portkey's gateway did not start (${error.message}); its column stays empty`);
+      return undefined;
+    });
   }
-  fs.rmSync(dir, { recursive: true, force: true });
-  // 4. PostgreSQL + Redis.
-  if (!process.env.BENCH_SKIP_PG) {
-    const { Client } = require('pg');
-    const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
-    await admin.connect();
-    const name = `cgw_bench_${Date.now()}`;
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-    const env = gatewayEnv(url, { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `${name}:`, DB_POOL_SIZE: '20' });
-    {
-      const { child } = await startProcess(['dist/src/main.js'], env);
-      await stop(child);
+  const portkeyOptions = {
+    path: '/v1/images/generations',
+    body: PORTKEY_BODY,
+    headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': fake.url },
+    connections: UPSTREAM_CONNECTIONS,
+  };
+  const database = await scratchDatabase(kind, 1000, '["jimeng"]');
+  const gateway = await startProcess(gatewayCommand(), upstreamEnv(database.url, fake.url, database.env));
+  const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
+  const other = AB ? await startProcess([AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
+  if (other) await load(other.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
+  // Warm-up: JIT, caches, connection pools.
+  await load(gateway.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
+  await load(proxy.url, [], { ...gatewayOptions, connections: 10, seconds: 3 });
+  if (portkey) await load(portkey.url, ['bench-ark-key'], { ...portkeyOptions, connections: 10, seconds: 3 });
+  const pairs = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const pair = {
+      baseMax: await load(proxy.url, [], { ...gatewayOptions, pid: proxy.child.pid }),
+      max: await load(gateway.url, database.keys, { ...gatewayOptions, pid: gateway.child.pid }),
+      portkeyMax: portkey ? await load(portkey.url, ['bench-ark-key'], { ...portkeyOptions, pid: portkey.child.pid }) : undefined,
+      basePaced: await paced(proxy.url, [], UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: proxy.child.pid }),
+      paced: await paced(gateway.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: gateway.child.pid }),
+      ...(other
+        ? {
+            abMax: await load(other.url, database.keys, { ...gatewayOptions, pid: other.child.pid }),
+            abPaced: await paced(other.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: other.child.pid }),
+          }
+        : {}),
+    };
+    pairs.push(pair);
+    console.log(name, `round ${round + 1}`, JSON.stringify(pair));
+  }
+  const rss = rssMb(gateway.child.pid);
+  await stop(gateway.child);
+  for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
+  await database.drop();
+  const m = (pick) => median(pairs.map(pick));
+  return {
+    date: new Date().toISOString(),
+    rps: m((p) => p.max.rps),
+    baseRps: m((p) => p.baseMax.rps),
+    portkeyRps: portkey ? m((p) => p.portkeyMax.rps) : undefined,
+    cpuUs: m((p) => p.max.cpuUs),
+    baseCpuUs: m((p) => p.baseMax.cpuUs),
+    portkeyCpuUs: portkey ? m((p) => p.portkeyMax.cpuUs) : undefined,
+    pacedCpuUs: m((p) => p.paced.cpuUs),
+    basePacedCpuUs: m((p) => p.basePaced.cpuUs),
+    p99: m((p) => p.max.p99),
+    pacedP50: m((p) => p.paced.p50),
+    pacedP99: m((p) => p.paced.p99),
+    basePacedP99: m((p) => p.basePaced.p99),
+    rss,
+    bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
+    rounds: ROUNDS,
+    ...(other
+      ? { ab: { build: AB, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
+      : {}),
+  };
+}
+
+const gatewayCommand = () => [
+  ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+  ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []),
+  'dist/src/main.js',
+];
+
+function openFiles(pid) {
+  return fs.readdirSync(`/proc/${pid}/fd`).length;
+}
+
+async function scrape(internalUrl) {
+  const response = await fetch(`${internalUrl}/metrics`);
+  return response.text();
+}
+
+function metricValue(text, name) {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * Slow generations: INFLIGHT requests held at once by a fake upstream that answers after DELAY ms. Memory per
+ * request in flight (RSS at the peak less RSS before, over the count), the gateway's event-loop delay p99 meanwhile
+ * (its own perf_hooks monitor, through /metrics), open file descriptors, and whether all succeeded.
+ */
+async function measureSlow(requested, delayMs) {
+  // Each request in flight holds two sockets in the gateway (client and upstream): the open-files limit
+  // must exceed 2 x N plus the gateway's own (~100). Raised as far as the hard limit allows.
+  const hardLimit = Number(/^Max open files\s+\d+\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
+  const nofile = Math.min(requested * 2 + 1000, hardLimit);
+  const inflight = Math.min(requested, Math.floor((nofile - 400) / 2));
+  if (inflight < requested) console.log(`slow: ${requested} in flight need ~${requested * 2 + 400} open files in the gateway; the hard limit here is ${hardLimit}, so ${inflight}`);
+  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_DELAY_MS: String(delayMs) }, { nofile });
+  const database = await scratchDatabase('sqlite', 1000, '["jimeng"]');
+  const gateway = await startProcess(
+    gatewayCommand(),
+    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000), PROVIDER_JIMENG_MAX_CONCURRENCY: '10000', UPSTREAM_CONNECT_TIMEOUT_MS: '10000' }),
+    { nofile },
+  );
+  const limits = fs.readFileSync(`/proc/${gateway.child.pid}/limits`, 'utf8');
+  const nofileLimit = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
+  await load(gateway.url, database.keys, { body: UPSTREAM_BODY, connections: 10, seconds: 3 });
+  const rssBefore = rssMb(gateway.child.pid);
+  const fdsBefore = openFiles(gateway.child.pid);
+  await scrape(gateway.internalUrl); // resets the event-loop delay histogram
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  let ok = 0;
+  let failed = 0;
+  const statuses = {};
+  const started = performance.now();
+  let peakRss = rssBefore;
+  let peakFds = fdsBefore;
+  const sample = setInterval(() => {
+    peakRss = Math.max(peakRss, rssMb(gateway.child.pid));
+    peakFds = Math.max(peakFds, openFiles(gateway.child.pid));
+  }, 250);
+  const done = new Promise((resolve) => {
+    let finished = 0;
+    const finish = (status) => {
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status === 200) ok += 1;
+      else failed += 1;
+      if (++finished === inflight) resolve();
+    };
+    let sent = 0;
+    // Connections are opened in steps (the listen backlog is bounded by net.core.somaxconn).
+    const step = () => {
+      for (let j = 0; j < 100 && sent < inflight; j += 1, sent += 1) {
+        const key = database.keys[sent % database.keys.length];
+        const request = http.request(`${gateway.url}/images/generate`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        });
+        request.on('response', (response) => {
+          response.resume();
+          response.on('end', () => finish(response.statusCode));
+        });
+        request.on('error', (error) => finish(error.code ?? 'error'));
+        request.end(UPSTREAM_BODY);
+      }
+      if (sent < inflight) setTimeout(step, 50);
+    };
+    step();
+  });
+  // Bounded: whatever has not been answered by then counts as failed.
+  let deadlineTimer;
+  await Promise.race([done, new Promise((resolve) => (deadlineTimer = setTimeout(resolve, delayMs + inflight * 5 + 60_000)))]);
+  clearTimeout(deadlineTimer);
+  const unanswered = inflight - ok - failed;
+  if (unanswered > 0) statuses.unanswered = unanswered;
+  failed += unanswered;
+  clearInterval(sample);
+  const seconds = (performance.now() - started) / 1000;
+  const metrics = await scrape(gateway.internalUrl);
+  const fakeStats = await (await fetch(`${fake.url}/stats`)).json();
+  await stop(gateway.child);
+  await stop(fake.child);
+  await database.drop();
+  agent.destroy();
+  return {
+    date: new Date().toISOString(),
+    requested,
+    connectTimeoutMs: 10_000,
+    inflight,
+    delayMs,
+    ok,
+    failed,
+    statuses,
+    seconds: Number(seconds.toFixed(1)),
+    maxInFlightAtUpstream: fakeStats.maxInFlight,
+    rssBefore,
+    peakRss,
+    kbPerRequest: Math.round(((peakRss - rssBefore) * 1024) / inflight),
+    eventLoopP99Ms: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_p99_seconds') ?? NaN) * 1000).toFixed(1)),
+    eventLoopMaxMs: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_max_seconds') ?? NaN) * 1000).toFixed(1)),
+    fdsBefore,
+    peakFds,
+    nofileLimit,
+  };
+}
+
+const RESULTS = path.join(root, 'bench-results', 'latest.json');
+
+async function main() {
+  const results = fs.existsSync(RESULTS) ? JSON.parse(fs.readFileSync(RESULTS, 'utf8')) : {};
+  const save = () => {
+    fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+    fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2));
+  };
+  results.machine = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}`;
+  if (ONLY.has('upstream')) {
+    results.upstream = await measureUpstream('upstream sqlite', 'sqlite');
+    if (results.upstream.ab) console.log('A/B', JSON.stringify({ this: { rps: results.upstream.rps, cpuUs: results.upstream.cpuUs, pacedP99: results.upstream.pacedP99 }, other: results.upstream.ab }));
+    save();
+  }
+  if (ONLY.has('upstream-pg')) {
+    results.upstreamPg = await measureUpstream('upstream postgres+redis', 'postgres');
+    save();
+  }
+  if (ONLY.has('slow')) {
+    results.slow = await measureSlow(Number(flag('inflight') ?? 10_000), Number(flag('delay') ?? 30_000));
+    console.log('slow', JSON.stringify(results.slow));
+    save();
+  }
+  if (ONLY.has('sqlite10k') || ONLY.has('sqlite1m') || ONLY.has('postgres')) {
+    // Baseline: bare Express 5 answering the same JSON body; it runs beside every local-provider setup.
+    const baseline = await startProcess(['scripts/bench-baseline.cjs'], {});
+    await load(baseline.url, [], { connections: 10 });
+    results.baselineRss = rssMb(baseline.child.pid);
+    if (ONLY.has('sqlite10k') || ONLY.has('sqlite1m')) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-bench-'));
+      const file = path.join(dir, 'gateway.db');
+      {
+        // Let the gateway create the schema, then seed.
+        const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(file));
+        await stop(child);
+      }
+      const keys = seedSqlite(file, 10_000, 10_000);
+      if (ONLY.has('sqlite10k')) {
+        results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys)) };
+        save();
+      }
+      if (ONLY.has('sqlite1m')) {
+        seedSqlite(file, 990_000, 0);
+        results.sqlite1m = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 1M keys', baseline, gatewayEnv(file), keys)) };
+        save();
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
     }
-    const pgKeys = await seedPostgres(url, 10_000);
-    results.postgres = await measureAgainstBaseline('postgres+redis 10k keys', baseline, env, pgKeys);
-    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-    await admin.end();
+    if (ONLY.has('postgres')) {
+      const database = await scratchDatabase('postgres', 10_000, '["local"]');
+      results.postgres = { date: new Date().toISOString(), ...(await measureAgainstBaseline('postgres+redis 10k keys', baseline, gatewayEnv(database.url, database.env), database.keys)) };
+      await database.drop();
+      save();
+    }
+    await stop(baseline.child);
   }
-  await stop(baseline.child);
   writeReport(results);
+  console.log(`wrote ${RESULTS} and ${path.join(root, 'BENCHMARKS.md')}`);
 }
 
 function writeReport(r) {
@@ -302,9 +603,26 @@ function writeReport(r) {
   const throughput = rows
     .map(
       ([name, v]) =>
-        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${pct(v.rps, v.baseRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${pct(v.baseCpuUs, v.cpuUs)} | ${v.p50} | ${v.p99} | ${v.rss} | ${v.bad} |`,
+        `| ${name} (${v.date.slice(0, 10)}) | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${pct(v.rps, v.baseRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${pct(v.baseCpuUs, v.cpuUs)} | ${v.p50} | ${v.p99} | ${v.rss} | ${v.bad} |`,
     )
     .join('\n');
+  const upstreamRows = [
+    ['gateway on SQLite, 1,000 keys', r.upstream],
+    ['gateway on PostgreSQL + Redis, 1,000 keys', r.upstreamPg],
+  ].filter(([, v]) => v);
+  const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : 'n/a');
+  const upstreamThroughput = upstreamRows
+    .map(
+      ([name, v]) =>
+        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
+    )
+    .join('\n');
+  const upstreamLatency = upstreamRows
+    .map(([name, v]) => `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`)
+    .join('\n');
+  const slow = r.slow
+    ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
+    : '| not measured | | | | | | | | | |';
   const latency = rows
     .map(
       ([name, v]) =>
@@ -318,7 +636,7 @@ function writeReport(r) {
 Written by \`npm run bench\` (scripts/bench.mjs); the numbers below are from its last run.
 
 - Machine: ${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}
-- Date: ${new Date().toISOString()}
+- Date: ${new Date().toISOString()} (each row of the new tables says when it was measured; \`--only\` re-measures some rows)
 - Gateway path: \`POST /images/generate\` with a client key (auth by hash), request validation, RPM check, credit
   reservation + settlement, usage row, response, request log line (JSON, to a pipe); local provider in \`tiny\` mode.
   Keys are used round-robin from 10,000 distinct keys (and from a table of 1,000,000 in the second row).
@@ -344,6 +662,34 @@ ${throughput}
 | setup | p50 | p99 | baseline p99 | added p99 | p99 with autocannon overallRate (bursts) |
 | --- | --- | --- | --- | --- | --- |
 ${latency}
+
+## Upstream path (gateway -> fake Ark upstream, b64 answers; medians of alternating rounds)
+
+Gateway: full path (auth by key hash, validation, RPM, credits, usage row, env channel with its limits, request
+log) to a local fake answering in Ark's wire format (\`scripts/bench-fake-ark.cjs\`), ${UPSTREAM_CONNECTIONS} connections,
+keys round-robin over 1,000. Baselines on the same fake in the same rounds: a bare Express 5 app forwarding with
+the global \`fetch\` (\`scripts/bench-proxy-baseline.cjs\`), and Portkey's open-source gateway
+(\`@portkey-ai/gateway\`, \`x-portkey-provider: openai\` + \`x-portkey-custom-host\`). CPU is each server process's own.
+
+| setup | req/s | Express+fetch req/s | gateway / Express+fetch | Portkey req/s | gateway / Portkey | CPU µs/req | Express+fetch CPU µs/req | Portkey CPU µs/req | RSS MB after load | non-2xx | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${upstreamThroughput}
+
+At a fixed ${UPSTREAM_RATE} req/s (open loop, evenly spaced, latency from when each request was due), ms:
+
+| setup | p50 | p99 | Express+fetch p99 | added p99 | CPU µs/req | Express+fetch CPU µs/req |
+| --- | --- | --- | --- | --- | --- | --- |
+${upstreamLatency}
+
+## Slow generations (requests held in flight at once, fake upstream answering after a delay; SQLite)
+
+\`npm run bench -- --only slow --inflight N --delay MS\`. Memory per request = (peak RSS during the hold - RSS before) / N;
+event-loop delay p99 is the gateway's own \`monitorEventLoopDelay\` (prom-client's
+\`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst).
+
+| in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | seconds | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${slow}
 `;
   // Keep the hand-written analysis below the generated tables across runs.
   const previous = fs.existsSync(path.join(root, 'BENCHMARKS.md')) ? fs.readFileSync(path.join(root, 'BENCHMARKS.md'), 'utf8') : '';

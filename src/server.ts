@@ -62,6 +62,9 @@ export interface StartOptions {
   logDestination?: DestinationStream;
 }
 
+/** Pending connections the kernel may queue per listener (README "Deployment": net.core.somaxconn). */
+const LISTEN_BACKLOG = 4096;
+
 interface Listener {
   server: http.Server;
   port: number;
@@ -81,7 +84,9 @@ async function listen(app: http.RequestListener, port: number, host: string, req
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    // Node's default backlog (511) overflows when thousands of clients connect at once, and the kernel then
+    // drops handshakes (retried by clients after 1, 3, 7 s...). The kernel caps it at net.core.somaxconn.
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   return { server, port: (server.address() as AddressInfo).port, draining };
 }

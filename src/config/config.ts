@@ -13,6 +13,8 @@ export interface ProvidersConfig {
   openaiCompatible?: { name: string; baseUrl: string; apiKey: string };
   /** Per provider name: deadline, retries, concurrency, breaker. */
   resilience: Record<string, ResilienceSettings>;
+  /** Deadline of the TCP connect to an upstream (UPSTREAM_CONNECT_TIMEOUT_MS); past it, the call may fail over. */
+  connectTimeoutMs: number;
 }
 
 /** Everything the gateway reads from its environment, validated once at startup. */
@@ -358,7 +360,7 @@ function bothOrNeither(env: Env, a: string, b: string): boolean {
 
 /** Provider credentials and per-provider resilience; PROVIDER_<NAME>_* override the defaults. */
 function readProviders(env: Env, catalog: CatalogModel[]): ProvidersConfig {
-  const providers: ProvidersConfig = { resilience: {} };
+  const providers: ProvidersConfig = { resilience: {}, connectTimeoutMs: integer(env, 'UPSTREAM_CONNECT_TIMEOUT_MS', 3000, 10, 60_000) };
   if (bothOrNeither(env, 'VOLC_ACCESS_KEY_ID', 'VOLC_SECRET_ACCESS_KEY')) {
     providers.volc = {
       accessKeyId: env.VOLC_ACCESS_KEY_ID as string,
@@ -585,6 +587,7 @@ export function describeConfig(config: GatewayConfig): Record<string, unknown> {
       ark: ark ? { apiKey: masked, baseUrl: ark.baseUrl } : null,
       openaiCompatible: openaiCompatible ? { name: openaiCompatible.name, baseUrl: openaiCompatible.baseUrl, apiKey: masked } : null,
       resilience,
+      connectTimeoutMs: config.providers.connectTimeoutMs,
     },
   };
 }

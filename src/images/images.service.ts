@@ -47,6 +47,9 @@ export interface PersistRequest {
   keepBase64?: boolean;
 }
 
+const EMPTY = Buffer.alloc(0);
+
+/** `bytes` is empty for base64 images that are only checked, not kept. */
 interface TakenImage {
   bytes: Buffer;
   contentType: ImageContentType;
@@ -78,11 +81,12 @@ export class ImagesService {
   }
 
   async persist(request: PersistRequest, signal: AbortSignal): Promise<ProviderImage[]> {
-    const taken = await Promise.all(request.images.map((image) => this.take(request.provider, image, signal)));
+    const kept = !(request.responseFormat === 'b64_json' && !request.keepBase64);
+    const taken = await Promise.all(request.images.map((image) => this.take(request.provider, image, signal, !kept)));
     const base64 = (i: number) => request.images[i]?.b64Json ?? (taken[i] as TakenImage).bytes.toString('base64');
     const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
     // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
-    if (request.responseFormat === 'b64_json' && !request.keepBase64) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
+    if (!kept) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
     const rows = await this.keep(request.generationId, taken, sizeOf);
     return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
   }
@@ -113,14 +117,24 @@ export class ImagesService {
     return rows;
   }
 
-  /** The image's bytes, from its base64 or its URL, refused unless a PNG, JPEG or WebP within the bound. */
-  private async take(provider: string, image: ProviderImage, signal: AbortSignal): Promise<TakenImage> {
+  /**
+   * The image's bytes, from its base64 or its URL, refused unless a PNG, JPEG or WebP within the bound.
+   * `checkOnly`: the base64 goes back to the client as it came, so only its first bytes are decoded (to
+   * sniff the type) and its size is computed from its length: no decoded copy of the payload.
+   */
+  private async take(provider: string, image: ProviderImage, signal: AbortSignal, checkOnly = false): Promise<TakenImage> {
     const { limits, hostsByProvider } = this.deps;
     const refuse = (why: string) => new ApiError('provider_error', `Provider ${provider} returned an image the gateway could not take: ${why}.`);
     let bytes: Buffer;
     if (image.b64Json !== undefined) {
       // base64 is 4/3 of the bytes: refuse before decoding something absurd.
       if (image.b64Json.length > Math.ceil(limits.maxBytes / 3) * 4 + 4) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
+      if (checkOnly) {
+        if (Buffer.byteLength(image.b64Json, 'base64') > limits.maxBytes) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
+        const contentType = sniffImageType(Buffer.from(image.b64Json.slice(0, 32), 'base64'));
+        if (!contentType) throw refuse('it is not a PNG, JPEG or WebP image');
+        return { bytes: EMPTY, contentType };
+      }
       bytes = Buffer.from(image.b64Json, 'base64');
     } else if (image.url !== undefined) {
       const configured = hostsByProvider.get(provider);

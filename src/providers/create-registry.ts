@@ -4,10 +4,13 @@ import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
 import type { ImageProvider } from './provider';
 import { ProviderRegistry } from './registry';
+import { configureUpstreamHttp } from './upstream-http';
 
 /** Every provider the gateway knows, built from configuration (the environment channels' clients). */
 export function createProviderRegistry(config: GatewayConfig): ProviderRegistry {
   const { providers } = config;
+  // The hop is shared by the environment's and the API channels' clients.
+  configureUpstreamHttp({ connectTimeoutMs: providers.connectTimeoutMs });
   const raw: ImageProvider[] = [
     new LocalProvider(process.env.LOCAL_PROVIDER_MODE === 'tiny' ? 'tiny' : 'render'),
     new JimengProvider({

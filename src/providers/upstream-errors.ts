@@ -1,5 +1,6 @@
 import { ApiError, type ApiErrorOptions } from '../errors/api-error';
 import type { ErrorCode } from '../errors/error-codes';
+import { post, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
 
 /** What a failure says about where the request may go next (see README "Channels"). */
 export interface UpstreamFailureTraits {
@@ -57,20 +58,21 @@ export function refusedWithStatus(status: number): boolean {
 /** Connection errors that happen before the upstream could read a request. */
 const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-function causeCode(error: unknown): string | undefined {
-  const cause = (error as { cause?: { code?: unknown } }).cause;
-  return typeof cause?.code === 'string' ? cause.code : undefined;
-}
-
-function retryAfterMs(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const seconds = Number(header);
+function retryAfterMs(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const value = Array.isArray(header) ? header[0]! : header;
+  const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const at = Date.parse(header);
+  const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
-/** POSTs JSON and parses a JSON answer; network failures and non-JSON bodies become provider_error. */
+/**
+ * POSTs JSON over the pooled keep-alive hop (upstream-http.ts) and parses the answer once; network failures
+ * and non-JSON bodies become provider_error. A failure before any byte of the request was written (refused,
+ * connect timeout, a reset while connecting) is safe to send elsewhere; one after it is not, since the
+ * upstream may have accepted (and billed) the call.
+ */
 export async function postJson(
   provider: string,
   url: string,
@@ -79,21 +81,20 @@ export async function postJson(
   signal: AbortSignal,
 ): Promise<{ status: number; json: unknown; retryAfterMs?: number }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  let response: Response;
+  const target = new URL(url);
+  let answer: UpstreamAnswer;
   try {
-    response = await fetch(url, { method: 'POST', body: text, headers: { 'Content-Type': 'application/json', ...headers }, signal });
+    answer = await post(target, text, headers, signal);
   } catch (error) {
-    if (signal.aborted) throw error;
-    const code = causeCode(error);
-    // A reset or a closed socket may come after the upstream read (and billed) the request.
-    throw upstream.failed(provider, `could not reach ${new URL(url).host} (${code ?? (error as Error).message})`, {
-      safeElsewhere: code !== undefined && NEVER_REACHED.has(code),
+    if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
+    const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';
+    throw upstream.failed(provider, `could not reach ${target.host} (${error.code ?? error.message}, ${phase})`, {
+      safeElsewhere: error.neverSent || (error.code !== undefined && NEVER_REACHED.has(error.code)),
     });
   }
-  const raw = await response.text();
   try {
-    return { status: response.status, json: JSON.parse(raw) as unknown, retryAfterMs: retryAfterMs(response.headers.get('retry-after')) };
+    return { status: answer.status, json: JSON.parse(answer.body.toString('utf8')) as unknown, retryAfterMs: retryAfterMs(answer.headers['retry-after']) };
   } catch {
-    throw upstream.failed(provider, `answered HTTP ${response.status} with a body that is not JSON`, { safeElsewhere: refusedWithStatus(response.status) });
+    throw upstream.failed(provider, `answered HTTP ${answer.status} with a body that is not JSON`, { safeElsewhere: refusedWithStatus(answer.status) });
   }
 }

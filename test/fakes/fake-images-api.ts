@@ -8,8 +8,15 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
  * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
  * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [empty] no images; [image:KIND] a misbehaving
- * image file (scenario.ts serveImageFile). Image URLs point at the fake itself (GET /files/...).
+ * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB. Image URLs point at the fake itself (GET /files/...).
  */
+/** The base64 image of an answer: the tiny PNG, or a misbehaving one ([b64:html], [b64:huge]). */
+function b64Image(kind: string | undefined): string {
+  if (kind === 'html') return Buffer.from('<html><body>not an image</body></html>').toString('base64');
+  if (kind === 'huge') return Buffer.concat([Buffer.from(TINY_PNG_B64, 'base64'), Buffer.alloc(1024 * 1024)]).toString('base64');
+  return TINY_PNG_B64;
+}
+
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
@@ -88,7 +95,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const size = String(body.size ?? '1024x1024');
     const data = Array.from({ length: count }, (_, i) => ({
-      ...(body.response_format === 'b64_json' ? { b64_json: TINY_PNG_B64 } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
+      ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
       ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),
     }));
     sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: count, output_tokens: 16384 * count, total_tokens: 16384 * count } });

@@ -215,9 +215,12 @@ describe('images taken from an upstream: only its own hosts, only real images, b
     ['[image:redirect]', /host elsewhere\.invalid is not one of the provider's image hosts/],
     ['[image:foreign]', /host localhost:\d+ is not one of the provider's image hosts/],
     ['[image:missing]', /answered HTTP 404/],
-  ])('%s is refused with 502 provider_error and nothing is charged', async (scenario, message) => {
+    // base64 answers handed back as they came are checked from their first bytes and their length.
+    ['[b64:html]', /not a PNG, JPEG or WebP/, 'b64_json'],
+    ['[b64:huge]', /larger than 65536 bytes/, 'b64_json'],
+  ])('%s is refused with 502 provider_error and nothing is charged', async (scenario, message, format = 'url') => {
     const before = await creditsUsed();
-    const res = await t.api.client(key, { prompt: `bad upstream image ${scenario}`, model: 'flux-dev' });
+    const res = await t.api.client(key, { prompt: `bad upstream image ${scenario}`, model: 'flux-dev', response_format: format });
     expect(res.status).toBe(502);
     expect(res.body.error.code).toBe('provider_error');
     expect(res.body.error.message).toMatch(message);

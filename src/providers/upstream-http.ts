@@ -1,0 +1,150 @@
+import { Agent, type Dispatcher } from 'undici';
+
+/**
+ * The upstream hop: one process-wide undici Agent (a keep-alive pool per origin, no cap on connections:
+ * each generation in flight holds one, and the channel limits cap them), driven through its dispatch
+ * API so that an answer is collected as raw chunks and parsed once, with no Response/stream objects.
+ *
+ * The connect phase has its own timeout (UPSTREAM_CONNECT_TIMEOUT_MS), shorter than any attempt's
+ * deadline, so that "never reached" is told apart from "sent and no answer": only the first may go to
+ * another channel (README "Channels").
+ */
+let connectTimeoutMs = 3000;
+let agent: Agent | undefined;
+
+/** Set from configuration at startup; the next call uses a new Agent (the old one closes when idle). */
+export function configureUpstreamHttp(settings: { connectTimeoutMs: number }): void {
+  if (settings.connectTimeoutMs === connectTimeoutMs && agent) return;
+  connectTimeoutMs = settings.connectTimeoutMs;
+  const previous = agent;
+  agent = undefined;
+  void previous?.close().catch(() => undefined);
+}
+
+function dispatcher(): Agent {
+  agent ??= new Agent({
+    connect: { timeout: connectTimeoutMs },
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 120_000,
+    // Long generations: no headers/body timeouts of undici's own; each attempt's AbortSignal bounds the call.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  return agent;
+}
+
+export interface UpstreamAnswer {
+  status: number;
+  /** Header values as sent (lower-case names). */
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** Why a call failed, and whether the request could have reached the upstream at all. */
+export class UpstreamHttpError extends Error {
+  constructor(
+    message: string,
+    /** The system or undici error code (ECONNREFUSED, UND_ERR_CONNECT_TIMEOUT, ECONNRESET, ...). */
+    readonly code: string | undefined,
+    /** True when no byte of the request was written to the upstream: it cannot have accepted it. */
+    readonly neverSent: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/** POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted. */
+export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamAnswer> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    let requestSent = false;
+    let abortCall: ((reason?: Error) => void) | undefined;
+    let settled = false;
+    let status = 0;
+    let responseHeaders: Record<string, string | string[] | undefined> = {};
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onAbort = () => abortCall?.(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const finish = (error: unknown, answer?: UpstreamAnswer) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      if (answer) resolve(answer);
+      else reject(error);
+    };
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abort) {
+        abortCall = abort;
+        if (signal.aborted) abort(signal.reason as Error);
+      },
+      onRequestSent() {
+        requestSent = true;
+      },
+      onBodySent() {
+        requestSent = true;
+      },
+      onHeaders(statusCode, rawHeaders) {
+        // The upstream answered, so it read the request line at least.
+        requestSent = true;
+        status = statusCode;
+        responseHeaders = parseHeaders(rawHeaders);
+        return true;
+      },
+      onData(chunk) {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) {
+          abortCall?.(new UpstreamHttpError(`answer larger than ${MAX_ANSWER_BYTES} bytes`, 'ANSWER_TOO_LARGE', false));
+          return false;
+        }
+        chunks.push(chunk);
+        return true;
+      },
+      onComplete() {
+        finish(undefined, { status, headers: responseHeaders, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+      },
+      onError(error) {
+        if (signal.aborted) return finish(signal.reason);
+        if (error instanceof UpstreamHttpError) return finish(error);
+        const code = errorCode(error);
+        finish(new UpstreamHttpError(error.message, code, !requestSent, { cause: error }));
+      },
+    } as Dispatcher.DispatchHandler;
+    dispatcher().dispatch(
+      {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      handler,
+    );
+  });
+}
+
+function errorCode(error: Error): string | undefined {
+  const own = (error as { code?: unknown }).code;
+  if (typeof own === 'string' && own !== 'UND_ERR_SOCKET') return own;
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  return typeof own === 'string' ? own : undefined;
+}
+
+function parseHeaders(raw: Buffer[] | string[] | null): Record<string, string | string[] | undefined> {
+  const headers: Record<string, string | string[] | undefined> = {};
+  if (!raw) return headers;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    const value = raw[i + 1]!.toString('latin1');
+    const existing = headers[name];
+    headers[name] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
+  }
+  return headers;
+}

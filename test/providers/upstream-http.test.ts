@@ -1,0 +1,50 @@
+import net from 'node:net';
+import { post, UpstreamHttpError } from '../../src/providers/upstream-http';
+
+/** What the hop says about a failed call: whether the upstream may have read the request (then no failover). */
+describe('upstream hop: failures before and after the request was written', () => {
+  const servers: net.Server[] = [];
+  afterAll(async () => {
+    for (const server of servers) await new Promise((resolve) => server.close(resolve));
+  });
+  const listen = async (onConnection: (socket: net.Socket) => void) => {
+    const server = net.createServer(onConnection);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return new URL(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}/images/generations`);
+  };
+  const failure = async (url: URL): Promise<UpstreamHttpError> => {
+    const error = await post(url, '{"prompt":"x"}', {}, new AbortController().signal).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UpstreamHttpError);
+    return error as UpstreamHttpError;
+  };
+
+  it('a reset after the upstream read the request: not "never sent" (it may have accepted it)', async () => {
+    const url = await listen((socket) => socket.once('data', () => socket.resetAndDestroy()));
+    const error = await failure(url);
+    expect(error.code).toBe('ECONNRESET');
+    expect(error.neverSent).toBe(false);
+  });
+
+  it('a refused connection: never sent', async () => {
+    const url = await listen(() => undefined);
+    await new Promise((resolve) => servers.pop()!.close(resolve));
+    const error = await failure(url);
+    expect(error.code).toBe('ECONNREFUSED');
+    expect(error.neverSent).toBe(true);
+  });
+
+  it('an answer is read whole and handed over as one Buffer', async () => {
+    const body = JSON.stringify({ data: [{ b64_json: 'x'.repeat(200_000) }] });
+    const url = await listen((socket) =>
+      socket.once('data', () => socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nretry-after: 3\r\ncontent-length: ${body.length}\r\n\r\n${body}`)),
+    );
+    const answer = await post(url, '{}', {}, new AbortController().signal);
+    expect(answer.status).toBe(200);
+    expect(answer.headers['retry-after']).toBe('3');
+    expect(answer.body.toString()).toBe(body);
+  });
+});
