@@ -1958,6 +1958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientGeneration"];
                 };
             };
+            400: components["responses"]["InvalidRequest"];
             401: components["responses"]["ClientUnauthorized"];
             403: components["responses"]["ClientForbidden"];
             404: components["responses"]["GenerationNotFound"];
@@ -1989,6 +1990,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientGeneration"];
                 };
             };
+            400: components["responses"]["InvalidRequest"];
             401: components["responses"]["ClientUnauthorized"];
             403: components["responses"]["ClientForbidden"];
             404: components["responses"]["GenerationNotFound"];

@@ -56,6 +56,8 @@ async function main(): Promise<void> {
     body: { prompt: 'made by hey-api', model: 'local-1', size: '32x32', response_format: 'b64_json' },
   });
   if (!generated.data) throw new Error(JSON.stringify(generated.error));
+  // 200 and 202 (Prefer: respond-async) share \`data\`: without Prefer the answer is the finished generation.
+  if (!('created' in generated.data)) throw new Error(\`still \${generated.data.status}\`);
   const remaining: number = generated.data.usage.credits_remaining;
   let cursor: string | undefined;
   let pages = 0;

@@ -55,6 +55,8 @@ export class ApiClient {
 
 export interface TestGateway {
   gateway: RunningGateway;
+  /** DATABASE_URL of this gateway's throwaway database (a SQLite file path or a PostgreSQL URL). */
+  databaseUrl: string;
   api: ApiClient;
   /** The internal creative API, its responses checked against openapi/creative.yaml. */
   internal: ApiClient;
@@ -98,6 +100,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
   const api = new ApiClient(gateway.url);
   return {
     gateway,
+    databaseUrl: database.url,
     api,
     internal: new ApiClient(gateway.internalUrl, creativeSpec),
     clock,

@@ -1,4 +1,6 @@
+import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
+import { Client } from 'pg';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { testEngine } from '../helpers/test-database';
 import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
@@ -107,11 +109,18 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
     const stored = async () => db.selectFrom('audit_events').selectAll().where('target', '=', id).execute();
     const before = await stored();
     expect(before.map((e) => e.action)).toEqual(['key.created']);
-    await expect(db.updateTable('audit_events').set({ actor: 'someone else' }).where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: UPDATE refused/);
-    await expect(db.deleteFrom('audit_events').where('target', '=', id).execute()).rejects.toThrow(/audit_events is append-only: DELETE refused/);
-    await expect(db.deleteFrom('audit_events').execute()).rejects.toThrow(/append-only/);
-    if (testEngine === 'postgres') await expect(sql`TRUNCATE audit_events`.execute(db)).rejects.toThrow(/audit_events is append-only: TRUNCATE refused/);
-    // Inside a transaction too: the change it belongs to is rolled back with it.
+    // Through a connection of its own, as an operator's client would: the protection is the database's.
+    const other = await foreignConnection(t.databaseUrl);
+    try {
+      await expect(other.run(`UPDATE audit_events SET actor = 'someone else' WHERE target = '${id}'`)).rejects.toThrow(/audit_events is append-only: UPDATE refused/);
+      await expect(other.run(`DELETE FROM audit_events WHERE target = '${id}'`)).rejects.toThrow(/audit_events is append-only: DELETE refused/);
+      await expect(other.run('DELETE FROM audit_events')).rejects.toThrow(/append-only/);
+      if (testEngine === 'postgres') await expect(other.run('TRUNCATE audit_events')).rejects.toThrow(/audit_events is append-only: TRUNCATE refused/);
+    } finally {
+      await other.close();
+    }
+    // Through the gateway's own connection too, inside a transaction: the change it belongs to is rolled back with it.
+    await expect(db.updateTable('audit_events').set({ actor: 'someone else' }).where('target', '=', id).execute()).rejects.toThrow(/append-only/);
     await expect(
       db.transaction().execute(async (trx) => {
         await trx.updateTable('api_keys').set({ name: 'tampered' }).where('id', '=', id).execute();
@@ -200,3 +209,15 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
     }
   });
 });
+
+/** A plain driver connection to the gateway's database, outside the gateway's pool and write batching. */
+async function foreignConnection(url: string): Promise<{ run(statement: string): Promise<void>; close(): Promise<void> }> {
+  if (testEngine === 'postgres') {
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    return { run: async (statement) => void (await client.query(statement)), close: () => client.end() };
+  }
+  const sqlite = new BetterSqlite3(url);
+  sqlite.pragma('busy_timeout = 5000');
+  return { run: async (statement) => void sqlite.prepare(statement).run(), close: async () => void sqlite.close() };
+}
