@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { Client } from 'pg';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { testEngine } from '../helpers/test-database';
+import { until } from '../helpers/until';
 import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 const validKey = { name: 'audited', owner: 'audit@example.com', credits_quota: 100, quota_period_days: 30, allowed_providers: ['local'] };
@@ -112,6 +113,8 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
     // Through a connection of its own, as an operator's client would: the protection is the database's.
     const other = await foreignConnection(t.databaseUrl);
     try {
+      // A trigger only fires for rows the statement touches: wait (bounded) until this connection sees the event.
+      await until(async () => (await other.count(`SELECT count(*) AS n FROM audit_events WHERE target = '${id}'`)) === 1, 'the event visible to another connection');
       await expect(other.run(`UPDATE audit_events SET actor = 'someone else' WHERE target = '${id}'`)).rejects.toThrow(/audit_events is append-only: UPDATE refused/);
       await expect(other.run(`DELETE FROM audit_events WHERE target = '${id}'`)).rejects.toThrow(/audit_events is append-only: DELETE refused/);
       await expect(other.run('DELETE FROM audit_events')).rejects.toThrow(/append-only/);
@@ -211,13 +214,21 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
 });
 
 /** A plain driver connection to the gateway's database, outside the gateway's pool and write batching. */
-async function foreignConnection(url: string): Promise<{ run(statement: string): Promise<void>; close(): Promise<void> }> {
+async function foreignConnection(url: string): Promise<{ run(statement: string): Promise<void>; count(query: string): Promise<number>; close(): Promise<void> }> {
   if (testEngine === 'postgres') {
     const client = new Client({ connectionString: url });
     await client.connect();
-    return { run: async (statement) => void (await client.query(statement)), close: () => client.end() };
+    return {
+      run: async (statement) => void (await client.query(statement)),
+      count: async (query) => Number((await client.query<{ n: string }>(query)).rows[0]?.n),
+      close: () => client.end(),
+    };
   }
   const sqlite = new BetterSqlite3(url);
   sqlite.pragma('busy_timeout = 5000');
-  return { run: async (statement) => void sqlite.prepare(statement).run(), close: async () => void sqlite.close() };
+  return {
+    run: async (statement) => void sqlite.prepare(statement).run(),
+    count: async (query) => Number((sqlite.prepare(query).get() as { n: number }).n),
+    close: async () => void sqlite.close(),
+  };
 }
