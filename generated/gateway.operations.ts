@@ -5,6 +5,7 @@ export const gatewayOperations = {
   createImageOpenAI: {"method":"post","path":"/v1/images/generations","security":[["ApiKey"]],"extensions":{"x-idempotent":true,"x-rate-limited":true}},
   listGenerations: {"method":"get","path":"/generations","security":[["ApiKey"]],"extensions":{}},
   getGeneration: {"method":"get","path":"/generations/{id}","security":[["ApiKey"]],"extensions":{}},
+  getWebhookSigningSecret: {"method":"get","path":"/v1/webhook-secret","security":[["ApiKey"]],"extensions":{}},
   cancelGeneration: {"method":"post","path":"/generations/{id}/cancel","security":[["ApiKey"]],"extensions":{}},
   getImage: {"method":"get","path":"/images/{image_id}","security":[],"extensions":{}},
   listModelsOpenAI: {"method":"get","path":"/v1/models","security":[["ApiKey"]],"extensions":{}},

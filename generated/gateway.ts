@@ -94,6 +94,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key's webhook signing secret
+         * @description The secret that signs this key's completion webhooks (the `webhook` field of a generation
+         *     request): Standard Webhooks headers `webhook-id`, `webhook-timestamp` and
+         *     `webhook-signature` (`v1,` + base64 HMAC-SHA256 of `id.timestamp.body` under the secret's
+         *     base64-decoded bytes after `whsec_`). Created on first use; stored sealed. Not counted
+         *     against the key's requests per minute.
+         */
+        get: operations["getWebhookSigningSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/generations/{id}/cancel": {
         parameters: {
             query?: never;
@@ -961,8 +985,18 @@ export interface components {
              * @enum {integer}
              */
             partial_images?: 0;
+            webhook?: components["schemas"]["webhook"];
+            webhook_events_filter?: components["schemas"]["webhook_events_filter"];
         } & {
             [key: string]: unknown;
+        };
+        WebhookSigningSecret: {
+            /** @enum {string} */
+            object: "webhook_secret";
+            /** @description Standard Webhooks secret (`whsec_` + base64); verify `webhook-signature` with it. */
+            secret: string;
+            /** Format: date-time */
+            created_at: string;
         };
         OpenAIImageResponse: {
             created: number;
@@ -1286,6 +1320,18 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            /**
+             * Format: uri
+             * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
+             *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
+             *     webhook secret (`GET /v1/webhook-secret`). Event types `generation.completed`,
+             *     `generation.failed`, `generation.canceled`; `data` is the generation as
+             *     `GET /generations/{id}` returns it. Private and loopback addresses are refused with 400
+             *     (`param` is `webhook`) unless the operator allows private networks.
+             */
+            webhook?: string;
+            /** @description Which settlements are delivered to `webhook`; default all three. */
+            webhook_events_filter?: ("completed" | "failed" | "canceled")[];
         };
         /**
          * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
@@ -1340,6 +1386,18 @@ export interface components {
                 dependency?: "database" | "redis";
             };
         };
+        /**
+         * Format: uri
+         * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
+         *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
+         *     webhook secret (`GET /v1/webhook-secret`). Event types `generation.completed`,
+         *     `generation.failed`, `generation.canceled`; `data` is the generation as
+         *     `GET /generations/{id}` returns it. Private and loopback addresses are refused with 400
+         *     (`param` is `webhook`) unless the operator allows private networks.
+         */
+        webhook: string;
+        /** @description Which settlements are delivered to `webhook`; default all three. */
+        webhook_events_filter: ("completed" | "failed" | "canceled")[];
     };
     responses: {
         /** @description The channel (never its credentials). */
@@ -1964,6 +2022,29 @@ export interface operations {
             404: components["responses"]["GenerationNotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    getWebhookSigningSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's signing secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSigningSecret"];
+                };
+            };
+            401: components["responses"]["ClientUnauthorized"];
+            403: components["responses"]["ClientForbidden"];
+            500: components["responses"]["InternalError"];
         };
     };
     cancelGeneration: {

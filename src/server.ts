@@ -172,6 +172,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   );
   const releaseRetries = new ReleaseRetries(database.db, clock, logger, Math.min(...Object.values(staleAfterMs)));
   let generation: GenerationService | undefined;
+  const webhookSecrets = new WebhookSecrets(sealer);
+  // Declared below; completion webhooks only poke it once generations run (after start).
+  let dispatcher: WebhookDispatcher | undefined;
   const worker = new GenerationWorker({
     db: database.db,
     engine: database.engine,
@@ -203,11 +206,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     channels,
     leases,
     onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
+    webhooks: { secrets: webhookSecrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => dispatcher?.poke() },
   });
 
-  const webhookSecrets = new WebhookSecrets(sealer);
   await resealWebhookSecrets(database.db, webhookSecrets, logger);
-  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
+  dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
   dispatcher.start();
   const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
 
@@ -234,7 +237,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
-    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher.poke()),
+    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher?.poke()),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -277,7 +280,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         releaseRetries.close();
         await images.store.close();
         await channels.close();
-        await dispatcher.stop();
+        await dispatcher?.stop();
         await rateLimiter.close();
         await leases.close();
         await database.close();

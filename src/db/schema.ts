@@ -270,6 +270,16 @@ export interface WebhookDeliveriesTable {
   last_error: string | null;
   created_at: number;
   completed_at: number | null;
+  /** Completion webhooks (0015): sent here, not to the endpoint, signed with signing_key_id's key secret. */
+  target_url?: string | null;
+  signing_key_id?: string | null;
+}
+
+/** A client key's completion-webhook signing secret, sealed (0015). */
+export interface KeyWebhookSecretsTable {
+  key_id: string;
+  secret: string;
+  created_at: number;
 }
 
 export interface WebhookAttemptsTable {
@@ -286,6 +296,7 @@ export interface Database {
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  key_webhook_secrets: KeyWebhookSecretsTable;
   key_leases: KeyLeasesTable;
   admin_tokens: AdminTokensTable;
   audit_events: AuditEventsTable;

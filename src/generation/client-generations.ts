@@ -22,6 +22,9 @@ export interface ClientGenerationsDeps {
   clock: Clock;
   images: ImagesService;
   worker: GenerationWorker;
+  /** Completion webhooks: queues the delivery of a settlement in its transaction (true when queued). */
+  onSettled?: (trx: Kysely<Database>, id: string) => Promise<boolean>;
+  afterSettled?: () => void;
 }
 
 const FINISHED = new Set(['succeeded', 'failed', 'canceled']);
@@ -74,8 +77,10 @@ export class ClientGenerations {
         completedAt: clock.now(),
       });
       if (settled) await trx.updateTable('generations').set({ cancel_requested: 1 }).where('id', '=', id).execute();
+      if (settled && (await this.deps.onSettled?.(trx, id))) return 'hooked';
       return settled;
     });
+    if (canceled === 'hooked') this.deps.afterSettled?.();
     if (!canceled) {
       const now = await this.find(keyId, id);
       throw new ApiError('generation_finished', `Generation ${id} already ${now.status}; it cannot be canceled.`, { param: 'id' });
@@ -96,9 +101,10 @@ export class ClientGenerations {
     }
   }
 
-  async resource(row: GenerationsTable): Promise<ClientGeneration> {
+  /** `db`: the settling transaction when a completion webhook's body is built. */
+  async resource(row: GenerationsTable, db: Kysely<Database> = this.deps.db): Promise<ClientGeneration> {
     const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
-    const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url') : null;
+    const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url', db) : null;
     return {
       id: row.id,
       object: 'generation',
@@ -119,9 +125,9 @@ export class ClientGenerations {
   }
 
   /** A succeeded generation's stored images; those swept after their retention are left out. */
-  private async images(generationId: string, format: 'url' | 'b64_json'): Promise<Schemas['GeneratedImage'][]> {
+  private async images(generationId: string, format: 'url' | 'b64_json', db: Kysely<Database>): Promise<Schemas['GeneratedImage'][]> {
     const now = this.deps.clock.now();
-    const rows: StoredImagesTable[] = await this.deps.db
+    const rows: StoredImagesTable[] = await db
       .selectFrom('stored_images')
       .selectAll()
       .where('generation_id', '=', generationId)

@@ -5,6 +5,7 @@ import type { GenerationTasksTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
+import type { GenerationWebhook } from './completion-webhooks';
 import { forgetTask, recordTaskAccepted, recordTaskSending } from './durable.repository';
 
 /** generations.request: everything a worker on any replica needs to run the generation. */
@@ -20,6 +21,8 @@ export interface StoredGenerationRequest {
    * gone with its process): a takeover of it resumes accepted visual tasks and abandons the rest.
    */
   mark_sends: boolean;
+  /** The request's completion webhook (completion-webhooks.ts), when it asked for one. */
+  webhook?: GenerationWebhook;
 }
 
 /** Upstream calls a generation makes: one per image on one-image-per-call transports, else one. */

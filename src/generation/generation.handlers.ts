@@ -6,9 +6,13 @@ import { fillPath } from '../http/operation-path';
 import type { ClientKey } from '../keys/key.model';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './client-generations';
+import { secretResource } from './completion-webhooks';
 import { type GenerateImageInput, type GenerationService, generationSummary } from './generation.service';
 
-type GenerationHandlers = Pick<GatewayHandlers, 'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration'>;
+type GenerationHandlers = Pick<
+  GatewayHandlers,
+  'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration' | 'getWebhookSigningSecret'
+>;
 
 /** The longest `Prefer: wait=N` honoured (as Replicate's `Prefer: wait`). */
 const MAX_WAIT_SECONDS = 60;
@@ -100,8 +104,16 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
     createImageOpenAI: async ({ principal, body, signal, header }) => {
-      const { prompt, model, n, size, response_format } = body;
-      const input = { prompt, model, n, response_format, ...(size && size !== 'auto' ? { size } : {}) };
+      const { prompt, model, n, size, response_format, webhook, webhook_events_filter } = body;
+      const input = {
+        prompt,
+        model,
+        n,
+        response_format,
+        ...(size && size !== 'auto' ? { size } : {}),
+        ...(webhook !== undefined ? { webhook } : {}),
+        ...(webhook_events_filter !== undefined ? { webhook_events_filter } : {}),
+      };
       const prefer = parsePrefer(header('prefer'));
       if (prefer) {
         const outcome = await submitAsync(generation, principal.key, input, prefer);
@@ -137,5 +149,10 @@ export function generationHandlers(generation: GenerationService): GenerationHan
     listGenerations: async ({ principal, query }) => ({ status: 200, body: await generation.clients.list(principal.key.id, query) }),
     getGeneration: async ({ principal, params }) => ({ status: 200, body: await generation.clients.get(principal.key.id, params.id) }),
     cancelGeneration: async ({ principal, params }) => ({ status: 200, body: await generation.clients.cancel(principal.key.id, params.id) }),
+    getWebhookSigningSecret: async ({ principal }) => {
+      const hooks = generation.completionWebhooks;
+      if (!hooks) throw new Error('completion webhooks are not configured');
+      return { status: 200, body: secretResource(await hooks.secretFor(generation.db, principal.key.id)) };
+    },
   };
 }

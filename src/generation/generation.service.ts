@@ -20,6 +20,8 @@ import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
 import type { Kysely } from 'kysely';
 import type { Database, GenerationTasksTable, GenerationsTable } from '../db/schema';
 import { ClientGenerations } from './client-generations';
+import { CompletionWebhooks } from './completion-webhooks';
+import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { listGenerationTasks } from './durable.repository';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf } from './durable';
 import { type GenerationWorker, LeaseLost } from './generation-worker';
@@ -50,6 +52,8 @@ export interface GenerationDeps {
   maxQueuedPerKey: number;
   /** The worker's poll period: the Retry-After of a full queue. */
   pollMs: number;
+  /** Completion webhooks (the request's `webhook`); without them such a request is refused. */
+  webhooks?: { secrets: WebhookSecrets; allowPrivateNetworks: boolean; poke: () => void };
 }
 
 /** What a generation produced, before each API shapes it into its own response. */
@@ -92,9 +96,32 @@ export function generationSummary(outcome: GenerationOutcome): Omit<GenerateImag
 export class GenerationService {
   /** The key holder's view of its generations (GET, list, cancel). */
   readonly clients: ClientGenerations;
+  readonly completionWebhooks: CompletionWebhooks | undefined;
+  /** For the webhook secret operation (read or created on first use). */
+  get db(): Kysely<Database> {
+    return this.deps.db;
+  }
 
   constructor(private readonly deps: GenerationDeps) {
-    this.clients = new ClientGenerations({ db: deps.db, writes: deps.writes, clock: deps.clock, images: deps.images, worker: deps.worker });
+    const hooks = deps.webhooks && new CompletionWebhooks({ clock: deps.clock, ...deps.webhooks, resource: (db, row) => this.clients.resource(row, db) });
+    this.completionWebhooks = hooks;
+    this.clients = new ClientGenerations({
+      db: deps.db,
+      writes: deps.writes,
+      clock: deps.clock,
+      images: deps.images,
+      worker: deps.worker,
+      ...(hooks ? { onSettled: (trx, id) => hooks.emit(trx, id), afterSettled: () => hooks.poke() } : {}),
+    });
+  }
+
+  /** The request's completion webhook, checked; its key's signing secret exists before any delivery needs it. */
+  private async webhookOf(key: ClientKey, input: GenerateImageInput) {
+    if (input.webhook === undefined && input.webhook_events_filter === undefined) return undefined;
+    if (!this.completionWebhooks) throw new ApiError('invalid_request', 'Completion webhooks are not available here.', { param: 'webhook' });
+    const webhook = this.completionWebhooks.validate(input);
+    if (webhook) await this.completionWebhooks.secretFor(this.deps.db, key.id);
+    return webhook;
   }
 
   private modelFor(model: string, providerOverride?: string): CatalogModel {
@@ -145,9 +172,10 @@ export class GenerationService {
           headers: { 'Retry-After': String(decision.resetSeconds) },
         });
       }
+      const webhook = await this.webhookOf(key, input);
       slot = await holdConcurrencySlot(this.deps.leases, key);
       const n = input.n ?? 1;
-      const reservation = await this.reserve(key, entry, n, this.storedRequest(entry, input, false));
+      const reservation = await this.reserve(key, entry, n, { ...this.storedRequest(entry, input, false), ...(webhook ? { webhook } : {}) });
       const outcome = await this.runHeld(reservation.row, signal);
       return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
     } catch (error) {
@@ -187,7 +215,8 @@ export class GenerationService {
           headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.deps.pollMs / 1000))) },
         });
       }
-      const reservation = await this.reserve(key, entry, input.n ?? 1, this.storedRequest(entry, input, true), false);
+      const webhook = await this.webhookOf(key, input);
+      const reservation = await this.reserve(key, entry, input.n ?? 1, { ...this.storedRequest(entry, input, true), ...(webhook ? { webhook } : {}) }, false);
       this.deps.worker.wake();
       return { row: reservation.row, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
     } catch (error) {
@@ -198,6 +227,9 @@ export class GenerationService {
 
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
   async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
+    if (input.webhook !== undefined || input.webhook_events_filter !== undefined) {
+      throw new ApiError('invalid_request', 'Completion webhooks belong to client keys; the internal API has none.', { param: 'webhook' });
+    }
     const entry = this.modelFor(input.model, input.provider);
     const { writes, clock } = this.deps;
     const now = clock.now();
@@ -294,15 +326,17 @@ export class GenerationService {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
       try {
-        await writes.run((trx) =>
-          failGeneration(trx, row, {
+        const hooked = await writes.run(async (trx) => {
+          const settled = await failGeneration(trx, row, {
             errorCode: canceled ? 'canceled' : code,
             errorMessage: messageOf(error),
             latencyMs,
             completedAt: clock.now(),
             ...(canceled ? { status: 'canceled' as const } : {}),
-          }),
-        );
+          });
+          return settled && (await this.completionWebhooks?.emit(trx, row.id)) === true;
+        });
+        if (hooked) this.completionWebhooks?.poke();
       } catch (settleError) {
         // The row stays active: released by a retry when the database is back, or by a takeover.
         this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
@@ -325,7 +359,13 @@ export class GenerationService {
         signal,
       );
       const latencyMs = elapsedMs(clock, started);
-      const settled = await writes.run((trx) => completeGeneration(trx, row.id, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() }));
+      let hooked = false;
+      const settled = await writes.run(async (trx) => {
+        const done = await completeGeneration(trx, row.id, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() });
+        hooked = done && (await this.completionWebhooks?.emit(trx, row.id)) === true;
+        return done;
+      });
+      if (hooked) this.completionWebhooks?.poke();
       if (!settled) {
         // Canceled, or abandoned by the sweeper, before it finished: it stays that way (uncharged);
         // a client still waiting gets its images.

@@ -48,11 +48,13 @@ export interface DispatcherOptions {
 }
 
 interface Claimed extends WebhookDeliveriesTable {
-  url: string;
-  secret: string;
+  url: string | null;
+  secret: string | null;
+  /** Completion webhooks (target_url set): the signing key's sealed secret. */
+  key_secret: string | null;
   previous_secret: string | null;
   previous_secret_expires_at: number | null;
-  endpoint_status: string;
+  endpoint_status: string | null;
   failing_since: number | null;
   payload: string;
 }
@@ -131,10 +133,12 @@ export class WebhookDispatcher {
     if (ids.length === 0) return [];
     return db
       .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .leftJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .leftJoin('key_webhook_secrets as k', 'k.key_id', 'd.signing_key_id')
       .innerJoin('events as ev', 'ev.id', 'd.event_id')
       .selectAll('d')
       .select(['e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.status as endpoint_status', 'e.failing_since', 'ev.payload'])
+      .select('k.secret as key_secret')
       .where('d.id', 'in', ids)
       .execute();
   }
@@ -143,6 +147,11 @@ export class WebhookDispatcher {
   private openSecrets(delivery: Claimed, now: number): string[] | undefined {
     const { secrets, logger } = this.options;
     try {
+      if (delivery.target_url) {
+        if (!delivery.signing_key_id || !delivery.key_secret) throw new Error('the key has no webhook secret');
+        return [secrets.openForKey(delivery.signing_key_id, delivery.key_secret)];
+      }
+      if (delivery.secret === null) throw new Error('the endpoint is gone');
       const opened = [secrets.open(delivery.endpoint_id, delivery.secret)];
       if (delivery.previous_secret && (delivery.previous_secret_expires_at ?? 0) > now) opened.push(secrets.open(delivery.endpoint_id, delivery.previous_secret));
       return opened;
@@ -154,7 +163,9 @@ export class WebhookDispatcher {
 
   private async deliver(delivery: Claimed): Promise<void> {
     const { db, clock, timeoutMs, allowPrivateNetworks, logger } = this.options;
-    if (delivery.endpoint_status !== 'enabled') {
+    // A completion webhook goes to its request's own URL; endpoints' status and failure tracking do not apply.
+    const target = delivery.target_url ?? delivery.url;
+    if (!delivery.target_url && delivery.endpoint_status !== 'enabled') {
       await db
         .updateTable('webhook_deliveries')
         .set({ status: 'failed', last_error: 'endpoint disabled', completed_at: clock.now(), lease_expires_at: null })
@@ -166,9 +177,9 @@ export class WebhookDispatcher {
     const secrets = this.openSecrets(delivery, started);
     // Receivers check webhook-timestamp against their own clock: it is the wall-clock time, whatever clock schedules us.
     const result: PostResult =
-      secrets === undefined
+      secrets === undefined || target === null
         ? { error: 'its signing secret cannot be opened (sealing key not configured)' }
-        : await postJson(delivery.url, signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload), delivery.payload, {
+        : await postJson(target, signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload), delivery.payload, {
             timeoutMs,
             allowPrivate: allowPrivateNetworks,
           });
@@ -199,7 +210,9 @@ export class WebhookDispatcher {
         .where('id', '=', delivery.id)
         .execute();
       const endpoint = trx.updateTable('webhook_endpoints').where('id', '=', delivery.endpoint_id);
-      if (ok) {
+      if (delivery.target_url) {
+        // No endpoint to mark.
+      } else if (ok) {
         await endpoint.set({ failing_since: null }).where('failing_since', 'is not', null).execute();
       } else if (result.statusCode === 410) {
         await endpoint

@@ -22,6 +22,15 @@ export class WebhookSecrets {
     return Sealer.isSealed(stored) ? this.sealer.open(WebhookSecrets.context(endpointId), stored) : stored;
   }
 
+  /** A client key's completion-webhook secret (key_webhook_secrets), bound to the key id. */
+  sealForKey(keyId: string, secret: string): string {
+    return this.sealer.seal(`key_webhook_secret:${keyId}`, secret);
+  }
+
+  openForKey(keyId: string, stored: string): string {
+    return this.sealer.open(`key_webhook_secret:${keyId}`, stored);
+  }
+
   /** What should be stored instead of `stored`, or undefined when it is sealed with the newest key already. */
   resealed(endpointId: string, stored: string): string | undefined {
     if (Sealer.isSealed(stored) && !this.sealer.isStale(stored)) return undefined;

@@ -24,7 +24,8 @@ export class WebhookReceiver {
   url = '';
   secrets: string[] = [];
 
-  async start(): Promise<this> {
+  /** `port`: listen there (a receiver that comes back up at the address it had). */
+  async start(port = 0): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -49,7 +50,7 @@ export class WebhookReceiver {
         res.writeHead(answer, answer >= 300 && answer < 400 ? { Location: `${this.url}/redirected` } : {}).end();
       });
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
