@@ -2042,6 +2042,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookSigningSecret"];
                 };
             };
+            400: components["responses"]["InvalidRequest"];
             401: components["responses"]["ClientUnauthorized"];
             403: components["responses"]["ClientForbidden"];
             500: components["responses"]["InternalError"];

@@ -304,7 +304,11 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     // (`main` was rotated and disabled above.)
     const modelsKey = await createKey({});
     const elsewhere = await createKey({ allowed_ips: ['192.0.2.0/24'] });
-    for (const [operationId, route] of [['listModelsOpenAI', '/v1/models'], ['getModelOpenAI', '/v1/models/local-1']] as const) {
+    for (const [operationId, route] of [
+      ['listModelsOpenAI', '/v1/models'],
+      ['getModelOpenAI', '/v1/models/local-1'],
+      ['getWebhookSigningSecret', '/v1/webhook-secret'],
+    ] as const) {
       await call('gateway', operationId, 200, { method: 'GET', path: route, headers: modelsKey.auth });
       await call('gateway', operationId, 400, { method: 'GET', path: `${route}?unknown=1`, headers: modelsKey.auth });
       await call('gateway', operationId, 401, { method: 'GET', path: route });
