@@ -212,7 +212,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   await resealWebhookSecrets(database.db, webhookSecrets, logger);
   dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
   dispatcher.start();
-  const stopSweeper = await startSweeper({ db: database.db, clock, staleAfterMs, intervalMs: 60_000, logger, images });
+  const completionWebhooks = generation.completionWebhooks;
+  const stopSweeper = await startSweeper({
+    db: database.db,
+    clock,
+    staleAfterMs,
+    intervalMs: 60_000,
+    logger,
+    images,
+    ...(completionWebhooks ? { onSettled: (trx, id) => completionWebhooks.emit(trx, id) } : {}),
+  });
 
   const common = {
     db: database.db,

@@ -29,6 +29,8 @@ export interface SweepDeps {
   staleAfterMs: Record<string, number>;
   /** Deletes images past their retention (src/images). */
   images?: { sweep(): Promise<number> };
+  /** Completion webhooks: queues a failed generation's delivery in the transaction that fails it. */
+  onSettled?: (trx: Kysely<Database>, generationId: string) => Promise<boolean>;
 }
 
 /**
@@ -41,8 +43,13 @@ export async function releasePendingGeneration(
   generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
   errorCode: string,
   now: number,
+  onSettled?: SweepDeps['onSettled'],
 ): Promise<boolean> {
-  return db.transaction().execute((trx) => failGeneration(trx, generation, { errorCode, latencyMs: null, completedAt: now }));
+  return db.transaction().execute(async (trx) => {
+    const failed = await failGeneration(trx, generation, { errorCode, latencyMs: null, completedAt: now });
+    if (failed) await onSettled?.(trx, generation.id);
+    return failed;
+  });
 }
 
 export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
@@ -52,7 +59,7 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
     for (;;) {
       const stale = await findStalePendingGenerations(deps.db, provider, now - staleAfterMs, 500);
       for (const generation of stale) {
-        if (await releasePendingGeneration(deps.db, generation, 'abandoned', now)) abandoned += 1;
+        if (await releasePendingGeneration(deps.db, generation, 'abandoned', now, deps.onSettled)) abandoned += 1;
       }
       if (stale.length < 500) break;
     }

@@ -31,6 +31,12 @@ export class WebhookSecrets {
     return this.sealer.open(`key_webhook_secret:${keyId}`, stored);
   }
 
+  /** What should be stored instead of a key's sealed secret, or undefined when it is sealed with the newest key already. */
+  resealedForKey(keyId: string, stored: string): string | undefined {
+    if (!this.sealer.isStale(stored)) return undefined;
+    return this.sealForKey(keyId, this.openForKey(keyId, stored));
+  }
+
   /** What should be stored instead of `stored`, or undefined when it is sealed with the newest key already. */
   resealed(endpointId: string, stored: string): string | undefined {
     if (Sealer.isSealed(stored) && !this.sealer.isStale(stored)) return undefined;
@@ -62,6 +68,17 @@ export async function resealWebhookSecrets(db: Db, secrets: WebhookSecrets, logg
     } catch (error) {
       // A key that is not configured (named by its id, never the secret): that endpoint's deliveries fail until it is.
       logger?.error({ endpoint_id: row.id, reason: (error as Error).message }, 'cannot open a webhook secret; it stays as it is');
+    }
+  }
+  // The keys' completion-webhook secrets (always sealed), the same way.
+  for (const row of await db.selectFrom('key_webhook_secrets').select(['key_id', 'secret']).execute()) {
+    try {
+      const secret = secrets.resealedForKey(row.key_id, row.secret);
+      if (secret === undefined) continue;
+      const update = await db.updateTable('key_webhook_secrets').set({ secret }).where('key_id', '=', row.key_id).where('secret', '=', row.secret).executeTakeFirst();
+      rewritten += Number(update.numUpdatedRows);
+    } catch (error) {
+      logger?.error({ key_id: row.key_id, reason: (error as Error).message }, 'cannot open a key webhook secret; it stays as it is');
     }
   }
   return rewritten;

@@ -3,6 +3,7 @@ import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 import { WebhookReceiver } from '../helpers/webhook-receiver';
+import { sweepOnce } from '../../src/maintenance/sweeper';
 
 /**
  * Issue #17, completion webhooks: a generation request's `webhook` receives a Standard Webhooks
@@ -120,6 +121,20 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     ark.releaseHeld('c1');
     await until(() => deliveredFor(held.body.id).length > 0, 'the cancel webhook');
     expect(deliveredFor(held.body.id)[0]!.event).toMatchObject({ type: 'generation.canceled', data: { status: 'canceled', error: { code: 'canceled' } } });
+  });
+
+  it('generation.failed when the sweeper abandons a generation its process lost (abandoned, released)', async () => {
+    const key = await newKey();
+    receiver.secrets.push(await secretOf(key));
+    const lost = await submit(key, { prompt: 'lost [hold:s1]', model: 'held-1', webhook: receiver.url, webhook_events_filter: ['failed'] });
+    await ark.whenHeld('s1');
+    t.clock.advanceMs(10_000);
+    const hooks = t.gateway.generation.completionWebhooks!;
+    const result = await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { jimeng: 1_000 }, onSettled: (trx, id) => hooks.emit(trx, id) });
+    expect(result.abandoned).toBeGreaterThanOrEqual(1);
+    ark.releaseHeld('s1');
+    await until(() => deliveredFor(lost.body.id).length > 0, 'the abandoned webhook');
+    expect(deliveredFor(lost.body.id)[0]!.event).toMatchObject({ type: 'generation.failed', data: { status: 'failed', error: { code: 'abandoned' } } });
   });
 
   it('refuses a webhook URL that may not receive deliveries (400 param webhook) before anything is charged', async () => {
