@@ -172,6 +172,12 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     expect((await t.api.send('get', '/generations', { headers: auth(key) })).body.data).toEqual([]);
   });
 
+  it('the internal API takes no webhook (its generations have no key to sign with): 400', async () => {
+    const res = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: 'x', model: 'local-1', webhook: receiver.url });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+  });
+
   it('a private address is refused when private networks are not allowed (the default)', async () => {
     const strict = await startTestGateway({});
     try {
