@@ -985,8 +985,8 @@ export interface components {
              * @enum {integer}
              */
             partial_images?: 0;
-            webhook?: components["schemas"]["webhook"];
-            webhook_events_filter?: components["schemas"]["webhook_events_filter"];
+            webhook?: components["schemas"]["GenerationWebhookUrl"];
+            webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         } & {
             [key: string]: unknown;
         };
@@ -1296,6 +1296,18 @@ export interface components {
             data: components["schemas"]["Key"][];
             next_cursor: string | null;
         };
+        /**
+         * Format: uri
+         * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
+         *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
+         *     webhook secret (`GET /v1/webhook-secret`). Event types `generation.completed`,
+         *     `generation.failed`, `generation.canceled`; `data` is the generation as
+         *     `GET /generations/{id}` returns it. Private and loopback addresses are refused with 400
+         *     (`param` is `webhook`) unless the operator allows private networks.
+         */
+        GenerationWebhookUrl: string;
+        /** @description Which settlements are delivered to `webhook`; default all three. */
+        GenerationWebhookEvents: ("completed" | "failed" | "canceled")[];
         GenerateImageRequest: {
             /** @description What to draw. */
             prompt: string;
@@ -1320,18 +1332,8 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
-            /**
-             * Format: uri
-             * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
-             *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
-             *     webhook secret (`GET /v1/webhook-secret`). Event types `generation.completed`,
-             *     `generation.failed`, `generation.canceled`; `data` is the generation as
-             *     `GET /generations/{id}` returns it. Private and loopback addresses are refused with 400
-             *     (`param` is `webhook`) unless the operator allows private networks.
-             */
-            webhook?: string;
-            /** @description Which settlements are delivered to `webhook`; default all three. */
-            webhook_events_filter?: ("completed" | "failed" | "canceled")[];
+            webhook?: components["schemas"]["GenerationWebhookUrl"];
+            webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
          * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
@@ -1386,18 +1388,6 @@ export interface components {
                 dependency?: "database" | "redis";
             };
         };
-        /**
-         * Format: uri
-         * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
-         *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
-         *     webhook secret (`GET /v1/webhook-secret`). Event types `generation.completed`,
-         *     `generation.failed`, `generation.canceled`; `data` is the generation as
-         *     `GET /generations/{id}` returns it. Private and loopback addresses are refused with 400
-         *     (`param` is `webhook`) unless the operator allows private networks.
-         */
-        webhook: string;
-        /** @description Which settlements are delivered to `webhook`; default all three. */
-        webhook_events_filter: ("completed" | "failed" | "canceled")[];
     };
     responses: {
         /** @description The channel (never its credentials). */
