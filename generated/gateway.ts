@@ -791,14 +791,14 @@ export interface components {
              */
             completed_at: string | null;
             /** @description Why it failed or was canceled (the error envelope's fields); null otherwise. */
-            error: null | {
+            error: {
                 /** @description An ErrorCode, or `abandoned` (interrupted while an upstream call was in flight: never sent again), or `canceled`. */
                 code: string;
                 message: string;
                 type: string;
-            };
+            } | null;
             /** @description The images once it succeeded (signed URLs, or base64 for `b64_json`); null otherwise. */
-            data: null | components["schemas"]["GeneratedImage"][];
+            data: components["schemas"]["GeneratedImage"][] | null;
             usage: {
                 /** @description Images delivered. */
                 images: number;
