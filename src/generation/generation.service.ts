@@ -154,16 +154,21 @@ export class GenerationService {
     return entry;
   }
 
-  /** The gateway's path: a client key pays, within its rate limit and quota. */
-  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
-    const entry = this.modelFor(input.model);
+  /** The key's model and provider checks, then its RPM: the same for every way a key submits work. */
+  private async admitForKey(key: ClientKey, model: string): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
+    const entry = this.modelFor(model);
     checkModelAllowed(key, entry.model);
     if (!key.allowedProviders.includes(entry.provider)) {
       throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
         param: 'model',
       });
     }
-    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    return { entry, decision: await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now()) };
+  }
+
+  /** The gateway's path: a client key pays, within its rate limit and quota. */
+  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
+    const { entry, decision } = await this.admitForKey(key, input.model);
     let slot: HeldLease | undefined;
     try {
       if (!decision.allowed) {
@@ -194,14 +199,7 @@ export class GenerationService {
    * channels have room. The key's max_concurrent bounds synchronous requests only.
    */
   async submitForKey(key: ClientKey, input: GenerateImageInput): Promise<{ row: GenerationsTable; creditsRemaining: number; rateLimit: RateLimitDecision }> {
-    const entry = this.modelFor(input.model);
-    checkModelAllowed(key, entry.model);
-    if (!key.allowedProviders.includes(entry.provider)) {
-      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
-        param: 'model',
-      });
-    }
-    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    const { entry, decision } = await this.admitForKey(key, input.model);
     try {
       if (!decision.allowed) {
         this.deps.metrics.rateLimitRefusals.inc();
