@@ -41,6 +41,11 @@ export interface ChannelRouterDeps {
 const DIRECTORY_TTL_MS = 1000;
 /** How often a request waiting for a slot looks again (a release on this replica wakes it at once). */
 const QUEUE_POLL_MS = 50;
+
+/** A call's place in its model's saturation line; `wake` ends its current wait early. */
+interface QueueTicket {
+  wake: () => void;
+}
 /** A slot outlives its call's deadline by this much before it is presumed lost with its replica. */
 const LEASE_GRACE_MS = 2000;
 /** The shared lease that lets one replica at a time run the periodic probe. */
@@ -151,9 +156,12 @@ export class ChannelRouter {
   private readonly clients = new Map<string, { version: number; client: ChannelClient | undefined }>();
   private readonly runtimes = new Map<string, ChannelRuntime>();
   private readonly providerStats = new Map<string, ProviderStats>();
-  private waiters: Array<() => void> = [];
-  /** Calls waiting for a slot on this replica, per model (bounded by queueMaxWaiters). */
-  private readonly waiting = new Map<string, number>();
+  /**
+   * Calls waiting for a slot on this replica, per model, in arrival order (bounded by queueMaxWaiters).
+   * Only the first of a line polls the limit store; the others wait until they are first, so a
+   * saturated model costs one store round trip per poll per replica, not one per waiting call.
+   */
+  private readonly lines = new Map<string, QueueTicket[]>();
   private probeTimer: NodeJS.Timeout | undefined;
   private probing = false;
 
@@ -481,9 +489,8 @@ export class ChannelRouter {
       // The lease expires by itself.
       this.deps.logger.warn({ err: error, channel_id: channel.id }, 'could not release a channel slot');
     }
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+    // The slot may serve any model of this channel: the first call of each line tries.
+    for (const line of this.lines.values()) line[0]?.wake();
   }
 
   /**
@@ -500,18 +507,20 @@ export class ChannelRouter {
   ): Promise<{ channel: Channel; client: ChannelClient; leaseId: string | undefined }> {
     const { entry } = context;
     const queueDeadline = Math.min(this.deps.clock.now() + this.deps.queueTimeoutMs, context.deadline);
-    let queued = false;
+    let ticket: QueueTicket | undefined;
     try {
       return await this.acquireOrWait(context, images, failedOver, lastError, queueDeadline, () => {
-        // Joins the queue once; a full queue answers at once rather than piling up callers.
-        if (queued) return true;
-        if ((this.waiting.get(entry.model) ?? 0) >= this.deps.queueMaxWaiters) return false;
-        this.waiting.set(entry.model, (this.waiting.get(entry.model) ?? 0) + 1);
-        queued = true;
-        return true;
+        // Joins the line once; a full line answers at once rather than piling up callers.
+        if (ticket) return ticket;
+        const line = this.lines.get(entry.model) ?? [];
+        if (line.length >= this.deps.queueMaxWaiters) return undefined;
+        ticket = { wake: () => undefined };
+        line.push(ticket);
+        this.lines.set(entry.model, line);
+        return ticket;
       });
     } finally {
-      if (queued) this.waiting.set(entry.model, (this.waiting.get(entry.model) ?? 1) - 1);
+      if (ticket) this.leaveLine(entry.model, ticket);
     }
   }
 
@@ -521,7 +530,7 @@ export class ChannelRouter {
     failedOver: ReadonlySet<string>,
     lastError: UpstreamError | undefined,
     queueDeadline: number,
-    joinQueue: () => boolean,
+    joinQueue: () => QueueTicket | undefined,
   ): Promise<{ channel: Channel; client: ChannelClient; leaseId: string | undefined }> {
     const { entry } = context;
     for (;;) {
@@ -560,26 +569,42 @@ export class ChannelRouter {
       if (remaining <= 0) {
         throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy; retry shortly.`, false, { headers: retryAfter });
       }
-      if (!joinQueue()) {
+      const ticket = joinQueue();
+      if (!ticket) {
         throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy, and its queue is full; retry shortly.`, false, {
           headers: retryAfter,
         });
       }
-      await this.waitForSlot(Math.min(remaining, QUEUE_POLL_MS, Number.isFinite(soonestMs) ? Math.max(1, soonestMs) : QUEUE_POLL_MS), context.signal);
+      // The first of the line polls; the others wait to be first (or for their deadline).
+      const first = this.lines.get(entry.model)?.[0] === ticket;
+      const pollMs = Number.isFinite(soonestMs) ? Math.max(1, soonestMs) : QUEUE_POLL_MS;
+      await this.waitForSlot(ticket, first ? Math.min(remaining, QUEUE_POLL_MS, pollMs) : remaining, context.signal);
     }
   }
 
-  private waitForSlot(ms: number, signal: AbortSignal): Promise<void> {
+  private waitForSlot(ticket: QueueTicket, ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
+        ticket.wake = () => undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
       signal.addEventListener('abort', done, { once: true });
-      this.waiters.push(done);
+      ticket.wake = done;
     });
+  }
+
+  /** Leaves the line; when the call was first, the next one starts polling at once. */
+  private leaveLine(model: string, ticket: QueueTicket): void {
+    const line = this.lines.get(model);
+    if (!line) return;
+    const at = line.indexOf(ticket);
+    if (at === -1) return;
+    line.splice(at, 1);
+    if (line.length === 0) this.lines.delete(model);
+    else if (at === 0) line[0]?.wake();
   }
 
   /** When no channel is left to try: the last failure (busy ones with a Retry-After), else unavailable. */
@@ -614,7 +639,7 @@ export class ChannelRouter {
 
   /** Calls waiting for a slot on this replica, per model (the saturation queue's depth). */
   waitingByModel(): Array<[string, number]> {
-    return [...this.waiting].filter(([, count]) => count > 0);
+    return [...this.lines].map(([model, line]) => [model, line.length] as [string, number]).filter(([, count]) => count > 0);
   }
 
   /** Whether any channel (whatever its status) serves models of `provider` over `transport`. */

@@ -103,6 +103,8 @@ describeWithServices.each([
     // Each probe is logged by the replica that made it; more than one replica took part over time
     // is likely but not certain, so only the total is checked.
     const probeLines = () => processes.reduce((sum, p) => sum + p.output.join('').split('\n').filter((line) => line.includes('probed an auto-disabled channel')).length, 0);
+    // A replica logs its probe once the probe's answer is handled, after the fake counted the call: wait (bounded).
+    await until(() => probeLines() >= PROBES, `${PROBES} probe log lines`, 10_000);
     expect(probeLines()).toBeGreaterThanOrEqual(PROBES);
 
     fakes.p.setApiKey(KEYS.p);
