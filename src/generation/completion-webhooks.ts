@@ -4,7 +4,7 @@ import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
 import { toIso } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
-import { eventBody } from '../webhooks/events';
+import { eventBody, pendingDelivery } from '../webhooks/events';
 import { urlProblem } from '../webhooks/safe-url';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';
@@ -89,18 +89,8 @@ export class CompletionWebhooks {
     await trx
       .insertInto('webhook_deliveries')
       .values({
-        id: `whd_${randomBase62(22)}`,
-        event_id: eventId,
         // Not an endpoint: names the key whose secret signs it (the unique (event, endpoint) pair holds).
-        endpoint_id: row.key_id,
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        lease_expires_at: null,
-        last_status_code: null,
-        last_error: null,
-        created_at: now,
-        completed_at: null,
+        ...pendingDelivery(eventId, row.key_id, now),
         target_url: webhook.url,
         signing_key_id: row.key_id,
       })

@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, WebhookDeliveriesTable } from '../db/schema';
 import { toIso } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
 
@@ -10,6 +10,23 @@ import { randomBase62 } from '../shared/ids';
  * subscribed to the type, which the dispatcher (dispatcher.ts) sends at least once.
  */
 export type Db = Kysely<Database>;
+
+/** A delivery row not yet attempted, due at once: the dispatcher's unit of work. */
+export function pendingDelivery(eventId: string, endpointId: string, now: number): Insertable<WebhookDeliveriesTable> {
+  return {
+    id: `whd_${randomBase62(22)}`,
+    event_id: eventId,
+    endpoint_id: endpointId,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    lease_expires_at: null,
+    last_status_code: null,
+    last_error: null,
+    created_at: now,
+    completed_at: null,
+  };
+}
 
 export const EVENT_TYPES = [
   'key.quota.threshold_reached',
@@ -55,19 +72,7 @@ export async function emitEvent(trx: Db, event: NewEvent, now: number): Promise<
     await trx
       .insertInto('webhook_deliveries')
       .values(
-        targets.map((endpoint) => ({
-          id: `whd_${randomBase62(22)}`,
-          event_id: id,
-          endpoint_id: endpoint.id,
-          status: 'pending',
-          attempts: 0,
-          next_attempt_at: now,
-          lease_expires_at: null,
-          last_status_code: null,
-          last_error: null,
-          created_at: now,
-          completed_at: null,
-        })),
+        targets.map((endpoint) => pendingDelivery(id, endpoint.id, now)),
       )
       .execute();
   }
