@@ -7,7 +7,8 @@ import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
-import { reserveCredits } from '../keys/keys.repository';
+import { findKeyById, reserveCredits } from '../keys/keys.repository';
+import { keyStatus } from '../keys/key.model';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
@@ -429,7 +430,7 @@ export class GenerationService {
     // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
     if (reservesInOneStatement(this.deps.db)) {
       const draft = generationOf({ period_started_at: now, usage_epoch: null });
-      const row = await reserveWithGeneration(this.deps.db, { keyId: key.id, cost, now, alertThresholds: key.policy.alertThresholds }, draft);
+      const row = await reserveWithGeneration(this.deps.db, { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, draft);
       if (row) {
         return {
           row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
@@ -441,7 +442,7 @@ export class GenerationService {
     // Reservation and its usage row commit together: an active row always has credits behind it.
     // The period and book charged come from the key's row as the reservation found it, not from `key`.
     const reserved = await writes.run(async (trx) => {
-      const row = await reserveCredits(trx, key.id, cost, now);
+      const row = await reserveCredits(trx, key, cost, now);
       if (!row) return undefined;
       // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
       await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
@@ -450,13 +451,18 @@ export class GenerationService {
       return { key: row, generation };
     });
     if (!reserved) {
-      // Only the message and the event read the key as the request found it.
-      const periodStart = currentPeriodStart(key.createdAt, key.quotaPeriodDays, now);
-      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: key.creditsQuota, periodStart }, now));
-      const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
+      // Refused: the key as it is now says why (the request's copy may predate an admin change).
+      const current = await findKeyById(this.deps.db, key.id);
+      if (!current || current.key_hash !== key.keyHash) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+      const status = keyStatus(current, now);
+      if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
+      if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
+      const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
+      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+      const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
       throw new ApiError(
         'quota_exceeded',
-        `This request needs ${cost} credits, more than is left of the key's quota of ${key.creditsQuota}; the quota refills at ${resetsAt}.`,
+        `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
         { details: { period_resets_at: resetsAt } },
       );
     }

@@ -108,7 +108,7 @@ export async function settleGeneration(
   return Number(result.rows[0]?.n ?? 0) === 1;
 }
 
-/** The generation columns the reservation statement takes from the key row it updated; the others are parameters $5... */
+/** The generation columns the reservation statement takes from the key row it updated; the others are parameters $6... */
 const FROM_KEY_ROW = new Set<string>(['period_started_at', 'usage_epoch']);
 const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(column));
 /** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
@@ -123,7 +123,8 @@ const USED_BEFORE = `(CASE WHEN ${ENDED} THEN 0 ELSE credits_used END)`;
  * nothing else belongs in their transaction. The UPDATE is reserveCredits()'s (same roll-over, same
  * conditional quota check, on the row as it is when the statement runs); the generation row takes
  * its period and book from the UPDATE's result, so both commit or neither does. No row: the caller
- * runs the general transaction (quota refused, a threshold crossed, or the credits used up).
+ * runs the general transaction (quota refused, a threshold crossed, the credits used up, or the key no
+ * longer usable: disabled, expired or rotated, checked like reserveCredits() does).
  */
 const RESERVE_STATEMENT =
   `WITH k AS (UPDATE api_keys SET ` +
@@ -131,12 +132,12 @@ const RESERVE_STATEMENT =
   `period_started_at = CASE WHEN ${ENDED} THEN (created_at + cast(($3::bigint - created_at) / (${PERIOD_MS}) as bigint) * (${PERIOD_MS})) ELSE period_started_at END, ` +
   `usage_epoch = CASE WHEN ${ENDED} THEN usage_epoch + 1 ELSE usage_epoch END, ` +
   `last_used_at = $3::bigint ` +
-  `WHERE id = $1 AND ${USED_BEFORE} + $2::bigint < credits_quota ` +
+  `WHERE id = $1 AND status = 'active' AND key_hash = $5 AND (expires_at IS NULL OR expires_at > $3::bigint) AND ${USED_BEFORE} + $2::bigint < credits_quota ` +
   `AND NOT EXISTS (SELECT 1 FROM unnest($4::integer[]) AS t(threshold) ` +
   `WHERE ${USED_BEFORE} * 100 < t.threshold * credits_quota AND (${USED_BEFORE} + $2::bigint) * 100 >= t.threshold * credits_quota) ` +
   `RETURNING credits_used, credits_quota, usage_epoch, period_started_at), ` +
   `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
-    FROM_KEY_ROW.has(column) ? `k.${column}` : `$${5 + ROW_PARAMETERS.indexOf(column)}::${NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text'}`,
+    FROM_KEY_ROW.has(column) ? `k.${column}` : `$${6 + ROW_PARAMETERS.indexOf(column)}::${NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text'}`,
   ).join(', ')} FROM k) ` +
   `SELECT credits_used, credits_quota, usage_epoch, period_started_at FROM k`;
 
@@ -152,10 +153,10 @@ export function reservesInOneStatement(db: Db): boolean {
  */
 export async function reserveWithGeneration(
   db: Db,
-  reservation: { keyId: string; cost: number; now: number; alertThresholds: readonly number[] },
+  reservation: { keyId: string; keyHash: string; cost: number; now: number; alertThresholds: readonly number[] },
   row: GenerationsTable,
 ): Promise<Reservation | undefined> {
-  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds]];
+  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds], reservation.keyHash];
   for (const column of ROW_PARAMETERS) parameters.push(row[column]);
   const result = await db.executeQuery<Reservation>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
   return result.rows[0];
