@@ -763,7 +763,8 @@ function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttem
     channel_id: a.channelId,
     outcome: a.outcome,
     error_code: a.errorCode,
-    latency_ms: a.latencyMs,
+    // An integer column: a clock that steps (NTP, a test clock) must not make the settlement that writes it fail.
+    latency_ms: Math.min(Math.max(a.latencyMs, 0), 2_147_483_647),
     started_at: a.startedAt,
   }));
 }

@@ -79,7 +79,7 @@ function settleStatement(attempts: number): string {
   if (text === undefined) {
     const rows = Array.from({ length: attempts }, (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`);
     text =
-      (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')}), ` : 'WITH ') +
+      (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), ` : 'WITH ') +
       `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
       `WHERE id = $1 AND status IN ('queued', 'running') RETURNING 1) SELECT count(*)::int AS n FROM u`;
     settleStatements.set(attempts, text);

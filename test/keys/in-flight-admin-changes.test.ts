@@ -98,6 +98,14 @@ describe('admin changes while generations are in flight', () => {
     expect(await keyRecord(id)).toMatchObject({ credits_used: 4, quota_period_days: 30 });
   });
 
+  it('a generation held while the clock steps a month: it settles (its latency and its attempt rows are clamped)', async () => {
+    const { id, key } = await newKey({ credits_quota: 2, quota_period_days: 90 });
+    const held = await g.startHeld(key, { tag: 'clock-step' });
+    g.t.clock.advanceDays(31);
+    expect((await held.finish()).status).toBe(200);
+    expect(await keyRecord(id)).toMatchObject({ credits_used: 1 });
+  });
+
   it('a key read before a disable, an expiry or a rotation (a cached copy): its generation is refused, nothing charged', async () => {
     const { id } = await newKey({ credits_quota: 10 });
     const generation = g.t.gateway.generation;
