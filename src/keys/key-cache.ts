@@ -28,7 +28,8 @@ export const directKeyLookup: KeyLookup = {
  * made it could not reach Redis while this one could).
  */
 export const KEY_CACHE_TTL_MS = 60_000;
-const KEY_CACHE_MAX_ENTRIES = 100_000;
+/** About 1 KB a row: at most ~20 MB; beyond, the oldest entries go first. */
+const KEY_CACHE_MAX_ENTRIES = 20_000;
 
 interface Entry {
   row: ApiKeyRow;
