@@ -33,6 +33,7 @@ import type { CidrSet } from './shared/cidr';
 import { webhookHandlers } from './webhooks/webhooks.handlers';
 import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
+import type { KeyLookup } from './keys/key-cache';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
 import type { Clock } from './shared/clock';
@@ -59,6 +60,8 @@ export interface GatewayAppDeps {
   catalog: ReadonlyMap<string, CatalogModel>;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
   trustedProxies?: CidrSet;
+  /** How the client-key guard finds keys (cached on PostgreSQL + Redis). */
+  keyLookup?: KeyLookup;
   webhooks: WebhooksService;
 }
 

@@ -24,6 +24,7 @@ import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { KeysService } from './keys/keys.service';
+import { createKeyLookup } from './keys/key-cache';
 import { ConnectionGuard } from './http/connection-guard';
 import { CidrSet } from './shared/cidr';
 import { WebhookDispatcher } from './webhooks/dispatcher';
@@ -233,12 +234,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     validateResponses: config.validateResponses,
     generation,
   };
+  const keyLookup = createKeyLookup(config, database.engine, logger);
   const publicApp = createGatewayApp({
     ...common,
     clock,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
-    keys: new KeysService(database.db, clock, providers.names(), catalog),
+    keys: new KeysService(database.db, clock, providers.names(), catalog, (id) => keyLookup.changed(id)),
+    keyLookup,
     rateLimiter,
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
@@ -291,6 +294,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await channels.close();
         await dispatcher?.stop();
         await rateLimiter.close();
+        await keyLookup.close();
         await leases.close();
         await database.close();
       })();

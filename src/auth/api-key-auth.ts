@@ -6,7 +6,7 @@ import { checkClientIp } from '../keys/key-policy';
 import { hashKey, isWellFormedKey } from '../keys/key-secret';
 import { type CidrSet, clientAddress } from '../shared/cidr';
 import { keyStatus, toClientKey } from '../keys/key.model';
-import { findKeyByHash } from '../keys/keys.repository';
+import { directKeyLookup, type KeyLookup } from '../keys/key-cache';
 import { type Clock, toIso } from '../shared/clock';
 import { bearerToken } from './admin-auth';
 import type { ClientPrincipal } from './principal';
@@ -16,12 +16,19 @@ import type { ClientPrincipal } from './principal';
  * outside the key's allowed_ips, each with its own
  * code. Malformed keys (bad shape or checksum) are refused without a database lookup.
  */
-export function apiKeyGuard(deps: { db: Kysely<Database>; clock: Clock; trustedProxies?: CidrSet }): (req: Request) => Promise<ClientPrincipal> {
+export function apiKeyGuard(deps: {
+  db: Kysely<Database>;
+  clock: Clock;
+  trustedProxies?: CidrSet;
+  /** By hash: a cache shared-invalidated across replicas on PostgreSQL + Redis (key-cache.ts), else one SELECT. */
+  keyLookup?: KeyLookup;
+}): (req: Request) => Promise<ClientPrincipal> {
+  const keys = deps.keyLookup ?? directKeyLookup;
   return async (req) => {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined) throw new ApiError('missing_api_key', 'Send your key as Authorization: Bearer hyai_...');
     if (!isWellFormedKey(token)) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-    const key = await findKeyByHash(deps.db, hashKey(token));
+    const key = await keys.find(deps.db, hashKey(token));
     if (!key) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
     const status = keyStatus(key, deps.clock.now());
     if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');

@@ -259,7 +259,18 @@ export class ChannelRouter {
    * `generationId`. One call per image on transports that make one image per call, each routed
    * (and failed over) on its own.
    */
-  async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal, journal?: TaskJournal): Promise<ProviderImage[]> {
+  /**
+   * `attempts`: when given, the attempt rows are pushed there for the caller to write with the
+   * generation's settlement (one statement); without it they are written here in a transaction of their own.
+   */
+  async generate(
+    generationId: string,
+    entry: CatalogModel,
+    request: ProviderRequest,
+    clientSignal: AbortSignal,
+    journal?: TaskJournal,
+    attempts?: GenerationAttemptsTable[],
+  ): Promise<ProviderImage[]> {
     const settings = this.settingsOf(entry.provider);
     const controller = new AbortController();
     let deadlinePassed = false;
@@ -289,21 +300,15 @@ export class ChannelRouter {
     } finally {
       clearTimeout(timer);
       clientSignal.removeEventListener('abort', onClientGone);
-      await this.recordAttempts(generationId, context.attempts);
+      const rows = attemptRows(generationId, context.attempts);
+      if (attempts) attempts.push(...rows);
+      else await this.recordAttempts(generationId, rows);
     }
   }
 
-  private async recordAttempts(generationId: string, attempts: Attempt[]): Promise<void> {
-    const rows: GenerationAttemptsTable[] = attempts.map((a, seq) => ({
-      generation_id: generationId,
-      seq,
-      image_index: a.imageIndex,
-      channel_id: a.channelId,
-      outcome: a.outcome,
-      error_code: a.errorCode,
-      latency_ms: a.latencyMs,
-      started_at: a.startedAt,
-    }));
+  /** Writes attempt rows in a transaction of their own; a failure is logged, never thrown. */
+  async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
+    if (rows.length === 0) return;
     try {
       await this.deps.writes.run((trx) => repo.insertAttempts(trx, rows));
     } catch (error) {
@@ -773,4 +778,18 @@ function hostOf(url: string | null): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttemptsTable[] {
+  return attempts.map((a, seq) => ({
+    generation_id: generationId,
+    seq,
+    image_index: a.imageIndex,
+    channel_id: a.channelId,
+    outcome: a.outcome,
+    error_code: a.errorCode,
+    // An integer column: a clock that steps (NTP, a test clock) must not make the settlement that writes it fail.
+    latency_ms: Math.min(Math.max(a.latencyMs, 0), 2_147_483_647),
+    started_at: a.startedAt,
+  }));
 }

@@ -42,8 +42,18 @@ export async function resealCredentials(db: Db, id: string, previous: string, se
   await db.updateTable('channels').set({ credentials_sealed: sealed }).where('id', '=', id).where('credentials_sealed', '=', previous).execute();
 }
 
+/**
+ * Rows already there (a run taken over after its process died numbers its attempts from 0 again)
+ * are kept: attempts are written with the settlement, which they must never make fail.
+ */
 export async function insertAttempts(db: Db, rows: GenerationAttemptsTable[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('generation_attempts').values(rows).execute();
+  if (rows.length > 0) {
+    await db
+      .insertInto('generation_attempts')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['generation_id', 'seq']).doNothing())
+      .execute();
+  }
 }
 
 export async function listAttempts(db: Db, generationId: string): Promise<GenerationAttemptsTable[]> {

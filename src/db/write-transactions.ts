@@ -6,11 +6,17 @@ export type WriteWork<T> = (trx: Transaction<Database>) => Promise<T>;
 /** Short write transactions of the request path (reserve, settle, release). */
 export interface WriteTransactions {
   run<T>(work: WriteWork<T>): Promise<T>;
+  /**
+   * Work that is atomic by itself: on PostgreSQL, ONE statement (a data-modifying CTE), sent
+   * without BEGIN/COMMIT, so it costs one round trip instead of three or more; on SQLite, queued
+   * into the group commit like `run` (several statements are fine there, they share its transaction).
+   */
+  single<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
 }
 
 /** One transaction per call: PostgreSQL, where a pool runs them side by side and the server groups WAL flushes itself. */
 export function directTransactions(db: Kysely<Database>): WriteTransactions {
-  return { run: (work) => db.transaction().execute(work) };
+  return { run: (work) => db.transaction().execute(work), single: (work) => work(db) };
 }
 
 interface Queued {
@@ -34,6 +40,10 @@ export class GroupCommit implements WriteTransactions {
     private readonly db: Kysely<Database>,
     private readonly maxBatch = 100,
   ) {}
+
+  single<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    return this.run(work);
+  }
 
   run<T>(work: WriteWork<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {

@@ -7,7 +7,8 @@ import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
-import { reserveCredits } from '../keys/keys.repository';
+import { findKeyById, reserveCredits } from '../keys/keys.repository';
+import { keyStatus } from '../keys/key.model';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
@@ -18,14 +19,23 @@ import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
 import type { Kysely } from 'kysely';
-import type { Database, GenerationTasksTable, GenerationsTable } from '../db/schema';
+import type { Database, GenerationAttemptsTable, GenerationTasksTable, GenerationsTable } from '../db/schema';
+import { insertAttempts } from '../channels/channels.repository';
 import { ClientGenerations } from './client-generations';
 import { CompletionWebhooks } from './completion-webhooks';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { listGenerationTasks } from './durable.repository';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf } from './durable';
 import { type GenerationWorker, LeaseLost } from './generation-worker';
-import { completeGeneration, countQueuedGenerations, failGeneration, insertGeneration } from './generations.repository';
+import {
+  completeGeneration,
+  countQueuedGenerations,
+  failGeneration,
+  insertGeneration,
+  reservesInOneStatement,
+  reserveWithGeneration,
+  settleGeneration,
+} from './generations.repository';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
@@ -320,11 +330,15 @@ export class GenerationService {
     const stored = JSON.parse(row.request) as StoredGenerationRequest;
     const { entry, request } = stored;
     const started = clock.now();
+    // The channel attempts, written with the settlement (the same transaction, or statement), or alone when there is none.
+    const attempts: GenerationAttemptsTable[] = [];
+    let attemptsWritten = false;
     const settleFailure = async (error: unknown, code = errorCodeOf(error)) => {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
       try {
         const hooked = await writes.run(async (trx) => {
+          if (!attemptsWritten) await insertAttempts(trx, attempts);
           const settled = await failGeneration(trx, row, {
             errorCode: canceled ? 'canceled' : code,
             errorMessage: messageOf(error),
@@ -334,6 +348,7 @@ export class GenerationService {
           });
           return settled && (await this.completionWebhooks?.emit(trx, row.id)) === true;
         });
+        attemptsWritten = true;
         if (hooked) this.completionWebhooks?.poke();
       } catch (settleError) {
         // The row stays active: released by a retry when the database is back, or by a takeover.
@@ -350,7 +365,7 @@ export class GenerationService {
     // The local provider sends nothing upstream: a takeover simply runs it again.
     const journal = entry.provider === 'local' ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends);
     try {
-      const produced = await channels.generate(row.id, entry, request, signal, journal);
+      const produced = await channels.generate(row.id, entry, request, signal, journal, attempts);
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
         { generationId: row.id, provider: entry.provider, images: produced, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
@@ -358,11 +373,18 @@ export class GenerationService {
       );
       const latencyMs = elapsedMs(clock, started);
       let hooked = false;
-      const settled = await writes.run(async (trx) => {
-        const done = await completeGeneration(trx, row.id, { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() });
-        hooked = done && (await this.completionWebhooks?.emit(trx, row.id)) === true;
-        return done;
-      });
+      const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
+      // Without a completion webhook (most requests) there is no event to write: one statement on PostgreSQL.
+      const settled =
+        stored.webhook === undefined
+          ? await writes.single((db) => settleGeneration(db, row.id, outcome, attempts))
+          : await writes.run(async (trx) => {
+              await insertAttempts(trx, attempts);
+              const done = await completeGeneration(trx, row.id, outcome);
+              hooked = done && (await this.completionWebhooks?.emit(trx, row.id)) === true;
+              return done;
+            });
+      attemptsWritten = true;
       if (hooked) this.completionWebhooks?.poke();
       if (!settled) {
         // Canceled, or abandoned by the sweeper, before it finished: it stays that way (uncharged);
@@ -379,6 +401,9 @@ export class GenerationService {
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
       await settleFailure(error);
       throw error;
+    } finally {
+      // Not settled here (the lease was lost, or settling failed): the attempts still go in.
+      if (!attemptsWritten) await channels.recordAttempts(row.id, attempts);
     }
   }
 
@@ -387,38 +412,57 @@ export class GenerationService {
     const now = clock.now();
     const cost = n * entry.credits_per_image;
     const generationId = newSortableId('gen', now);
+    const request = JSON.stringify(stored);
+    const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
+      ...(held ? this.heldRow(now) : QUEUED_ROW),
+      id: generationId,
+      key_id: key.id,
+      client_id: null,
+      model: entry.model,
+      provider: entry.provider,
+      images: n,
+      credits: cost,
+      period_started_at: row.period_started_at,
+      created_at: now,
+      usage_epoch: row.usage_epoch,
+      request,
+    });
+    // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
+    if (reservesInOneStatement(this.deps.db)) {
+      const draft = generationOf({ period_started_at: now, usage_epoch: null });
+      const row = await reserveWithGeneration(this.deps.db, { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, draft);
+      if (row) {
+        return {
+          row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
+          cost,
+          creditsRemaining: row.credits_quota - row.credits_used,
+        };
+      }
+    }
     // Reservation and its usage row commit together: an active row always has credits behind it.
     // The period and book charged come from the key's row as the reservation found it, not from `key`.
     const reserved = await writes.run(async (trx) => {
-      const row = await reserveCredits(trx, key.id, cost, now);
+      const row = await reserveCredits(trx, key, cost, now);
       if (!row) return undefined;
       // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
       await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
-      const generation: GenerationsTable = {
-        ...(held ? this.heldRow(now) : QUEUED_ROW),
-        id: generationId,
-        key_id: key.id,
-        client_id: null,
-        model: entry.model,
-        provider: entry.provider,
-        images: n,
-        credits: cost,
-        period_started_at: row.period_started_at,
-        created_at: now,
-        usage_epoch: row.usage_epoch,
-        request: JSON.stringify(stored),
-      };
+      const generation = generationOf(row);
       await insertGeneration(trx, generation);
       return { key: row, generation };
     });
     if (!reserved) {
-      // Only the message and the event read the key as the request found it.
-      const periodStart = currentPeriodStart(key.createdAt, key.quotaPeriodDays, now);
-      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: key.creditsQuota, periodStart }, now));
-      const resetsAt = toIso(periodEnd(periodStart, key.quotaPeriodDays));
+      // Refused: the key as it is now says why (the request's copy may predate an admin change).
+      const current = await findKeyById(this.deps.db, key.id);
+      if (!current || current.key_hash !== key.keyHash) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+      const status = keyStatus(current, now);
+      if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
+      if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
+      const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
+      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+      const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
       throw new ApiError(
         'quota_exceeded',
-        `This request needs ${cost} credits, more than is left of the key's quota of ${key.creditsQuota}; the quota refills at ${resetsAt}.`,
+        `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
         { details: { period_resets_at: resetsAt } },
       );
     }

@@ -1,6 +1,8 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, PostgresAdapter, sql } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
-import type { Database, GenerationsTable } from '../db/schema';
+import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
+import { insertAttempts } from '../channels/channels.repository';
+import type { Reservation } from '../keys/keys.repository';
 import { releaseCredits } from '../keys/keys.repository';
 
 type Db = Kysely<Database>;
@@ -64,6 +66,100 @@ export async function completeGeneration(
 ): Promise<boolean> {
   const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
   return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at'] as const satisfies ReadonlyArray<
+  keyof GenerationAttemptsTable
+>;
+/** The settlement statement on PostgreSQL, by number of attempt rows. */
+const settleStatements = new Map<number, string>();
+
+function settleStatement(attempts: number): string {
+  let text = settleStatements.get(attempts);
+  if (text === undefined) {
+    const rows = Array.from({ length: attempts }, (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`);
+    text =
+      (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), ` : 'WITH ') +
+      `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
+      `WHERE id = $1 AND status IN ('queued', 'running') RETURNING 1) SELECT count(*)::int AS n FROM u`;
+    settleStatements.set(attempts, text);
+  }
+  return text;
+}
+
+/**
+ * completeGeneration() with the generation's attempt rows written in the same atomic step: on
+ * PostgreSQL one statement (the attempts are inserted whether or not the row was still active,
+ * as before), on SQLite two in the caller's transaction. Run it through `writes.single`.
+ */
+export async function settleGeneration(
+  db: Db,
+  id: string,
+  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number },
+  attempts: readonly GenerationAttemptsTable[],
+): Promise<boolean> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
+    await insertAttempts(db, [...attempts]);
+    return completeGeneration(db, id, outcome);
+  }
+  const parameters: unknown[] = [id, outcome.status, outcome.errorCode, null, outcome.latencyMs, outcome.completedAt];
+  for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column]);
+  const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
+  return Number(result.rows[0]?.n ?? 0) === 1;
+}
+
+/** The generation columns the reservation statement takes from the key row it updated; the others are parameters $6... */
+const FROM_KEY_ROW = new Set<string>(['period_started_at', 'usage_epoch']);
+const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(column));
+/** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
+const NUMERIC_COLUMNS = new Set<string>(['images', 'credits', 'latency_ms', 'created_at', 'completed_at', 'lease_expires_at', 'started_at', 'cancel_requested', 'runs']);
+// The stored period of the key row is over at $3 (now): storedPeriodEndedSql() of keys.repository.ts.
+const PERIOD_MS = 'quota_period_days * cast(86400000 as bigint)';
+const ENDED = `(period_started_at + ${PERIOD_MS} <= $3::bigint)`;
+const USED_BEFORE = `(CASE WHEN ${ENDED} THEN 0 ELSE credits_used END)`;
+/**
+ * reserveCredits() and insertGeneration() as ONE PostgreSQL statement, for the reservations that
+ * cross none of the key's alert thresholds ($4) and leave credits over: those write no event, so
+ * nothing else belongs in their transaction. The UPDATE is reserveCredits()'s (same roll-over, same
+ * conditional quota check, on the row as it is when the statement runs); the generation row takes
+ * its period and book from the UPDATE's result, so both commit or neither does. No row: the caller
+ * runs the general transaction (quota refused, a threshold crossed, the credits used up, or the key no
+ * longer usable: disabled, expired or rotated, checked like reserveCredits() does).
+ */
+const RESERVE_STATEMENT =
+  `WITH k AS (UPDATE api_keys SET ` +
+  `credits_used = CASE WHEN ${ENDED} THEN $2::bigint ELSE credits_used + $2::bigint END, ` +
+  `period_started_at = CASE WHEN ${ENDED} THEN (created_at + cast(($3::bigint - created_at) / (${PERIOD_MS}) as bigint) * (${PERIOD_MS})) ELSE period_started_at END, ` +
+  `usage_epoch = CASE WHEN ${ENDED} THEN usage_epoch + 1 ELSE usage_epoch END, ` +
+  `last_used_at = $3::bigint ` +
+  `WHERE id = $1 AND status = 'active' AND key_hash = $5 AND (expires_at IS NULL OR expires_at > $3::bigint) AND ${USED_BEFORE} + $2::bigint < credits_quota ` +
+  `AND NOT EXISTS (SELECT 1 FROM unnest($4::integer[]) AS t(threshold) ` +
+  `WHERE ${USED_BEFORE} * 100 < t.threshold * credits_quota AND (${USED_BEFORE} + $2::bigint) * 100 >= t.threshold * credits_quota) ` +
+  `RETURNING credits_used, credits_quota, usage_epoch, period_started_at), ` +
+  `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
+    FROM_KEY_ROW.has(column) ? `k.${column}` : `$${6 + ROW_PARAMETERS.indexOf(column)}::${NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text'}`,
+  ).join(', ')} FROM k) ` +
+  `SELECT credits_used, credits_quota, usage_epoch, period_started_at FROM k`;
+
+/** Whether reserveWithGeneration() can run on this database (PostgreSQL). */
+export function reservesInOneStatement(db: Db): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * The reservation and its generation row in one statement (PostgreSQL; see RESERVE_STATEMENT), or
+ * undefined when this reservation needs the general path. `row`'s period_started_at and usage_epoch
+ * are ignored: the statement takes them from the key row it updated.
+ */
+export async function reserveWithGeneration(
+  db: Db,
+  reservation: { keyId: string; keyHash: string; cost: number; now: number; alertThresholds: readonly number[] },
+  row: GenerationsTable,
+): Promise<Reservation | undefined> {
+  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds], reservation.keyHash];
+  for (const column of ROW_PARAMETERS) parameters.push(row[column]);
+  const result = await db.executeQuery<Reservation>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
+  return result.rows[0];
 }
 
 /** The key's generations waiting for a worker (the per-key cap of the asynchronous path). */

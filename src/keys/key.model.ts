@@ -12,6 +12,8 @@ export type ApiKeyRow = ApiKeysTable;
 /** An authenticated client key, as handlers and services see it (the row's secrets left behind). */
 export interface ClientKey {
   id: string;
+  /** The hash of the secret the request authenticated with: the reservation checks it is still the key's. */
+  keyHash: string;
   rateLimitRpm: number;
   allowedProviders: readonly string[];
   creditsQuota: number;
@@ -24,6 +26,7 @@ export interface ClientKey {
 export function toClientKey(row: ApiKeyRow): ClientKey {
   return {
     id: row.id,
+    keyHash: row.key_hash,
     rateLimitRpm: row.rate_limit_rpm,
     allowedProviders: JSON.parse(row.allowed_providers) as string[],
     creditsQuota: row.credits_quota,

@@ -88,7 +88,7 @@ export interface Reservation {
   period_started_at: number;
 }
 
-const reserveCreditsQuery = preparedQuery<{ id: string; cost: number; now: number }, Reservation>(['id', 'cost', 'now'], (db, p) => {
+const reserveCreditsQuery = preparedQuery<{ id: string; keyHash: string; cost: number; now: number }, Reservation>(['id', 'keyHash', 'cost', 'now'], (db, p) => {
   const ended = storedPeriodEndedSql(p.now);
   return db
     .updateTable('api_keys')
@@ -99,19 +99,25 @@ const reserveCreditsQuery = preparedQuery<{ id: string; cost: number; now: numbe
       last_used_at: p.now,
     })
     .where('id', '=', p.id)
+    .where('status', '=', 'active')
+    .where('key_hash', '=', p.keyHash)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', p.now)]))
     .where(sql<boolean>`(CASE WHEN ${ended} THEN 0 ELSE credits_used END) + ${p.cost} <= credits_quota`)
     .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
 });
 
 /**
  * Reserves `cost` credits in one atomic conditional UPDATE, so concurrent requests (or replicas)
- * can never spend past the quota. Whether the stored period has ended, and so whether the usage
+ * can never spend past the quota. It also re-checks what the request's authentication saw (which may
+ * come from a cache, key-cache.ts): the key still active, not expired at `now`, and `keyHash` (the
+ * secret the request used) still its hash, so a disable, an expiry or a rotation that committed
+ * since is never charged. Undefined tells the caller to read the key again to say which it was. Whether the stored period has ended, and so whether the usage
  * rolls over into a new book, is decided from the row itself in the same statement (never from a
  * key the request read earlier, which an administrator may have changed since). Returns the book
  * charged, or undefined when the credits are not there.
  */
-export async function reserveCredits(db: Db, id: string, cost: number, now: number): Promise<Reservation | undefined> {
-  return (await reserveCreditsQuery(db, { id, cost, now })).rows[0];
+export async function reserveCredits(db: Db, key: { id: string; keyHash: string }, cost: number, now: number): Promise<Reservation | undefined> {
+  return (await reserveCreditsQuery(db, { id: key.id, keyHash: key.keyHash, cost, now })).rows[0];
 }
 
 const releaseCreditsQuery = preparedQuery<{ id: string; cost: number; epoch: number }, never>(['id', 'cost', 'epoch'], (db, p) =>

@@ -36,6 +36,8 @@ export class KeysService {
     private readonly knownProviders: ReadonlySet<string>,
     /** For `allowed_models`. */
     private readonly catalog: ReadonlyMap<string, CatalogModel> = new Map(),
+    /** Told of every committed change of a key (the key cache of every replica drops it). */
+    private readonly onChanged: (id: string) => Promise<void> = async () => undefined,
   ) {}
 
   private checkProviders(providers: string[]): void {
@@ -81,6 +83,9 @@ export class KeysService {
       const current = await this.requireKey(id, trx, { lock: true });
       const after = present(await change(trx, current, now), now);
       return { result: after, change: updateChange(action, id, toKeyResource(current, now), after) };
+    }).then(async (result) => {
+      await this.onChanged(id);
+      return result;
     });
   }
 

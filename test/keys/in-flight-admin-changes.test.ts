@@ -98,6 +98,37 @@ describe('admin changes while generations are in flight', () => {
     expect(await keyRecord(id)).toMatchObject({ credits_used: 4, quota_period_days: 30 });
   });
 
+  it('a generation held while the clock steps a month: it settles (its latency and its attempt rows are clamped)', async () => {
+    const { id, key } = await newKey({ credits_quota: 2, quota_period_days: 90 });
+    const held = await g.startHeld(key, { tag: 'clock-step' });
+    g.t.clock.advanceDays(31);
+    expect((await held.finish()).status).toBe(200);
+    expect(await keyRecord(id)).toMatchObject({ credits_used: 1 });
+  });
+
+  it('a key read before a disable, an expiry or a rotation (a cached copy): its generation is refused, nothing charged', async () => {
+    const { id } = await newKey({ credits_quota: 10 });
+    const generation = g.t.gateway.generation;
+    const attempt = async (row: Awaited<ReturnType<typeof findKeyById>>) =>
+      generation.generateForKey(toClientKey(row!), localRequest() as never, new AbortController().signal).then(
+        () => 'charged',
+        (error: unknown) => (error instanceof ApiError ? error.code : String(error)),
+      );
+    // What the request path holds after authentication (from the key cache on PostgreSQL + Redis).
+    const readEarlier = await findKeyById(g.t.gateway.database.db, id);
+    expect(await attempt(readEarlier)).toBe('charged');
+    await admin('delete', `/admin/keys/${id}`);
+    expect(await attempt(readEarlier)).toBe('key_disabled');
+    await admin('patch', `/admin/keys/${id}`, { status: 'active' });
+    await admin('post', `/admin/keys/${id}/rotate`);
+    expect(await attempt(readEarlier)).toBe('invalid_api_key');
+    const rotated = await findKeyById(g.t.gateway.database.db, id);
+    await admin('patch', `/admin/keys/${id}`, { expires_at: new Date(g.t.clock.now() + 60_000).toISOString() });
+    g.t.clock.advanceMs(120_000);
+    expect(await attempt(rotated)).toBe('key_expired');
+    expect(await keyRecord(id)).toMatchObject({ credits_used: 1 });
+  });
+
   it('a longer period during a succeeding and a failing generation: the book carries over, the success stays charged', async () => {
     const { id, key } = await newKey({ credits_quota: 3, quota_period_days: 1 });
     g.t.clock.advanceDays(1.5);

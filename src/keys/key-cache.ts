@@ -1,0 +1,165 @@
+import type Redis from 'ioredis';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/config';
+import { createRedisClient } from '../ratelimit/redis-client';
+import type { ApiKeyRow } from './key.model';
+import { type Db, findKeyByHash } from './keys.repository';
+
+/**
+ * How the client-key guard finds a key by the hash of its secret. Every admin change of a key
+ * calls `changed(id)` once it has committed.
+ */
+export interface KeyLookup {
+  find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined>;
+  changed(id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** No cache: one SELECT by hash per request (SQLite, where it is an in-process read, or no Redis). */
+export const directKeyLookup: KeyLookup = {
+  find: findKeyByHash,
+  changed: async () => undefined,
+  close: async () => undefined,
+};
+
+/**
+ * An upper bound on how long an entry is used. Admin changes reach every replica through Redis
+ * pub/sub at once; this bound only matters for a change whose message was lost (the replica that
+ * made it could not reach Redis while this one could).
+ */
+export const KEY_CACHE_TTL_MS = 60_000;
+/** About 1 KB a row: at most ~20 MB; beyond, the oldest entries go first. */
+const KEY_CACHE_MAX_ENTRIES = 20_000;
+
+interface Entry {
+  row: ApiKeyRow;
+  at: number;
+}
+
+/**
+ * Key rows by hash, in process, for replicas sharing Redis (PostgreSQL + Redis), so the request
+ * path does not ask PostgreSQL for the key on every request.
+ *
+ * Invalidation: `changed(id)` (after the admin change committed) drops the entry here and publishes
+ * the id on `<prefix>keys:changed`; every replica subscribes and drops its entry when the message
+ * arrives. A lookup that started before an invalidation arrived is not cached (an epoch counter),
+ * so a row read before a commit cannot outlive the message that followed the commit. While the
+ * subscription is not confirmed (starting, Redis down, reconnecting) the cache is neither read nor
+ * filled, and it is emptied when the subscription drops: a replica that may miss messages does not
+ * use it.
+ *
+ * What a cached row cannot decide is checked again in the reservation statement, on the row as it
+ * is then (keys.repository.ts): a disabled, expired or rotated-away secret is never charged and
+ * never starts a generation once the change committed, cache or not. What follows the cache until
+ * the message arrives (normally well under a millisecond after the commit; at worst
+ * KEY_CACHE_TTL_MS when a message was lost): rate_limit_rpm, allowed providers, models and IPs,
+ * max_concurrent, alert thresholds, and the reads a key may make (GET /v1/models, its generations).
+ */
+export class CachedKeyLookup implements KeyLookup {
+  private readonly entries = new Map<string, Entry>();
+  private readonly hashById = new Map<string, string>();
+  private epoch = 0;
+  private live = false;
+  private readonly channel: string;
+
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly publisher: Redis,
+    prefix: string,
+    private readonly logger: Logger,
+    private readonly ttlMs = KEY_CACHE_TTL_MS,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.channel = `${prefix}keys:changed`;
+    subscriber.on('message', (channel: string, id: string) => {
+      if (channel === this.channel) this.drop(id);
+    });
+    const down = () => {
+      this.live = false;
+      this.clear();
+    };
+    subscriber.on('close', down);
+    subscriber.on('end', down);
+    subscriber.on('ready', () => {
+      subscriber.subscribe(this.channel).then(
+        () => {
+          // Nothing cached before this point: messages of the gap were not seen.
+          this.clear();
+          this.live = subscriber.status === 'ready';
+        },
+        (error: unknown) => this.logger.warn({ err: error }, 'key cache could not subscribe to key changes'),
+      );
+    });
+  }
+
+  /** Whether the cache is in use (subscribed to key changes). */
+  get active(): boolean {
+    return this.live;
+  }
+
+  async find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
+    if (!this.live) return findKeyByHash(db, keyHash);
+    const hit = this.entries.get(keyHash);
+    if (hit && this.now() - hit.at < this.ttlMs) return hit.row;
+    const epoch = this.epoch;
+    const at = this.now();
+    const row = await findKeyByHash(db, keyHash);
+    if (row && this.live && epoch === this.epoch) this.put(keyHash, row, at);
+    return row;
+  }
+
+  async changed(id: string): Promise<void> {
+    this.drop(id);
+    try {
+      await this.publisher.publish(this.channel, id);
+    } catch (error) {
+      // Committed already; other replicas drop their entry within KEY_CACHE_TTL_MS.
+      this.logger.warn({ err: error, key_id: id }, 'could not publish a key change to the other replicas');
+    }
+  }
+
+  async close(): Promise<void> {
+    this.live = false;
+    this.clear();
+    this.subscriber.disconnect();
+    this.publisher.disconnect();
+  }
+
+  private put(keyHash: string, row: ApiKeyRow, at: number): void {
+    const previous = this.hashById.get(row.id);
+    if (previous !== undefined && previous !== keyHash) this.entries.delete(previous);
+    this.entries.delete(keyHash);
+    if (this.entries.size >= KEY_CACHE_MAX_ENTRIES) {
+      const oldest = this.entries.keys().next().value as string;
+      const evicted = this.entries.get(oldest);
+      this.entries.delete(oldest);
+      if (evicted) this.hashById.delete(evicted.row.id);
+    }
+    this.entries.set(keyHash, { row, at });
+    this.hashById.set(row.id, keyHash);
+  }
+
+  private drop(id: string): void {
+    this.epoch += 1;
+    const keyHash = this.hashById.get(id);
+    this.hashById.delete(id);
+    if (keyHash !== undefined) this.entries.delete(keyHash);
+  }
+
+  private clear(): void {
+    this.epoch += 1;
+    this.entries.clear();
+    this.hashById.clear();
+  }
+}
+
+/** The cache when the replicas share Redis and PostgreSQL; the direct lookup otherwise. */
+export function createKeyLookup(
+  config: Pick<GatewayConfig, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs' | 'redisUrl' | 'redisPrefix'>,
+  engine: 'sqlite' | 'postgres',
+  logger: Logger,
+): KeyLookup {
+  if (engine !== 'postgres' || config.redisUrl === undefined) return directKeyLookup;
+  const redis = { ...config, redisUrl: config.redisUrl };
+  return new CachedKeyLookup(createRedisClient(redis, undefined), createRedisClient(redis, undefined), config.redisPrefix, logger);
+}
