@@ -334,6 +334,9 @@ async function scratchDatabase(kind, count, providers) {
   };
 }
 
+/** How long the upstream row waits after its load before reading the gateway's RSS a second time. */
+const IDLE_AFTER_LOAD_MS = 30_000;
+
 /**
  * The upstream path: gateway -> fake Ark (b64 answers), against a bare Express 5 + global fetch proxy and
  * Portkey's gateway on the same fake, in alternating rounds; 32 connections, 1,000 keys; then p99 at a fixed
@@ -386,6 +389,11 @@ async function measureUpstream(name, kind) {
   }
   const rss = rssMb(gateway.child.pid);
   const abRss = other ? rssMb(other.child.pid) : undefined;
+  // RSS once idle: V8 keeps the old-space pages it grew under load until its memory reducer runs (seconds
+  // after the allocation rate drops), so "after load" and "idle after load" differ by tens of MB.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_AFTER_LOAD_MS));
+  const rssIdle = rssMb(gateway.child.pid);
+  const abRssIdle = other ? rssMb(other.child.pid) : undefined;
   await stop(gateway.child);
   for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
   await database.drop();
@@ -405,10 +413,12 @@ async function measureUpstream(name, kind) {
     pacedP99: m((p) => p.paced.p99),
     basePacedP99: m((p) => p.basePaced.p99),
     rss,
+    rssIdle,
+    idleAfterLoadMs: IDLE_AFTER_LOAD_MS,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
     rounds: ROUNDS,
     ...(other
-      ? { ab: { build: AB, nodeFlags: AB_NODE_FLAGS.join(' '), rss: abRss, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
+      ? { ab: { build: AB, nodeFlags: AB_NODE_FLAGS.join(' '), rss: abRss, rssIdle: abRssIdle, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
       : {}),
   };
 }
@@ -694,7 +704,7 @@ function writeReport(r) {
   const upstreamThroughput = upstreamRows
     .map(
       ([name, v]) =>
-        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
+        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss}${v.rssIdle ? ` (${v.rssIdle} after ${v.idleAfterLoadMs / 1000} s idle)` : ''} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
     )
     .join('\n');
   const upstreamLatency = upstreamRows
