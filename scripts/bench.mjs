@@ -775,7 +775,8 @@ ${upstreamLatency}
 
 \`npm run bench -- --only slow --inflight N --delay MS\`. Memory per request = (peak RSS during the hold - RSS before) / N;
 event-loop delay p99 is the gateway's own \`monitorEventLoopDelay\` (prom-client's
-\`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst).
+\`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst). The client keeps at most 2,000 requests
+sent and not yet at the fake upstream (the gateway's accept queue is 4,096), so the ramp runs at the gateway's admission rate.
 
 | in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | all sent after s | longest accept queue | seconds | measured |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
