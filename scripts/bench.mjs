@@ -132,13 +132,17 @@ async function paced(url, keys, rate, seconds, options = {}) {
   const interval = 1000 / rate;
   const latencies = [];
   let bad = 0;
+  const badStatuses = {};
   const started = performance.now();
   await new Promise((resolve) => {
     let sent = 0;
     let done = 0;
-    const finish = (due, ok) => {
+    const finish = (due, ok, status) => {
       latencies.push(performance.now() - due);
-      if (!ok) bad += 1;
+      if (!ok) {
+        bad += 1;
+        badStatuses[status] = (badStatuses[status] ?? 0) + 1;
+      }
       if (++done === total) resolve();
     };
     const tick = () => {
@@ -153,9 +157,9 @@ async function paced(url, keys, rate, seconds, options = {}) {
         });
         request.on('response', (response) => {
           response.resume();
-          response.on('end', () => finish(due, response.statusCode === 200));
+          response.on('end', () => finish(due, response.statusCode === 200, response.statusCode));
         });
-        request.on('error', () => finish(due, false));
+        request.on('error', (error) => finish(due, false, error.code ?? 'error'));
         request.end(options.body ?? BODY);
       }
       if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
@@ -166,7 +170,7 @@ async function paced(url, keys, rate, seconds, options = {}) {
   latencies.sort((a, b) => a - b);
   const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / total) : undefined;
   const at = (q) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(2));
-  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, total, cpuUs };
+  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, ...(bad ? { badStatuses } : {}), total, cpuUs };
 }
 
 /** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
