@@ -5,7 +5,7 @@
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow), --rounds N, --seconds S,
 // --inflight N and --delay MS (the slow-generations row), --ab PATH (another build's dist/src/main.js measured in the
-// upstream rounds too, for paired A/B), --report-only. Each run merges its rows into bench-results/latest.json
+// upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -132,13 +132,17 @@ async function paced(url, keys, rate, seconds, options = {}) {
   const interval = 1000 / rate;
   const latencies = [];
   let bad = 0;
+  const badStatuses = {};
   const started = performance.now();
   await new Promise((resolve) => {
     let sent = 0;
     let done = 0;
-    const finish = (due, ok) => {
+    const finish = (due, ok, status) => {
       latencies.push(performance.now() - due);
-      if (!ok) bad += 1;
+      if (!ok) {
+        bad += 1;
+        badStatuses[status] = (badStatuses[status] ?? 0) + 1;
+      }
       if (++done === total) resolve();
     };
     const tick = () => {
@@ -153,9 +157,9 @@ async function paced(url, keys, rate, seconds, options = {}) {
         });
         request.on('response', (response) => {
           response.resume();
-          response.on('end', () => finish(due, response.statusCode === 200));
+          response.on('end', () => finish(due, response.statusCode === 200, response.statusCode));
         });
-        request.on('error', () => finish(due, false));
+        request.on('error', (error) => finish(due, false, error.code ?? 'error'));
         request.end(options.body ?? BODY);
       }
       if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
@@ -166,7 +170,7 @@ async function paced(url, keys, rate, seconds, options = {}) {
   latencies.sort((a, b) => a - b);
   const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / total) : undefined;
   const at = (q) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(2));
-  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, total, cpuUs };
+  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, ...(bad ? { badStatuses } : {}), total, cpuUs };
 }
 
 /** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
@@ -301,6 +305,8 @@ const upstreamEnv = (databaseUrl, fakeUrl, extra = {}) =>
   gatewayEnv(databaseUrl, { ARK_API_KEY: 'bench-ark-key', ARK_BASE_URL: fakeUrl, PROVIDER_JIMENG_MAX_CONCURRENCY: '64', ...extra });
 /** --ab PATH: a second gateway build (its dist/src/main.js) measured in the same rounds, for paired A/B runs. */
 const AB = flag('ab');
+/** BENCH_AB_NODE_FLAGS: node flags for the --ab process only (a paired A/B of V8 settings on one build). */
+const AB_NODE_FLAGS = (process.env.BENCH_AB_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 /** A scratch database for the gateway, schema made by the gateway itself, seeded with `count` keys. */
 async function scratchDatabase(kind, count, providers) {
@@ -332,6 +338,9 @@ async function scratchDatabase(kind, count, providers) {
   };
 }
 
+/** How long the upstream row waits after its load before reading the gateway's RSS a second time. */
+const IDLE_AFTER_LOAD_MS = 30_000;
+
 /**
  * The upstream path: gateway -> fake Ark (b64 answers), against a bare Express 5 + global fetch proxy and
  * Portkey's gateway on the same fake, in alternating rounds; 32 connections, 1,000 keys; then p99 at a fixed
@@ -358,7 +367,7 @@ async function measureUpstream(name, kind) {
   const database = await scratchDatabase(kind, 1000, '["jimeng"]');
   const gateway = await startProcess(gatewayCommand(), upstreamEnv(database.url, fake.url, database.env));
   const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
-  const other = AB ? await startProcess([AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
+  const other = AB ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
   if (other) await load(other.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   // Warm-up: JIT, caches, connection pools.
   await load(gateway.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
@@ -383,6 +392,12 @@ async function measureUpstream(name, kind) {
     console.log(name, `round ${round + 1}`, JSON.stringify(pair));
   }
   const rss = rssMb(gateway.child.pid);
+  const abRss = other ? rssMb(other.child.pid) : undefined;
+  // RSS once idle: V8 keeps the old-space pages it grew under load until its memory reducer runs (seconds
+  // after the allocation rate drops), so "after load" and "idle after load" differ by tens of MB.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_AFTER_LOAD_MS));
+  const rssIdle = rssMb(gateway.child.pid);
+  const abRssIdle = other ? rssMb(other.child.pid) : undefined;
   await stop(gateway.child);
   for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
   await database.drop();
@@ -402,10 +417,12 @@ async function measureUpstream(name, kind) {
     pacedP99: m((p) => p.paced.p99),
     basePacedP99: m((p) => p.basePaced.p99),
     rss,
+    rssIdle,
+    idleAfterLoadMs: IDLE_AFTER_LOAD_MS,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
     rounds: ROUNDS,
     ...(other
-      ? { ab: { build: AB, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
+      ? { ab: { build: AB, nodeFlags: AB_NODE_FLAGS.join(' '), rss: abRss, rssIdle: abRssIdle, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
       : {}),
   };
 }
@@ -425,6 +442,26 @@ async function scrape(internalUrl) {
   return response.text();
 }
 
+/**
+ * The kernel's TCP counters that tell why a client saw a reset (this network namespace, all processes):
+ * accept-queue overflows and drops, SYN cookies sent and failed, aborts on close with unread data, resets sent.
+ */
+function tcpCounters() {
+  const names = ['ListenOverflows', 'ListenDrops', 'SyncookiesSent', 'SyncookiesFailed', 'TCPAbortOnData', 'TCPAbortOnClose', 'TCPAbortOnTimeout', 'EstabResets', 'OutRsts', 'AttemptFails'];
+  const counters = {};
+  for (const file of ['/proc/net/netstat', '/proc/net/snmp']) {
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      const keys = lines[i].split(/\s+/).slice(1);
+      const values = lines[i + 1].split(/\s+/).slice(1);
+      keys.forEach((key, j) => {
+        if (names.includes(key)) counters[key] = Number(values[j]);
+      });
+    }
+  }
+  return counters;
+}
+
 function metricValue(text, name) {
   const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
   return match ? Number(match[1]) : undefined;
@@ -435,6 +472,9 @@ function metricValue(text, name) {
  * request in flight (RSS at the peak less RSS before, over the count), the gateway's event-loop delay p99 meanwhile
  * (its own perf_hooks monitor, through /metrics), open file descriptors, and whether all succeeded.
  */
+/** Requests the slow row's client may have sent that the gateway has not yet admitted (half the listen backlog). */
+const SLOW_WINDOW = 2000;
+
 async function measureSlow(requested, delayMs) {
   // Each request in flight holds two sockets in the gateway (client and upstream): the open-files limit
   // must exceed 2 x N plus the gateway's own (~100). Raised as far as the hard limit allows.
@@ -456,29 +496,73 @@ async function measureSlow(requested, delayMs) {
   const fdsBefore = openFiles(gateway.child.pid);
   await scrape(gateway.internalUrl); // resets the event-loop delay histogram
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const tcpBefore = tcpCounters();
+  const callsBefore = (await (await fetch(`${fake.url}/stats`)).json()).calls;
+  const failedAfterMs = [];
   let ok = 0;
   let failed = 0;
   const statuses = {};
   const started = performance.now();
   let peakRss = rssBefore;
   let peakFds = fdsBefore;
+  let snapshotTaken = !process.env.BENCH_HEAP_SNAPSHOT;
+  // Longest accept queue seen on each listener (ss's Recv-Q of a LISTEN socket): a full queue drops handshakes.
+  const ports = { gateway: new URL(gateway.url).port, upstream: new URL(fake.url).port };
+  const acceptQueue = { gateway: 0, upstream: 0, backlog: 0 };
+  const sampleAcceptQueues = () => {
+    try {
+      for (const line of execFileSync('ss', ['-ltnH'], { encoding: 'utf8' }).split('\n')) {
+        const [, recvQ, sendQ, local] = line.trim().split(/\s+/);
+        for (const [name, port] of Object.entries(ports)) {
+          if (local?.endsWith(`:${port}`)) {
+            acceptQueue[name] = Math.max(acceptQueue[name], Number(recvQ));
+            if (name === 'gateway') acceptQueue.backlog = Number(sendQ);
+          }
+        }
+      }
+    } catch {
+      // no ss here: the row says 0
+    }
+  };
   const sample = setInterval(() => {
     peakRss = Math.max(peakRss, rssMb(gateway.child.pid));
     peakFds = Math.max(peakFds, openFiles(gateway.child.pid));
+    sampleAcceptQueues();
+    // BENCH_HEAP_SNAPSHOT=1 (with BENCH_NODE_FLAGS=--heapsnapshot-signal=SIGUSR2): one snapshot once most are held.
+    if (!snapshotTaken && peakFds - fdsBefore >= inflight * 1.8) {
+      snapshotTaken = true;
+      gateway.child.kill('SIGUSR2');
+    }
   }, 250);
+  let allSentAt;
   const done = new Promise((resolve) => {
     let finished = 0;
-    const finish = (status) => {
+    const finish = (status, sentAt) => {
       statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status !== 200) failedAfterMs.push(Math.round(performance.now() - sentAt));
       if (status === 200) ok += 1;
       else failed += 1;
       if (++finished === inflight) resolve();
     };
     let sent = 0;
-    // Connections are opened in steps (the listen backlog is bounded by net.core.somaxconn).
-    const step = () => {
-      for (let j = 0; j < 100 && sent < inflight; j += 1, sent += 1) {
+    // Connections are opened in steps of 100 every 50 ms, but never more than WINDOW ahead of the gateway: a
+    // request counts as admitted once it has reached the fake upstream (or been answered). Opening them
+    // faster than the gateway admits them only fills the kernel's accept queue (net.core.somaxconn, 4,096):
+    // the kernel then drops the handshakes it cannot queue and those clients get ECONNRESET, seconds later
+    // (the 2026-11-23/24 runs: 1,295-1,979 of 9,800, with ListenOverflows in the tens of thousands and the
+    // gateway's accept queue at 4,096). The ramp is as fast as the gateway admits on the machine.
+    const step = async () => {
+      let admitted = 0;
+      try {
+        admitted = (await (await fetch(`${fake.url}/stats`)).json()).calls - callsBefore;
+      } catch {
+        // the fake did not answer this time: nothing new is sent in this step
+      }
+      // Failed ones never reached the fake; answered ones are in its count already.
+      const allowed = Math.min(inflight, Math.max(admitted, 0) + failed + SLOW_WINDOW);
+      for (let j = 0; j < 100 && sent < allowed; j += 1, sent += 1) {
         const key = database.keys[sent % database.keys.length];
+        const sentAt = performance.now();
         const request = http.request(`${gateway.url}/images/generate`, {
           method: 'POST',
           agent,
@@ -486,24 +570,28 @@ async function measureSlow(requested, delayMs) {
         });
         request.on('response', (response) => {
           response.resume();
-          response.on('end', () => finish(response.statusCode));
+          response.on('end', () => finish(response.statusCode, sentAt));
         });
-        request.on('error', (error) => finish(error.code ?? 'error'));
+        request.on('error', (error) => finish(error.code ?? 'error', sentAt));
         request.end(UPSTREAM_BODY);
       }
-      if (sent < inflight) setTimeout(step, 50);
+      if (sent < inflight) setTimeout(() => void step(), 50);
+      else allSentAt = performance.now();
     };
+    void step();
     step();
   });
   // Bounded: whatever has not been answered by then counts as failed.
   let deadlineTimer;
-  await Promise.race([done, new Promise((resolve) => (deadlineTimer = setTimeout(resolve, delayMs + inflight * 5 + 60_000)))]);
+  await Promise.race([done, new Promise((resolve) => (deadlineTimer = setTimeout(resolve, delayMs + inflight * 20 + 60_000)))]);
   clearTimeout(deadlineTimer);
   const unanswered = inflight - ok - failed;
   if (unanswered > 0) statuses.unanswered = unanswered;
   failed += unanswered;
   clearInterval(sample);
   const seconds = (performance.now() - started) / 1000;
+  const tcpAfter = tcpCounters();
+  const tcp = Object.fromEntries(Object.keys(tcpAfter).map((key) => [key, tcpAfter[key] - (tcpBefore[key] ?? 0)]));
   const metrics = await scrape(gateway.internalUrl);
   const fakeStats = await (await fetch(`${fake.url}/stats`)).json();
   await stop(gateway.child);
@@ -529,6 +617,12 @@ async function measureSlow(requested, delayMs) {
     fdsBefore,
     peakFds,
     nofileLimit,
+    // How long the client took to send them all (paced by the gateway's admission, see SLOW_WINDOW).
+    rampSeconds: allSentAt ? Number(((allSentAt - started) / 1000).toFixed(1)) : undefined,
+    tcp,
+    acceptQueue,
+    // When the failures came, ms after their request was sent: min, median, max.
+    failedAfterMs: failedAfterMs.length ? [Math.min(...failedAfterMs), failedAfterMs.sort((a, b) => a - b)[failedAfterMs.length >> 1], Math.max(...failedAfterMs)] : [],
   };
 }
 
@@ -614,14 +708,14 @@ function writeReport(r) {
   const upstreamThroughput = upstreamRows
     .map(
       ([name, v]) =>
-        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
+        `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss}${v.rssIdle ? ` (${v.rssIdle} after ${v.idleAfterLoadMs / 1000} s idle)` : ''} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
     )
     .join('\n');
   const upstreamLatency = upstreamRows
     .map(([name, v]) => `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`)
     .join('\n');
   const slow = r.slow
-    ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
+    ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.rampSeconds ?? 'n/a'} | ${r.slow.acceptQueue ? `${r.slow.acceptQueue.gateway} of ${r.slow.acceptQueue.backlog}` : 'n/a'} | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
     : '| not measured | | | | | | | | | |';
   const latency = rows
     .map(
@@ -685,10 +779,11 @@ ${upstreamLatency}
 
 \`npm run bench -- --only slow --inflight N --delay MS\`. Memory per request = (peak RSS during the hold - RSS before) / N;
 event-loop delay p99 is the gateway's own \`monitorEventLoopDelay\` (prom-client's
-\`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst).
+\`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst). The client keeps at most 2,000 requests
+sent and not yet at the fake upstream (the gateway's accept queue is 4,096), so the ramp runs at the gateway's admission rate.
 
-| in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | seconds | measured |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | all sent after s | longest accept queue | seconds | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${slow}
 `;
   // Keep the hand-written analysis below the generated tables across runs.

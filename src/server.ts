@@ -32,6 +32,7 @@ import { resealWebhookSecrets, WebhookSecrets } from './webhooks/secret-sealing'
 import { WebhooksService } from './webhooks/webhooks.service';
 import { createLogger } from './logger';
 import { ReleaseRetries } from './maintenance/release-retries';
+import { startIdleCompaction } from './maintenance/idle-compaction';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
@@ -62,6 +63,9 @@ export interface StartOptions {
   clock?: Clock;
   logDestination?: DestinationStream;
 }
+
+/** No request for this long (and none in flight): one full GC gives the heap grown under load back. */
+const IDLE_COMPACTION_MS = 5000;
 
 /** Pending connections the kernel may queue per listener (README "Deployment": net.core.somaxconn). */
 const LISTEN_BACKLOG = 4096;
@@ -266,6 +270,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const connections = new ConnectionGuard(config.maxConnections, logger);
   const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs, connections);
   const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs, connections);
+  const stopIdleCompaction = startIdleCompaction({
+    requestsStarted: () => connections.requestsStarted,
+    busy: () => connections.busy(),
+    idleMs: IDLE_COMPACTION_MS,
+    minFreeBytes: 32 * 2 ** 20,
+    logger,
+  });
   images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${publicListener.port}`);
   // Once the gateway knows its public address: a takeover's results carry its signed image URLs.
   await worker.start();
@@ -287,6 +298,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     close() {
       closing ??= (async () => {
         await Promise.all([drain(publicListener, config.shutdownTimeoutMs), drain(internalListener, config.shutdownTimeoutMs)]);
+        stopIdleCompaction();
         await stopSweeper();
         await worker.stop();
         releaseRetries.close();

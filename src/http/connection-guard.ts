@@ -26,6 +26,7 @@ export class ConnectionGuard {
   private readonly connections = new Map<Socket, Tracked>();
   private evictedSinceLog = 0;
   private lastLogAt = 0;
+  private requests = 0;
 
   constructor(
     private readonly maxConnections: number,
@@ -36,9 +37,21 @@ export class ConnectionGuard {
     return this.connections.size;
   }
 
+  /** Requests seen so far, on all listeners. */
+  get requestsStarted(): number {
+    return this.requests;
+  }
+
+  /** True while any connection has a request being read or answered. */
+  busy(): boolean {
+    for (const tracked of this.connections.values()) if (tracked.phase === 'working' || tracked.phase === 'reading') return true;
+    return false;
+  }
+
   watch(server: http.Server): void {
     server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      this.requests += 1;
       const tracked = this.connections.get(req.socket);
       if (!tracked) return;
       tracked.phase = req.complete ? 'working' : 'reading';
