@@ -158,8 +158,10 @@ export class ChannelRouter {
   private readonly providerStats = new Map<string, ProviderStats>();
   /**
    * Calls waiting for a slot on this replica, per model, in arrival order (bounded by queueMaxWaiters).
-   * Only the first of a line polls the limit store; the others wait until they are first, so a
-   * saturated model costs one store round trip per poll per replica, not one per waiting call.
+   * The first of a line polls the limit store every QUEUE_POLL_MS and is woken by a local release; the
+   * k-th polls every k+1 periods, so a saturated model costs the store a number of round trips per replica
+   * that grows with the log of the line's length, not with it, while a call the first cannot stand for
+   * (it failed over from another channel, or asks for more images) still gets its own turns.
    */
   private readonly lines = new Map<string, QueueTicket[]>();
   private probeTimer: NodeJS.Timeout | undefined;
@@ -580,14 +582,15 @@ export class ChannelRouter {
           headers: retryAfter,
         });
       }
-      // The first of the line polls; the others wait to be first (or for their deadline).
-      const first = this.lines.get(entry.model)?.[0] === ticket;
-      const pollMs = Number.isFinite(soonestMs) ? Math.max(1, soonestMs) : QUEUE_POLL_MS;
-      await this.waitForSlot(ticket, first ? Math.min(remaining, QUEUE_POLL_MS, pollMs) : remaining, context.signal);
+      const position = Math.max(0, this.lines.get(entry.model)?.indexOf(ticket) ?? 0);
+      const period = Math.min(QUEUE_POLL_MS, Number.isFinite(soonestMs) ? Math.max(1, soonestMs) : QUEUE_POLL_MS);
+      await this.waitForSlot(ticket, Math.min(remaining, period * (position + 1)), context.signal);
     }
   }
 
   private waitForSlot(ticket: QueueTicket, ms: number, signal: AbortSignal): Promise<void> {
+    // Aborted while it looked for a slot: the caller's loop throws at once (an abort listener added now would never fire).
+    if (signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
