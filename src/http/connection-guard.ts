@@ -13,6 +13,8 @@ interface Tracked {
 /** Under this share of the cap nothing is reaped; above it, idle keep-alive connections are closed first. */
 const PRESSURE_SHARE = 0.9;
 const EVICTION_LOG_INTERVAL_MS = 10_000;
+/** Health probes and metrics scrapes (both listeners), not counted as requests by `requestsStarted`. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Caps the open client connections of all listeners together below the process's file descriptor
@@ -37,7 +39,7 @@ export class ConnectionGuard {
     return this.connections.size;
   }
 
-  /** Requests seen so far, on all listeners. */
+  /** Requests seen so far, on all listeners, less health probes and metrics scrapes. */
   get requestsStarted(): number {
     return this.requests;
   }
@@ -51,7 +53,8 @@ export class ConnectionGuard {
   watch(server: http.Server): void {
     server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      this.requests += 1;
+      // Probes and scrapes come every few seconds whatever the load: they do not make the gateway busy.
+      if (!PROBE_PATHS.has(req.url ?? '')) this.requests += 1;
       const tracked = this.connections.get(req.socket);
       if (!tracked) return;
       tracked.phase = req.complete ? 'working' : 'reading';

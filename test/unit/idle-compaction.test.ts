@@ -1,4 +1,7 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
+import { ConnectionGuard } from '../../src/http/connection-guard';
 import { startIdleCompaction } from '../../src/maintenance/idle-compaction';
 
 /** Runs the compaction loop against counters the test moves, and counts the collections it logs. */
@@ -41,6 +44,22 @@ describe('idle compaction', () => {
     } finally {
       idle.stop();
       inFlight.stop();
+    }
+  });
+
+  it('health probes and metrics scrapes do not count as requests (a load balancer probing every few seconds would keep it from ever running)', async () => {
+    const guard = new ConnectionGuard(100, pino({ level: 'silent' }));
+    const server = http.createServer((_req, res) => res.end('ok'));
+    guard.watch(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      for (const path of ['/healthz', '/readyz', '/metrics']) await (await fetch(`${base}${path}`)).text();
+      expect(guard.requestsStarted).toBe(0);
+      await (await fetch(`${base}/images/generate`)).text();
+      expect(guard.requestsStarted).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });
