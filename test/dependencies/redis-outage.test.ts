@@ -41,7 +41,10 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
     await eventually(async () => (await readiness(t)).status === 200, '/readyz 200 after Redis returned');
     const results = await traffic.stop();
 
-    expect(count(results, 'down', 200)).toBe(0);
+    // Nothing is served while Redis is down: no request both sent and answered during the outage is 200. (One
+    // sent during it may reach the rate-limit check only after Redis is back, on a loaded machine, and be served.)
+    expect(results.filter((r) => r.phase === 'down' && r.answeredIn === 'down' && r.status === 200)).toEqual([]);
+    expect(count(results, 'down', 503)).toBeGreaterThanOrEqual(20);
     expectOnlyServedOrDependency503(results);
     await expectBooksBalance(t, id, results);
     // The real cause is in the log, not a stack of 500s.
