@@ -1,6 +1,8 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { creativeOperations } from '../../generated/creative.operations';
+import { gatewayOperations } from '../../generated/gateway.operations';
 
 /** Where a connection is: no request yet, request body still arriving, being answered, idle keep-alive. */
 type Phase = 'waiting' | 'reading' | 'working' | 'idle';
@@ -14,7 +16,11 @@ interface Tracked {
 const PRESSURE_SHARE = 0.9;
 const EVICTION_LOG_INTERVAL_MS = 10_000;
 /** Health probes and metrics scrapes (both listeners), not counted as requests by `requestsStarted`. */
-const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const PROBE_PATHS: ReadonlySet<string> = new Set(
+  [gatewayOperations.getLiveness, gatewayOperations.getReadiness, creativeOperations.getInternalLiveness, creativeOperations.getInternalReadiness, creativeOperations.getMetrics].map(
+    (operation) => operation.path,
+  ),
+);
 
 /**
  * Caps the open client connections of all listeners together below the process's file descriptor
