@@ -133,8 +133,12 @@ const RESERVE_STATEMENT =
   `usage_epoch = CASE WHEN ${ENDED} THEN usage_epoch + 1 ELSE usage_epoch END, ` +
   `last_used_at = $3::bigint ` +
   `WHERE id = $1 AND status = 'active' AND key_hash = $5 AND (expires_at IS NULL OR expires_at > $3::bigint) AND ${USED_BEFORE} + $2::bigint < credits_quota ` +
-  `AND NOT EXISTS (SELECT 1 FROM unnest($4::integer[]) AS t(threshold) ` +
-  `WHERE ${USED_BEFORE} * 100 < t.threshold * credits_quota AND (${USED_BEFORE} + $2::bigint) * 100 >= t.threshold * credits_quota) ` +
+  // No threshold t with used * 100 < t * quota <= (used + cost) * 100: as many thresholds at or below the
+  // percentage before as after (width_bucket over the sorted thresholds). A plain expression on the key row,
+  // not a subquery: when a concurrent reservation commits first, PostgreSQL re-checks the WHERE on the new row
+  // version, and an anti-join over unnest() was not re-checked there (threshold events went missing).
+  `AND width_bucket(${USED_BEFORE} * 100::numeric / NULLIF(credits_quota, 0), $4::numeric[]) = ` +
+  `width_bucket((${USED_BEFORE} + $2::bigint) * 100::numeric / NULLIF(credits_quota, 0), $4::numeric[]) ` +
   `RETURNING credits_used, credits_quota, usage_epoch, period_started_at), ` +
   `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
     FROM_KEY_ROW.has(column) ? `k.${column}` : `$${6 + ROW_PARAMETERS.indexOf(column)}::${NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text'}`,
@@ -156,7 +160,7 @@ export async function reserveWithGeneration(
   reservation: { keyId: string; keyHash: string; cost: number; now: number; alertThresholds: readonly number[] },
   row: GenerationsTable,
 ): Promise<Reservation | undefined> {
-  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds], reservation.keyHash];
+  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds].sort((a, b) => a - b), reservation.keyHash];
   for (const column of ROW_PARAMETERS) parameters.push(row[column]);
   const result = await db.executeQuery<Reservation>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
   return result.rows[0];
