@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import { DependencyUnavailableError, isRedisUnavailable } from '../errors/dependency-errors';
 import type { DependencyHealth } from '../health/dependency-health';
+import { randomBase62 } from '../shared/ids';
 import { type RateLimitDecision, type RateLimiter, WINDOW_MS, decisionFromWindow } from './rate-limiter';
 
 /**
@@ -43,7 +43,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Fails with DependencyUnavailableError (a 503) when Redis is down, hung or refusing. */
   private async script(keyId: string, limit: number, now: number, consume: boolean): Promise<[number, number, number]> {
-    const member = `${now}-${randomBytes(6).toString('hex')}`;
+    const member = `${now}-${randomBase62(8)}`;
     const redis = this.redis as unknown as { cgwSlidingWindow: (...args: unknown[]) => Promise<number[]> };
     try {
       return (await redis.cgwSlidingWindow(`${this.prefix}rl:${keyId}`, now, WINDOW_MS, limit, consume ? '1' : '0', member)) as [number, number, number];
