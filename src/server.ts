@@ -238,7 +238,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     validateResponses: config.validateResponses,
     generation,
   };
-  const keyLookup = createKeyLookup(config, database.engine, logger);
+  const keyLookup = createKeyLookup(config, database, logger);
   const publicApp = createGatewayApp({
     ...common,
     clock,

@@ -15,6 +15,8 @@ export interface GatewayDatabase {
   engine: DatabaseEngine;
   /** How the request path's write transactions run: grouped on SQLite, one each on PostgreSQL. */
   writes: WriteTransactions;
+  /** SQLite: `PRAGMA data_version` of the gateway's connection (moves when another connection commits). */
+  dataVersion?: () => number;
   close(): Promise<void>;
 }
 
@@ -96,5 +98,6 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), options.health) });
-  return { db, engine: 'sqlite', writes: new GroupCommit(db), close: () => db.destroy() };
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+  return { db, engine: 'sqlite', writes: new GroupCommit(db), dataVersion: () => dataVersion.get() as number, close: () => db.destroy() };
 }

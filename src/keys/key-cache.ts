@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/config';
+import type { GatewayDatabase } from '../db/database';
 import { createRedisClient } from '../ratelimit/redis-client';
 import type { ApiKeyRow } from './key.model';
 import { type Db, findKeyByHash } from './keys.repository';
@@ -15,7 +16,7 @@ export interface KeyLookup {
   close(): Promise<void>;
 }
 
-/** No cache: one SELECT by hash per request (SQLite, where it is an in-process read, or no Redis). */
+/** No cache: one SELECT by hash per request (PostgreSQL without Redis: nothing would tell a replica of a change). */
 export const directKeyLookup: KeyLookup = {
   find: findKeyByHash,
   changed: async () => undefined,
@@ -30,6 +31,8 @@ export const directKeyLookup: KeyLookup = {
 export const KEY_CACHE_TTL_MS = 60_000;
 /** About 1 KB a row: at most ~20 MB; beyond, the oldest entries go first. */
 const KEY_CACHE_MAX_ENTRIES = 20_000;
+/** SQLite: how often the cache asks whether another connection changed the file. */
+export const DATA_VERSION_CHECK_MS = 50;
 
 interface Entry {
   row: ApiKeyRow;
@@ -37,28 +40,83 @@ interface Entry {
 }
 
 /**
- * Key rows by hash, in process, for replicas sharing Redis (PostgreSQL + Redis), so the request
- * path does not ask PostgreSQL for the key on every request.
- *
- * Invalidation: `changed(id)` (after the admin change committed) drops the entry here and publishes
- * the id on `<prefix>keys:changed`; every replica subscribes and drops its entry when the message
- * arrives. A lookup that started before an invalidation arrived is not cached (an epoch counter),
- * so a row read before a commit cannot outlive the message that followed the commit. While the
- * subscription is not confirmed (starting, Redis down, reconnecting) the cache is neither read nor
- * filled, and it is emptied when the subscription drops: a replica that may miss messages does not
- * use it.
+ * Key rows by hash, in process: what both caches share. `changed(id)` (after an admin change
+ * committed) drops the key's entry. A lookup that started before an invalidation is not cached
+ * (an epoch counter), so a row read before a commit cannot outlive the invalidation that followed
+ * it. `usable()` says whether the cache may be read and filled at all (else: one SELECT, nothing kept).
  *
  * What a cached row cannot decide is checked again in the reservation statement, on the row as it
  * is then (keys.repository.ts): a disabled, expired or rotated-away secret is never charged and
- * never starts a generation once the change committed, cache or not. What follows the cache until
- * the message arrives (normally well under a millisecond after the commit; at worst
- * KEY_CACHE_TTL_MS when a message was lost): rate_limit_rpm, allowed providers, models and IPs,
- * max_concurrent, alert thresholds, and the reads a key may make (GET /v1/models, its generations).
+ * never starts a generation once the change committed, cache or not.
  */
-export class CachedKeyLookup implements KeyLookup {
+abstract class KeyRowCache implements KeyLookup {
   private readonly entries = new Map<string, Entry>();
   private readonly hashById = new Map<string, string>();
   private epoch = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  protected abstract usable(): boolean;
+  abstract changed(id: string): Promise<void>;
+  abstract close(): Promise<void>;
+
+  async find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
+    if (!this.usable()) return findKeyByHash(db, keyHash);
+    const hit = this.entries.get(keyHash);
+    if (hit && this.now() - hit.at < this.ttlMs) return hit.row;
+    const epoch = this.epoch;
+    const at = this.now();
+    const row = await findKeyByHash(db, keyHash);
+    if (row && epoch === this.epoch && this.usable()) this.put(keyHash, row, at);
+    return row;
+  }
+
+  private put(keyHash: string, row: ApiKeyRow, at: number): void {
+    const previous = this.hashById.get(row.id);
+    if (previous !== undefined && previous !== keyHash) this.entries.delete(previous);
+    this.entries.delete(keyHash);
+    if (this.entries.size >= KEY_CACHE_MAX_ENTRIES) {
+      const oldest = this.entries.keys().next().value as string;
+      const evicted = this.entries.get(oldest);
+      this.entries.delete(oldest);
+      if (evicted) this.hashById.delete(evicted.row.id);
+    }
+    this.entries.set(keyHash, { row, at });
+    this.hashById.set(row.id, keyHash);
+  }
+
+  protected drop(id: string): void {
+    this.epoch += 1;
+    const keyHash = this.hashById.get(id);
+    this.hashById.delete(id);
+    if (keyHash !== undefined) this.entries.delete(keyHash);
+  }
+
+  protected clear(): void {
+    this.epoch += 1;
+    this.entries.clear();
+    this.hashById.clear();
+  }
+}
+
+/**
+ * For replicas sharing Redis (PostgreSQL + Redis), so the request path does not ask PostgreSQL for
+ * the key on every request.
+ *
+ * Invalidation: `changed(id)` drops the entry here and publishes the id on `<prefix>keys:changed`;
+ * every replica subscribes and drops its entry when the message arrives. While the subscription is
+ * not confirmed (starting, Redis down, reconnecting) the cache is neither read nor filled, and it is
+ * emptied when the subscription drops: a replica that may miss messages does not use it.
+ *
+ * What follows the cache until the message arrives (normally well under a millisecond after the
+ * commit; at worst KEY_CACHE_TTL_MS when a message was lost): rate_limit_rpm, allowed providers,
+ * models and IPs, max_concurrent, alert thresholds, and the reads a key may make (GET /v1/models,
+ * its generations).
+ */
+export class CachedKeyLookup extends KeyRowCache {
   private live = false;
   private readonly channel: string;
 
@@ -67,9 +125,10 @@ export class CachedKeyLookup implements KeyLookup {
     private readonly publisher: Redis,
     prefix: string,
     private readonly logger: Logger,
-    private readonly ttlMs = KEY_CACHE_TTL_MS,
-    private readonly now: () => number = Date.now,
+    ttlMs = KEY_CACHE_TTL_MS,
+    now: () => number = Date.now,
   ) {
+    super(ttlMs, now);
     this.channel = `${prefix}keys:changed`;
     subscriber.on('message', (channel: string, id: string) => {
       if (channel === this.channel) this.drop(id);
@@ -97,15 +156,8 @@ export class CachedKeyLookup implements KeyLookup {
     return this.live;
   }
 
-  async find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-    if (!this.live) return findKeyByHash(db, keyHash);
-    const hit = this.entries.get(keyHash);
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.row;
-    const epoch = this.epoch;
-    const at = this.now();
-    const row = await findKeyByHash(db, keyHash);
-    if (row && this.live && epoch === this.epoch) this.put(keyHash, row, at);
-    return row;
+  protected usable(): boolean {
+    return this.live;
   }
 
   async changed(id: string): Promise<void> {
@@ -124,42 +176,59 @@ export class CachedKeyLookup implements KeyLookup {
     this.subscriber.disconnect();
     this.publisher.disconnect();
   }
+}
 
-  private put(keyHash: string, row: ApiKeyRow, at: number): void {
-    const previous = this.hashById.get(row.id);
-    if (previous !== undefined && previous !== keyHash) this.entries.delete(previous);
-    this.entries.delete(keyHash);
-    if (this.entries.size >= KEY_CACHE_MAX_ENTRIES) {
-      const oldest = this.entries.keys().next().value as string;
-      const evicted = this.entries.get(oldest);
-      this.entries.delete(oldest);
-      if (evicted) this.hashById.delete(evicted.row.id);
+/**
+ * For a gateway on SQLite. This process's admin changes drop their entry at once (`changed`); a
+ * commit to the file by any other connection (a second process on the same file, a restore) empties
+ * the whole cache within DATA_VERSION_CHECK_MS: SQLite's `PRAGMA data_version` moves exactly then.
+ * It is not read on every lookup because reading anything outside a transaction starts a WAL read
+ * (locks on the shared-memory index): measured 39 us a request, about what the key SELECT costs.
+ */
+export class SqliteKeyLookup extends KeyRowCache {
+  private version: number;
+  private checkedAt: number;
+
+  constructor(
+    /** `PRAGMA data_version` on the connection the gateway's queries use. */
+    private readonly dataVersion: () => number,
+    ttlMs = KEY_CACHE_TTL_MS,
+    private readonly clock: () => number = Date.now,
+  ) {
+    super(ttlMs, clock);
+    this.version = dataVersion();
+    this.checkedAt = clock();
+  }
+
+  protected usable(): boolean {
+    const now = this.clock();
+    if (now - this.checkedAt < DATA_VERSION_CHECK_MS) return true;
+    this.checkedAt = now;
+    const version = this.dataVersion();
+    if (version !== this.version) {
+      this.version = version;
+      this.clear();
     }
-    this.entries.set(keyHash, { row, at });
-    this.hashById.set(row.id, keyHash);
+    return true;
   }
 
-  private drop(id: string): void {
-    this.epoch += 1;
-    const keyHash = this.hashById.get(id);
-    this.hashById.delete(id);
-    if (keyHash !== undefined) this.entries.delete(keyHash);
+  async changed(id: string): Promise<void> {
+    this.drop(id);
   }
 
-  private clear(): void {
-    this.epoch += 1;
-    this.entries.clear();
-    this.hashById.clear();
+  async close(): Promise<void> {
+    this.clear();
   }
 }
 
-/** The cache when the replicas share Redis and PostgreSQL; the direct lookup otherwise. */
+/** The cache of the engine: SQLite's own, or Redis-invalidated when replicas share Redis and PostgreSQL; else none. */
 export function createKeyLookup(
   config: Pick<GatewayConfig, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs' | 'redisUrl' | 'redisPrefix'>,
-  engine: 'sqlite' | 'postgres',
+  database: Pick<GatewayDatabase, 'engine' | 'dataVersion'>,
   logger: Logger,
 ): KeyLookup {
-  if (engine !== 'postgres' || config.redisUrl === undefined) return directKeyLookup;
+  if (database.dataVersion) return new SqliteKeyLookup(database.dataVersion);
+  if (database.engine !== 'postgres' || config.redisUrl === undefined) return directKeyLookup;
   const redis = { ...config, redisUrl: config.redisUrl };
   return new CachedKeyLookup(createRedisClient(redis, undefined), createRedisClient(redis, undefined), config.redisPrefix, logger);
 }

@@ -5,8 +5,9 @@ import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
 /**
  * Admin changes of a key made on one replica, seen by another that has just used the key (on
- * PostgreSQL + Redis its row is in that replica's key cache, src/keys/key-cache.ts; on SQLite there
- * is no cache). The reservation re-checks status, expiry and the secret's hash on the row, so a
+ * PostgreSQL + Redis its row is in that replica's key cache, src/keys/key-cache.ts, invalidated
+ * through Redis; on SQLite each process caches too, and another process's commit to the file empties
+ * the cache through SQLite's data_version). The reservation re-checks status, expiry and the secret's hash on the row, so a
  * generation is refused by the first request after the change; what the cache decides alone
  * (rate limit, allowlists, reads) follows when the invalidation message arrives (well within 1 s).
  */
@@ -108,7 +109,7 @@ describeWithServices('key changes across 2 replicas on PostgreSQL + Redis (key c
   });
 });
 
-describe('key changes across 2 replicas on one SQLite file (no key cache)', () => {
+describe('key changes across 2 processes on one SQLite file (each its key cache, emptied by the other\'s commits)', () => {
   keyChangesAcrossReplicas(async () => {
     const database: ThrowawayDatabase = await createThrowawayDatabase('sqlite');
     const env = { DATABASE_URL: database.url, RATE_LIMIT_STORE: 'sql' };
