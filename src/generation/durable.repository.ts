@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable, GenerationTasksTable } from '../db/schema';
+import { ACTIVE_ROWS } from './generations.repository';
 
 type Db = Kysely<Database>;
 
@@ -30,6 +31,7 @@ export async function claimableModels(db: Db, limit = 50): Promise<string[]> {
     .selectFrom('generations')
     .select('model')
     .distinct()
+    .where(ACTIVE_ROWS)
     .where('request', 'is not', null)
     .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', wallNow)])]))
     .limit(limit)
@@ -52,7 +54,7 @@ export async function claimNextGeneration(
 ): Promise<GenerationsTable | undefined> {
   if (models.length === 0) return undefined;
   const wallNow = Date.now();
-  const claimable = sql`request IS NOT NULL AND model IN (${sql.join(models)})
+  const claimable = sql`${ACTIVE_ROWS} AND request IS NOT NULL AND model IN (${sql.join(models)})
     AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ${wallNow}))`;
   // started_at is when this run started: a takeover gets its provider deadline afresh before the sweeper's age limit.
   const set = sql`status = 'running', lease_owner = ${owner}, lease_expires_at = ${wallNow + leaseMs}, started_at = ${now}, runs = runs + 1`;
@@ -127,7 +129,16 @@ export async function recordTaskAccepted(db: Db, row: GenerationTasksTable & { t
 export async function pruneSettledTasks(db: Db): Promise<number> {
   const result = await db
     .deleteFrom('generation_tasks')
-    .where('generation_id', 'in', (eb) => eb.selectFrom('generations').select('id').where('status', 'in', ['succeeded', 'failed', 'canceled']))
+    // Driven by the (few) journal rows, each looked up by primary key: not a list of every settled generation.
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('generations')
+          .select(sql`1`.as('one'))
+          .whereRef('generations.id', '=', 'generation_tasks.generation_id')
+          .where('generations.status', 'in', ['succeeded', 'failed', 'canceled']),
+      ),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows ?? 0);
 }

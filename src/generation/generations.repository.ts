@@ -5,6 +5,14 @@ import { insertAttempts } from '../channels/channels.repository';
 import type { Reservation } from '../keys/keys.repository';
 import { releaseCredits } from '../keys/keys.repository';
 
+/**
+ * Rows of the partial index generations_active_idx. Every query of the workers and the sweeper
+ * carries this term, written out rather than bound: SQLite uses a partial index only when the
+ * query's WHERE repeats the index's own term with the same literals (it does not look into bound
+ * parameters); without it each poll scanned every generation ever made (`SCAN generations`).
+ */
+export const ACTIVE_ROWS = sql<boolean>`status IN ('queued', 'running')`;
+
 type Db = Kysely<Database>;
 
 const GENERATION_COLUMNS = [
@@ -191,6 +199,7 @@ export async function findStalePendingGenerations(db: Db, provider: string, befo
   return db
     .selectFrom('generations')
     .selectAll()
+    .where(ACTIVE_ROWS)
     .where('status', '=', 'running')
     .where('provider', '=', provider)
     .where((eb) => eb(eb.fn.coalesce('started_at', 'created_at'), '<', before))
