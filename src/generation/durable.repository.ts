@@ -92,16 +92,21 @@ function normalize(row: GenerationsTable): GenerationsTable {
  * Extends `owner`'s lease; undefined when it no longer holds the generation (settled, canceled, or
  * taken over after the lease lapsed), so the holder must stop.
  */
-export async function renewGenerationLease(db: Db, id: string, owner: string, leaseMs: number): Promise<{ cancelRequested: boolean } | undefined> {
-  const row = await db
+/**
+ * Renews the leases of the generations `owner` holds among `ids`, in one statement; answers the
+ * ones still held (a row missing from the answer was taken over or settled elsewhere) with whether
+ * a cancel was requested for it.
+ */
+export async function renewGenerationLeases(db: Db, ids: readonly string[], owner: string, leaseMs: number): Promise<Map<string, { cancelRequested: boolean }>> {
+  const rows = await db
     .updateTable('generations')
     .set({ lease_expires_at: Date.now() + leaseMs })
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'running')
-    .returning('cancel_requested')
-    .executeTakeFirst();
-  return row && { cancelRequested: Number(row.cancel_requested) === 1 };
+    .returning(['id', 'cancel_requested'])
+    .execute();
+  return new Map(rows.map((row) => [row.id, { cancelRequested: Number(row.cancel_requested) === 1 }]));
 }
 
 export async function listGenerationTasks(db: Db, generationId: string): Promise<GenerationTasksTable[]> {

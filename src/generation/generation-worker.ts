@@ -6,7 +6,10 @@ import type { CatalogModel } from '../config/catalog';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
-import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLease } from './durable.repository';
+import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLeases } from './durable.repository';
+
+/** Leases renewed per statement (well under SQLite's and PostgreSQL's parameter limits). */
+const RENEWAL_BATCH = 500;
 
 export interface GenerationWorkerDeps {
   db: Kysely<Database>;
@@ -49,6 +52,9 @@ export class GenerationWorker {
   private readonly background = new Set<Promise<unknown>>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private timer: NodeJS.Timeout | undefined;
+  /** Renews every lease this process holds, one statement per RENEWAL_BATCH; runs while it holds any. */
+  private renewal: NodeJS.Timeout | undefined;
+  private renewing = false;
   private ticking: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -132,32 +138,63 @@ export class GenerationWorker {
 
   /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run. */
   private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
-    const { db, leaseMs, logger } = this.deps;
+    const { leaseMs } = this.deps;
     const controller = new AbortController();
     const onClientGone = () => controller.abort(signal?.reason);
     if (signal?.aborted) onClientGone();
     else signal?.addEventListener('abort', onClientGone, { once: true });
     this.local.set(row.id, controller);
-    const renew = setInterval(() => {
-      renewGenerationLease(db, row.id, this.owner, leaseMs).then(
-        (held) => {
-          if (!held) controller.abort(new LeaseLost(row.id, false));
-          else if (held.cancelRequested) controller.abort(new LeaseLost(row.id, true));
-        },
-        // A database hiccup: the next renewal tries again, the lease outlives a few misses.
-        (error: unknown) => logger.warn({ err: error, generation_id: row.id }, 'could not renew a generation lease'),
-      );
-    }, Math.max(10, Math.floor(leaseMs / 3)));
-    renew.unref();
+    this.renewal ??= setInterval(() => void this.renewLeases(), Math.max(10, Math.floor(leaseMs / 3))).unref();
     try {
       return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
     } finally {
-      clearInterval(renew);
       signal?.removeEventListener('abort', onClientGone);
       this.local.delete(row.id);
+      if (this.local.size === 0) this.stopRenewal();
       const waiters = this.settleWaiters.get(row.id);
       this.settleWaiters.delete(row.id);
       for (const wake of waiters ?? []) wake();
+    }
+  }
+
+  private stopRenewal(): void {
+    clearInterval(this.renewal);
+    this.renewal = undefined;
+  }
+
+  /**
+   * One timer for all held generations instead of one per generation, and one statement per
+   * batch instead of one per generation: thousands of slow generations held at once renew in a
+   * few statements every third of a lease. A row the renewal no longer finds held was taken over
+   * or settled elsewhere (its run is aborted as lost); one with a cancel request is aborted as canceled.
+   */
+  private async renewLeases(): Promise<void> {
+    // A slow database: the previous round still runs, and the leases outlive a few missed rounds.
+    if (this.renewing) return;
+    this.renewing = true;
+    const { db, leaseMs, logger } = this.deps;
+    const held = [...this.local];
+    try {
+      for (let at = 0; at < held.length; at += RENEWAL_BATCH) {
+        const batch = held.slice(at, at + RENEWAL_BATCH);
+        let renewed: Map<string, { cancelRequested: boolean }>;
+        try {
+          renewed = await renewGenerationLeases(db, batch.map(([id]) => id), this.owner, leaseMs);
+        } catch (error) {
+          // A database hiccup: the next round tries again, the leases outlive a few misses.
+          logger.warn({ err: error, generations: batch.length }, 'could not renew generation leases');
+          continue;
+        }
+        for (const [id, controller] of batch) {
+          // Ended meanwhile (its settlement is why the renewal no longer found it running).
+          if (this.local.get(id) !== controller) continue;
+          const lease = renewed.get(id);
+          if (!lease) controller.abort(new LeaseLost(id, false));
+          else if (lease.cancelRequested) controller.abort(new LeaseLost(id, true));
+        }
+      }
+    } finally {
+      this.renewing = false;
     }
   }
 
