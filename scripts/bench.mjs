@@ -26,7 +26,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow', 'slow-pg'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -35,6 +35,7 @@ if (process.argv.includes('--report-only')) ONLY.clear();
 if (process.env.BENCH_SKIP_PG) {
   ONLY.delete('postgres');
   ONLY.delete('upstream-pg');
+  ONLY.delete('slow-pg');
 }
 const ADMIN_SECRET = 'bench-admin-secret-0123456789';
 const SERVICE = { id: 'bench.access', secret: 'bench-service-secret-0123' };
@@ -626,6 +627,143 @@ async function measureSlow(requested, delayMs) {
   };
 }
 
+/**
+ * Slow generations on 3 replicas sharing PostgreSQL + Redis, with limits that bind: KEYS keys with max_concurrent
+ * PER_KEY_CAP each, PER_KEY requests per key spread over the replicas, and one database channel (shared limits)
+ * whose max_concurrency is below what the keys admit. Exact means: exactly KEYS x (PER_KEY - PER_KEY_CAP) requests
+ * refused as concurrency_limited, the fake upstream never sees more than the channel's cap at once (and reaches it),
+ * exactly KEYS x PER_KEY_CAP upstream calls,
+ * and every admitted request succeeds (those over the channel cap wait in its queue for the first wave to end).
+ */
+async function measureSlowReplicas({ keyCount = 1250, perKey = 10, perKeyCap = 8, channelCap = 8000, delayMs = 30_000, rate = 500 } = {}) {
+  const total = keyCount * perKey;
+  const admitted = keyCount * perKeyCap;
+  const nofile = 20_000;
+  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_DELAY_MS: String(delayMs) }, { nofile });
+  const database = await scratchDatabase('postgres', keyCount, '["jimeng"]');
+  {
+    const { Client } = require('pg');
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    await client.query('UPDATE api_keys SET max_concurrent = $1', [perKeyCap]);
+    await client.end();
+  }
+  const env = gatewayEnv(database.url, {
+    ...database.env,
+    // No ARK_API_KEY: the only channel is the database one below, whose limits are shared through Redis.
+    // Those over the channel's cap wait for the first wave to end (the longest wait allowed is 60 s).
+    CHANNEL_QUEUE_TIMEOUT_MS: '60000',
+    CHANNEL_QUEUE_MAX_WAITERS: '10000',
+    PROVIDER_TIMEOUT_MS: String(2 * delayMs + 60_000),
+    UPSTREAM_CONNECT_TIMEOUT_MS: '10000',
+    DB_CONNECT_TIMEOUT_MS: '15000',
+    REDIS_COMMAND_TIMEOUT_MS: '10000',
+  });
+  const replicas = [];
+  for (let i = 0; i < 3; i += 1) replicas.push(await startProcess(gatewayCommand(), env, { nofile }));
+  const created = await fetch(`${replicas[0].url}/admin/channels`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_SECRET}` },
+    body: JSON.stringify({
+      name: 'bench fake ark',
+      provider: 'jimeng',
+      transport: 'ark',
+      base_url: fake.url,
+      models: [{ model: 'jimeng-4.5' }],
+      credentials: { api_key: 'bench-ark-key' },
+      max_concurrency: channelCap,
+      timeout_ms: 2 * delayMs + 60_000,
+    }),
+  });
+  if (created.status !== 201) throw new Error(`slow-pg: creating the channel answered ${created.status} ${await created.text()}`);
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // replicas re-read the channel list every second
+  const rssBefore = replicas.map((r) => rssMb(r.child.pid));
+  for (const r of replicas) await scrape(r.internalUrl); // resets the event-loop delay histograms
+  const peakRss = [...rssBefore];
+  const sample = setInterval(() => replicas.forEach((r, i) => (peakRss[i] = Math.max(peakRss[i], rssMb(r.child.pid)))), 250);
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const statuses = {};
+  const codes = {};
+  const started = performance.now();
+  await new Promise((resolve) => {
+    let finished = 0;
+    const finish = (status, code) => {
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (code) codes[code] = (codes[code] ?? 0) + 1;
+      if (++finished === total) resolve();
+    };
+    let sent = 0;
+    // Evenly paced; a key's requests are sent one after the other (to the three replicas in turn), so they are all
+    // in flight at once whatever the length of the whole ramp.
+    const tick = () => {
+      const due = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000) + 1);
+      for (; sent < due; sent += 1) {
+        const key = database.keys[Math.floor(sent / perKey)];
+        const request = http.request(`${replicas[sent % 3].url}/images/generate`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        });
+        request.on('response', (response) => {
+          const chunks = [];
+          response.on('data', (chunk) => chunks.push(chunk));
+          response.on('end', () => {
+            let code;
+            if (response.statusCode !== 200) {
+              try {
+                code = JSON.parse(Buffer.concat(chunks).toString()).error?.code;
+              } catch {
+                code = 'unparsable';
+              }
+            }
+            finish(response.statusCode, code);
+          });
+        });
+        request.on('error', (error) => finish(error.code ?? 'error', undefined));
+        request.end(UPSTREAM_BODY);
+      }
+      if (sent < total) setTimeout(tick, 10);
+    };
+    tick();
+  });
+  clearInterval(sample);
+  const seconds = (performance.now() - started) / 1000;
+  const metrics = await Promise.all(replicas.map((r) => scrape(r.internalUrl)));
+  const fakeStats = await (await fetch(`${fake.url}/stats`)).json();
+  for (const r of replicas) await stop(r.child);
+  await stop(fake.child);
+  await database.drop();
+  agent.destroy();
+  const ok = statuses[200] ?? 0;
+  const refused = codes.concurrency_limited ?? 0;
+  return {
+    date: new Date().toISOString(),
+    replicas: 3,
+    keys: keyCount,
+    perKey,
+    perKeyCap,
+    channelCap,
+    delayMs,
+    rate,
+    total,
+    ok,
+    refused,
+    statuses,
+    codes,
+    expectedOk: admitted,
+    expectedRefused: total - admitted,
+    exact: ok === admitted && refused === total - admitted && fakeStats.maxInFlight === channelCap && fakeStats.calls === admitted,
+    maxInFlightAtUpstream: fakeStats.maxInFlight,
+    upstreamCalls: fakeStats.calls,
+    seconds: Number(seconds.toFixed(1)),
+    rssBefore,
+    peakRss,
+    // Each replica held about a third of the admitted requests (those at the upstream and those queued for the channel).
+    kbPerRequest: Math.round(((peakRss.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) * 1024) / admitted),
+    eventLoopP99Ms: metrics.map((text) => Number(((metricValue(text, 'creative_gateway_nodejs_eventloop_lag_p99_seconds') ?? NaN) * 1000).toFixed(1))),
+  };
+}
+
 const RESULTS = path.join(root, 'bench-results', 'latest.json');
 
 async function main() {
@@ -647,6 +785,11 @@ async function main() {
   if (ONLY.has('slow')) {
     results.slow = await measureSlow(Number(flag('inflight') ?? 10_000), Number(flag('delay') ?? 30_000));
     console.log('slow', JSON.stringify(results.slow));
+    save();
+  }
+  if (ONLY.has('slow-pg')) {
+    results.slowPg = await measureSlowReplicas();
+    console.log('slow-pg', JSON.stringify(results.slowPg));
     save();
   }
   if (ONLY.has('sqlite10k') || ONLY.has('sqlite1m') || ONLY.has('postgres')) {
@@ -717,6 +860,10 @@ function writeReport(r) {
   const slow = r.slow
     ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.rampSeconds ?? 'n/a'} | ${r.slow.acceptQueue ? `${r.slow.acceptQueue.gateway} of ${r.slow.acceptQueue.backlog}` : 'n/a'} | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
     : '| not measured | | | | | | | | | |';
+  const sp = r.slowPg;
+  const slowPg = sp
+    ? `| ${sp.replicas} | ${sp.total.toLocaleString('en')} (${sp.keys.toLocaleString('en')} keys x ${sp.perKey}, max_concurrent ${sp.perKeyCap}) | ${sp.delayMs / 1000} s | ${sp.channelCap.toLocaleString('en')} | ${sp.ok.toLocaleString('en')} ok (expected ${sp.expectedOk.toLocaleString('en')}), ${sp.refused.toLocaleString('en')} concurrency_limited (expected ${sp.expectedRefused.toLocaleString('en')}) ${JSON.stringify(sp.codes)} | ${sp.maxInFlightAtUpstream.toLocaleString('en')} / ${sp.upstreamCalls.toLocaleString('en')} | **${sp.exact ? 'yes' : 'NO'}** | ${sp.rssBefore.join(', ')} -> ${sp.peakRss.join(', ')} | **${sp.kbPerRequest}** | **${sp.eventLoopP99Ms.join(', ')}** | ${sp.seconds} | ${sp.date.slice(0, 16)} |`
+    : '| not measured | | | | | | | | | | | |';
   const latency = rows
     .map(
       ([name, v]) =>
@@ -785,6 +932,19 @@ sent and not yet at the fake upstream (the gateway's accept queue is 4,096), so 
 | in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | all sent after s | longest accept queue | seconds | measured |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${slow}
+
+## Slow generations on 3 replicas (PostgreSQL + Redis), with limits that bind
+
+\`npm run bench -- --only slow-pg\`. Three gateway processes on one PostgreSQL database and one Redis; each key has a
+\`max_concurrent\` below the requests sent for it (a key's requests are sent one after the other, to the three
+replicas in turn, at ${sp?.rate ?? 500} req/s in all), and the only channel is a database channel whose \`max_concurrency\` is below
+what the keys admit, so the rest wait in its queue for the first wave to end. Exact: the refusals are exactly the
+requests over each key's cap, every admitted request succeeds, the fake upstream sees exactly the admitted calls and
+never more than the channel's cap at once (and reaches it). KB per request = the replicas' RSS growth / admitted requests.
+
+| replicas | requests | upstream delay | channel cap | answers | max at once / calls at the upstream | exact | RSS MB before -> peak | KB per request | event-loop p99 ms | seconds | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${slowPg}
 `;
   // Keep the hand-written analysis below the generated tables across runs.
   const previous = fs.existsSync(path.join(root, 'BENCHMARKS.md')) ? fs.readFileSync(path.join(root, 'BENCHMARKS.md'), 'utf8') : '';
