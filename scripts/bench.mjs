@@ -365,7 +365,8 @@ async function measureUpstream(name, kind) {
     headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': fake.url },
     connections: UPSTREAM_CONNECTIONS,
   };
-  const database = await scratchDatabase(kind, 1000, '["jimeng"]');
+  // The keys may use the local provider too: the hop rounds below compare the two on one process.
+  const database = await scratchDatabase(kind, 1000, '["jimeng","local"]');
   const gateway = await startProcess(gatewayCommand(), upstreamEnv(database.url, fake.url, database.env));
   const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
   const other = AB ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
@@ -399,6 +400,16 @@ async function measureUpstream(name, kind) {
   await new Promise((resolve) => setTimeout(resolve, IDLE_AFTER_LOAD_MS));
   const rssIdle = rssMb(gateway.child.pid);
   const abRssIdle = other ? rssMb(other.child.pid) : undefined;
+  // The hop itself: the same process, keys, connections and path, once with the local provider (tiny PNG, no
+  // upstream) and once through the channel to the fake, in alternating rounds; the CPU difference per request is
+  // what the hop costs (channel lease and limits, the upstream request and its answer's parse, less the local render).
+  const hopRounds = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const local = await load(gateway.url, database.keys, { body: BODY, connections: UPSTREAM_CONNECTIONS, pid: gateway.child.pid });
+    const upstream = await load(gateway.url, database.keys, { ...gatewayOptions, pid: gateway.child.pid });
+    hopRounds.push({ local: local.cpuUs, upstream: upstream.cpuUs, hop: upstream.cpuUs - local.cpuUs, bad: local.bad + upstream.bad });
+  }
+  console.log(name, 'hop rounds', JSON.stringify(hopRounds));
   await stop(gateway.child);
   for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
   await database.drop();
@@ -419,6 +430,7 @@ async function measureUpstream(name, kind) {
     basePacedP99: m((p) => p.basePaced.p99),
     rss,
     rssIdle,
+    hop: { cpuUs: median(hopRounds.map((h) => h.hop)), localCpuUs: median(hopRounds.map((h) => h.local)), upstreamCpuUs: median(hopRounds.map((h) => h.upstream)), rounds: hopRounds },
     idleAfterLoadMs: IDLE_AFTER_LOAD_MS,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
     rounds: ROUNDS,
@@ -854,6 +866,10 @@ function writeReport(r) {
         `| ${name} | ${Math.round(v.rps)} | ${Math.round(v.baseRps)} | **${ratio(v.rps, v.baseRps)}** | ${v.portkeyRps ? Math.round(v.portkeyRps) : 'n/a'} | **${ratio(v.rps, v.portkeyRps)}** | ${v.cpuUs} | ${v.baseCpuUs} | ${v.portkeyCpuUs ?? 'n/a'} | ${v.rss}${v.rssIdle ? ` (${v.rssIdle} after ${v.idleAfterLoadMs / 1000} s idle)` : ''} | ${v.bad} | ${v.date.slice(0, 16)}, ${v.rounds} rounds |`,
     )
     .join('\n');
+  const hopLines = upstreamRows
+    .filter(([, v]) => v.hop)
+    .map(([name, v]) => `- ${name}: **${v.hop.cpuUs} µs** of CPU per request for the hop (median of the per-round differences ${v.hop.rounds.map((h) => h.hop).join(', ')}; upstream ${v.hop.upstreamCpuUs} µs, local provider ${v.hop.localCpuUs} µs, same process, ${UPSTREAM_CONNECTIONS} connections)`)
+    .join('\n');
   const upstreamLatency = upstreamRows
     .map(([name, v]) => `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`)
     .join('\n');
@@ -915,6 +931,11 @@ the global \`fetch\` (\`scripts/bench-proxy-baseline.cjs\`), and Portkey's open-
 | setup | req/s | Express+fetch req/s | gateway / Express+fetch | Portkey req/s | gateway / Portkey | CPU µs/req | Express+fetch CPU µs/req | Portkey CPU µs/req | RSS MB after load | non-2xx | measured |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${upstreamThroughput}
+
+The hop itself (target <= 150 µs): the gateway process above, after its rounds, measured in alternating rounds with the
+local provider (no upstream) and through the channel to the fake; the difference in CPU per request:
+
+${hopLines || '- not measured'}
 
 At a fixed ${UPSTREAM_RATE} req/s (open loop, evenly spaced, latency from when each request was due), ms:
 
