@@ -56,7 +56,7 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
     const outcomes = new Map<string, 'finished' | LeaseLost | unknown>();
     const runs = rows.map((row) =>
       worker
-        .holdLocal(row, new AbortController().signal, (held, signal) =>
+        .holdLocal(row, new AbortController().signal, (_row, signal) =>
           Promise.race([
             released,
             new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })),
