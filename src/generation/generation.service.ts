@@ -34,8 +34,11 @@ import {
   insertGeneration,
   reservesInOneStatement,
   reserveWithGeneration,
+  type Settlement,
   settleGeneration,
+  settleGenerations,
 } from './generations.repository';
+import { StatementBatcher } from '../db/statement-batcher';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
@@ -107,12 +110,22 @@ export class GenerationService {
   /** The key holder's view of its generations (GET, list, cancel). */
   readonly clients: ClientGenerations;
   readonly completionWebhooks: CompletionWebhooks | undefined;
+  /** Settles a succeeded generation without a completion webhook (most of them): batched on PostgreSQL. */
+  private readonly settle: (settlement: Settlement) => Promise<boolean>;
   /** For the webhook secret operation (read or created on first use). */
   get db(): Kysely<Database> {
     return this.deps.db;
   }
 
   constructor(private readonly deps: GenerationDeps) {
+    const alone = (settlement: Settlement) => deps.writes.single((db) => settleGeneration(db, settlement.id, settlement.outcome, settlement.attempts));
+    if (reservesInOneStatement(deps.db)) {
+      // PostgreSQL: concurrent requests' settlements share one statement (SQLite's group commit batches them already).
+      const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, { maxBatch: 100, lanes: 2 });
+      this.settle = (settlement) => batcher.submit(settlement);
+    } else {
+      this.settle = alone;
+    }
     const hooks = deps.webhooks && new CompletionWebhooks({ clock: deps.clock, ...deps.webhooks, resource: (db, row) => this.clients.resource(row, db) });
     this.completionWebhooks = hooks;
     this.clients = new ClientGenerations({
@@ -377,7 +390,7 @@ export class GenerationService {
       // Without a completion webhook (most requests) there is no event to write: one statement on PostgreSQL.
       const settled =
         stored.webhook === undefined
-          ? await writes.single((db) => settleGeneration(db, row.id, outcome, attempts))
+          ? await this.settle({ id: row.id, outcome, attempts })
           : await writes.run(async (trx) => {
               await insertAttempts(trx, attempts);
               const done = await completeGeneration(trx, row.id, outcome);

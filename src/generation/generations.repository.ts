@@ -100,12 +100,7 @@ function settleStatement(attempts: number): string {
  * PostgreSQL one statement (the attempts are inserted whether or not the row was still active,
  * as before), on SQLite two in the caller's transaction. Run it through `writes.single`.
  */
-export async function settleGeneration(
-  db: Db,
-  id: string,
-  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number },
-  attempts: readonly GenerationAttemptsTable[],
-): Promise<boolean> {
+export async function settleGeneration(db: Db, id: string, outcome: Settlement['outcome'], attempts: readonly GenerationAttemptsTable[]): Promise<boolean> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
     await insertAttempts(db, [...attempts]);
     return completeGeneration(db, id, outcome);
@@ -114,6 +109,52 @@ export async function settleGeneration(
   for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column]);
   const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
   return Number(result.rows[0]?.n ?? 0) === 1;
+}
+
+/** One settlement of settleGenerations(): what settleGeneration() takes. */
+export interface Settlement {
+  id: string;
+  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number };
+  attempts: readonly GenerationAttemptsTable[];
+}
+
+/** PostgreSQL types of the attempt columns, for unnest() of their arrays. */
+const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
+  generation_id: 'text',
+  seq: 'int',
+  image_index: 'int',
+  channel_id: 'text',
+  outcome: 'text',
+  error_code: 'text',
+  latency_ms: 'int',
+  started_at: 'bigint',
+};
+const SETTLE_MANY_STATEMENT =
+  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS s(id, status, latency_ms, completed_at)), ` +
+  `a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) SELECT * FROM unnest(${ATTEMPT_COLUMNS.map((column, i) => `$${5 + i}::${ATTEMPT_TYPES[column]}[]`).join(', ')}) ` +
+  `ON CONFLICT (generation_id, seq) DO NOTHING), ` +
+  `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
+  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.status IN ('queued', 'running') RETURNING g.id) ` +
+  `SELECT id FROM u`;
+
+/**
+ * settleGeneration() for several generations in ONE PostgreSQL statement (the request path's
+ * settlements batched by StatementBatcher): each settles exactly as it would alone, since each
+ * touches only its own generation row and attempt rows. Answers, in order, whether each was settled.
+ */
+export async function settleGenerations(db: Db, settlements: readonly Settlement[]): Promise<boolean[]> {
+  const columns: unknown[][] = [[], [], [], []];
+  const attemptColumns: unknown[][] = ATTEMPT_COLUMNS.map(() => []);
+  for (const { id, outcome, attempts } of settlements) {
+    columns[0]!.push(id);
+    columns[1]!.push(outcome.status);
+    columns[2]!.push(outcome.latencyMs);
+    columns[3]!.push(outcome.completedAt);
+    for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column]));
+  }
+  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(SETTLE_MANY_STATEMENT, [...columns, ...attemptColumns]));
+  const settled = new Set(result.rows.map((row) => row.id));
+  return settlements.map((settlement) => settled.has(settlement.id));
 }
 
 /** The generation columns the reservation statement takes from the key row it updated; the others are parameters $6... */

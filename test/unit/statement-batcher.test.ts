@@ -1,0 +1,91 @@
+import { StatementBatcher } from '../../src/db/statement-batcher';
+
+/** A batcher whose statements are answered by the test: each call waits until released. */
+function recordingBatcher(options: { maxBatch: number; lanes: number }, failing = new Set<number>()) {
+  const calls: Array<{ kind: 'one' | 'batch'; items: number[]; release: () => void }> = [];
+  const run = (kind: 'one' | 'batch', items: number[]) =>
+    new Promise<void>((resolve) => calls.push({ kind, items, release: resolve })).then(() => {
+      const bad = items.find((item) => failing.has(item));
+      if (bad !== undefined) throw new Error(`item ${bad} is bad`);
+      return items.map((item) => item * 10);
+    });
+  const batcher = new StatementBatcher<number, number>(
+    (items) => run('batch', items),
+    async (item) => (await run('one', [item]))[0]!,
+    options,
+  );
+  return { batcher, calls };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('StatementBatcher', () => {
+  it('runs a lone item as its own statement', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1 });
+    const answer = batcher.submit(1);
+    await turn();
+    expect(calls.map((c) => [c.kind, c.items])).toEqual([['one', [1]]]);
+    calls[0]!.release();
+    await expect(answer).resolves.toBe(10);
+  });
+
+  it('sends what arrives while its lanes are busy as one statement, in order, at most maxBatch items each', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 3, lanes: 1 });
+    const first = batcher.submit(1);
+    await turn();
+    const waiting = [2, 3, 4, 5].map((item) => batcher.submit(item));
+    await turn();
+    // The lane is busy: nothing else was sent.
+    expect(calls).toHaveLength(1);
+    calls[0]!.release();
+    await first;
+    await turn();
+    expect(calls.map((c) => [c.kind, c.items])).toEqual([
+      ['one', [1]],
+      ['batch', [2, 3, 4]],
+    ]);
+    calls[1]!.release();
+    await turn();
+    await turn();
+    expect(calls[2]).toMatchObject({ kind: 'one', items: [5] });
+    calls[2]!.release();
+    await expect(Promise.all(waiting)).resolves.toEqual([20, 30, 40, 50]);
+  });
+
+  it('uses every lane before it batches', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 2 });
+    const a = batcher.submit(1);
+    await turn();
+    const b = batcher.submit(2);
+    await turn();
+    expect(calls.map((c) => [c.kind, c.items])).toEqual([
+      ['one', [1]],
+      ['one', [2]],
+    ]);
+    for (const call of calls) call.release();
+    await expect(Promise.all([a, b])).resolves.toEqual([10, 20]);
+  });
+
+  it('when a batch fails, runs each of its items alone: only the bad one fails', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1 }, new Set([3]));
+    const first = batcher.submit(1);
+    await turn();
+    const rest = [2, 3, 4].map((item) => batcher.submit(item).then(
+      (value) => ({ value }),
+      (error: Error) => ({ error: error.message }),
+    ));
+    calls[0]!.release();
+    await first;
+    await turn();
+    expect(calls[1]).toMatchObject({ kind: 'batch', items: [2, 3, 4] });
+    calls[1]!.release();
+    for (let i = 0; i < 5 && calls.length < 5; i += 1) await turn();
+    expect(calls.slice(2).map((c) => [c.kind, c.items])).toEqual([
+      ['one', [2]],
+      ['one', [3]],
+      ['one', [4]],
+    ]);
+    for (const call of calls.slice(2)) call.release();
+    await expect(Promise.all(rest)).resolves.toEqual([{ value: 20 }, { error: 'item 3 is bad' }, { value: 40 }]);
+  });
+});
