@@ -9,8 +9,8 @@ import { randomBase62 } from '../shared/ids';
 /**
  * A key's `max_concurrent`: one lease per generation in flight, shared by every replica (Redis when
  * REDIS_URL is set, else the database). A lease expires `ttlMs` after its last renewal; the process
- * holding it renews it every third of that while the generation runs, so a replica that dies
- * (SIGKILL, power loss) frees its slots within `ttlMs`.
+ * holding it renews it every third of that while the generation runs (all its leases at once, from
+ * one timer), so a replica that dies (SIGKILL, power loss) frees its slots within `ttlMs`.
  */
 export interface ConcurrencyLeases {
   /** Takes one of the key's `max` slots, or answers undefined when all are taken. */
@@ -25,12 +25,21 @@ export interface HeldLease {
 /** Where leases live: check-and-take must be atomic across processes. */
 interface LeaseStore {
   tryTake(keyId: string, leaseId: string, max: number, now: number, expiresAt: number): Promise<boolean>;
-  renew(keyId: string, leaseId: string, expiresAt: number): Promise<void>;
+  /** Pushes the expiry of these leases (at most RENEWAL_BATCH) to `expiresAt`; a lease already gone stays gone. */
+  renewAll(leases: ReadonlyArray<readonly [leaseId: string, keyId: string]>, expiresAt: number): Promise<void>;
   drop(keyId: string, leaseId: string): Promise<void>;
   close(): Promise<void>;
 }
 
+/** Leases renewed per statement or pipeline. */
+const RENEWAL_BATCH = 500;
+
 class RenewedLeases implements ConcurrencyLeases {
+  /** The leases this process holds (lease id -> key id), renewed together while there are any. */
+  private readonly held = new Map<string, string>();
+  private renewal: NodeJS.Timeout | undefined;
+  private renewing = false;
+
   constructor(
     private readonly store: LeaseStore,
     private readonly clock: Clock,
@@ -42,18 +51,18 @@ class RenewedLeases implements ConcurrencyLeases {
     const leaseId = `lease_${randomBase62(22)}`;
     const now = this.clock.now();
     if (!(await this.store.tryTake(keyId, leaseId, max, now, now + this.ttlMs))) return undefined;
-    const timer = setInterval(() => {
-      this.store.renew(keyId, leaseId, this.clock.now() + this.ttlMs).catch((error: unknown) => {
-        this.logger.warn({ err: error, key_id: keyId }, 'could not renew a concurrency lease');
-      });
-    }, Math.max(10, Math.floor(this.ttlMs / 3)));
-    timer.unref();
+    this.held.set(leaseId, keyId);
+    this.renewal ??= setInterval(() => void this.renewHeld(), Math.max(10, Math.floor(this.ttlMs / 3))).unref();
     let released = false;
     return {
       release: async () => {
         if (released) return;
         released = true;
-        clearInterval(timer);
+        this.held.delete(leaseId);
+        if (this.held.size === 0) {
+          clearInterval(this.renewal);
+          this.renewal = undefined;
+        }
         try {
           await this.store.drop(keyId, leaseId);
         } catch (error) {
@@ -64,7 +73,26 @@ class RenewedLeases implements ConcurrencyLeases {
     };
   }
 
+  /** One timer and one statement (or pipeline) per RENEWAL_BATCH leases, not one of each per generation. */
+  private async renewHeld(): Promise<void> {
+    // A slow store: the previous round still runs, and the leases outlive a few missed rounds.
+    if (this.renewing) return;
+    this.renewing = true;
+    const leases = [...this.held];
+    try {
+      for (let at = 0; at < leases.length; at += RENEWAL_BATCH) {
+        await this.store.renewAll(leases.slice(at, at + RENEWAL_BATCH), this.clock.now() + this.ttlMs).catch((error: unknown) => {
+          this.logger.warn({ err: error, leases: Math.min(RENEWAL_BATCH, leases.length - at) }, 'could not renew concurrency leases');
+        });
+      }
+    } finally {
+      this.renewing = false;
+    }
+  }
+
   close(): Promise<void> {
+    clearInterval(this.renewal);
+    this.renewal = undefined;
     return this.store.close();
   }
 }
@@ -110,8 +138,12 @@ class RedisLeaseStore implements LeaseStore {
     return (await this.commands.cgwLeaseTake(this.setKey(keyId), now, max, expiresAt, leaseId, this.ttlMs)) === 1;
   }
 
-  async renew(keyId: string, leaseId: string, expiresAt: number): Promise<void> {
-    await this.commands.cgwLeaseRenew(this.setKey(keyId), expiresAt, leaseId, this.ttlMs);
+  async renewAll(leases: ReadonlyArray<readonly [leaseId: string, keyId: string]>, expiresAt: number): Promise<void> {
+    // One pipeline: one write to Redis for the whole batch.
+    const pipeline = this.redis.pipeline() as unknown as { cgwLeaseRenew: (...args: unknown[]) => void; exec: () => Promise<Array<[Error | null, unknown]> | null> };
+    for (const [leaseId, keyId] of leases) pipeline.cgwLeaseRenew(this.setKey(keyId), expiresAt, leaseId, this.ttlMs);
+    const failed = (await pipeline.exec())?.find(([error]) => error !== null)?.[0];
+    if (failed) throw failed;
   }
 
   async drop(keyId: string, leaseId: string): Promise<void> {
@@ -145,8 +177,16 @@ class SqlLeaseStore implements LeaseStore {
     });
   }
 
-  async renew(_keyId: string, leaseId: string, expiresAt: number): Promise<void> {
-    await this.db.updateTable('key_leases').set({ expires_at: expiresAt }).where('lease_id', '=', leaseId).execute();
+  async renewAll(leases: ReadonlyArray<readonly [leaseId: string, keyId: string]>, expiresAt: number): Promise<void> {
+    await this.db
+      .updateTable('key_leases')
+      .set({ expires_at: expiresAt })
+      .where(
+        'lease_id',
+        'in',
+        leases.map(([leaseId]) => leaseId),
+      )
+      .execute();
   }
 
   async drop(_keyId: string, leaseId: string): Promise<void> {

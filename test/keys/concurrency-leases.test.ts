@@ -1,0 +1,101 @@
+import pino from 'pino';
+import { openDatabase, type GatewayDatabase } from '../../src/db/database';
+import { migrateToLatest } from '../../src/db/migrations';
+import { type ConcurrencyLeases, createConcurrencyLeases, type HeldLease } from '../../src/keys/concurrency-leases';
+import { systemClock } from '../../src/shared/clock';
+import { createThrowawayDatabase, sqliteOnly, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+
+const TTL_MS = 300;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A key's max_concurrent slots are leases that lapse TTL after their last renewal: the process
+ * holding them renews them all from one timer while it holds any, in batches. Checked on the
+ * database store (the suite's engine) and on Redis.
+ */
+describe.each([
+  ['the database', false],
+  ['Redis', true],
+] as const)('concurrency leases in %s', (_store, onRedis) => {
+  const run = onRedis && sqliteOnly ? it.skip : it;
+  let throwaway: ThrowawayDatabase;
+  let database: GatewayDatabase;
+  let redis: ReturnType<typeof throwawayRedisPrefix>;
+  let leases: ConcurrencyLeases;
+
+  beforeEach(async () => {
+    throwaway = await createThrowawayDatabase(testEngine);
+    database = openDatabase(throwaway.url);
+    await migrateToLatest(database.db as never, database.engine);
+    redis = throwawayRedisPrefix();
+    leases = createConcurrencyLeases({
+      db: database.db,
+      engine: database.engine,
+      redisUrl: onRedis ? TEST_REDIS_URL : undefined,
+      redisPrefix: redis.prefix,
+      clock: systemClock,
+      ttlMs: TTL_MS,
+      logger: pino({ level: 'silent' }),
+    });
+  });
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await leases.close();
+    await database.close();
+    await throwaway.drop();
+    if (onRedis) await redis.drop();
+  });
+
+  run('a held slot outlives several TTLs while held (renewed), and frees at once on release', async () => {
+    const held = await leases.acquire('key_a', 2);
+    const second = await leases.acquire('key_a', 2);
+    expect(held).toBeDefined();
+    expect(second).toBeDefined();
+    for (let i = 0; i < 4; i += 1) {
+      await sleep(TTL_MS);
+      expect(await leases.acquire('key_a', 2)).toBeUndefined();
+    }
+    await held!.release();
+    const third = await leases.acquire('key_a', 2);
+    expect(third).toBeDefined();
+    await second!.release();
+    await third!.release();
+  });
+
+  run('600 slots over 300 keys all stay held past several TTLs', async () => {
+    const slots: HeldLease[] = [];
+    for (let key = 0; key < 300; key += 1) {
+      for (let slot = 0; slot < 2; slot += 1) {
+        const lease = await leases.acquire(`key_${key}`, 2);
+        if (!lease) throw new Error(`key_${key}: slot ${slot} refused`);
+        slots.push(lease);
+      }
+    }
+    await sleep(TTL_MS * 3);
+    // Every key is still full: none of the 600 leases lapsed.
+    const probes = await Promise.all([0, 149, 299].map((key) => leases.acquire(`key_${key}`, 2)));
+    expect(probes).toEqual([undefined, undefined, undefined]);
+    await Promise.all(slots.map((lease) => lease.release()));
+    expect(await leases.acquire('key_0', 2)).toBeDefined();
+  }, 30_000);
+
+  run('a lease no one renews (its process died) lapses after the TTL', async () => {
+    const other = createConcurrencyLeases({
+      db: database.db,
+      engine: database.engine,
+      redisUrl: onRedis ? TEST_REDIS_URL : undefined,
+      redisPrefix: redis.prefix,
+      clock: systemClock,
+      ttlMs: TTL_MS,
+      logger: pino({ level: 'silent' }),
+    });
+    const held = await other.acquire('key_dead', 1);
+    expect(held).toBeDefined();
+    // The holder stops renewing without releasing, as a killed process would.
+    await other.close().catch(() => undefined);
+    expect(await leases.acquire('key_dead', 1)).toBeUndefined();
+    await sleep(TTL_MS + 100);
+    expect(await leases.acquire('key_dead', 1)).toBeDefined();
+  });
+});
