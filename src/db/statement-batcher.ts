@@ -14,7 +14,12 @@ export class StatementBatcher<Item, Result> {
   constructor(
     private readonly runBatch: (items: Item[]) => Promise<Result[]>,
     private readonly runOne: (item: Item) => Promise<Result>,
-    private readonly options: { maxBatch: number; lanes: number },
+    private readonly options: {
+      maxBatch: number;
+      lanes: number;
+      /** Items with the same conflict key never share a batch (one statement updates a row once): the later waits for the next. */
+      conflictKey?: (item: Item) => string;
+    },
   ) {}
 
   submit(item: Item): Promise<Result> {
@@ -33,13 +38,33 @@ export class StatementBatcher<Item, Result> {
 
   private pump(): void {
     while (this.queue.length > 0 && this.busyLanes < this.options.lanes) {
-      const batch = this.queue.splice(0, this.options.maxBatch);
+      const batch = this.takeBatch();
       this.busyLanes += 1;
       void this.send(batch).finally(() => {
         this.busyLanes -= 1;
         this.pump();
       });
     }
+  }
+
+  /** The next batch: queue order, at most maxBatch, conflicting items left in the queue in their order. */
+  private takeBatch(): StatementBatcher<Item, Result>['queue'] {
+    const { maxBatch, conflictKey } = this.options;
+    if (!conflictKey) return this.queue.splice(0, maxBatch);
+    const batch: StatementBatcher<Item, Result>['queue'] = [];
+    const rest: StatementBatcher<Item, Result>['queue'] = [];
+    const taken = new Set<string>();
+    for (const entry of this.queue) {
+      const key = conflictKey(entry.item);
+      if (batch.length < maxBatch && !taken.has(key)) {
+        taken.add(key);
+        batch.push(entry);
+      } else {
+        rest.push(entry);
+      }
+    }
+    this.queue = rest;
+    return batch;
   }
 
   private async send(batch: StatementBatcher<Item, Result>['queue']): Promise<void> {

@@ -7,7 +7,7 @@ import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
-import { findKeyById, reserveCredits } from '../keys/keys.repository';
+import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
 import { keyStatus } from '../keys/key.model';
 import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
@@ -32,8 +32,10 @@ import {
   countQueuedGenerations,
   failGeneration,
   insertGeneration,
+  type ReservationRequest,
   reservesInOneStatement,
   reserveWithGeneration,
+  reserveWithGenerations,
   type Settlement,
   settleGeneration,
   settleGenerations,
@@ -112,6 +114,8 @@ export class GenerationService {
   readonly completionWebhooks: CompletionWebhooks | undefined;
   /** Settles a succeeded generation without a completion webhook (most of them): batched on PostgreSQL. */
   private readonly settle: (settlement: Settlement) => Promise<boolean>;
+  /** PostgreSQL: the one-statement reservation (reserveWithGeneration), batched over distinct keys. */
+  private readonly reserveInOneStatement: ((request: ReservationRequest) => Promise<Reservation | undefined>) | undefined;
   /** For the webhook secret operation (read or created on first use). */
   get db(): Kysely<Database> {
     return this.deps.db;
@@ -123,8 +127,16 @@ export class GenerationService {
       // PostgreSQL: concurrent requests' settlements share one statement (SQLite's group commit batches them already).
       const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, { maxBatch: 100, lanes: 2 });
       this.settle = (settlement) => batcher.submit(settlement);
+      const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
+        (requests) => reserveWithGenerations(deps.db, requests),
+        (request) => reserveWithGeneration(deps.db, request.reservation, request.row),
+        // One lane: batches of one process never wait on each other's key rows.
+        { maxBatch: 100, lanes: 1, conflictKey: (request) => request.reservation.keyId },
+      );
+      this.reserveInOneStatement = (request) => reservations.submit(request);
     } else {
       this.settle = alone;
+      this.reserveInOneStatement = undefined;
     }
     const hooks = deps.webhooks && new CompletionWebhooks({ clock: deps.clock, ...deps.webhooks, resource: (db, row) => this.clients.resource(row, db) });
     this.completionWebhooks = hooks;
@@ -441,9 +453,9 @@ export class GenerationService {
       request,
     });
     // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
-    if (reservesInOneStatement(this.deps.db)) {
+    if (this.reserveInOneStatement) {
       const draft = generationOf({ period_started_at: now, usage_epoch: null });
-      const row = await reserveWithGeneration(this.deps.db, { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, draft);
+      const row = await this.reserveInOneStatement({ reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, row: draft });
       if (row) {
         return {
           row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },

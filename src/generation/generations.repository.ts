@@ -162,10 +162,24 @@ const FROM_KEY_ROW = new Set<string>(['period_started_at', 'usage_epoch']);
 const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(column));
 /** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
 const NUMERIC_COLUMNS = new Set<string>(['images', 'credits', 'latency_ms', 'created_at', 'completed_at', 'lease_expires_at', 'started_at', 'cancel_requested', 'runs']);
-// The stored period of the key row is over at $3 (now): storedPeriodEndedSql() of keys.repository.ts.
 const PERIOD_MS = 'quota_period_days * cast(86400000 as bigint)';
-const ENDED = `(period_started_at + ${PERIOD_MS} <= $3::bigint)`;
-const USED_BEFORE = `(CASE WHEN ${ENDED} THEN 0 ELSE credits_used END)`;
+
+/** Where the reservation statement finds its inputs: parameters ($n) for one reservation, columns of `r` for a batch. */
+interface ReserveInputs {
+  keyId: string;
+  cost: string;
+  now: string;
+  /** numeric[] of the key's alert thresholds, sorted. */
+  thresholds: string;
+  keyHash: string;
+  /** The generation's value of `column` (one not taken from the key row). */
+  column: (column: string) => string;
+  /** The batch's rows as a CTE, the UPDATE's FROM clause, and how the generation rows join the updated keys. */
+  inputs?: string;
+  from?: string;
+  join?: string;
+}
+
 /**
  * reserveCredits() and insertGeneration() as ONE PostgreSQL statement, for the reservations that
  * cross none of the key's alert thresholds ($4) and leave credits over: those write no event, so
@@ -175,24 +189,61 @@ const USED_BEFORE = `(CASE WHEN ${ENDED} THEN 0 ELSE credits_used END)`;
  * runs the general transaction (quota refused, a threshold crossed, the credits used up, or the key no
  * longer usable: disabled, expired or rotated, checked like reserveCredits() does).
  */
-const RESERVE_STATEMENT =
-  `WITH k AS (UPDATE api_keys SET ` +
-  `credits_used = CASE WHEN ${ENDED} THEN $2::bigint ELSE credits_used + $2::bigint END, ` +
-  `period_started_at = CASE WHEN ${ENDED} THEN (created_at + cast(($3::bigint - created_at) / (${PERIOD_MS}) as bigint) * (${PERIOD_MS})) ELSE period_started_at END, ` +
-  `usage_epoch = CASE WHEN ${ENDED} THEN usage_epoch + 1 ELSE usage_epoch END, ` +
-  `last_used_at = $3::bigint ` +
-  `WHERE id = $1 AND status = 'active' AND key_hash = $5 AND (expires_at IS NULL OR expires_at > $3::bigint) AND ${USED_BEFORE} + $2::bigint < credits_quota ` +
-  // No threshold t with used * 100 < t * quota <= (used + cost) * 100: as many thresholds at or below the
-  // percentage before as after (width_bucket over the sorted thresholds). A plain expression on the key row,
-  // not a subquery: when a concurrent reservation commits first, PostgreSQL re-checks the WHERE on the new row
-  // version, and an anti-join over unnest() was not re-checked there (threshold events went missing).
-  `AND width_bucket(${USED_BEFORE} * 100::numeric / NULLIF(credits_quota, 0), $4::numeric[]) = ` +
-  `width_bucket((${USED_BEFORE} + $2::bigint) * 100::numeric / NULLIF(credits_quota, 0), $4::numeric[]) ` +
-  `RETURNING credits_used, credits_quota, usage_epoch, period_started_at), ` +
-  `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
-    FROM_KEY_ROW.has(column) ? `k.${column}` : `$${6 + ROW_PARAMETERS.indexOf(column)}::${NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text'}`,
-  ).join(', ')} FROM k) ` +
-  `SELECT credits_used, credits_quota, usage_epoch, period_started_at FROM k`;
+function reserveStatement(i: ReserveInputs): string {
+  // The stored period of the key row is over at `now`: storedPeriodEndedSql() of keys.repository.ts.
+  const ended = `(api_keys.period_started_at + ${PERIOD_MS} <= ${i.now})`;
+  const usedBefore = `(CASE WHEN ${ended} THEN 0 ELSE api_keys.credits_used END)`;
+  return (
+    `WITH ${i.inputs ? `${i.inputs}, ` : ''}k AS (UPDATE api_keys SET ` +
+    `credits_used = CASE WHEN ${ended} THEN ${i.cost} ELSE api_keys.credits_used + ${i.cost} END, ` +
+    `period_started_at = CASE WHEN ${ended} THEN (api_keys.created_at + cast((${i.now} - api_keys.created_at) / (${PERIOD_MS}) as bigint) * (${PERIOD_MS})) ELSE api_keys.period_started_at END, ` +
+    `usage_epoch = CASE WHEN ${ended} THEN api_keys.usage_epoch + 1 ELSE api_keys.usage_epoch END, ` +
+    `last_used_at = ${i.now} ` +
+    (i.from ? `FROM ${i.from} ` : '') +
+    `WHERE api_keys.id = ${i.keyId} AND api_keys.status = 'active' AND api_keys.key_hash = ${i.keyHash} ` +
+    `AND (api_keys.expires_at IS NULL OR api_keys.expires_at > ${i.now}) AND ${usedBefore} + ${i.cost} < api_keys.credits_quota ` +
+    // No threshold t with used * 100 < t * quota <= (used + cost) * 100: as many thresholds at or below the
+    // percentage before as after (width_bucket over the sorted thresholds). A plain expression on the key row,
+    // not a subquery: when a concurrent reservation commits first, PostgreSQL re-checks the WHERE on the new row
+    // version, and an anti-join over unnest() was not re-checked there (threshold events went missing).
+    `AND width_bucket(${usedBefore} * 100::numeric / NULLIF(api_keys.credits_quota, 0), ${i.thresholds}) = ` +
+    `width_bucket((${usedBefore} + ${i.cost}) * 100::numeric / NULLIF(api_keys.credits_quota, 0), ${i.thresholds}) ` +
+    `RETURNING api_keys.id, api_keys.credits_used, api_keys.credits_quota, api_keys.usage_epoch, api_keys.period_started_at), ` +
+    `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
+      FROM_KEY_ROW.has(column) ? `k.${column}` : i.column(column),
+    ).join(', ')} FROM k${i.join ? ` ${i.join}` : ''}) ` +
+    `SELECT k.id AS key_id, k.credits_used, k.credits_quota, k.usage_epoch, k.period_started_at FROM k`
+  );
+}
+
+const castOf = (column: string) => (NUMERIC_COLUMNS.has(column) ? 'bigint' : 'text');
+const RESERVE_STATEMENT = reserveStatement({
+  keyId: '$1',
+  cost: '$2::bigint',
+  now: '$3::bigint',
+  thresholds: '$4::numeric[]',
+  keyHash: '$5',
+  column: (column) => `$${6 + ROW_PARAMETERS.indexOf(column as (typeof ROW_PARAMETERS)[number])}::${castOf(column)}`,
+});
+
+/** The batch form: the reservations' inputs and generation rows as arrays ($1... in BATCH_COLUMNS order), unnested into `r`. */
+const BATCH_INPUTS = ['key_id', 'cost', 'now', 'thresholds', 'key_hash'] as const;
+const BATCH_INPUT_TYPES: Record<(typeof BATCH_INPUTS)[number], string> = { key_id: 'text', cost: 'bigint', now: 'bigint', thresholds: 'text', key_hash: 'text' };
+const RESERVE_MANY_STATEMENT = reserveStatement({
+  keyId: 'r.key_id',
+  cost: 'r.cost',
+  now: 'r.now',
+  // Thresholds differ in number per key, so they travel as text ('{50,80}'): unnest() of a numeric[][] needs equal lengths.
+  thresholds: 'r.thresholds::numeric[]',
+  keyHash: 'r.key_hash',
+  column: (column) => `r.g_${column}`,
+  from: 'r',
+  join: 'JOIN r ON r.key_id = k.id',
+  // Sorted by key id (and materialized, being read twice), so concurrent batches (other replicas) lock their key rows in the same order.
+  inputs:
+    `r AS (SELECT * FROM unnest(${[...BATCH_INPUTS.map((name) => BATCH_INPUT_TYPES[name]), ...ROW_PARAMETERS.map(castOf)].map((type, i) => `$${i + 1}::${type}[]`).join(', ')}) ` +
+    `AS u(${[...BATCH_INPUTS, ...ROW_PARAMETERS.map((column) => `g_${column}`)].join(', ')}) ORDER BY key_id)`,
+});
 
 /** Whether reserveWithGeneration() can run on this database (PostgreSQL). */
 export function reservesInOneStatement(db: Db): boolean {
@@ -211,8 +262,41 @@ export async function reserveWithGeneration(
 ): Promise<Reservation | undefined> {
   const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds].sort((a, b) => a - b), reservation.keyHash];
   for (const column of ROW_PARAMETERS) parameters.push(row[column]);
-  const result = await db.executeQuery<Reservation>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
-  return result.rows[0];
+  const result = await db.executeQuery<Reservation & { key_id: string }>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
+  const [reserved] = result.rows;
+  if (!reserved) return undefined;
+  const { key_id: _keyId, ...book } = reserved;
+  return book;
+}
+
+/** One reservation of reserveWithGenerations(): reserveWithGeneration()'s arguments. */
+export interface ReservationRequest {
+  reservation: { keyId: string; keyHash: string; cost: number; now: number; alertThresholds: readonly number[] };
+  row: GenerationsTable;
+}
+
+/**
+ * reserveWithGeneration() for several keys in ONE PostgreSQL statement (concurrent requests'
+ * reservations, batched by StatementBatcher): each reservation is the same conditional UPDATE of its
+ * own key row, so the keys must be distinct (one statement updates a row once). Answers, in order,
+ * each reservation's book, or undefined where that one needs the general path.
+ */
+export async function reserveWithGenerations(db: Db, requests: readonly ReservationRequest[]): Promise<Array<Reservation | undefined>> {
+  const columns: unknown[][] = [...BATCH_INPUTS, ...ROW_PARAMETERS].map(() => []);
+  for (const { reservation, row } of requests) {
+    const values = [
+      reservation.keyId,
+      reservation.cost,
+      reservation.now,
+      `{${[...reservation.alertThresholds].sort((a, b) => a - b).join(',')}}`,
+      reservation.keyHash,
+      ...ROW_PARAMETERS.map((column) => row[column]),
+    ];
+    values.forEach((value, i) => columns[i]!.push(value));
+  }
+  const result = await db.executeQuery<Reservation & { key_id: string }>(CompiledQuery.raw(RESERVE_MANY_STATEMENT, columns));
+  const byKey = new Map(result.rows.map(({ key_id, ...reservation }) => [key_id, reservation]));
+  return requests.map(({ reservation }) => byKey.get(reservation.keyId));
 }
 
 /** The key's generations waiting for a worker (the per-key cap of the asynchronous path). */

@@ -1,7 +1,7 @@
 import { StatementBatcher } from '../../src/db/statement-batcher';
 
 /** A batcher whose statements are answered by the test: each call waits until released. */
-function recordingBatcher(options: { maxBatch: number; lanes: number }, failing = new Set<number>()) {
+function recordingBatcher(options: { maxBatch: number; lanes: number; conflictKey?: (item: number) => string }, failing = new Set<number>()) {
   const calls: Array<{ kind: 'one' | 'batch'; items: number[]; release: () => void }> = [];
   const run = (kind: 'one' | 'batch', items: number[]) =>
     new Promise<void>((resolve) => calls.push({ kind, items, release: resolve })).then(() => {
@@ -87,5 +87,25 @@ describe('StatementBatcher', () => {
     ]);
     for (const call of calls.slice(2)) call.release();
     await expect(Promise.all(rest)).resolves.toEqual([{ value: 20 }, { error: 'item 3 is bad' }, { value: 40 }]);
+  });
+
+  it('never puts two items with the same conflict key in one batch: the later waits for the next, order kept', async () => {
+    // Conflict key: the item's tens (11 and 12 update the same row).
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1, conflictKey: (item) => String(Math.floor(item / 10)) });
+    const first = batcher.submit(1);
+    await turn();
+    const waiting = [11, 12, 21, 13, 22].map((item) => batcher.submit(item));
+    calls[0]!.release();
+    await first;
+    await turn();
+    expect(calls[1]).toMatchObject({ kind: 'batch', items: [11, 21] });
+    calls[1]!.release();
+    for (let i = 0; i < 3 && calls.length < 3; i += 1) await turn();
+    expect(calls[2]).toMatchObject({ kind: 'batch', items: [12, 22] });
+    calls[2]!.release();
+    for (let i = 0; i < 3 && calls.length < 4; i += 1) await turn();
+    expect(calls[3]).toMatchObject({ kind: 'one', items: [13] });
+    calls[3]!.release();
+    await expect(Promise.all(waiting)).resolves.toEqual([110, 120, 210, 130, 220]);
   });
 });
