@@ -1,15 +1,20 @@
+type Waiting<Item, Result> = { item: Item; resolve: (result: Result) => void; reject: (reason: unknown) => void };
+
 /**
  * Sends the statements of concurrent requests together: work submitted while earlier batches are
  * in flight waits for a free lane and then goes out in one statement (`runBatch`), so under load N
  * requests pay one round trip instead of N. Alone, an item runs as its own statement (`runOne`),
  * as it would without the batcher. When a batch fails, each of its items is run again on its own,
- * so one bad item fails alone. On PostgreSQL each round trip wakes the server's process; on a
- * virtual machine that wake-up is most of what a statement costs the gateway.
+ * so one bad item fails alone (unless the failure says the database is unavailable: then each gets
+ * that error at once). On PostgreSQL each round trip wakes the server's process; on a virtual
+ * machine that wake-up is most of what a statement costs the gateway.
  */
 export class StatementBatcher<Item, Result> {
-  private queue: Array<{ item: Item; resolve: (result: Result) => void; reject: (reason: unknown) => void }> = [];
+  private queue: Array<Waiting<Item, Result>> = [];
   private busyLanes = 0;
   private scheduled = false;
+  /** Conflict keys of the batches in flight: an item with one of them waits until its batch is back. */
+  private readonly inFlight = new Set<string>();
 
   constructor(
     private readonly runBatch: (items: Item[]) => Promise<Result[]>,
@@ -17,8 +22,13 @@ export class StatementBatcher<Item, Result> {
     private readonly options: {
       maxBatch: number;
       lanes: number;
-      /** Items with the same conflict key never share a batch (one statement updates a row once): the later waits for the next. */
+      /**
+       * Items with the same conflict key never share a batch (one statement updates a row once) nor run in two
+       * lanes at once (so the lanes' statements never wait on each other's rows): the later waits.
+       */
       conflictKey?: (item: Item) => string;
+      /** Whether the items of a failed batch are run again one by one (default: always). */
+      retryAlone?: (error: unknown) => boolean;
     },
   ) {}
 
@@ -39,24 +49,32 @@ export class StatementBatcher<Item, Result> {
   private pump(): void {
     while (this.queue.length > 0 && this.busyLanes < this.options.lanes) {
       const batch = this.takeBatch();
+      if (batch.length === 0) return; // every waiting item conflicts with a batch in flight
+      const keys = batch.map((entry) => this.keyOf(entry.item)).filter((key) => key !== undefined);
+      for (const key of keys) this.inFlight.add(key);
       this.busyLanes += 1;
       void this.send(batch).finally(() => {
+        for (const key of keys) this.inFlight.delete(key);
         this.busyLanes -= 1;
         this.pump();
       });
     }
   }
 
+  private keyOf(item: Item): string | undefined {
+    return this.options.conflictKey?.(item);
+  }
+
   /** The next batch: queue order, at most maxBatch, conflicting items left in the queue in their order. */
-  private takeBatch(): StatementBatcher<Item, Result>['queue'] {
+  private takeBatch(): Array<Waiting<Item, Result>> {
     const { maxBatch, conflictKey } = this.options;
     if (!conflictKey) return this.queue.splice(0, maxBatch);
-    const batch: StatementBatcher<Item, Result>['queue'] = [];
-    const rest: StatementBatcher<Item, Result>['queue'] = [];
+    const batch: Array<Waiting<Item, Result>> = [];
+    const rest: Array<Waiting<Item, Result>> = [];
     const taken = new Set<string>();
     for (const entry of this.queue) {
       const key = conflictKey(entry.item);
-      if (batch.length < maxBatch && !taken.has(key)) {
+      if (batch.length < maxBatch && !taken.has(key) && !this.inFlight.has(key)) {
         taken.add(key);
         batch.push(entry);
       } else {
@@ -67,22 +85,28 @@ export class StatementBatcher<Item, Result> {
     return batch;
   }
 
-  private async send(batch: StatementBatcher<Item, Result>['queue']): Promise<void> {
-    if (batch.length === 1) {
-      const [only] = batch as [(typeof batch)[number]];
-      await this.runOne(only.item).then(only.resolve, only.reject);
-      return;
+  private async alone(entry: Waiting<Item, Result>): Promise<void> {
+    try {
+      entry.resolve(await this.runOne(entry.item));
+    } catch (error) {
+      entry.reject(error);
     }
-    let results: Result[] | undefined;
+  }
+
+  private async send(batch: Array<Waiting<Item, Result>>): Promise<void> {
+    if (batch.length === 1) return this.alone(batch[0] as Waiting<Item, Result>);
+    let results: Result[];
     try {
       results = await this.runBatch(batch.map((entry) => entry.item));
-    } catch {
-      results = undefined;
-    }
-    if (results) {
-      batch.forEach((entry, index) => entry.resolve(results[index] as Result));
+      if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
+    } catch (error) {
+      if (this.options.retryAlone && !this.options.retryAlone(error)) {
+        for (const entry of batch) entry.reject(error);
+        return;
+      }
+      await Promise.all(batch.map((entry) => this.alone(entry)));
       return;
     }
-    await Promise.all(batch.map((entry) => this.runOne(entry.item).then(entry.resolve, entry.reject)));
+    batch.forEach((entry, index) => entry.resolve(results[index] as Result));
   }
 }

@@ -3,6 +3,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
+import { DependencyUnavailableError } from '../errors/dependency-errors';
 import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
@@ -125,13 +126,19 @@ export class GenerationService {
     const alone = (settlement: Settlement) => deps.writes.single((db) => settleGeneration(db, settlement.id, settlement.outcome, settlement.attempts));
     if (reservesInOneStatement(deps.db)) {
       // PostgreSQL: concurrent requests' settlements share one statement (SQLite's group commit batches them already).
-      const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, { maxBatch: 100, lanes: 2 });
+      // A database that is down fails every item of a batch alike: no point sending each again.
+      const retryAlone = (error: unknown) => !(error instanceof DependencyUnavailableError);
+      const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, {
+        maxBatch: 100,
+        lanes: 2,
+        retryAlone,
+      });
       this.settle = (settlement) => batcher.submit(settlement);
       const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
         (requests) => reserveWithGenerations(deps.db, requests),
         (request) => reserveWithGeneration(deps.db, request.reservation, request.row),
-        // One lane: batches of one process never wait on each other's key rows.
-        { maxBatch: 100, lanes: 1, conflictKey: (request) => request.reservation.keyId },
+        // A key is in one batch in flight at most, so this process's lanes never wait on each other's key rows.
+        { maxBatch: 100, lanes: 3, conflictKey: (request) => request.reservation.keyId, retryAlone },
       );
       this.reserveInOneStatement = (request) => reservations.submit(request);
     } else {

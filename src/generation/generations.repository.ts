@@ -133,8 +133,10 @@ const SETTLE_MANY_STATEMENT =
   `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS s(id, status, latency_ms, completed_at)), ` +
   `a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) SELECT * FROM unnest(${ATTEMPT_COLUMNS.map((column, i) => `$${5 + i}::${ATTEMPT_TYPES[column]}[]`).join(', ')}) ` +
   `ON CONFLICT (generation_id, seq) DO NOTHING), ` +
+  // The rows locked in id order first, as lease renewals (an IN list on the primary key) lock them: the two never deadlock.
+  `l AS (SELECT id FROM generations WHERE id IN (SELECT id FROM s) ORDER BY id FOR NO KEY UPDATE), ` +
   `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
-  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.status IN ('queued', 'running') RETURNING g.id) ` +
+  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') RETURNING g.id) ` +
   `SELECT id FROM u`;
 
 /**
@@ -176,6 +178,8 @@ interface ReserveInputs {
   column: (column: string) => string;
   /** The batch's rows as a CTE, the UPDATE's FROM clause, and how the generation rows join the updated keys. */
   inputs?: string;
+  /** A further condition on the key row. */
+  where?: string;
   from?: string;
   join?: string;
 }
@@ -202,6 +206,7 @@ function reserveStatement(i: ReserveInputs): string {
     (i.from ? `FROM ${i.from} ` : '') +
     `WHERE api_keys.id = ${i.keyId} AND api_keys.status = 'active' AND api_keys.key_hash = ${i.keyHash} ` +
     `AND (api_keys.expires_at IS NULL OR api_keys.expires_at > ${i.now}) AND ${usedBefore} + ${i.cost} < api_keys.credits_quota ` +
+    (i.where ? `AND ${i.where} ` : '') +
     // No threshold t with used * 100 < t * quota <= (used + cost) * 100: as many thresholds at or below the
     // percentage before as after (width_bucket over the sorted thresholds). A plain expression on the key row,
     // not a subquery: when a concurrent reservation commits first, PostgreSQL re-checks the WHERE on the new row
@@ -239,10 +244,13 @@ const RESERVE_MANY_STATEMENT = reserveStatement({
   column: (column) => `r.g_${column}`,
   from: 'r',
   join: 'JOIN r ON r.key_id = k.id',
-  // Sorted by key id (and materialized, being read twice), so concurrent batches (other replicas) lock their key rows in the same order.
+  // The key rows are locked in id order first (whatever join the planner picks for the UPDATE), so batches of
+  // other replicas, which lock theirs the same way, never deadlock with this one.
+  where: 'api_keys.id IN (SELECT id FROM l)',
   inputs:
     `r AS (SELECT * FROM unnest(${[...BATCH_INPUTS.map((name) => BATCH_INPUT_TYPES[name]), ...ROW_PARAMETERS.map(castOf)].map((type, i) => `$${i + 1}::${type}[]`).join(', ')}) ` +
-    `AS u(${[...BATCH_INPUTS, ...ROW_PARAMETERS.map((column) => `g_${column}`)].join(', ')}) ORDER BY key_id)`,
+    `AS u(${[...BATCH_INPUTS, ...ROW_PARAMETERS.map((column) => `g_${column}`)].join(', ')})), ` +
+    `l AS (SELECT id FROM api_keys WHERE id IN (SELECT key_id FROM r) ORDER BY id FOR NO KEY UPDATE)`,
 });
 
 /** Whether reserveWithGeneration() can run on this database (PostgreSQL). */

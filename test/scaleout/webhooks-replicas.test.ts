@@ -50,6 +50,30 @@ describe('3 replicas on PostgreSQL + Redis racing across quota thresholds', () =
     expect(mine('key.quota.exhausted')).toHaveLength(1);
     expect(new Set(receiver.received.map((r) => r.id)).size).toBe(receiver.received.length);
   });
+
+  // Many keys at once: the replicas send their reservations in batches over distinct keys (statement-batcher.ts),
+  // interleaved with the single-key transactions of the reservations that cross a threshold.
+  it('20 keys x 15 requests at once over the replicas: each key charged exactly its quota, one event per threshold and key', async () => {
+    const replicas = processes.map((p) => new ApiClient(p.url));
+    const keys = await Promise.all(Array.from({ length: 20 }, () => createKeyVia(replicas[0]!, { credits_quota: 10, alert_thresholds: [50, 100] })));
+    const results = await Promise.all(
+      keys.flatMap(({ key }, k) => Array.from({ length: 15 }, (_, i) => replicas[(k + i) % 3]!.client(key, localRequest()).then((r) => ({ k, status: r.status, code: r.body?.error?.code as string | undefined })))),
+    );
+    for (const [k, { id }] of keys.entries()) {
+      const mineOf = results.filter((r) => r.k === k);
+      expect([id, mineOf.filter((r) => r.status === 200).length]).toEqual([id, 10]);
+      expect([id, mineOf.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`)]).toEqual([id, Array.from({ length: 5 }, () => '402 quota_exceeded')]);
+      expect([id, (await replicas[1]!.admin('get', `/admin/keys/${id}`)).body.credits_used]).toEqual([id, 10]);
+    }
+    const events = (type: string, keyId: string) => receiver.verified(type).filter((r) => r.event?.data.key_id === keyId);
+    await until(() => keys.every(({ id }) => events('key.quota.threshold_reached', id).length >= 2 && events('key.quota.exhausted', id).length >= 1), 'every key\'s quota events');
+    const endpointId = (await replicas[2]!.admin('get', '/admin/webhooks')).body.data[0].id as string;
+    await until(async () => (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries?limit=100`)).body.data.every((d: { status: string }) => d.status === 'succeeded'), 'deliveries settled');
+    for (const { id } of keys) {
+      expect([id, events('key.quota.threshold_reached', id).map((r) => r.event?.data.threshold).sort((a, b) => Number(a) - Number(b))]).toEqual([id, [50, 100]]);
+      expect(events('key.quota.exhausted', id)).toHaveLength(1);
+    }
+  }, 120_000);
 });
 
 describe('a gateway SIGKILLed mid-delivery, then restarted (SQLite)', () => {

@@ -1,7 +1,10 @@
 import { StatementBatcher } from '../../src/db/statement-batcher';
 
 /** A batcher whose statements are answered by the test: each call waits until released. */
-function recordingBatcher(options: { maxBatch: number; lanes: number; conflictKey?: (item: number) => string }, failing = new Set<number>()) {
+function recordingBatcher(
+  options: { maxBatch: number; lanes: number; conflictKey?: (item: number) => string; retryAlone?: (error: unknown) => boolean },
+  failing = new Set<number>(),
+) {
   const calls: Array<{ kind: 'one' | 'batch'; items: number[]; release: () => void }> = [];
   const run = (kind: 'one' | 'batch', items: number[]) =>
     new Promise<void>((resolve) => calls.push({ kind, items, release: resolve })).then(() => {
@@ -107,5 +110,42 @@ describe('StatementBatcher', () => {
     expect(calls[3]).toMatchObject({ kind: 'one', items: [13] });
     calls[3]!.release();
     await expect(Promise.all(waiting)).resolves.toEqual([110, 120, 210, 130, 220]);
+  });
+
+  it('never runs two items with the same conflict key in two lanes at once', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 2, conflictKey: (item) => String(Math.floor(item / 10)) });
+    const first = batcher.submit(11);
+    await turn();
+    // The second lane is free, but 12 conflicts with 11 in flight: only 21 goes.
+    const waiting = [12, 21].map((item) => batcher.submit(item));
+    await turn();
+    expect(calls.map((c) => c.items)).toEqual([[11], [21]]);
+    calls[0]!.release();
+    await first;
+    await turn();
+    expect(calls.map((c) => c.items)).toEqual([[11], [21], [12]]);
+    calls[1]!.release();
+    calls[2]!.release();
+    await expect(Promise.all(waiting)).resolves.toEqual([120, 210]);
+  });
+
+  it('a failure that retryAlone declines fails every item of the batch with it, none sent again', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1, retryAlone: () => false }, new Set([2]));
+    const first = batcher.submit(1);
+    await turn();
+    const rest = [2, 3].map((item) => batcher.submit(item).catch((error: Error) => error.message));
+    calls[0]!.release();
+    await first;
+    await turn();
+    calls[1]!.release();
+    await expect(Promise.all(rest)).resolves.toEqual(['item 2 is bad', 'item 2 is bad']);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('a batch answered with the wrong number of results is run again item by item', async () => {
+    const runOne = jest.fn(async (item: number) => item * 10);
+    const batcher = new StatementBatcher<number, number>(async (items) => items.slice(1).map((item) => item), runOne, { maxBatch: 10, lanes: 1 });
+    await expect(Promise.all([1, 2, 3].map((item) => batcher.submit(item)))).resolves.toEqual([10, 20, 30]);
+    expect(runOne).toHaveBeenCalledTimes(3);
   });
 });
