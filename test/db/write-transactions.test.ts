@@ -1,34 +1,12 @@
 import SQLite from 'better-sqlite3';
 import { openDatabase, type GatewayDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
-import type { GenerationsTable } from '../../src/db/schema';
 import { GroupCommit } from '../../src/db/write-transactions';
 import { insertGeneration } from '../../src/generation/generations.repository';
+import { generationRow } from '../helpers/generation-rows';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 
-const row = (id: string): GenerationsTable => ({
-  id,
-  key_id: null,
-  client_id: 'test',
-  model: 'local-1',
-  provider: 'local',
-  images: 1,
-  credits: 1,
-  status: 'queued',
-  error_code: null,
-  latency_ms: null,
-  period_started_at: 0,
-  created_at: 0,
-  completed_at: null,
-  usage_epoch: null,
-  request: null,
-  lease_owner: null,
-  lease_expires_at: null,
-  started_at: null,
-  cancel_requested: 0,
-  error_message: null,
-  runs: 0,
-});
+const row = (id: string) => generationRow(id);
 
 describe('GroupCommit (SQLite write batching)', () => {
   let throwaway: ThrowawayDatabase;

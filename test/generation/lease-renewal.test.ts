@@ -1,11 +1,11 @@
 import pino from 'pino';
-import { openDatabase, type GatewayDatabase } from '../../src/db/database';
-import { migrateToLatest } from '../../src/db/migrations';
+import type { GatewayDatabase } from '../../src/db/database';
 import type { GenerationsTable } from '../../src/db/schema';
 import { GenerationWorker, LeaseLost } from '../../src/generation/generation-worker';
 import { insertGeneration } from '../../src/generation/generations.repository';
 import { systemClock } from '../../src/shared/clock';
-import { createThrowawayDatabase, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
+import { generationRow, migratedDatabase } from '../helpers/generation-rows';
+import { testEngine } from '../helpers/test-database';
 import { until } from '../helpers/until';
 
 const LEASE_MS = 300;
@@ -16,33 +16,12 @@ const LEASE_MS = 300;
  * generation every few seconds. Run on the suite's engine (TEST_DB=postgres runs it on PostgreSQL).
  */
 describe(`lease renewal of held generations (${testEngine})`, () => {
-  let throwaway: ThrowawayDatabase;
   let database: GatewayDatabase;
+  let drop: () => Promise<void>;
   let worker: GenerationWorker;
 
-  const heldRow = (id: string): GenerationsTable => ({
-    id,
-    key_id: null,
-    client_id: 'test',
-    model: 'local-1',
-    provider: 'local',
-    images: 1,
-    credits: 0,
-    status: 'running',
-    error_code: null,
-    error_message: null,
-    latency_ms: null,
-    period_started_at: 0,
-    created_at: 0,
-    completed_at: null,
-    usage_epoch: null,
-    request: null,
-    lease_owner: worker.owner,
-    lease_expires_at: Date.now() + LEASE_MS,
-    started_at: 0,
-    cancel_requested: 0,
-    runs: 1,
-  });
+  const heldRow = (id: string): GenerationsTable =>
+    generationRow(id, { credits: 0, status: 'running', lease_owner: worker.owner, lease_expires_at: Date.now() + LEASE_MS, started_at: 0, runs: 1 });
 
   /** Holds `rows` until `release` is called; each run's outcome is recorded (its abort reason, or 'finished'). */
   async function holdAll(rows: GenerationsTable[]) {
@@ -74,9 +53,7 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
     Number((await database.db.selectFrom('generations').select('lease_expires_at').where('id', '=', id).executeTakeFirstOrThrow()).lease_expires_at);
 
   beforeEach(async () => {
-    throwaway = await createThrowawayDatabase();
-    database = openDatabase(throwaway.url);
-    await migrateToLatest(database.db as never, database.engine);
+    ({ database, drop } = await migratedDatabase());
     worker = new GenerationWorker({
       db: database.db,
       engine: database.engine,
@@ -91,8 +68,7 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
   });
   afterEach(async () => {
     jest.restoreAllMocks();
-    await database.close();
-    await throwaway.drop();
+    await drop();
   });
 
   it('keeps 1,200 held generations leased past several lease periods, in one statement per 500 rows a round', async () => {

@@ -1,8 +1,8 @@
-import { openDatabase, type GatewayDatabase } from '../../src/db/database';
-import { migrateToLatest } from '../../src/db/migrations';
+import type { GatewayDatabase } from '../../src/db/database';
 import type { ApiKeysTable, GenerationsTable } from '../../src/db/schema';
 import { findGeneration, type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from '../../src/generation/generations.repository';
-import { createThrowawayDatabase, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
+import { generationRow, migratedDatabase } from '../helpers/generation-rows';
+import { testEngine } from '../helpers/test-database';
 
 const DAY_MS = 86_400_000;
 const NOW = 1_800_000_000_000;
@@ -34,29 +34,19 @@ const keyRow = (id: string, overrides: Partial<ApiKeysTable> = {}): ApiKeysTable
   ...overrides,
 });
 
-const generation = (id: string, keyId: string, credits: number): GenerationsTable => ({
-  id,
-  key_id: keyId,
-  client_id: null,
-  model: 'local-1',
-  provider: 'local',
-  images: 1,
-  credits,
-  status: 'running',
-  error_code: null,
-  error_message: null,
-  latency_ms: null,
-  period_started_at: 0,
-  created_at: NOW,
-  completed_at: null,
-  usage_epoch: null,
-  request: '{"stored":true}',
-  lease_owner: 'owner-a',
-  lease_expires_at: NOW + 30_000,
-  started_at: NOW,
-  cancel_requested: 0,
-  runs: 1,
-});
+const generation = (id: string, keyId: string, credits: number): GenerationsTable =>
+  generationRow(id, {
+    key_id: keyId,
+    client_id: null,
+    credits,
+    status: 'running',
+    created_at: NOW,
+    request: '{"stored":true}',
+    lease_owner: 'owner-a',
+    lease_expires_at: NOW + 30_000,
+    started_at: NOW,
+    runs: 1,
+  });
 
 const request = (keyId: string, generationId: string, cost: number, overrides: Partial<ReservationRequest['reservation']> = {}): ReservationRequest => ({
   reservation: { keyId, keyHash: `hash_${keyId}`, cost, now: NOW, alertThresholds: [80, 50], ...overrides },
@@ -69,18 +59,11 @@ const request = (keyId: string, generationId: string, cost: number, overrides: P
  * checked against it on twin keys.
  */
 (testEngine === 'postgres' ? describe : describe.skip)('reserveWithGenerations: several keys reserved in one PostgreSQL statement', () => {
-  let throwaway: ThrowawayDatabase;
   let database: GatewayDatabase;
+  let drop: () => Promise<void>;
 
-  beforeAll(async () => {
-    throwaway = await createThrowawayDatabase();
-    database = openDatabase(throwaway.url);
-    await migrateToLatest(database.db as never, database.engine);
-  });
-  afterAll(async () => {
-    await database.close();
-    await throwaway.drop();
-  });
+  beforeAll(async () => ({ database, drop } = await migratedDatabase()));
+  afterAll(() => drop());
 
   const book = async (id: string) => {
     const row = await database.db.selectFrom('api_keys').select(['credits_used', 'usage_epoch', 'period_started_at', 'last_used_at']).where('id', '=', id).executeTakeFirstOrThrow();

@@ -1,33 +1,12 @@
-import { openDatabase, type GatewayDatabase } from '../../src/db/database';
-import { migrateToLatest } from '../../src/db/migrations';
+import type { GatewayDatabase } from '../../src/db/database';
 import type { GenerationAttemptsTable, GenerationsTable } from '../../src/db/schema';
 import { listAttempts } from '../../src/channels/channels.repository';
 import { findGeneration, insertGeneration, settleGeneration, settleGenerations } from '../../src/generation/generations.repository';
-import { createThrowawayDatabase, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
+import { generationRow, migratedDatabase } from '../helpers/generation-rows';
+import { testEngine } from '../helpers/test-database';
 
-const running = (id: string, status: GenerationsTable['status'] = 'running'): GenerationsTable => ({
-  id,
-  key_id: null,
-  client_id: 'test',
-  model: 'local-1',
-  provider: 'local',
-  images: 1,
-  credits: 0,
-  status,
-  error_code: null,
-  error_message: null,
-  latency_ms: null,
-  period_started_at: 0,
-  created_at: 0,
-  completed_at: null,
-  usage_epoch: null,
-  request: null,
-  lease_owner: 'owner-a',
-  lease_expires_at: 1_000,
-  started_at: 0,
-  cancel_requested: 0,
-  runs: 1,
-});
+const running = (id: string, status: GenerationsTable['status'] = 'running'): GenerationsTable =>
+  generationRow(id, { credits: 0, status, lease_owner: 'owner-a', lease_expires_at: 1_000, started_at: 0, runs: 1 });
 
 const attempt = (generationId: string, seq: number, channelId: string, outcome = 'succeeded', errorCode: string | null = null): GenerationAttemptsTable => ({
   generation_id: generationId,
@@ -47,18 +26,11 @@ const succeeded = (latencyMs: number) => ({ status: 'succeeded' as const, errorC
  * several generations exactly as settleGeneration() settles each alone.
  */
 (testEngine === 'postgres' ? describe : describe.skip)('settleGenerations: several settlements in one PostgreSQL statement', () => {
-  let throwaway: ThrowawayDatabase;
   let database: GatewayDatabase;
+  let drop: () => Promise<void>;
 
-  beforeAll(async () => {
-    throwaway = await createThrowawayDatabase();
-    database = openDatabase(throwaway.url);
-    await migrateToLatest(database.db as never, database.engine);
-  });
-  afterAll(async () => {
-    await database.close();
-    await throwaway.drop();
-  });
+  beforeAll(async () => ({ database, drop } = await migratedDatabase()));
+  afterAll(() => drop());
 
   it('settles each active generation as settleGeneration does, leaves a settled one alone, writes every attempt row', async () => {
     const { db } = database;

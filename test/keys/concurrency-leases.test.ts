@@ -23,13 +23,8 @@ describe.each([
   let database: GatewayDatabase;
   let redis: ReturnType<typeof throwawayRedisPrefix>;
   let leases: ConcurrencyLeases;
-
-  beforeEach(async () => {
-    throwaway = await createThrowawayDatabase(testEngine);
-    database = openDatabase(throwaway.url);
-    await migrateToLatest(database.db as never, database.engine);
-    redis = throwawayRedisPrefix();
-    leases = createConcurrencyLeases({
+  const newLeases = () =>
+    createConcurrencyLeases({
       db: database.db,
       engine: database.engine,
       redisUrl: onRedis ? TEST_REDIS_URL : undefined,
@@ -38,6 +33,13 @@ describe.each([
       ttlMs: TTL_MS,
       logger: pino({ level: 'silent' }),
     });
+
+  beforeEach(async () => {
+    throwaway = await createThrowawayDatabase(testEngine);
+    database = openDatabase(throwaway.url);
+    await migrateToLatest(database.db as never, database.engine);
+    redis = throwawayRedisPrefix();
+    leases = newLeases();
   });
   afterEach(async () => {
     jest.restoreAllMocks();
@@ -81,15 +83,8 @@ describe.each([
   }, 30_000);
 
   run('a lease no one renews (its process died) lapses after the TTL', async () => {
-    const other = createConcurrencyLeases({
-      db: database.db,
-      engine: database.engine,
-      redisUrl: onRedis ? TEST_REDIS_URL : undefined,
-      redisPrefix: redis.prefix,
-      clock: systemClock,
-      ttlMs: TTL_MS,
-      logger: pino({ level: 'silent' }),
-    });
+    // Another process's leases on the same store.
+    const other = newLeases();
     const held = await other.acquire('key_dead', 1);
     expect(held).toBeDefined();
     // The holder stops renewing without releasing, as a killed process would.
