@@ -6,10 +6,8 @@ import type { CatalogModel } from '../config/catalog';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
+import { RenewedSet } from '../shared/renewed-set';
 import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLeases } from './durable.repository';
-
-/** Leases renewed per statement (well under SQLite's and PostgreSQL's parameter limits). */
-const RENEWAL_BATCH = 500;
 
 export interface GenerationWorkerDeps {
   db: Kysely<Database>;
@@ -48,18 +46,35 @@ export class LeaseLost extends Error {
  */
 export class GenerationWorker {
   readonly owner = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly local = new Map<string, AbortController>();
+  /**
+   * The runs this process holds, whose leases one timer renews (500 rows a statement) every third of
+   * a lease. A row the renewal no longer finds held was taken over or settled elsewhere: its run is
+   * aborted as lost; one with a cancel request is aborted as canceled.
+   */
+  private readonly local: RenewedSet<string, AbortController>;
   private readonly background = new Set<Promise<unknown>>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private timer: NodeJS.Timeout | undefined;
-  /** Renews every lease this process holds, one statement per RENEWAL_BATCH; runs while it holds any. */
-  private renewal: NodeJS.Timeout | undefined;
-  private renewing = false;
   private ticking: Promise<void> | undefined;
   private again = false;
   private stopped = false;
 
-  constructor(private readonly deps: GenerationWorkerDeps) {}
+  constructor(private readonly deps: GenerationWorkerDeps) {
+    this.local = new RenewedSet<string, AbortController>(
+      Math.floor(this.deps.leaseMs / 3),
+      async (batch) => {
+        const renewed = await renewGenerationLeases(this.deps.db, batch.map(([id]) => id), this.owner, this.deps.leaseMs);
+        for (const [id, controller] of batch) {
+          // Ended meanwhile (its settlement is why the renewal no longer found it running).
+          if (this.local.get(id) !== controller) continue;
+          const lease = renewed.get(id);
+          if (!lease) controller.abort(new LeaseLost(id, false));
+          else if (lease.cancelRequested) controller.abort(new LeaseLost(id, true));
+        }
+      },
+      (error, generations) => this.deps.logger.warn({ err: error, generations }, 'could not renew generation leases'),
+    );
+  }
 
   /** Starts polling; resolves after the first look for work (queued, or left by a dead process). */
   async start(): Promise<void> {
@@ -138,63 +153,19 @@ export class GenerationWorker {
 
   /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run. */
   private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
-    const { leaseMs } = this.deps;
     const controller = new AbortController();
     const onClientGone = () => controller.abort(signal?.reason);
     if (signal?.aborted) onClientGone();
     else signal?.addEventListener('abort', onClientGone, { once: true });
-    this.local.set(row.id, controller);
-    this.renewal ??= setInterval(() => void this.renewLeases(), Math.max(10, Math.floor(leaseMs / 3))).unref();
+    this.local.add(row.id, controller);
     try {
       return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
     } finally {
       signal?.removeEventListener('abort', onClientGone);
       this.local.delete(row.id);
-      if (this.local.size === 0) this.stopRenewal();
       const waiters = this.settleWaiters.get(row.id);
       this.settleWaiters.delete(row.id);
       for (const wake of waiters ?? []) wake();
-    }
-  }
-
-  private stopRenewal(): void {
-    clearInterval(this.renewal);
-    this.renewal = undefined;
-  }
-
-  /**
-   * One timer for all held generations instead of one per generation, and one statement per
-   * batch instead of one per generation: thousands of slow generations held at once renew in a
-   * few statements every third of a lease. A row the renewal no longer finds held was taken over
-   * or settled elsewhere (its run is aborted as lost); one with a cancel request is aborted as canceled.
-   */
-  private async renewLeases(): Promise<void> {
-    // A slow database: the previous round still runs, and the leases outlive a few missed rounds.
-    if (this.renewing) return;
-    this.renewing = true;
-    const { db, leaseMs, logger } = this.deps;
-    const held = [...this.local];
-    try {
-      for (let at = 0; at < held.length; at += RENEWAL_BATCH) {
-        const batch = held.slice(at, at + RENEWAL_BATCH);
-        let renewed: Map<string, { cancelRequested: boolean }>;
-        try {
-          renewed = await renewGenerationLeases(db, batch.map(([id]) => id), this.owner, leaseMs);
-        } catch (error) {
-          // A database hiccup: the next round tries again, the leases outlive a few misses.
-          logger.warn({ err: error, generations: batch.length }, 'could not renew generation leases');
-          continue;
-        }
-        for (const [id, controller] of batch) {
-          // Ended meanwhile (its settlement is why the renewal no longer found it running).
-          if (this.local.get(id) !== controller) continue;
-          const lease = renewed.get(id);
-          if (!lease) controller.abort(new LeaseLost(id, false));
-          else if (lease.cancelRequested) controller.abort(new LeaseLost(id, true));
-        }
-      }
-    } finally {
-      this.renewing = false;
     }
   }
 

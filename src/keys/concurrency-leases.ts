@@ -5,6 +5,7 @@ import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
 import type { Clock } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
+import { RenewedSet } from '../shared/renewed-set';
 
 /**
  * A key's `max_concurrent`: one lease per generation in flight, shared by every replica (Redis when
@@ -25,44 +26,40 @@ export interface HeldLease {
 /** Where leases live: check-and-take must be atomic across processes. */
 interface LeaseStore {
   tryTake(keyId: string, leaseId: string, max: number, now: number, expiresAt: number): Promise<boolean>;
-  /** Pushes the expiry of these leases (at most RENEWAL_BATCH) to `expiresAt`; a lease already gone stays gone. */
+  /** Pushes the expiry of these leases (at most RENEWAL_BATCH of renewed-set.ts) to `expiresAt`; a lease already gone stays gone. */
   renewAll(leases: ReadonlyArray<readonly [leaseId: string, keyId: string]>, expiresAt: number): Promise<void>;
   drop(keyId: string, leaseId: string): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Leases renewed per statement or pipeline. */
-const RENEWAL_BATCH = 500;
-
 class RenewedLeases implements ConcurrencyLeases {
-  /** The leases this process holds (lease id -> key id), renewed together while there are any. */
-  private readonly held = new Map<string, string>();
-  private renewal: NodeJS.Timeout | undefined;
-  private renewing = false;
+  /** The leases this process holds (lease id -> key id): one timer, one statement or pipeline per 500. */
+  private readonly held: RenewedSet<string, string>;
 
   constructor(
     private readonly store: LeaseStore,
     private readonly clock: Clock,
     private readonly ttlMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.held = new RenewedSet(
+      Math.floor(ttlMs / 3),
+      (batch) => store.renewAll(batch, clock.now() + ttlMs),
+      (error, leases) => logger.warn({ err: error, leases }, 'could not renew concurrency leases'),
+    );
+  }
 
   async acquire(keyId: string, max: number): Promise<HeldLease | undefined> {
     const leaseId = `lease_${randomBase62(22)}`;
     const now = this.clock.now();
     if (!(await this.store.tryTake(keyId, leaseId, max, now, now + this.ttlMs))) return undefined;
-    this.held.set(leaseId, keyId);
-    this.renewal ??= setInterval(() => void this.renewHeld(), Math.max(10, Math.floor(this.ttlMs / 3))).unref();
+    this.held.add(leaseId, keyId);
     let released = false;
     return {
       release: async () => {
         if (released) return;
         released = true;
         this.held.delete(leaseId);
-        if (this.held.size === 0) {
-          clearInterval(this.renewal);
-          this.renewal = undefined;
-        }
         try {
           await this.store.drop(keyId, leaseId);
         } catch (error) {
@@ -73,26 +70,8 @@ class RenewedLeases implements ConcurrencyLeases {
     };
   }
 
-  /** One timer and one statement (or pipeline) per RENEWAL_BATCH leases, not one of each per generation. */
-  private async renewHeld(): Promise<void> {
-    // A slow store: the previous round still runs, and the leases outlive a few missed rounds.
-    if (this.renewing) return;
-    this.renewing = true;
-    const leases = [...this.held];
-    try {
-      for (let at = 0; at < leases.length; at += RENEWAL_BATCH) {
-        await this.store.renewAll(leases.slice(at, at + RENEWAL_BATCH), this.clock.now() + this.ttlMs).catch((error: unknown) => {
-          this.logger.warn({ err: error, leases: Math.min(RENEWAL_BATCH, leases.length - at) }, 'could not renew concurrency leases');
-        });
-      }
-    } finally {
-      this.renewing = false;
-    }
-  }
-
   close(): Promise<void> {
-    clearInterval(this.renewal);
-    this.renewal = undefined;
+    this.held.stop();
     return this.store.close();
   }
 }
