@@ -6,7 +6,8 @@ import { systemClock } from '../../src/shared/clock';
 import { createThrowawayDatabase, sqliteOnly, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
-const TTL_MS = 300;
+// Long enough that a loaded CI machine (event loop stalls of a few hundred ms) does not lapse a renewed lease.
+const TTL_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
