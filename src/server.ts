@@ -37,7 +37,7 @@ import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
-import { pingRedis } from './ratelimit/redis-client';
+import { closeRedis, createRedisClient, pingRedis } from './ratelimit/redis-client';
 import { DependencyHealth } from './health/dependency-health';
 import { databaseProbe, type DependencyProbe, ReadinessService, waitForDependencies } from './health/readiness';
 import { type Clock, systemClock } from './shared/clock';
@@ -120,13 +120,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     health,
     onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
   });
-  const { limiter: rateLimiter, redis } = createRateLimiter(config, database, { health, logger });
+  // One fail-fast connection for every request-path store in Redis: rate limits, key and channel slots.
+  const redis = config.redisUrl ? createRedisClient({ ...config, redisUrl: config.redisUrl }, health) : undefined;
+  const rateLimiter = createRateLimiter(config, database, { redis, health, logger });
   const probes: DependencyProbe[] = [databaseProbe(database.db, database.engine)];
-  if (redis) probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
+  // Startup and readiness wait for Redis when it holds the rate limits, as they always did; with another
+  // RATE_LIMIT_STORE, slots asked of Redis before it connects are refused (503) rather than queued.
+  if (redis && config.rateLimitStore === 'redis') probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
   try {
     await waitForDependencies(probes, { timeoutMs: config.dependencyStartupTimeoutMs, logger });
   } catch (error) {
-    await rateLimiter.close();
+    if (redis) await closeRedis(redis);
     await database.close().catch(() => undefined);
     // The process exits next: the retries logged so far must reach stdout first.
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
@@ -151,7 +155,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     sealer,
     environment: { channels: fromEnvironment, providers },
     resilience: config.providers.resilience,
-    sharedLimits: createChannelLimitStore(config.redisUrl, config.redisPrefix, database.db, database.engine),
+    sharedLimits: createChannelLimitStore(redis, config.redisPrefix, health, database.db, database.engine),
     localLimits: new MemoryLimitStore(),
     queueTimeoutMs: config.channels.queueTimeoutMs,
     queueMaxWaiters: config.channels.queueMaxWaiters,
@@ -163,8 +167,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const leases = createConcurrencyLeases({
     db: database.db,
     engine: database.engine,
-    redisUrl: config.redisUrl,
+    redis,
     redisPrefix: config.redisPrefix,
+    health,
     clock,
     ttlMs: config.keyLeaseTtlMs,
     logger,
@@ -308,6 +313,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await rateLimiter.close();
         await keyLookup.close();
         await leases.close();
+        if (redis) await closeRedis(redis);
         await database.close();
       })();
       return closing;

@@ -2,6 +2,8 @@ import type RedisClient from 'ioredis';
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
+import type { DependencyHealth } from '../health/dependency-health';
+import { callRedis } from '../ratelimit/redis-client';
 import { WINDOW_MS } from '../ratelimit/rate-limiter';
 import { randomBase62 } from '../shared/ids';
 
@@ -176,9 +178,11 @@ type ScriptedRedis = {
 };
 
 export class RedisLimitStore implements ChannelLimitStore {
+  /** `redis` is the gateway's connection (it closes it); a Redis that fails is a 503, recorded in `health`. */
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
+    private readonly health?: DependencyHealth,
   ) {
     this.redis.defineCommand('cgwChannelAcquire', { numberOfKeys: 4, lua: ACQUIRE });
     this.redis.defineCommand('cgwChannelCoolDown', { numberOfKeys: 1, lua: COOL_DOWN });
@@ -197,16 +201,18 @@ export class RedisLimitStore implements ChannelLimitStore {
 
   async acquire(channelId: string, caps: ChannelCaps, images: number, now: number): Promise<Acquired | LimitRefusal> {
     const leaseId = newLeaseId();
-    const [ok, which, retryAfterMs] = (await this.scripts.cgwChannelAcquire(
-      ...this.keys(channelId),
-      now,
-      WINDOW_MS,
-      caps.maxConcurrency ?? -1,
-      caps.rpm ?? -1,
-      caps.ipm ?? -1,
-      images,
-      leaseId,
-      now + caps.leaseMs,
+    const [ok, which, retryAfterMs] = (await callRedis(this.health, () =>
+      this.scripts.cgwChannelAcquire(
+        ...this.keys(channelId),
+        now,
+        WINDOW_MS,
+        caps.maxConcurrency ?? -1,
+        caps.rpm ?? -1,
+        caps.ipm ?? -1,
+        images,
+        leaseId,
+        now + caps.leaseMs,
+      ),
     )) as [number, number?, number?];
     if (ok === 1) return { leaseId: hasCaps(caps) ? leaseId : undefined };
     return { refused: REFUSALS[which ?? 1]!, retryAfterMs: Math.max(0, retryAfterMs ?? 0) };
@@ -218,13 +224,15 @@ export class RedisLimitStore implements ChannelLimitStore {
 
   async usage(channelId: string, now: number): Promise<ChannelUsage> {
     const [leases, calls, images, cooldown] = this.keys(channelId);
-    const results = await this.redis
-      .multi()
-      .zcount(leases, `(${now}`, '+inf')
-      .zcount(calls, `(${now - WINDOW_MS}`, '+inf')
-      .zcount(images, `(${now - WINDOW_MS}`, '+inf')
-      .pttl(cooldown)
-      .exec();
+    const results = await callRedis(this.health, () =>
+      this.redis
+        .multi()
+        .zcount(leases, `(${now}`, '+inf')
+        .zcount(calls, `(${now - WINDOW_MS}`, '+inf')
+        .zcount(images, `(${now - WINDOW_MS}`, '+inf')
+        .pttl(cooldown)
+        .exec(),
+    );
     const [inFlight, callCount, imageCount, coolingMs] = (results ?? []).map(([, value]) => Number(value ?? 0));
     return { inFlight: inFlight ?? 0, calls: callCount ?? 0, images: imageCount ?? 0, coolingUntil: (coolingMs ?? 0) > 0 ? now + coolingMs! : null };
   }
@@ -246,9 +254,7 @@ export class RedisLimitStore implements ChannelLimitStore {
     await this.scripts.cgwEndLeaseAt(this.leaseKey(name), holder, Math.ceil(untilMs - now));
   }
 
-  async close(): Promise<void> {
-    await this.redis.quit();
-  }
+  async close(): Promise<void> {}
 }
 
 /**
@@ -346,12 +352,13 @@ export class SqlLimitStore implements ChannelLimitStore {
   async close(): Promise<void> {}
 }
 
-/** Redis when REDIS_URL is set, the database otherwise. */
-export function createChannelLimitStore(redisUrl: string | undefined, prefix: string, db: Kysely<Database>, engine: DatabaseEngine): ChannelLimitStore {
-  if (redisUrl) {
-    // Loaded only when used, as for the key rate limiter.
-    const Redis = require('ioredis') as typeof RedisClient;
-    return new RedisLimitStore(new Redis(redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }), prefix);
-  }
-  return new SqlLimitStore(db, engine);
+/** Redis when the gateway has a Redis connection (REDIS_URL), the database otherwise. */
+export function createChannelLimitStore(
+  redis: RedisClient | undefined,
+  prefix: string,
+  health: DependencyHealth | undefined,
+  db: Kysely<Database>,
+  engine: DatabaseEngine,
+): ChannelLimitStore {
+  return redis ? new RedisLimitStore(redis, prefix, health) : new SqlLimitStore(db, engine);
 }

@@ -564,7 +564,14 @@ export class ChannelRouter {
         }
         if (!runtime.breaker.tryAcquire()) continue;
         const checkedAt = this.deps.clock.now();
-        const taken = await this.limitsOf(channel).acquire(channel.id, this.caps(channel), images, checkedAt);
+        let taken: Awaited<ReturnType<ChannelLimitStore['acquire']>>;
+        try {
+          taken = await this.limitsOf(channel).acquire(channel.id, this.caps(channel), images, checkedAt);
+        } catch (error) {
+          // The store failed (Redis or the database down): a half-open breaker's one probe must not stay taken.
+          runtime.breaker.onNeutral();
+          throw error;
+        }
         if ('leaseId' in taken) return { channel, client: candidate.client!, leaseId: taken.leaseId };
         runtime.breaker.onNeutral();
         // Cooling down on another replica's word: skip the store until then.

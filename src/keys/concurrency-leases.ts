@@ -3,6 +3,8 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
+import type { DependencyHealth } from '../health/dependency-health';
+import { callRedis } from '../ratelimit/redis-client';
 import type { Clock } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
 import { RenewedSet } from '../shared/renewed-set';
@@ -93,10 +95,12 @@ return 1
 `;
 
 class RedisLeaseStore implements LeaseStore {
+  /** `redis` is the gateway's connection (it closes it); a Redis that fails when taking a slot is a 503. */
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly ttlMs: number,
+    private readonly health: DependencyHealth | undefined,
   ) {
     redis.defineCommand('cgwLeaseTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
     redis.defineCommand('cgwLeaseRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
@@ -114,7 +118,7 @@ class RedisLeaseStore implements LeaseStore {
   }
 
   async tryTake(keyId: string, leaseId: string, max: number, now: number, expiresAt: number): Promise<boolean> {
-    return (await this.commands.cgwLeaseTake(this.setKey(keyId), now, max, expiresAt, leaseId, this.ttlMs)) === 1;
+    return (await callRedis(this.health, () => this.commands.cgwLeaseTake(this.setKey(keyId), now, max, expiresAt, leaseId, this.ttlMs))) === 1;
   }
 
   async renewAll(leases: ReadonlyArray<readonly [leaseId: string, keyId: string]>, expiresAt: number): Promise<void> {
@@ -129,9 +133,7 @@ class RedisLeaseStore implements LeaseStore {
     await this.redis.zrem(this.setKey(keyId), leaseId);
   }
 
-  async close(): Promise<void> {
-    await this.redis.quit().catch(() => undefined);
-  }
+  async close(): Promise<void> {}
 }
 
 /**
@@ -178,22 +180,19 @@ class SqlLeaseStore implements LeaseStore {
 export interface ConcurrencyLeaseOptions {
   db: Kysely<Database>;
   engine: DatabaseEngine;
-  redisUrl: string | undefined;
+  /** The gateway's Redis connection (REDIS_URL), undefined without Redis. */
+  redis: RedisClient | undefined;
   redisPrefix: string;
+  health?: DependencyHealth;
   clock: Clock;
   ttlMs: number;
   logger: Logger;
 }
 
-/** Redis when REDIS_URL is set, else the database. */
+/** Redis when the gateway has a Redis connection (REDIS_URL), else the database. */
 export function createConcurrencyLeases(options: ConcurrencyLeaseOptions): ConcurrencyLeases {
-  let store: LeaseStore;
-  if (options.redisUrl) {
-    // Loaded only when used, as for the rate limiter.
-    const Redis = require('ioredis') as typeof RedisClient;
-    store = new RedisLeaseStore(new Redis(options.redisUrl, { maxRetriesPerRequest: 2 }), options.redisPrefix, options.ttlMs);
-  } else {
-    store = new SqlLeaseStore(options.db, options.engine);
-  }
+  const store: LeaseStore = options.redis
+    ? new RedisLeaseStore(options.redis, options.redisPrefix, options.ttlMs, options.health)
+    : new SqlLeaseStore(options.db, options.engine);
   return new RenewedLeases(store, options.clock, options.ttlMs, options.logger);
 }

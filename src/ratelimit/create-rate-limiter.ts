@@ -6,32 +6,26 @@ import type { DependencyHealth } from '../health/dependency-health';
 import { FallbackRateLimiter } from './fallback-rate-limiter';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import type { RateLimiter } from './rate-limiter';
-import { createRedisClient } from './redis-client';
 import { RedisRateLimiter } from './redis-rate-limiter';
 import { SqlRateLimiter } from './sql-rate-limiter';
-
-export interface CreatedRateLimiter {
-  limiter: RateLimiter;
-  /** The Redis connection when the store is Redis, for startup and readiness checks. */
-  redis: Redis | undefined;
-}
 
 /** The store chosen by RATE_LIMIT_STORE (default: redis with REDIS_URL, sql on PostgreSQL, else memory). */
 export function createRateLimiter(
   config: GatewayConfig,
   database: GatewayDatabase,
-  options: { health?: DependencyHealth; logger: Logger },
-): CreatedRateLimiter {
+  options: { redis: Redis | undefined; health?: DependencyHealth; logger: Logger },
+): RateLimiter {
   switch (config.rateLimitStore) {
     case 'redis': {
-      const redis = createRedisClient({ ...config, redisUrl: config.redisUrl as string }, options.health);
-      const onRedis = new RedisRateLimiter(redis, config.redisPrefix, options.health);
-      if (config.rateLimitRedisFallback === 'refuse') return { limiter: onRedis, redis };
-      return { limiter: new FallbackRateLimiter(onRedis, new SqlRateLimiter(database.db, database.engine), options.logger), redis };
+      // Config refuses RATE_LIMIT_STORE=redis without REDIS_URL, and the gateway opens a client whenever it is set.
+      if (!options.redis) throw new Error('RATE_LIMIT_STORE=redis without a Redis client');
+      const onRedis = new RedisRateLimiter(options.redis, config.redisPrefix, options.health);
+      if (config.rateLimitRedisFallback === 'refuse') return onRedis;
+      return new FallbackRateLimiter(onRedis, new SqlRateLimiter(database.db, database.engine), options.logger);
     }
     case 'sql':
-      return { limiter: new SqlRateLimiter(database.db, database.engine), redis: undefined };
+      return new SqlRateLimiter(database.db, database.engine);
     case 'memory':
-      return { limiter: new MemoryRateLimiter(), redis: undefined };
+      return new MemoryRateLimiter();
   }
 }

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { GatewayConfig } from '../config/config';
+import { DependencyUnavailableError, isRedisUnavailable } from '../errors/dependency-errors';
 import type { DependencyHealth } from '../health/dependency-health';
 
 /** The last connection error of each client, to say why it is not connected. */
@@ -44,4 +45,23 @@ export async function pingRedis(redis: Redis): Promise<void> {
     throw new Error(`Redis connection is ${redis.status}${cause?.message ? ` (${cause.message})` : ''}`);
   }
   await redis.ping();
+}
+
+/**
+ * One Redis call on the request path: a Redis that is down, hung or refusing becomes
+ * DependencyUnavailableError (a 503), recorded in `health` for /readyz and the log.
+ */
+export async function callRedis<T>(health: DependencyHealth | undefined, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!isRedisUnavailable(error)) throw error;
+    throw health ? health.failed('redis', error) : new DependencyUnavailableError('redis', error);
+  }
+}
+
+/** Closes a client: quit() needs a live connection; while Redis is down there is nothing to say goodbye to. */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
 }

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
-import { DependencyUnavailableError, isRedisUnavailable } from '../errors/dependency-errors';
 import type { DependencyHealth } from '../health/dependency-health';
 import { randomBase62 } from '../shared/ids';
 import { type RateLimitDecision, type RateLimiter, WINDOW_MS, decisionFromWindow } from './rate-limiter';
+import { callRedis } from './redis-client';
 
 /**
  * Sliding-window log in a Redis sorted set per key, checked and updated by one Lua script,
@@ -45,12 +45,10 @@ export class RedisRateLimiter implements RateLimiter {
   private async script(keyId: string, limit: number, now: number, consume: boolean): Promise<[number, number, number]> {
     const member = `${now}-${randomBase62(8)}`;
     const redis = this.redis as unknown as { cgwSlidingWindow: (...args: unknown[]) => Promise<number[]> };
-    try {
-      return (await redis.cgwSlidingWindow(`${this.prefix}rl:${keyId}`, now, WINDOW_MS, limit, consume ? '1' : '0', member)) as [number, number, number];
-    } catch (error) {
-      if (!isRedisUnavailable(error)) throw error;
-      throw this.health ? this.health.failed('redis', error) : new DependencyUnavailableError('redis', error);
-    }
+    return callRedis(
+      this.health,
+      async () => (await redis.cgwSlidingWindow(`${this.prefix}rl:${keyId}`, now, WINDOW_MS, limit, consume ? '1' : '0', member)) as [number, number, number],
+    );
   }
 
   private async run(keyId: string, limit: number, now: number, consume: boolean): Promise<RateLimitDecision> {
@@ -66,9 +64,6 @@ export class RedisRateLimiter implements RateLimiter {
     return this.run(keyId, limit, now, false);
   }
 
-  async close(): Promise<void> {
-    // quit() needs a live connection; while Redis is down there is nothing to say goodbye to.
-    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
-    else this.redis.disconnect();
-  }
+  /** The connection is the gateway's, shared with other stores: startGateway closes it. */
+  async close(): Promise<void> {}
 }

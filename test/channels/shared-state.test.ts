@@ -70,13 +70,15 @@ const stores: Array<[string, () => Promise<Stores>]> = [
     'redis',
     async () => {
       const prefix = throwawayRedisPrefix();
-      const [a, b] = [0, 1].map(() => new RedisLimitStore(new Redis(TEST_REDIS_URL), prefix.prefix));
+      const connections = [0, 1].map(() => new Redis(TEST_REDIS_URL));
+      const [a, b] = connections.map((connection) => new RedisLimitStore(connection, prefix.prefix));
       return {
         a: a!,
         b: b!,
         cleanup: async () => {
           await a!.close();
           await b!.close();
+          await Promise.all(connections.map((connection) => connection.quit()));
           await prefix.drop();
         },
       };

@@ -2,6 +2,7 @@ import type { Response } from 'supertest';
 import { countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { ThrowawayRedis, eventually } from '../helpers/throwaway-servers';
+import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 
 async function readiness(t: TestGateway): Promise<Response> {
   return t.api.send('get', '/readyz');
@@ -82,5 +83,92 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
     expect((await readiness(t)).status).toBe(200);
     expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(5);
     expect(t.logs.some((line) => line.includes('counted in the SQL limiter'))).toBe(true);
+  });
+  /**
+   * With the SQL fallback the rate limit survives the outage, but a key's max_concurrent slots and an
+   * admin channel's capacity live in Redis too and have no fallback: those requests are refused
+   * with the same 503 at once (killed) or after the command timeout (frozen), never hang or 500.
+   */
+  describe('RATE_LIMIT_REDIS_FALLBACK=sql: what else lives in Redis', () => {
+    const env = () => ({ REDIS_URL: redis.url, RATE_LIMIT_REDIS_FALLBACK: 'sql', REDIS_COMMAND_TIMEOUT_MS: '200', REDIS_CONNECT_TIMEOUT_MS: '500' });
+    const expectNoUnhandledErrors = () => expect(t.logs.filter((line) => line.includes('unhandled error'))).toEqual([]);
+
+    it("killed: a key's max_concurrent slots are refused with 503 at once; served again when Redis is back", async () => {
+      t = await startTestGateway(env());
+      const { id, key } = await t.createKey({ credits_quota: 100_000, rate_limit_rpm: 100_000, max_concurrent: 8 });
+      const { traffic, setPhase } = phasedTraffic(t, key);
+      await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
+
+      await redis.kill();
+      setPhase('down');
+      await traffic.until((r) => count(r, 'down', 503) >= 20, '503s during the outage');
+      setPhase('restarting');
+      await redis.start();
+      setPhase('back');
+      await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis returned');
+      const results = await traffic.stop();
+
+      expect(results.filter((r) => r.phase === 'down' && r.answeredIn === 'down' && r.status === 200)).toEqual([]);
+      expectOnlyServedOrDependency503(results);
+      await expectBooksBalance(t, id, results);
+      expectNoUnhandledErrors();
+    });
+
+    describe('an admin channel (its capacity is shared in Redis)', () => {
+      const JIMENG = { prompt: 'a harbour', model: 'jimeng-4.5', size: '2048x2048' };
+      const channel = () => ({
+        name: 'ark account',
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: upstream.url,
+        models: [{ model: 'jimeng-4.5' }],
+        credentials: { api_key: 'ark-outage-key' },
+        max_concurrency: 50,
+      });
+      let upstream: FakeImagesApi;
+      beforeEach(async () => {
+        upstream = await startFakeImagesApi({ apiKey: 'ark-outage-key', flavour: 'ark' });
+      });
+      afterEach(async () => {
+        await upstream.close();
+      });
+
+      it("a breaker's half-open probe refused by Redis is given back: the channel serves again once Redis answers", async () => {
+        t = await startTestGateway({ ...env(), PROVIDER_JIMENG_BREAKER_THRESHOLD: '1', PROVIDER_JIMENG_MAX_ATTEMPTS: '1' });
+        expect((await t.api.admin('post', '/admin/channels', channel())).status).toBe(201);
+        const { key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
+        upstream.setMode('failing');
+        expect((await t.api.client(key, JIMENG)).status).toBe(502);
+        // Open, then half-open after the cool-down: the next call is its one probe, and Redis does not answer it.
+        t.clock.advanceMs(60_000);
+        redis.freeze();
+        const refused = await t.api.client(key, JIMENG);
+        expect([refused.status, refused.body.error.code]).toEqual([503, 'dependency_unavailable']);
+        redis.thaw();
+        upstream.setMode('normal');
+        const served = await t.api.client(key, JIMENG);
+        expect([served.status, served.body.error?.code]).toEqual([200, undefined]);
+      });
+
+      it('frozen: generations on it are refused with 503 after the command timeout, then served again', async () => {
+        t = await startTestGateway(env());
+        expect((await t.api.admin('post', '/admin/channels', channel())).status).toBe(201);
+        const { id, key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
+        const { traffic, setPhase } = phasedTraffic(t, key, 4, JIMENG);
+        await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
+
+        redis.freeze();
+        setPhase('frozen');
+        await traffic.until((r) => count(r, 'frozen', 503) >= 8, '503s while Redis is frozen');
+        setPhase('thawing');
+        redis.thaw();
+        setPhase('back');
+        await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis thawed');
+        const results = await traffic.stop();
+        expectOnlyServedOrDependency503(results);
+        await expectBooksBalance(t, id, results, 0, 4);
+        expectNoUnhandledErrors();
+      });
+    });
   });
 });

@@ -17,11 +17,16 @@ export interface Seen {
  * `concurrency` clients generating with `key` until stopped, each request tagged with the phase
  * the test is in (`before`, `down`, ...), which the test moves on with `setPhase`.
  */
-export function phasedTraffic(t: TestGateway, key: string, concurrency = 4): { traffic: Traffic<Seen>; setPhase(phase: string): void } {
+export function phasedTraffic(
+  t: TestGateway,
+  key: string,
+  concurrency = 4,
+  body: Record<string, unknown> = localRequest(),
+): { traffic: Traffic<Seen>; setPhase(phase: string): void } {
   let phase = 'before';
   const traffic = new Traffic(async (): Promise<Seen> => {
     const sentIn = phase;
-    const res: Response = await t.api.client(key, localRequest());
+    const res: Response = await t.api.client(key, body);
     return {
       phase: sentIn,
       answeredIn: phase,
@@ -45,6 +50,6 @@ export function expectOnlyServedOrDependency503(results: Seen[]): void {
 export const imagesServed = (results: Seen[]): number => results.reduce((sum, r) => sum + r.images, 0);
 
 /** The key paid for exactly the images served (1 credit each on local-1). */
-export async function expectBooksBalance(t: TestGateway, keyId: string, results: Seen[], servedBefore = 0): Promise<void> {
-  expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(servedBefore + imagesServed(results));
+export async function expectBooksBalance(t: TestGateway, keyId: string, results: Seen[], servedBefore = 0, creditsPerImage = 1): Promise<void> {
+  expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe((servedBefore + imagesServed(results)) * creditsPerImage);
 }

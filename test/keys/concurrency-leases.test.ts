@@ -1,3 +1,4 @@
+import Redis from 'ioredis';
 import pino from 'pino';
 import { openDatabase, type GatewayDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
@@ -26,12 +27,14 @@ describe.each([
   let throwaway: ThrowawayDatabase;
   let database: GatewayDatabase;
   let redis: ReturnType<typeof throwawayRedisPrefix>;
+  // The gateway's connection, which the leases share with other stores and do not close.
+  let connection: Redis | undefined;
   let leases: ConcurrencyLeases;
   const newLeases = () =>
     createConcurrencyLeases({
       db: database.db,
       engine: database.engine,
-      redisUrl: onRedis ? TEST_REDIS_URL : undefined,
+      redis: connection,
       redisPrefix: redis.prefix,
       clock: systemClock,
       ttlMs: TTL_MS,
@@ -43,6 +46,7 @@ describe.each([
     database = openDatabase(throwaway.url);
     await migrateToLatest(database.db as never, database.engine);
     redis = throwawayRedisPrefix();
+    connection = onRedis ? new Redis(TEST_REDIS_URL) : undefined;
     leases = newLeases();
   });
   afterEach(async () => {
@@ -50,6 +54,7 @@ describe.each([
     await leases.close();
     await database.close();
     await throwaway.drop();
+    await connection?.quit();
     if (onRedis) await redis.drop();
   });
 

@@ -32,11 +32,13 @@ const stores: Array<[string, () => Promise<Store>]> = [
     'redis',
     async () => {
       const prefix = throwawayRedisPrefix();
-      const limiter = new RedisRateLimiter(new Redis(TEST_REDIS_URL), prefix.prefix);
+      const connection = new Redis(TEST_REDIS_URL);
+      const limiter = new RedisRateLimiter(connection, prefix.prefix);
       return {
         limiter,
         cleanup: async () => {
           await limiter.close();
+          await connection.quit();
           await prefix.drop();
         },
       };
