@@ -411,8 +411,9 @@ export class ChannelRouter {
 
   /**
    * Whether a call for `entry` could start now on some channel: enabled, breaker not open, not
-   * cooling down, under its concurrency cap. Only a hint (no slot is taken): the durable worker
-   * leaves work queued while it is false, so a burst waits in the queue rather than in sockets.
+   * cooling down, under its concurrency cap, its limit store answering. Only a hint (no slot is
+   * taken): the durable worker leaves work queued while it is false, so a burst waits in the queue
+   * rather than in sockets, and work queued during a Redis outage waits for Redis instead of failing.
    */
   async hasRoom(entry: CatalogModel): Promise<boolean> {
     const now = this.deps.clock.now();
@@ -420,9 +421,14 @@ export class ChannelRouter {
       if (!servesModel(channel, entry) || channel.status !== 'enabled' || client === undefined) continue;
       const runtime = this.runtime(channel);
       if (runtime.breaker.state === 'open' || runtime.coolingUntil > now) continue;
-      if (channel.maxConcurrency === null) return true;
-      const usage = await this.limitsOf(channel).usage(channel.id, now);
-      if (usage.inFlight < channel.maxConcurrency) return true;
+      let usage: ChannelUsage;
+      try {
+        usage = await this.limitsOf(channel).usage(channel.id, now);
+      } catch {
+        // Logged by the store's health; a slot could not be taken there now.
+        continue;
+      }
+      if (channel.maxConcurrency === null || usage.inFlight < channel.maxConcurrency) return true;
     }
     return false;
   }
@@ -555,6 +561,7 @@ export class ChannelRouter {
       }
       const now = this.deps.clock.now();
       let soonestMs = Infinity;
+      let storeFailure: unknown;
       for (const candidate of routingOrder(closed)) {
         const { channel } = candidate;
         const runtime = this.runtime(channel);
@@ -568,9 +575,11 @@ export class ChannelRouter {
         try {
           taken = await this.limitsOf(channel).acquire(channel.id, this.caps(channel), images, checkedAt);
         } catch (error) {
-          // The store failed (Redis or the database down): a half-open breaker's one probe must not stay taken.
+          // Its limit store failed (Redis or the database down): a half-open breaker's one probe must not
+          // stay taken, and a channel whose limits live elsewhere (in this process) may still serve.
           runtime.breaker.onNeutral();
-          throw error;
+          storeFailure ??= error;
+          continue;
         }
         if ('leaseId' in taken) return { channel, client: candidate.client!, leaseId: taken.leaseId };
         runtime.breaker.onNeutral();
@@ -578,6 +587,8 @@ export class ChannelRouter {
         if (taken.refused === 'cooling_down') runtime.coolingUntil = Math.max(runtime.coolingUntil, checkedAt + taken.retryAfterMs);
         soonestMs = Math.min(soonestMs, taken.retryAfterMs);
       }
+      // Nothing to wait for: no channel is at a limit that frees, and a store that failed answers with its outage.
+      if (storeFailure !== undefined && !Number.isFinite(soonestMs)) throw storeFailure;
       const remaining = queueDeadline - this.deps.clock.now();
       const retryAfter = retryAfterHeader(Number.isFinite(soonestMs) ? soonestMs : 1000);
       if (remaining <= 0) {

@@ -1,3 +1,5 @@
+import { ApiError } from './api-error';
+
 /** The external parts a request can need: the database (SQLite or PostgreSQL) and Redis. */
 export type Dependency = 'database' | 'redis';
 
@@ -86,4 +88,15 @@ export function isRedisUnavailable(error: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   if (e.name === 'ReplyError') return typeof e.message === 'string' && REDIS_UNAVAILABLE_REPLIES.test(e.message);
   return true;
+}
+
+/** A dependency that failed as operators expect (down, hung, full) as the client sees it; undefined for anything else. */
+export function dependencyApiError(err: unknown): ApiError | undefined {
+  if (!(err instanceof DependencyUnavailableError) && !isDatabaseUnavailable(err)) return undefined;
+  const dependency = err instanceof DependencyUnavailableError ? err.dependency : 'database';
+  const what = dependency === 'redis' ? 'Redis (rate limits and shared capacity)' : 'The database';
+  return new ApiError('dependency_unavailable', `${what} is unavailable; this request is not charged. Retry in ${DEPENDENCY_RETRY_AFTER_SECONDS} s.`, {
+    details: { dependency },
+    headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) },
+  });
 }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { ApiError } from './api-error';
-import { DEPENDENCY_RETRY_AFTER_SECONDS, DependencyUnavailableError, isDatabaseUnavailable } from './dependency-errors';
+import { dependencyApiError } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 
 /** The shape express-openapi-validator and body-parser give their errors. */
@@ -27,14 +27,8 @@ function paramOf(path: string | undefined): string | null {
 function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
   // Logged where it happened (DependencyHealth), once a second, with the driver's own error.
-  if (err instanceof DependencyUnavailableError || isDatabaseUnavailable(err)) {
-    const dependency = err instanceof DependencyUnavailableError ? err.dependency : 'database';
-    const what = dependency === 'redis' ? 'The rate-limit store (Redis)' : 'The database';
-    return new ApiError('dependency_unavailable', `${what} is unavailable; this request is not charged. Retry in ${DEPENDENCY_RETRY_AFTER_SECONDS} s.`, {
-      details: { dependency },
-      headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) },
-    });
-  }
+  const dependencyError = dependencyApiError(err);
+  if (dependencyError) return dependencyError;
   const e = err as FrameworkError;
   if (e?.type === 'entity.too.large') return new ApiError('payload_too_large', 'The request body is too large.');
   if (e?.type === 'entity.parse.failed') return new ApiError('invalid_request', 'The request body is not valid JSON.');

@@ -3,7 +3,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
-import { DependencyUnavailableError } from '../errors/dependency-errors';
+import { dependencyApiError, DependencyUnavailableError } from '../errors/dependency-errors';
 import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
@@ -521,8 +521,13 @@ function elapsedMs(clock: Clock, started: number): number {
   return Math.min(Math.max(clock.now() - started, 0), 2_147_483_647);
 }
 
+/** What a failed generation records: the client's error for an ApiError or a dependency outage, else internal_error. */
+function apiErrorOf(error: unknown): ApiError | undefined {
+  return error instanceof ApiError ? error : dependencyApiError(error);
+}
+
 function errorCodeOf(error: unknown): string {
-  return error instanceof ApiError ? error.code : 'internal_error';
+  return apiErrorOf(error)?.code ?? 'internal_error';
 }
 
 /**
@@ -539,5 +544,5 @@ function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTabl
 }
 
 function messageOf(error: unknown): string {
-  return (error instanceof ApiError ? error.message : 'The gateway failed unexpectedly while generating.').slice(0, 1000);
+  return (apiErrorOf(error)?.message ?? 'The gateway failed unexpectedly while generating.').slice(0, 1000);
 }

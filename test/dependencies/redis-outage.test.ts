@@ -116,7 +116,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
 
     describe('an admin channel (its capacity is shared in Redis)', () => {
       const JIMENG = { prompt: 'a harbour', model: 'jimeng-4.5', size: '2048x2048' };
-      const channel = () => ({
+      const channel = (overrides: Record<string, unknown> = {}) => ({
         name: 'ark account',
         provider: 'jimeng',
         transport: 'ark',
@@ -124,6 +124,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         models: [{ model: 'jimeng-4.5' }],
         credentials: { api_key: 'ark-outage-key' },
         max_concurrency: 50,
+        ...overrides,
       });
       let upstream: FakeImagesApi;
       beforeEach(async () => {
@@ -148,6 +149,27 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         upstream.setMode('normal');
         const served = await t.api.client(key, JIMENG);
         expect([served.status, served.body.error?.code]).toEqual([200, undefined]);
+      });
+
+      it('a generation queued while Redis is down waits in the queue, runs once Redis is back, and is charged once', async () => {
+        t = await startTestGateway({ ...env(), GENERATION_POLL_MS: '50' });
+        // No max_concurrency: even an uncapped channel takes its slot (and its shared cool-down) from Redis.
+        expect((await t.api.admin('post', '/admin/channels', channel({ max_concurrency: null }))).status).toBe(201);
+        const { id: keyId, key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
+        const auth = { Authorization: `Bearer ${key}` };
+        const statusOf = async (id: string) => (await t.api.send('get', `/generations/${id}`, { headers: auth })).body;
+        await redis.kill();
+        const submitted = await t.api.send('post', '/images/generate', { body: JIMENG, headers: { ...auth, Prefer: 'respond-async' } });
+        expect(submitted.status).toBe(202);
+        // Many worker ticks (every 50 ms) while Redis is down: none fails it.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect((await statusOf(submitted.body.id)).status).toBe('queued');
+        expect(upstream.requests).toHaveLength(0);
+        await redis.start();
+        await eventually(async () => (await statusOf(submitted.body.id)).status === 'succeeded', 'the queued generation to succeed');
+        expect((await statusOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
+        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(upstream.requests).toHaveLength(1);
       });
 
       it('frozen: generations on it are refused with 503 after the command timeout, then served again', async () => {

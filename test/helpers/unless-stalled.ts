@@ -35,7 +35,7 @@ function watchEventLoop(): { longestStallMs(): number; stop(): void } {
     const now = performance.now();
     longest = Math.max(longest, now - last - TICK_MS);
     last = now;
-  }, TICK_MS);
+  }, TICK_MS).unref();
   return {
     longestStallMs: () => Math.round(Math.max(longest, performance.now() - last - TICK_MS)),
     stop: () => clearInterval(timer),

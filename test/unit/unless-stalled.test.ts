@@ -10,8 +10,9 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 30));
 describe('unlessStalled (the lease tests’ guard against a starved CI machine)', () => {
   it('throws a failure of a window without a stall at once, so a broken renewal still fails', async () => {
     const rounds: number[] = [];
+    // A threshold no stall of this loaded machine reaches: the first failure is final.
     await expect(
-      unlessStalled(200, async (round) => {
+      unlessStalled(60_000, async (round) => {
         rounds.push(round);
         await tick();
         throw new Error('lease lapsed');
