@@ -82,10 +82,15 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 const REDIS_UNAVAILABLE_REPLIES = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS|MISCONF)\b/;
 
-/** Whether an ioredis error means Redis is unavailable: any connection or timeout error, or one of the replies above. */
+/**
+ * Whether an ioredis error means Redis is unavailable: any connection or timeout error, or one of
+ * the replies above. A JavaScript error of our own (TypeError, ...) is a bug: a 500, not an outage
+ * that would mark Redis failed for /readyz.
+ */
 export function isRedisUnavailable(error: unknown): boolean {
   const e = error as { name?: unknown; message?: unknown } | undefined;
   if (!e || typeof e !== 'object') return false;
+  if (e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof SyntaxError) return false;
   if (e.name === 'ReplyError') return typeof e.message === 'string' && REDIS_UNAVAILABLE_REPLIES.test(e.message);
   return true;
 }

@@ -1,5 +1,5 @@
 import type { Response } from 'supertest';
-import { countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
+import { type Seen, countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { ThrowawayRedis, eventually } from '../helpers/throwaway-servers';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
@@ -15,6 +15,19 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
   beforeEach(async () => {
     redis = await ThrowawayRedis.start();
   });
+  /** Traffic before, while and after Redis is frozen (SIGSTOP); `whileFrozen` runs once the 503s come. */
+  async function throughAFreeze({ traffic, setPhase }: ReturnType<typeof phasedTraffic>, whileFrozen = async () => {}): Promise<Seen[]> {
+    await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
+    redis.freeze();
+    setPhase('frozen');
+    await traffic.until((r) => count(r, 'frozen', 503) >= 8, '503s while Redis is frozen');
+    await whileFrozen();
+    setPhase('thawing');
+    redis.thaw();
+    setPhase('back');
+    await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis thawed');
+    return traffic.stop();
+  }
   afterEach(async () => {
     redis.thaw();
     await t.close();
@@ -56,19 +69,9 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
   it('frozen (connections open, no answers): requests fail with 503 after the command timeout, then recover', async () => {
     t = await startTestGateway({ REDIS_URL: redis.url, READINESS_FAILURE_WINDOW_MS: '300', REDIS_COMMAND_TIMEOUT_MS: '200' });
     const { id, key } = await t.createKey({ credits_quota: 100_000, rate_limit_rpm: 100_000 });
-    const { traffic, setPhase } = phasedTraffic(t, key);
-    await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
-
-    redis.freeze();
-    setPhase('frozen');
-    await traffic.until((r) => count(r, 'frozen', 503) >= 8, '503s while Redis is frozen');
-    expect((await readiness(t)).body.error?.dependency).toBe('redis');
-
-    setPhase('thawing');
-    redis.thaw();
-    setPhase('back');
-    await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis thawed');
-    const results = await traffic.stop();
+    const results = await throughAFreeze(phasedTraffic(t, key), async () => {
+      expect((await readiness(t)).body.error?.dependency).toBe('redis');
+    });
     expectOnlyServedOrDependency503(results);
     await expectBooksBalance(t, id, results);
   });
@@ -176,17 +179,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         t = await startTestGateway(env());
         expect((await t.api.admin('post', '/admin/channels', channel())).status).toBe(201);
         const { id, key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
-        const { traffic, setPhase } = phasedTraffic(t, key, 4, JIMENG);
-        await traffic.until((r) => count(r, 'before', 200) >= 10, 'traffic before the outage');
-
-        redis.freeze();
-        setPhase('frozen');
-        await traffic.until((r) => count(r, 'frozen', 503) >= 8, '503s while Redis is frozen');
-        setPhase('thawing');
-        redis.thaw();
-        setPhase('back');
-        await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis thawed');
-        const results = await traffic.stop();
+        const results = await throughAFreeze(phasedTraffic(t, key, 4, JIMENG));
         expectOnlyServedOrDependency503(results);
         await expectBooksBalance(t, id, results, 0, 4);
         expectNoUnhandledErrors();
