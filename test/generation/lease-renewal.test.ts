@@ -100,24 +100,29 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
   }, 30_000);
 
   it('aborts the run whose lease another process took, and the run whose cancel was requested; the others go on', async () => {
-    const rows = ['gen_taken', 'gen_canceled', 'gen_kept'].map(heldRow);
-    const held = await holdAll(rows);
-    await database.db.updateTable('generations').set({ lease_owner: 'another-process' }).where('id', '=', 'gen_taken').execute();
-    await database.db.updateTable('generations').set({ cancel_requested: 1 }).where('id', '=', 'gen_canceled').execute();
-    await until(() => held.outcomes.size === 2, 'the renewal to find the taken and the canceled run', 5000);
-    const taken = held.outcomes.get('gen_taken');
-    const canceled = held.outcomes.get('gen_canceled');
-    expect(taken).toBeInstanceOf(LeaseLost);
-    expect((taken as LeaseLost).canceled).toBe(false);
-    expect(canceled).toBeInstanceOf(LeaseLost);
-    expect((canceled as LeaseLost).canceled).toBe(true);
-    // The third is still held and renewed.
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
-    expect(held.outcomes.has('gen_kept')).toBe(false);
-    expect(await leaseOf('gen_kept')).toBeGreaterThan(Date.now());
-    held.release();
-    await held.all();
-    expect(held.outcomes.get('gen_kept')).toBe('finished');
+    await unlessStalled(LEASE_MS / 2, async (round) => {
+      const [takenId, canceledId, keptId] = ['gen_taken', 'gen_canceled', 'gen_kept'].map((id) => `${id}_${round}`) as [string, string, string];
+      const held = await holdAll([takenId, canceledId, keptId].map(heldRow));
+      try {
+        await database.db.updateTable('generations').set({ lease_owner: 'another-process' }).where('id', '=', takenId).execute();
+        await database.db.updateTable('generations').set({ cancel_requested: 1 }).where('id', '=', canceledId).execute();
+        await until(() => held.outcomes.size === 2, 'the renewal to find the taken and the canceled run', 5000);
+        const taken = held.outcomes.get(takenId);
+        const canceled = held.outcomes.get(canceledId);
+        expect(taken).toBeInstanceOf(LeaseLost);
+        expect((taken as LeaseLost).canceled).toBe(false);
+        expect(canceled).toBeInstanceOf(LeaseLost);
+        expect((canceled as LeaseLost).canceled).toBe(true);
+        // The third is still held and renewed.
+        await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+        expect(held.outcomes.has(keptId)).toBe(false);
+        expect(await leaseOf(keptId)).toBeGreaterThan(Date.now());
+      } finally {
+        held.release();
+        await held.all();
+      }
+      expect(held.outcomes.get(keptId)).toBe('finished');
+    });
   });
 
   it('stops renewing once nothing is held, and renews again when something is', async () => {
