@@ -37,7 +37,7 @@ import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
-import { closeRedis, createRedisClient, pingRedis } from './ratelimit/redis-client';
+import { closeRedis, connectionSettled, createRedisClient, pingRedis } from './ratelimit/redis-client';
 import { DependencyHealth } from './health/dependency-health';
 import { databaseProbe, type DependencyProbe, ReadinessService, waitForDependencies } from './health/readiness';
 import { type Clock, systemClock } from './shared/clock';
@@ -128,6 +128,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   // RATE_LIMIT_STORE, slots asked of Redis before it connects are refused (503) rather than queued.
   if (redis && config.rateLimitStore === 'redis') probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
   try {
+    if (redis) await connectionSettled(redis, config.redisConnectTimeoutMs);
     await waitForDependencies(probes, { timeoutMs: config.dependencyStartupTimeoutMs, logger });
   } catch (error) {
     if (redis) await closeRedis(redis);

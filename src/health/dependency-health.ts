@@ -28,7 +28,7 @@ export class DependencyHealth {
     if (now - (this.lastLoggedAt.get(dependency) ?? -Infinity) >= LOG_EVERY_MS) {
       this.lastLoggedAt.set(dependency, now);
       this.unlogged.set(dependency, 0);
-      this.logger?.error({ err: error.cause, dependency, failures_not_logged: skipped }, `${dependency} unavailable: ${error.message}`);
+      this.logger?.error({ err: error.cause, dependency, failures_not_logged: skipped }, error.message);
     } else {
       this.unlogged.set(dependency, skipped + 1);
     }

@@ -65,3 +65,19 @@ export async function closeRedis(redis: Redis): Promise<void> {
   if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
   else redis.disconnect();
 }
+
+/** Waits (at most `ms`) for a connection under way to be ready or to fail: a normal start then logs no retry. */
+export function connectionSettled(redis: Redis, ms: number): Promise<void> {
+  if (redis.status !== 'connecting' && redis.status !== 'connect') return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const settled = () => {
+      clearTimeout(timer);
+      redis.off('ready', settled);
+      redis.off('error', settled);
+      resolve();
+    };
+    const timer = setTimeout(settled, ms);
+    redis.once('ready', settled);
+    redis.once('error', settled);
+  });
+}

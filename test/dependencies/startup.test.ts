@@ -41,6 +41,19 @@ describe('PostgreSQL or Redis unreachable at startup', () => {
     expect(gateway.stdout.join('')).toContain(`${label} is unreachable; retrying`);
   });
 
+  it('a Redis that is up: the gateway starts without logging a retry (its connection was still under way)', async () => {
+    const redis = await ThrowawayRedis.start();
+    const gateway = run({ DATABASE_URL: sqlite.url, REDIS_URL: redis.url });
+    try {
+      await eventually(async () => gateway.stdout.join('').includes('gateway listening'), 'the gateway listening');
+      expect(gateway.stdout.join('')).not.toContain('unreachable; retrying');
+    } finally {
+      gateway.kill();
+      await gateway.exited;
+      await redis.kill();
+    }
+  });
+
   it('a Redis that comes up within the bound: the gateway waits for it and starts', async () => {
     const port = await freePort();
     const gateway = run({ DATABASE_URL: sqlite.url, REDIS_URL: `redis://127.0.0.1:${port}`, DEPENDENCY_STARTUP_TIMEOUT_MS: '30000' });
