@@ -117,7 +117,9 @@ export class ClientGenerations {
       error: row.status === 'failed' || row.status === 'canceled' ? errorOf(row) : null,
       data,
       usage: {
-        images: data?.length ?? 0,
+        // Delivered when it succeeded, whether or not they are still stored (synchronous b64_json
+        // answers are not; stored ones leave after their retention).
+        images: row.status === 'succeeded' ? row.images : 0,
         credits_reserved: row.status === 'queued' || row.status === 'running' ? row.credits : 0,
         credits_charged: row.status === 'succeeded' ? row.credits : 0,
       },

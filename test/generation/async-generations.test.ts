@@ -132,6 +132,15 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(refused.body.error.code).toBe('quota_exceeded');
   });
 
+  it('a synchronous b64_json generation, read back: its images count as delivered though they were not stored', async () => {
+    const key = await newKey();
+    const res = await submit(key, { prompt: 'inline', model: 'local-1', response_format: 'b64_json' }, '');
+    expect([res.status, res.body.usage?.images]).toEqual([200, 1]);
+    const listed = await get(key, '/generations');
+    expect(listed.body.data).toHaveLength(1);
+    expect(listed.body.data[0]).toMatchObject({ status: 'succeeded', usage: { images: 1, credits_reserved: 0, credits_charged: 1 } });
+  });
+
   it('wait=N: 200 with the result when done in time (both APIs), else 202 with the queued or running resource', async () => {
     const key = await newKey();
     const fast = await submit(key, { prompt: 'quick', model: 'local-1', response_format: 'b64_json' }, 'wait=10');
