@@ -7,7 +7,8 @@ export function logRequest(logger: Logger, req: Request, res: Response, startedN
     {
       request_id: res.locals.requestId,
       method: req.method,
-      path: req.path,
+      // The full path: req.path is relative to the router that mounted it (/docs/scalar.js logged as /scalar.js).
+      path: req.originalUrl.split('?', 1)[0],
       status: res.statusCode,
       ms: Number(process.hrtime.bigint() - startedNs) / 1e6,
       key_id: res.locals.principal?.kind === 'client' ? res.locals.principal.key.id : undefined,

@@ -29,6 +29,13 @@ describe('HTTP basics', () => {
     expect(replaced.headers['x-request-id']).toMatch(/^req_/);
   });
 
+  it('logs one line per request with its full path, never its query string', async () => {
+    await request(t.gateway.url).get('/docs/scalar.js?token=must-not-be-logged');
+    const line = t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && String(l.path).endsWith('scalar.js'));
+    expect(line).toMatchObject({ method: 'GET', path: '/docs/scalar.js', status: 200 });
+    expect(t.logs.join('\n')).not.toContain('must-not-be-logged');
+  });
+
   it('sends security headers and no X-Powered-By', async () => {
     const res = await t.api.send('get', '/openapi.json');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
