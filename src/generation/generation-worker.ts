@@ -38,6 +38,21 @@ export class LeaseLost extends Error {
 }
 
 /**
+ * A background run that met a dependency outage (Redis, the database) before any upstream call: not
+ * failed; its lease lapses and the queue runs it again once its channels have room (the worker's
+ * room check asks the same stores, so nothing is claimed while they fail). The lapse is the backoff.
+ */
+export class RunDeferred extends Error {
+  constructor(
+    readonly generationId: string,
+    override readonly cause: unknown,
+  ) {
+    super(`generation ${generationId} deferred: a dependency is unavailable`);
+    this.name = 'RunDeferred';
+  }
+}
+
+/**
  * Runs durable generations. Every gateway process has one: it claims queued work with a lease
  * (renewed while running), takes over work whose lease lapsed because its process died, and takes
  * work only for models whose channels have room, so a burst waits in the table, not in sockets.
@@ -120,7 +135,11 @@ export class GenerationWorker {
   private runInBackground(row: GenerationsTable): void {
     const run: Promise<unknown> = this.hold(row, undefined)
       .catch((error: unknown) => {
-        if (!(error instanceof LeaseLost)) this.deps.logger.info({ generation_id: row.id, err: error }, 'background generation ended in failure');
+        if (error instanceof RunDeferred) {
+          this.deps.logger.warn({ generation_id: row.id, err: error.cause, retry_after_ms: this.deps.leaseMs }, 'background generation deferred: a dependency is unavailable');
+        } else if (!(error instanceof LeaseLost)) {
+          this.deps.logger.info({ generation_id: row.id, err: error }, 'background generation ended in failure');
+        }
       })
       .finally(() => {
         this.background.delete(run);

@@ -27,7 +27,7 @@ import { CompletionWebhooks } from './completion-webhooks';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { listGenerationTasks } from './durable.repository';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf } from './durable';
-import { type GenerationWorker, LeaseLost } from './generation-worker';
+import { type GenerationWorker, LeaseLost, RunDeferred } from './generation-worker';
 import {
   completeGeneration,
   countQueuedGenerations,
@@ -430,6 +430,9 @@ export class GenerationService {
       return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
     } catch (error) {
       if (error instanceof LeaseLost) throw error;
+      // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
+      // before any channel attempt, so before any upstream call: run again later, not failed.
+      if (stored.mark_sends && attempts.length === 0 && !signal.aborted && dependencyApiError(error)) throw new RunDeferred(row.id, error);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
       await settleFailure(error);
       throw error;

@@ -2,6 +2,8 @@ import type { Response } from 'supertest';
 import { type Seen, countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { ThrowawayRedis, eventually } from '../helpers/throwaway-servers';
+import type { ChannelLimitStore } from '../../src/channels/channel-limits';
+import { DependencyUnavailableError } from '../../src/errors/dependency-errors';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 
 async function readiness(t: TestGateway): Promise<Response> {
@@ -134,6 +136,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         upstream = await startFakeImagesApi({ apiKey: 'ark-outage-key', flavour: 'ark' });
       });
       afterEach(async () => {
+        jest.restoreAllMocks();
         await upstream.close();
       });
 
@@ -171,6 +174,25 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         await redis.start();
         await eventually(async () => (await statusOf(submitted.body.id)).status === 'succeeded', 'the queued generation to succeed');
         expect((await statusOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
+        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(upstream.requests).toHaveLength(1);
+      });
+
+      it('a queued generation whose slot Redis refuses after it was claimed is run again later, not failed', async () => {
+        t = await startTestGateway({ ...env(), GENERATION_POLL_MS: '50', GENERATION_LEASE_MS: '1000' });
+        expect((await t.api.admin('post', '/admin/channels', channel())).status).toBe(201);
+        const { id: keyId, key } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
+        const auth = { Authorization: `Bearer ${key}` };
+        const generationOf = async (id: string) => (await t.api.send('get', `/generations/${id}`, { headers: auth })).body;
+        // Redis fails between the worker's room check and the slot, twice: the window a real outage can start in.
+        const { sharedLimits } = (t.gateway.generation as unknown as { deps: { channels: { deps: { sharedLimits: ChannelLimitStore } } } }).deps.channels.deps;
+        const outage = () => new DependencyUnavailableError('redis', new Error('Command timed out'));
+        jest.spyOn(sharedLimits, 'acquire').mockRejectedValueOnce(outage()).mockRejectedValueOnce(outage());
+        const submitted = await t.api.send('post', '/images/generate', { body: JIMENG, headers: { ...auth, Prefer: 'respond-async' } });
+        expect(submitted.status).toBe(202);
+        await eventually(async () => (await generationOf(submitted.body.id)).status === 'succeeded', 'the generation to succeed after two deferred runs');
+        expect(t.logs.filter((line) => line.includes('"msg":"background generation deferred')).length).toBe(2);
+        expect((await generationOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
         expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
         expect(upstream.requests).toHaveLength(1);
       });
