@@ -4,8 +4,9 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import type { Pool as PgPool, types as PgTypes } from 'pg';
 import type { DependencyHealth } from '../health/dependency-health';
-import { guardedDialect } from './guarded-dialect';
+import { databaseErrorTranslator, guardedDialect } from './guarded-dialect';
 import type { Database } from './schema';
+import { enableDirectSqlite } from './sqlite-direct';
 import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
 export type DatabaseEngine = 'sqlite' | 'postgres';
@@ -97,7 +98,9 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), options.health) });
+  const statements = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: statements }), options.health) });
+  enableDirectSqlite(db, { get inTransaction() { return sqlite.inTransaction; }, prepare: (text) => statements.prepare(text) as SQLite.Statement }, databaseErrorTranslator(options.health));
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   return { db, engine: 'sqlite', writes: new GroupCommit(db), dataVersion: () => dataVersion.get() as number, close: () => db.destroy() };
 }

@@ -3,7 +3,7 @@ import { DependencyUnavailableError, isDatabaseUnavailable } from '../errors/dep
 import type { DependencyHealth } from '../health/dependency-health';
 
 /** Turns a driver error that means "the database is unavailable" into DependencyUnavailableError. */
-type Translate = (error: unknown) => unknown;
+export type Translate = (error: unknown) => unknown;
 
 /**
  * SQLite rolls a transaction back by itself on SQLITE_FULL, SQLITE_IOERR and some SQLITE_BUSY;
@@ -91,15 +91,20 @@ class GuardedDriver implements Driver {
   }
 }
 
+/** What guardedDialect does to a failure, for code that runs statements without kysely (sqlite-direct.ts). */
+export function databaseErrorTranslator(health: DependencyHealth | undefined): Translate {
+  return (error) => {
+    if (error instanceof DependencyUnavailableError || !isDatabaseUnavailable(error)) return error;
+    return health ? health.failed('database', error) : new DependencyUnavailableError('database', error);
+  };
+}
+
 /**
  * Wraps a kysely dialect so every query, connection and transaction reports an unavailable
  * database to `health` and fails with DependencyUnavailableError (a 503), whatever code ran it.
  */
 export function guardedDialect(dialect: Dialect, health: DependencyHealth | undefined): Dialect {
-  const translate: Translate = (error) => {
-    if (error instanceof DependencyUnavailableError || !isDatabaseUnavailable(error)) return error;
-    return health ? health.failed('database', error) : new DependencyUnavailableError('database', error);
-  };
+  const translate = databaseErrorTranslator(health);
   return {
     createAdapter: () => dialect.createAdapter(),
     createDriver: () => new GuardedDriver(dialect.createDriver(), translate),

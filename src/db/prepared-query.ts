@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
 import type { Database } from './schema';
+import { directRunOf } from './sqlite-direct';
 
 const MARK = '\u0000placeholder:';
 
@@ -17,7 +18,7 @@ export function preparedQuery<Args extends Record<string, unknown>, Row>(
 ): (db: Kysely<Database>, args: Args) => Promise<QueryResult<Row>> {
   // Keyed by the dialect adapter class: a transaction compiles exactly like its database.
   const byDialect = new WeakMap<object, { compiled: CompiledQuery<Row>; slots: Array<{ name: string } | { constant: unknown }> }>();
-  return (db, args) => {
+  return async (db, args) => {
     const dialect = db.getExecutor().adapter.constructor;
     let prepared = byDialect.get(dialect);
     if (!prepared) {
@@ -30,6 +31,8 @@ export function preparedQuery<Args extends Record<string, unknown>, Row>(
       byDialect.set(dialect, prepared);
     }
     const parameters = prepared.slots.map((slot) => ('name' in slot ? args[slot.name] : slot.constant));
-    return db.executeQuery<Row>({ ...prepared.compiled, parameters });
+    // SQLite: on the connection at once when it may (sqlite-direct.ts); else through kysely.
+    const direct = directRunOf(db)?.(db, prepared.compiled.sql, parameters);
+    return (direct as QueryResult<Row> | undefined) ?? db.executeQuery<Row>({ ...prepared.compiled, parameters });
   };
 }

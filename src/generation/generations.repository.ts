@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely, PostgresAdapter, sql } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
-import { insertAttempts } from '../channels/channels.repository';
+import { ATTEMPT_COLUMNS, insertAttempts } from '../channels/channels.repository';
 import type { Reservation } from '../keys/keys.repository';
 import { releaseCredits } from '../keys/keys.repository';
 
@@ -76,9 +76,6 @@ export async function completeGeneration(
   return Number(result.numAffectedRows ?? 0) === 1;
 }
 
-const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at'] as const satisfies ReadonlyArray<
-  keyof GenerationAttemptsTable
->;
 /** The settlement statement on PostgreSQL, by number of attempt rows. */
 const settleStatements = new Map<number, string>();
 

@@ -1,0 +1,44 @@
+import type { Kysely, QueryResult } from 'kysely';
+import type { Translate } from './guarded-dialect';
+import type { Database } from './schema';
+
+/** The part of better-sqlite3 a direct run needs: `inTransaction` and prepared statements (cached by SQL text). */
+export interface SqliteHandle {
+  readonly inTransaction: boolean;
+  prepare(sql: string): { readonly reader: boolean; all(parameters: readonly unknown[]): unknown[]; run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint } };
+}
+
+type DirectRun = (db: Kysely<Database>, sql: string, parameters: readonly unknown[]) => QueryResult<unknown> | undefined;
+
+/** By kysely adapter instance: a database and every transaction on it share one. */
+const directRuns = new WeakMap<object, DirectRun>();
+
+/**
+ * SQLite only: lets prepared hot-path queries (prepared-query.ts) run on the connection at once,
+ * without kysely's executor (its connection provider, mutex and promise chain cost more than the
+ * statement: ~5 KB of garbage and several µs a query). Results and errors are the same as kysely's
+ * SQLite driver behind guardedDialect gives.
+ *
+ * A query on a transaction (`trx`) runs in it: SQLite has one connection, and kysely runs a
+ * transaction's queries one after the other on it anyway. A query on the database itself runs
+ * directly only while no transaction is open on the connection; otherwise it takes kysely's path,
+ * which waits for that transaction to end (it must not become part of it).
+ */
+export function enableDirectSqlite(db: Kysely<Database>, sqlite: SqliteHandle, translate: Translate): void {
+  directRuns.set(db.getExecutor().adapter, (on, sql, parameters) => {
+    if (!on.isTransaction && sqlite.inTransaction) return undefined;
+    try {
+      const statement = sqlite.prepare(sql);
+      if (statement.reader) return { rows: statement.all(parameters) };
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    } catch (error) {
+      throw translate(error);
+    }
+  });
+}
+
+/** The direct run of `db`'s engine, when it has one (SQLite). */
+export function directRunOf(db: Kysely<Database>): DirectRun | undefined {
+  return directRuns.get(db.getExecutor().adapter);
+}
