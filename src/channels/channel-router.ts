@@ -334,23 +334,31 @@ export class ChannelRouter {
       const { channel, client, leaseId } = pick;
       const runtime = this.runtime(channel);
       const started = this.deps.clock.now();
-      const attemptMs = Math.max(1, Math.min(channel.timeoutMs, context.deadline - started));
-      const attempt = new AbortController();
+      const remainingMs = context.deadline - started;
+      const attemptMs = Math.max(1, Math.min(channel.timeoutMs, remainingMs));
+      // A channel deadline that ends no earlier than the request's needs no timer or signal of its
+      // own: the request's ends the attempt first (its timer was set first, for the same moment).
+      const attempt = channel.timeoutMs < remainingMs ? new AbortController() : undefined;
       let attemptTimedOut = false;
-      const timer = setTimeout(() => {
-        attemptTimedOut = true;
-        attempt.abort(this.timeoutError(channel.provider, attemptMs));
-      }, attemptMs);
-      const onRequestEnd = () => attempt.abort(context.signal.reason);
-      if (context.signal.aborted) onRequestEnd();
-      else context.signal.addEventListener('abort', onRequestEnd, { once: true });
+      const timer =
+        attempt &&
+        setTimeout(() => {
+          attemptTimedOut = true;
+          attempt.abort(this.timeoutError(channel.provider, attemptMs));
+        }, attemptMs);
+      const onRequestEnd = () => attempt?.abort(context.signal.reason);
+      if (attempt) {
+        if (context.signal.aborted) onRequestEnd();
+        else context.signal.addEventListener('abort', onRequestEnd, { once: true });
+      }
+      const attemptSignal = attempt?.signal ?? context.signal;
       runtime.inFlight += 1;
       try {
         const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
         const journal = context.journal;
         await journal?.sending(imageIndex, channel.id);
         const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
-        const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attempt.signal);
+        const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
@@ -372,8 +380,10 @@ export class ChannelRouter {
         await context.journal?.unsent(imageIndex);
         lastError = failure as UpstreamError;
       } finally {
-        clearTimeout(timer);
-        context.signal.removeEventListener('abort', onRequestEnd);
+        if (attempt) {
+          clearTimeout(timer);
+          context.signal.removeEventListener('abort', onRequestEnd);
+        }
         runtime.inFlight -= 1;
         if (leaseId !== undefined) await this.release(channel, leaseId);
       }
