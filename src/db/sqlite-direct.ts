@@ -12,6 +12,22 @@ type DirectRun = (db: Kysely<Database>, sql: string, parameters: readonly unknow
 
 /** By kysely adapter instance: a database and every transaction on it share one. */
 const directRuns = new WeakMap<object, DirectRun>();
+/** Transactions whose queries may run directly: open, and begun by withDirectRuns (the group commit's). */
+const liveTransactions = new WeakSet<Kysely<Database>>();
+
+/**
+ * Runs `work` with `trx`'s prepared queries allowed to go directly to the connection, for as long
+ * as it runs. Outside it (any other transaction, or this one after it ended), they take kysely's
+ * path, which refuses a transaction already committed or rolled back.
+ */
+export async function withDirectRuns<T>(trx: Kysely<Database>, work: () => Promise<T>): Promise<T> {
+  liveTransactions.add(trx);
+  try {
+    return await work();
+  } finally {
+    liveTransactions.delete(trx);
+  }
+}
 
 /**
  * SQLite only: lets prepared hot-path queries (prepared-query.ts) run on the connection at once,
@@ -19,14 +35,20 @@ const directRuns = new WeakMap<object, DirectRun>();
  * statement: ~5 KB of garbage and several µs a query). Results and errors are the same as kysely's
  * SQLite driver behind guardedDialect gives.
  *
- * A query on a transaction (`trx`) runs in it: SQLite has one connection, and kysely runs a
- * transaction's queries one after the other on it anyway. A query on the database itself runs
- * directly only while no transaction is open on the connection; otherwise it takes kysely's path,
- * which waits for that transaction to end (it must not become part of it).
+ * A query on a transaction (`trx`) runs in it, when the transaction is live (withDirectRuns):
+ * SQLite has one connection, and kysely runs a transaction's queries one after the other on it
+ * anyway. A query on the database itself runs directly only while no transaction is open on the
+ * connection; otherwise it takes kysely's path, which waits for that transaction to end (it must
+ * not become part of it). A Kysely instance with plugins always takes kysely's path (they may
+ * transform results).
+ *
+ * A direct statement runs when it is called, not a few microtasks later as kysely's would: a
+ * caller that issues dependent queries without awaiting the first must not use prepared queries.
  */
 export function enableDirectSqlite(db: Kysely<Database>, sqlite: SqliteHandle, translate: Translate): void {
   directRuns.set(db.getExecutor().adapter, (on, sql, parameters) => {
-    if (!on.isTransaction && sqlite.inTransaction) return undefined;
+    if (on.isTransaction ? !liveTransactions.has(on) : sqlite.inTransaction) return undefined;
+    if (on.getExecutor().plugins.length > 0) return undefined;
     try {
       const statement = sqlite.prepare(sql);
       if (statement.reader) return { rows: statement.all(parameters) };

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema';
+import { withDirectRuns } from './sqlite-direct';
 
 export type WriteWork<T> = (trx: Transaction<Database>) => Promise<T>;
 
@@ -58,18 +59,20 @@ export class GroupCommit implements WriteTransactions {
       const batch = this.queue.splice(0, this.maxBatch);
       let results: unknown[] | undefined;
       try {
-        results = await this.db.transaction().execute(async (trx) => {
-          const out: unknown[] = [];
-          for (const item of batch) out.push(await item.work(trx));
-          return out;
-        });
+        results = await this.db.transaction().execute((trx) =>
+          withDirectRuns(trx, async () => {
+            const out: unknown[] = [];
+            for (const item of batch) out.push(await item.work(trx));
+            return out;
+          }),
+        );
       } catch {
         results = undefined;
       }
       if (results) {
         batch.forEach((item, index) => item.resolve(results[index]));
       } else {
-        for (const item of batch) await this.db.transaction().execute(item.work).then(item.resolve, item.reject);
+        for (const item of batch) await this.db.transaction().execute((trx) => withDirectRuns(trx, () => item.work(trx))).then(item.resolve, item.reject);
       }
       // Let the requests that arrived meanwhile queue up before the next batch.
       if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));

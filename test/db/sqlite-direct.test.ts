@@ -1,8 +1,11 @@
 import SQLite from 'better-sqlite3';
-import { sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
+import pino from 'pino';
 import { insertAttempts } from '../../src/channels/channels.repository';
 import { openDatabase, type GatewayDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
+import { preparedQuery } from '../../src/db/prepared-query';
+import { DependencyHealth } from '../../src/health/dependency-health';
 import { completeGeneration, insertGeneration } from '../../src/generation/generations.repository';
 import { generationRow } from '../helpers/generation-rows';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
@@ -13,30 +16,49 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
   let throwaway: ThrowawayDatabase;
   let database: GatewayDatabase;
   let other: SQLite.Database;
+  let health: DependencyHealth;
+  /** Calls that took kysely's path (a direct run never calls it). */
+  let throughKysely: jest.SpyInstance;
   const committedIds = () => (other.prepare('SELECT id FROM generations ORDER BY id').all() as Array<{ id: string }>).map((r) => r.id);
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   beforeEach(async () => {
     throwaway = await createThrowawayDatabase('sqlite');
-    database = openDatabase(throwaway.url);
+    health = new DependencyHealth({ now: () => Date.now() }, pino({ level: 'silent' }));
+    database = openDatabase(throwaway.url, { health });
     await migrateToLatest(database.db as never, 'sqlite');
     other = new SQLite(throwaway.url, { readonly: true });
+    throughKysely = jest.spyOn(Kysely.prototype, 'executeQuery');
   });
   afterEach(async () => {
+    throughKysely.mockRestore();
     other.close();
     await database.close();
     await throwaway.drop();
   });
 
-  it('on a transaction: part of it, rolled back with it', async () => {
+  it('on a group-commit transaction: run directly, part of it, rolled back with it', async () => {
     await expect(
-      database.db.transaction().execute(async (trx) => {
+      database.writes.run(async (trx) => {
         await insertGeneration(trx, generationRow('gen_inside'));
+        expect(throughKysely).not.toHaveBeenCalled();
         // The transaction sees its own uncommitted row through kysely as well.
         expect((await trx.selectFrom('generations').select('id').execute()).map((r) => r.id)).toEqual(['gen_inside']);
         throw new Error('roll back');
       }),
     ).rejects.toThrow('roll back');
+    expect(committedIds()).toEqual([]);
+  });
+
+  it('on a transaction that has ended: refused as kysely refuses it, never run in whatever transaction is open then', async () => {
+    let ended: Kysely<never> | undefined;
+    await database.writes.run(async (trx) => {
+      ended = trx as never;
+    });
+    await expect(insertGeneration(ended as never, generationRow('gen_late'))).rejects.toThrow(/already committed/);
+    await database.writes.run(async () => {
+      await expect(insertGeneration(ended as never, generationRow('gen_late'))).rejects.toThrow(/already committed/);
+    });
     expect(committedIds()).toEqual([]);
   });
 
@@ -54,6 +76,19 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
     await outside;
     // Had it joined the open transaction, the rollback would have taken it too.
     expect(committedIds()).toEqual(['gen_outside']);
+    expect(throughKysely).toHaveBeenCalled();
+  });
+
+  it('on the database with no transaction open: run directly; the result as kysely gives it (affected rows as a bigint)', async () => {
+    await insertGeneration(database.db, generationRow('gen_a'));
+    const setRuns = preparedQuery<{ id: string }, never>(['id'], (db, p) => db.updateTable('generations').set({ runs: 5 }).where('id', '=', p.id));
+    const result = await setRuns(database.db, { id: 'gen_a' });
+    expect(result.numAffectedRows).toBe(1n);
+    expect(throughKysely).not.toHaveBeenCalled();
+    // With a plugin (which may transform results): kysely's path.
+    const withPlugin = database.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
+    expect((await setRuns(withPlugin, { id: 'gen_a' })).numAffectedRows).toBe(1n);
+    expect(throughKysely).toHaveBeenCalledTimes(1);
   });
 
   it('results as kysely gives them: affected rows of a write, rows of a read', async () => {
@@ -71,7 +106,12 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
   it("errors as kysely's path gives them: a statement's own error as SQLite raised it, an unusable file as dependency_unavailable", async () => {
     await insertGeneration(database.db, generationRow('gen_taken'));
     await expect(insertGeneration(database.db, generationRow('gen_taken'))).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(health.lastFailure('database')).toBeUndefined();
     await sql`PRAGMA query_only = 1`.execute(database.db);
+    throughKysely.mockClear();
     await expect(insertGeneration(database.db, generationRow('gen_b'))).rejects.toMatchObject({ name: 'DependencyUnavailableError' });
+    expect(throughKysely).not.toHaveBeenCalled();
+    // Reported, as kysely's path reports it (/readyz reads this).
+    expect(health.lastFailure('database')).toEqual(expect.any(Number));
   });
 });
