@@ -5,6 +5,7 @@
 // SIGINT from Ctrl-C) is the gateway itself; `sh -c "build && node ..."` kept a shell in between
 // that died on SIGTERM and left node serving.
 'use strict';
+require('./supported-node').requireSupportedNode();
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');

@@ -1,0 +1,53 @@
+import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { eventually } from '../helpers/process-tree';
+import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
+import { ADMIN_SECRET } from '../helpers/test-gateway';
+
+/**
+ * The built gateway on the Node.js line this suite runs on (CI runs it on 24 and on 22). A full
+ * collection finalizes the SQLite statements dropped under load outside any JavaScript frame: with a
+ * binding whose statements are raw ObjectWraps (better-sqlite3 <= 12) Node >= 24.19 aborts there.
+ */
+describe(`the gateway process on Node ${process.version}`, () => {
+  let database: ThrowawayDatabase;
+  let gateway: GatewayProcess | undefined;
+  beforeAll(async () => {
+    database = await createThrowawayDatabase('sqlite');
+  });
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL');
+    await database.drop();
+  });
+
+  it('keeps serving after a burst and the idle compaction that follows it', async () => {
+    gateway = await startGatewayProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'debug' });
+    const url = gateway.url;
+    const admin = { Authorization: `Bearer ${ADMIN_SECRET}`, 'Content-Type': 'application/json' };
+    const created = await fetch(`${url}/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'runtime', owner: 'ci@example.com', credits_quota: 10_000, quota_period_days: 30, rate_limit_rpm: 1000, allowed_providers: ['local'] }),
+    });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const generate = () =>
+      fetch(`${url}/images/generate`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', size: '512x512', n: 2, response_format: 'b64_json' }),
+      });
+    // Enough garbage (statements, image buffers) that the idle compaction finds the heap worth collecting.
+    const statuses = await Promise.all(Array.from({ length: 48 }, async () => (await generate()).status));
+    expect(statuses.every((status) => status === 200)).toBe(true);
+
+    await eventually(() => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null, 30_000, 'idle compaction or exit');
+    expect({ exitCode: gateway.child.exitCode, signal: gateway.child.signalCode }).toEqual({ exitCode: null, signal: null });
+    expect(gateway.output.join('')).toContain('idle: heap compacted');
+
+    // A second full collection a little later finalizes what the first one left behind.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await generate()).status).toBe(200);
+    expect(gateway.child.signalCode).toBeNull();
+  });
+});
