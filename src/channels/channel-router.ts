@@ -90,6 +90,8 @@ interface RequestContext {
   signal: AbortSignal;
   attempts: Attempt[];
   journal?: TaskJournal;
+  /** The first failure of one of the request's images: the others send nothing more. */
+  stopped?: unknown;
 }
 
 /**
@@ -100,6 +102,7 @@ interface RequestContext {
 export interface TaskJournal {
   /** The task of this image accepted earlier (by a process that died), to poll on its channel. */
   resume(imageIndex: number): { channelId: string; taskId: string } | undefined;
+  /** Before a call is sent; throws (and the call is not sent) when the generation may no longer send it. */
   sending(imageIndex: number, channelId: string): Promise<void>;
   accepted(imageIndex: number, channelId: string, taskId: string): Promise<void>;
   unsent(imageIndex: number): Promise<void>;
@@ -291,9 +294,20 @@ export class ChannelRouter {
       const units = split
         ? Array.from({ length: request.n }, (_, index) => ({ ...request, n: 1, ...(request.seed !== undefined ? { seed: request.seed + index } : {}) }))
         : [request];
-      const images = (await Promise.all(units.map((unit, index) => this.routeCall(context, unit, index)))).flat();
+      // Once one image has failed no further call is sent, but calls already sent are waited for: each
+      // is recorded as an attempt, so what the upstream made for a failed request is known (and listed).
+      const outcomes = await Promise.allSettled(
+        units.map((unit, index) =>
+          this.routeCall(context, unit, index).catch((error: unknown) => {
+            context.stopped ??= error;
+            throw error;
+          }),
+        ),
+      );
+      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+      if (failed) throw context.stopped ?? failed.reason;
       stats.record(true, this.deps.clock.now() - started);
-      return images;
+      return outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
     } catch (error) {
       const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
       const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
@@ -332,6 +346,16 @@ export class ChannelRouter {
     for (;;) {
       const pick = await this.acquire(context, request.n, failedOver, lastError);
       const { channel, client, leaseId } = pick;
+      const journal = context.journal;
+      try {
+        // Another image of the request failed while this one waited for its channel: not sent.
+        if (context.stopped !== undefined) throw context.stopped;
+        // The journal refuses a call its generation may no longer send (canceled, or taken over).
+        await journal?.sending(imageIndex, channel.id);
+      } catch (error) {
+        if (leaseId !== undefined) await this.release(channel, leaseId);
+        throw error;
+      }
       const runtime = this.runtime(channel);
       const started = this.deps.clock.now();
       const remainingMs = context.deadline - started;
@@ -355,8 +379,6 @@ export class ChannelRouter {
       runtime.inFlight += 1;
       try {
         const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
-        const journal = context.journal;
-        await journal?.sending(imageIndex, channel.id);
         const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
         const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
         runtime.breaker.onSuccess();

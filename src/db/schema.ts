@@ -68,6 +68,14 @@ export interface GenerationsTable {
   error_message: string | null;
   /** How many times it was claimed: above 1, the current run took over from a process that died. */
   runs: number;
+  /**
+   * Credits kept from a generation that delivered nothing (canceled or disconnected after its upstream
+   * calls were sent; src/generation/charges.ts). Defaults to 0 on insert.
+   */
+  charged_credits?: number;
+  /** Images made (or possibly made) upstream that no key paid for: the operator's loss, with its reason. */
+  unbilled_images?: number;
+  unbilled_reason?: string | null;
 }
 
 /** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */

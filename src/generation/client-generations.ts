@@ -11,7 +11,9 @@ import { toIso, toIsoOrNull } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import type { StoredGenerationRequest } from './durable';
 import type { GenerationWorker } from './generation-worker';
-import { failGeneration, findGeneration, listGenerations } from './generations.repository';
+import { creditsOf, imagesSentAtCancel } from './charges';
+import { markedCallIndexes } from './durable.repository';
+import { cancelGeneration, findGeneration, listGenerations } from './generations.repository';
 
 type Schemas = components['schemas'];
 export type ClientGeneration = Schemas['ClientGeneration'];
@@ -60,25 +62,24 @@ export class ClientGenerations {
   }
 
   /**
-   * Queued or running: canceled now and its credits released in one transaction (the same
-   * conditional settlement every path uses, so it wins or loses against a finishing run exactly
-   * once). A running generation's holder finds the row settled at its next lease renewal and
-   * stops; on this process it is aborted at once. Upstream calls already sent are not withdrawn.
+   * Queued or running: canceled now in one transaction, by the same kind of conditional update every
+   * settlement uses, so it wins or loses against a finishing run exactly once, on any replica. The key
+   * keeps the credits of the upstream calls already sent and gets the rest back (charges.ts); a run
+   * that finishes after the cancel delivers nothing. The holder finds the row settled at its next
+   * lease renewal (its next upstream call is refused before that); on this process it stops at once.
    */
   async cancel(keyId: string, id: string): Promise<ClientGeneration> {
     const row = await this.find(keyId, id);
     const { writes, clock } = this.deps;
+    const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
     const canceled = await writes.run(async (trx) => {
-      const settled = await failGeneration(trx, row, {
-        status: 'canceled',
-        errorCode: 'canceled',
-        errorMessage: 'Canceled by the key holder; its credits were released.',
-        latencyMs: null,
-        completedAt: clock.now(),
-      });
-      if (settled) await trx.updateTable('generations').set({ cancel_requested: 1 }).where('id', '=', id).execute();
+      const errorMessage = (charged: number) =>
+        `Canceled by the key holder; ${charged > 0 ? `${charged} credits were charged for the upstream calls already sent` : 'its credits were released'}.`;
+      const settled = await cancelGeneration(trx, row, { errorMessage, completedAt: clock.now() }, async (from) =>
+        stored ? creditsOf(imagesSentAtCancel(stored, from, from === 'running' ? await markedCallIndexes(trx, id) : []), row) : 0,
+      );
       if (settled && (await this.deps.onSettled?.(trx, id))) return 'hooked';
-      return settled;
+      return settled !== undefined;
     });
     if (canceled === 'hooked') this.deps.afterSettled?.();
     if (!canceled) {
@@ -121,7 +122,7 @@ export class ClientGenerations {
         // answers are not; stored ones leave after their retention).
         images: row.status === 'succeeded' ? row.images : 0,
         credits_reserved: row.status === 'queued' || row.status === 'running' ? row.credits : 0,
-        credits_charged: row.status === 'succeeded' ? row.credits : 0,
+        credits_charged: row.status === 'succeeded' ? row.credits : Number(row.charged_credits ?? 0),
       },
     };
   }

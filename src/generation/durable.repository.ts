@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable, GenerationTasksTable } from '../db/schema';
 import { ACTIVE_ROWS } from './generations.repository';
@@ -114,12 +114,40 @@ export async function listGenerationTasks(db: Db, generationId: string): Promise
 }
 
 /** Written before an upstream call for the image is sent (background runs): a takeover that finds it without a task id must not send again. */
-export async function recordTaskSending(db: Db, row: GenerationTasksTable): Promise<void> {
-  await db
+/**
+ * Marks a call as about to be sent, only while `owner` still runs the generation: false when it was
+ * canceled or taken over meanwhile, and the call must not be sent. On PostgreSQL the generation row
+ * is locked (FOR UPDATE), so a cancel either commits first (no mark) or sees the mark it must charge.
+ */
+export async function recordTaskSending(db: Db, row: GenerationTasksTable, owner: string): Promise<boolean> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const result = await db
     .insertInto('generation_tasks')
-    .values(row)
+    .columns(['generation_id', 'image_index', 'channel_id', 'task_id', 'sent_at'])
+    .expression((eb) => {
+      const held = eb
+        .selectFrom('generations')
+        .select([
+          'generations.id',
+          sql<number>`cast(${row.image_index} as integer)`.as('image_index'),
+          sql<string>`cast(${row.channel_id} as varchar(64))`.as('channel_id'),
+          sql<null>`null`.as('task_id'),
+          sql<number>`cast(${row.sent_at} as bigint)`.as('sent_at'),
+        ])
+        .where('generations.id', '=', row.generation_id)
+        .where('generations.status', '=', 'running')
+        .where('generations.lease_owner', '=', owner);
+      return postgres ? held.forUpdate() : held;
+    })
     .onConflict((oc) => oc.columns(['generation_id', 'image_index']).doUpdateSet({ channel_id: row.channel_id, task_id: null, sent_at: row.sent_at }))
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** The image indexes of a generation's marked calls (what a cancel charges: src/generation/charges.ts). */
+export async function markedCallIndexes(db: Db, generationId: string): Promise<number[]> {
+  const rows = await db.selectFrom('generation_tasks').select('image_index').where('generation_id', '=', generationId).execute();
+  return rows.map((r) => Number(r.image_index));
 }
 
 export async function recordTaskAccepted(db: Db, row: GenerationTasksTable & { task_id: string }): Promise<void> {

@@ -7,6 +7,7 @@ import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
 import { forgetTask, recordTaskAccepted, recordTaskSending } from './durable.repository';
+import { LeaseLost } from './generation-worker';
 
 /** generations.request: everything a worker on any replica needs to run the generation. */
 export interface StoredGenerationRequest {
@@ -38,6 +39,8 @@ export function callsOf(stored: StoredGenerationRequest): number {
  */
 export class GenerationTaskJournal implements TaskJournal {
   private readonly resumable = new Map<number, { channelId: string; taskId: string }>();
+  /** Image indexes of the calls this run sent, or found sent by its predecessor: what a disconnect charges. */
+  readonly sent = new Set<number>();
 
   constructor(
     private readonly writes: WriteTransactions,
@@ -46,8 +49,11 @@ export class GenerationTaskJournal implements TaskJournal {
     private readonly generationId: string,
     found: GenerationTasksTable[],
     private readonly markSends: boolean,
+    /** This run's lease owner: a mark is refused once another holds the generation, or none does. */
+    private readonly owner: string,
   ) {
     for (const task of found) if (task.task_id !== null) this.resumable.set(task.image_index, { channelId: task.channel_id, taskId: task.task_id });
+    for (const imageIndex of this.resumable.keys()) this.sent.add(imageIndex);
   }
 
   resume(imageIndex: number): { channelId: string; taskId: string } | undefined {
@@ -55,10 +61,14 @@ export class GenerationTaskJournal implements TaskJournal {
   }
 
   async sending(imageIndex: number, channelId: string): Promise<void> {
-    if (!this.markSends) return;
-    await this.writes.run((trx) =>
-      recordTaskSending(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: null, sent_at: this.clock.now() }),
-    );
+    if (this.markSends) {
+      const marked = await this.writes.run((trx) =>
+        recordTaskSending(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: null, sent_at: this.clock.now() }, this.owner),
+      );
+      // Canceled or taken over since the run began: the call is not sent (a cancel charged only the marked ones).
+      if (!marked) throw new LeaseLost(this.generationId, false);
+    }
+    this.sent.add(imageIndex);
   }
 
   async accepted(imageIndex: number, channelId: string, taskId: string): Promise<void> {
@@ -74,6 +84,7 @@ export class GenerationTaskJournal implements TaskJournal {
   }
 
   async unsent(imageIndex: number): Promise<void> {
+    this.sent.delete(imageIndex);
     if (!this.markSends) return;
     await this.writes.run((trx) => forgetTask(trx, this.generationId, imageIndex));
   }

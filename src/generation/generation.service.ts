@@ -32,7 +32,9 @@ import {
   completeGeneration,
   countQueuedGenerations,
   failGeneration,
+  findGeneration,
   insertGeneration,
+  recordUnbilled,
   type ReservationRequest,
   reservesInOneStatement,
   reserveWithGeneration,
@@ -42,6 +44,8 @@ import {
   settleGenerations,
 } from './generations.repository';
 import { StatementBatcher } from '../db/statement-batcher';
+import { ClientDisconnected } from '../http/abort-on-disconnect';
+import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
@@ -343,10 +347,18 @@ export class GenerationService {
     try {
       return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.execute(held, runSignal));
     } catch (error) {
-      // Canceled through POST /generations/{id}/cancel while its client waited: released, not charged.
-      if (error instanceof LeaseLost) throw new ApiError('generation_finished', `Generation ${row.id} was canceled while it ran; its credits were released.`);
+      // Canceled (through any replica) or taken over while its client waited: it delivers nothing.
+      if (error instanceof LeaseLost) throw await this.endedWhileRunning(row.id);
       throw error;
     }
+  }
+
+  /** The refusal of a waiting client whose generation was settled elsewhere (canceled, swept) while it ran. */
+  private async endedWhileRunning(id: string): Promise<ApiError> {
+    const ended = await findGeneration(this.deps.db, id).catch(() => undefined);
+    const charged = Number(ended?.charged_credits ?? 0);
+    const cost = charged > 0 ? `${charged} credits were charged for the upstream calls already sent` : 'nothing was charged';
+    return new ApiError('generation_finished', `Generation ${id} was ${ended?.status ?? 'ended'} while it ran; no images are delivered and ${cost}.`);
   }
 
   /**
@@ -365,19 +377,25 @@ export class GenerationService {
     // The channel attempts, written with the settlement (the same transaction, or statement), or alone when there is none.
     const attempts: GenerationAttemptsTable[] = [];
     let attemptsWritten = false;
-    const settleFailure = async (error: unknown, code = errorCodeOf(error)) => {
+    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable')) => {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
+      // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
+      const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
+      const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stored, journal?.sent ?? []), row) : 0;
       try {
         const hooked = await writes.run(async (trx) => {
           if (!attemptsWritten) await insertAttempts(trx, attempts);
           const settled = await failGeneration(trx, row, {
-            errorCode: canceled ? 'canceled' : code,
-            errorMessage: messageOf(error),
+            errorCode: canceled || disconnected ? 'canceled' : code,
+            errorMessage: disconnected
+              ? `The client disconnected before the answer; ${chargedCredits > 0 ? `${chargedCredits} credits were charged for the upstream calls already sent` : 'nothing was charged'}.`
+              : messageOf(error),
             latencyMs,
             completedAt: clock.now(),
-            ...(canceled ? { status: 'canceled' as const } : {}),
+            ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
           });
+          if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
           return settled && (await this.completionWebhooks?.emit(trx, row.id)) === true;
         });
         attemptsWritten = true;
@@ -389,13 +407,14 @@ export class GenerationService {
       }
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
+    // The local provider sends nothing upstream: a takeover simply runs it again.
+    const journal = entry.provider === 'local' ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.worker.owner);
     if (row.runs > 1 && interrupted(stored, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
-      await settleFailure(error, 'abandoned');
+      const lost = imagesOfCalls(stored, unacknowledgedCalls(stored, tasks));
+      await settleFailure(error, 'abandoned', lost > 0 ? { images: lost, reason: 'abandoned' } : undefined);
       throw error;
     }
-    // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = entry.provider === 'local' ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends);
     try {
       const produced = await channels.generate(row.id, entry, request, signal, journal, attempts);
       // Stored before success is recorded: an image the client cannot get is never charged.
@@ -419,13 +438,14 @@ export class GenerationService {
       attemptsWritten = true;
       if (hooked) this.completionWebhooks?.poke();
       if (!settled) {
-        // Canceled, or abandoned by the sweeper, before it finished: it stays that way (uncharged);
-        // a client still waiting gets its images.
+        // Canceled (on any replica), or failed by the sweeper, before it finished: the state it was
+        // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
+        // what else the upstream made is the operator's loss.
         this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
-        if (signal.aborted) throw signal.reason;
-      } else if (row.key_id !== null) {
-        metrics.creditsCharged.inc({ model: entry.model }, row.credits);
+        await this.withdraw(row.id, stored, attempts);
+        throw signal.aborted ? signal.reason : new LeaseLost(row.id, true);
       }
+      if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, row.credits);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
     } catch (error) {
@@ -439,6 +459,23 @@ export class GenerationService {
     } finally {
       // Not settled here (the lease was lost, or settling failed): the attempts still go in.
       if (!attemptsWritten) await channels.recordAttempts(row.id, attempts);
+    }
+  }
+
+  /** A finished run whose generation had been settled elsewhere: its stored images go, and a loss the settlement did not charge is listed. */
+  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[]): Promise<void> {
+    const { writes, clock, metrics, logger } = this.deps;
+    try {
+      await this.deps.images.withdraw(id);
+      const ended = await findGeneration(this.deps.db, id);
+      const made = unbilledOf(stored, attempts, false);
+      if (ended && ended.status !== 'canceled' && made) {
+        const unbilled = { images: made.images, reason: 'settled_elsewhere' } as const;
+        await writes.run((trx) => recordUnbilled(trx, id, unbilled));
+        metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+      }
+    } catch (error) {
+      logger.error({ err: error, generation_id: id, at: clock.now() }, 'could not withdraw the images of a generation settled elsewhere');
     }
   }
 
@@ -539,11 +576,16 @@ function errorCodeOf(error: unknown): string {
  * id, since it may have been sent. The local provider sends nothing upstream.
  */
 function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): boolean {
-  if (stored.entry.provider === 'local') return false;
+  return stored.entry.provider !== 'local' && unacknowledgedCalls(stored, tasks).length > 0;
+}
+
+/** The calls a predecessor marked sent but never saw accepted: neither resumable nor safe to send again. */
+function unacknowledgedCalls(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): number[] {
   const byIndex = new Map(tasks.map((task) => [task.image_index, task]));
-  return Array.from({ length: callsOf(stored) }, (_, i) => byIndex.get(i)).some((task) =>
-    stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null,
-  );
+  return Array.from({ length: callsOf(stored) }, (_, i) => i).filter((i) => {
+    const task = byIndex.get(i);
+    return stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null;
+  });
 }
 
 function messageOf(error: unknown): string {

@@ -345,7 +345,16 @@ export async function findStalePendingGenerations(db: Db, provider: string, befo
 export async function failGeneration(
   trx: Db,
   generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
-  outcome: { errorCode: string; errorMessage?: string | null; latencyMs: number | null; completedAt: number; status?: 'failed' | 'canceled' },
+  outcome: {
+    errorCode: string;
+    errorMessage?: string | null;
+    latencyMs: number | null;
+    completedAt: number;
+    status?: 'failed' | 'canceled';
+    /** Credits the key keeps (a disconnect after upstream calls were sent: src/generation/charges.ts); the rest is released. */
+    chargedCredits?: number;
+    unbilled?: Unbilled;
+  },
 ): Promise<boolean> {
   const failed = await completeGenerationQuery(trx, {
     id: generation.id,
@@ -356,11 +365,76 @@ export async function failGeneration(
     completedAt: outcome.completedAt,
   });
   if (Number(failed.numAffectedRows ?? 0) !== 1) return false;
-  // Internal generations (no key) reserved nothing.
-  if (generation.key_id !== null && generation.usage_epoch !== null) {
-    await releaseCredits(trx, generation.key_id, generation.credits, generation.usage_epoch);
-  }
+  await keepAndRelease(trx, generation, outcome.chargedCredits ?? 0);
+  if (outcome.unbilled) await recordUnbilled(trx, generation.id, outcome.unbilled);
   return true;
+}
+
+/** Images made upstream that no key paid for, and why (src/generation/charges.ts). */
+export interface Unbilled {
+  images: number;
+  reason: string;
+}
+
+/** Records the operator's loss on an ended generation. */
+export async function recordUnbilled(db: Db, id: string, unbilled: Unbilled): Promise<void> {
+  await db.updateTable('generations').set({ unbilled_images: unbilled.images, unbilled_reason: unbilled.reason }).where('id', '=', id).execute();
+}
+
+/** The key keeps `charged` of the generation's reserved credits; the rest goes back to the book they were charged to. */
+async function keepAndRelease(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  charged: number,
+  errorMessage?: string,
+): Promise<void> {
+  if (charged > 0) {
+    await trx
+      .updateTable('generations')
+      .set({ charged_credits: charged, ...(errorMessage !== undefined ? { error_message: errorMessage } : {}) })
+      .where('id', '=', generation.id)
+      .execute();
+  }
+  // Internal generations (no key) reserved nothing.
+  if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
+    await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
+  }
+}
+
+/**
+ * Cancels an active generation in the caller's transaction, or answers undefined when it had already
+ * ended. The conditional update decides against a finishing run, a sweeper or another cancel exactly
+ * once; `charge` is then asked, with the status the row was canceled from (its row locked by the
+ * update), how many credits the key keeps; the rest is released.
+ */
+export async function cancelGeneration(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  outcome: { errorMessage: (chargedCredits: number) => string; completedAt: number },
+  charge: (from: 'queued' | 'running') => Promise<number>,
+): Promise<{ chargedCredits: number } | undefined> {
+  for (const from of ACTIVE_STATUSES) {
+    const result = await trx
+      .updateTable('generations')
+      .set({
+        status: 'canceled',
+        error_code: 'canceled',
+        error_message: outcome.errorMessage(0),
+        latency_ms: null,
+        completed_at: outcome.completedAt,
+        lease_owner: null,
+        lease_expires_at: null,
+        cancel_requested: 1,
+      })
+      .where('id', '=', generation.id)
+      .where('status', '=', from)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) continue;
+    const chargedCredits = Math.min(await charge(from), generation.credits);
+    await keepAndRelease(trx, generation, chargedCredits, outcome.errorMessage(chargedCredits));
+    return { chargedCredits };
+  }
+  return undefined;
 }
 
 export interface GenerationListQuery {

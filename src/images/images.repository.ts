@@ -33,3 +33,8 @@ export async function markImagesDeleted(db: Db, ids: string[], now: number): Pro
 export async function purgeImageTombstones(db: Db, before: number): Promise<void> {
   await db.deleteFrom('stored_images').where('deleted_at', '<=', before).execute();
 }
+
+/** Ends the retention of a generation's images now (withdrawn): served as expired, swept with the others. */
+export async function expireGenerationImages(db: Db, generationId: string, now: number): Promise<void> {
+  await db.updateTable('stored_images').set({ expires_at: now }).where('generation_id', '=', generationId).where('expires_at', '>', now).execute();
+}

@@ -14,7 +14,7 @@ import { type ImageContentType, sniffImageType } from './image-bytes';
 import { type FetchLimits, HostAllowList, fetchUpstreamImage } from './image-fetch';
 import type { ByteRange, ImageStore } from './image-store';
 import type { ImageUrlSigner } from './image-url-signer';
-import { findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
+import { expireGenerationImages, findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
 
 /** How long a swept image's row stays, so URLs on replicas with lagging clocks still answer 410. */
 const TOMBSTONE_MS = 86_400_000;
@@ -174,6 +174,15 @@ export class ImagesService {
     if (!row) throw new ApiError('image_not_found', `No image ${imageId}.`);
     if (row.expires_at <= now || row.deleted_at !== null) throw expired();
     return row;
+  }
+
+  /**
+   * Takes back the images of a generation that will not deliver them (settled elsewhere while it
+   * ran): their URLs answer 410 from now on and the sweeper deletes the bytes.
+   */
+  async withdraw(generationId: string): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.deps.writes.run((trx) => expireGenerationImages(trx, generationId, now));
   }
 
   /** The stored bytes; 410 when the store no longer has them (swept meanwhile). */

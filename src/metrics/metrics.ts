@@ -25,6 +25,12 @@ export class GatewayMetrics {
     labelNames: ['model'] as const,
     registers: [this.registry],
   });
+  readonly unbilledImages = new Counter({
+    name: 'creative_gateway_unbilled_images_total',
+    help: 'Images made (or possibly made) upstream that no key paid for: the operator\'s loss, by reason (src/generation/charges.ts).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly rateLimitRefusals = new Counter({
     name: 'creative_gateway_rate_limit_refusals_total',
     help: 'Requests refused with 429 rate_limited.',

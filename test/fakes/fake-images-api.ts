@@ -20,6 +20,8 @@ function b64Image(kind: string | undefined): string {
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
+  /** The prompt of each call answered with images, one entry per image: what a real upstream bills, whether or not the caller still listened. */
+  made: string[];
   /** Load seen by this account (authenticated calls only). */
   counters: AccountCounters;
   /** When each call with a wrong key arrived (answered 401). */
@@ -37,6 +39,7 @@ export interface FakeImagesApi {
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
+  const made: string[] = [];
   const counters = new AccountCounters();
   const unauthorizedAt: number[] = [];
   let apiKey = options.apiKey;
@@ -98,12 +101,14 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
       ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
       ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),
     }));
+    for (let i = 0; i < count; i += 1) made.push(prompt);
     sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: count, output_tokens: 16384 * count, total_tokens: 16384 * count } });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    made,
     counters,
     unauthorizedAt,
     setApiKey(next: string) {

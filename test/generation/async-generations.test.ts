@@ -83,7 +83,7 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect((await get(key, '/generations?status=failed')).body.data).toEqual([]);
   });
 
-  it('cancel: a queued one is canceled and released without reaching the upstream; a running one is canceled and released; a finished one is 409', async () => {
+  it('cancel: a queued one is canceled and released without reaching the upstream; a running one that sent its call keeps its credits; a finished one is 409', async () => {
     const key = await newKey(5);
     const running = await submit(key, { prompt: 'r [hold:c1]', model: 'held-1' });
     await ark.whenHeld('c1');
@@ -94,7 +94,8 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(canceledQueued.status).toBe(200);
     expect(canceledQueued.body).toMatchObject({ status: 'canceled', error: { code: 'canceled' }, usage: { credits_reserved: 0, credits_charged: 0 } });
     const canceledRunning = await cancel(key, running.body.id);
-    expect(canceledRunning.body).toMatchObject({ status: 'canceled', usage: { credits_charged: 0 } });
+    // Its upstream call was sent (and marked): the upstream bills it, so the key does (issue #29).
+    expect(canceledRunning.body).toMatchObject({ status: 'canceled', usage: { credits_reserved: 0, credits_charged: 1 } });
     // The local run was aborted at once: nothing stays held at the fake for it.
     ark.releaseHeld('c1');
     const again = await cancel(key, running.body.id);
@@ -169,16 +170,17 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(listed.body.data[0]).toMatchObject({ id: res.body.id, status: 'succeeded', usage: { credits_charged: 1 } });
   });
 
-  it('canceling a synchronous generation while its client waits: the client gets 409 generation_finished, nothing is charged', async () => {
+  it('canceling a synchronous generation while its client waits: the client gets 409 generation_finished and no image; its sent call is charged', async () => {
     const key = await newKey(3);
     const waiting = t.api.client(key, { prompt: 's [hold:sc]', model: 'held-1' });
     await ark.whenHeld('sc');
     const running = await get(key, '/generations?status=running');
     expect(running.body.data).toHaveLength(1);
-    expect((await cancel(key, running.body.data[0].id)).body.status).toBe('canceled');
+    expect((await cancel(key, running.body.data[0].id)).body).toMatchObject({ status: 'canceled', usage: { credits_charged: 1 } });
     const answer = await waiting;
     expect(answer.status).toBe(409);
     expect(answer.body.error.code).toBe('generation_finished');
+    expect(answer.body.error.message).toContain('1 credits were charged');
     ark.releaseHeld('sc');
     expect(await books.violations({ settled: true })).toEqual([]);
   });

@@ -37,7 +37,7 @@ export class Books {
     let sumsQuery = this.db
       .selectFrom('generations')
       .select(['key_id', 'usage_epoch', 'status'])
-      .select((eb) => eb.fn.sum<number>('credits').as('credits'))
+      .select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('charged_credits').as('kept')])
       .where('key_id', 'is not', null);
     if (options.keyId !== undefined) {
       keysQuery = keysQuery.where('id', '=', options.keyId);
@@ -47,6 +47,9 @@ export class Books {
     const sums = await sumsQuery.groupBy(['key_id', 'usage_epoch', 'status']).execute();
     const credits = (keyId: string, epoch: number, status: string) =>
       Number(sums.find((s) => s.key_id === keyId && Number(s.usage_epoch) === epoch && s.status === status)?.credits ?? 0);
+    // What canceled generations kept: the upstream calls they had sent (src/generation/charges.ts).
+    const kept = (keyId: string, epoch: number) =>
+      sums.filter((s) => s.key_id === keyId && Number(s.usage_epoch) === epoch && s.status !== 'succeeded').reduce((sum, s) => sum + Number(s.kept ?? 0), 0);
     const problems: string[] = [];
     for (const key of keys) {
       const epoch = Number(key.usage_epoch);
@@ -54,8 +57,9 @@ export class Books {
       const succeeded = credits(key.id, epoch, 'succeeded');
       // Active (queued or running) generations hold their reservation until they settle.
       const pending = credits(key.id, epoch, 'queued') + credits(key.id, epoch, 'running');
-      if (counted !== succeeded + pending) {
-        problems.push(`${key.id} book ${epoch}: counter ${counted}, but succeeded ${succeeded} + pending ${pending}`);
+      const charged = kept(key.id, epoch);
+      if (counted !== succeeded + pending + charged) {
+        problems.push(`${key.id} book ${epoch}: counter ${counted}, but succeeded ${succeeded} + pending ${pending} + kept by cancels ${charged}`);
       }
       if (options.settled && pending !== 0) problems.push(`${key.id} book ${epoch}: ${pending} credits still pending`);
     }
@@ -64,6 +68,32 @@ export class Books {
       const epoch = Number(sum.usage_epoch);
       const quota = this.quotaInForce.get(`${sum.key_id} ${epoch}`) ?? this.highestQuota.get(sum.key_id) ?? 0;
       if (Number(sum.credits) > quota) problems.push(`${sum.key_id} book ${epoch}: ${Number(sum.credits)} credits succeeded, quota in force ${quota}`);
+    }
+    return problems;
+  }
+
+  /**
+   * The money invariant of issue #29: every image an upstream made is paid by a key (a succeeded
+   * generation, or the credits a cancel kept) or listed as the operator's loss (unbilled_images).
+   * `made`: the prompts of the upstream calls that produced an image (each prompt names one generation).
+   */
+  async unpaidImages(made: readonly string[]): Promise<string[]> {
+    const rows = await this.db.selectFrom('generations').select(['id', 'status', 'images', 'credits', 'charged_credits', 'unbilled_images', 'request']).execute();
+    const paid = new Map<string, { id: string; images: number }>();
+    for (const row of rows) {
+      const prompt = row.request === null ? undefined : (JSON.parse(row.request) as { request: { prompt: string } }).request.prompt;
+      if (prompt === undefined) continue;
+      const keptImages = Number(row.credits) > 0 ? Math.round((Number(row.charged_credits ?? 0) * Number(row.images)) / Number(row.credits)) : 0;
+      const images = (row.status === 'succeeded' ? Number(row.images) : keptImages) + Number(row.unbilled_images ?? 0);
+      const before = paid.get(prompt);
+      paid.set(prompt, { id: before ? `${before.id},${row.id}` : row.id, images: (before?.images ?? 0) + images });
+    }
+    const calls = new Map<string, number>();
+    for (const prompt of made) calls.set(prompt, (calls.get(prompt) ?? 0) + 1);
+    const problems: string[] = [];
+    for (const [prompt, count] of calls) {
+      const covered = paid.get(prompt);
+      if ((covered?.images ?? 0) < count) problems.push(`"${prompt}": ${count} images made upstream, ${covered?.images ?? 0} paid or listed (${covered?.id ?? 'no generation'})`);
     }
     return problems;
   }

@@ -13,6 +13,7 @@ import { localRequest } from '../helpers/test-gateway';
 type Step =
   | { kind: 'start'; model: 'held-1' | 'held-3'; fail: boolean }
   | { kind: 'finish'; pick: number }
+  | { kind: 'cancel'; pick: number }
   | { kind: 'quick'; fail: boolean }
   | { kind: 'quota'; quota: number; days: number | null; reset: boolean }
   | { kind: 'disable' }
@@ -29,6 +30,7 @@ const STALE_AFTER_MS = 90_000;
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('start' as const), model: fc.constantFrom('held-1' as const, 'held-3' as const), fail: fc.boolean() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat(20) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat(20) }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('quick' as const), fail: fc.boolean() }) },
   {
     weight: 3,
@@ -84,6 +86,9 @@ describe('books stay exact under any interleaving of generations, admin changes 
           stats.violations += problems.length;
           expect(problems).toEqual([]);
         };
+        const canceledAfterSweep: Array<{ generation: InFlight; fail: boolean }> = [];
+        const generationOf = (generation: InFlight) =>
+          t.gateway.database.db.selectFrom('generations').select(['id', 'status', 'credits']).where('request', 'like', `%[hold:${generation.tag}]%`).executeTakeFirstOrThrow();
         const keyRow = () => t.gateway.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
         /** A request the gateway answered without calling the upstream: refused, and for the right reason. */
         const expectRefusal = async (status: number, code: string, cost: number) => {
@@ -124,8 +129,32 @@ describe('books stay exact under any interleaving of generations, admin changes 
               case 'finish': {
                 if (inFlight.length === 0) break;
                 const [{ generation, fail }] = inFlight.splice(step.pick % inFlight.length, 1) as [{ generation: InFlight; fail: boolean }];
+                // Failed by a sweep while held: it delivers nothing and stays uncharged (its image is listed as a loss).
+                const swept = (await generationOf(generation)).status !== 'running';
                 const res = await generation.finish();
-                expect(res.status).toBe(fail ? 400 : 200);
+                expect(res.status).toBe(fail ? 400 : swept ? 409 : 200);
+                break;
+              }
+              case 'cancel': {
+                if (inFlight.length === 0) break;
+                const picked = step.pick % inFlight.length;
+                const { generation, fail } = inFlight[picked] as { generation: InFlight; fail: boolean };
+                const row = await generationOf(generation);
+                const res = await t.api.send('post', `/generations/${row.id}/cancel`, { headers: { Authorization: `Bearer ${secret}` } });
+                if (disabled || expired) {
+                  expect([res.status, res.body.error?.code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
+                  break;
+                }
+                inFlight.splice(picked, 1);
+                if (row.status === 'running') {
+                  // A running synchronous generation has sent its call: the cancel keeps its credits, the client gets nothing.
+                  expect(res.status).toBe(200);
+                  expect(res.body).toMatchObject({ status: 'canceled', usage: { credits_charged: Number(row.credits) } });
+                  expect((await generation.response).body.error.code).toBe('generation_finished');
+                } else {
+                  expect([res.status, res.body.error?.code]).toEqual([409, 'generation_finished']);
+                  canceledAfterSweep.push({ generation, fail });
+                }
                 break;
               }
               case 'quick': {
@@ -174,8 +203,15 @@ describe('books stay exact under any interleaving of generations, admin changes 
             }
             await check();
           }
-          for (const { generation, fail } of inFlight.splice(0)) expect((await generation.finish()).status).toBe(fail ? 400 : 200);
+          for (const { generation, fail } of inFlight.splice(0)) {
+            const swept = (await generationOf(generation)).status !== 'running';
+            expect((await generation.finish()).status).toBe(fail ? 400 : swept ? 409 : 200);
+          }
+          for (const { generation, fail } of canceledAfterSweep.splice(0)) expect((await generation.finish()).status).toBe(fail ? 400 : 409);
           await check(true);
+          // Issue #29: every image the upstream made was paid by the key or listed as the operator's loss.
+          await g.settleAll();
+          expect(await books.unpaidImages(g.ark.made)).toEqual([]);
         } finally {
           // A failing run must not leave work in flight for the next one (or for shrinking).
           await g.settleAll();

@@ -124,7 +124,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(row).toEqual({ status: 'failed', error_code: 'provider_timeout' });
   });
 
-  it('a client that goes away stops the upstream polling and gets its credits back', async () => {
+  it('a client that goes away stops the upstream polling and keeps paying for the task it had submitted', async () => {
     const before = await creditsUsed();
     const prompt = 'endless [pending:100000]';
     // Tests here run one at a time, so every poll the fake sees now belongs to this request.
@@ -142,7 +142,15 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     const afterAbort = polls();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(polls()).toBe(afterAbort);
-    expect(await creditsUsed()).toBe(before);
+    // The upstream accepted the task and bills it: the disconnect keeps its credits, like a cancel (issue #29).
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .select(['status', 'credits', 'charged_credits'])
+      .where('key_id', '=', keyId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+    expect({ status: row.status, charged: Number(row.charged_credits) }).toEqual({ status: 'canceled', charged: Number(row.credits) });
+    expect(await creditsUsed()).toBe(before + Number(row.credits));
   });
 
   it('a wrong secret is refused by the upstream (SignatureDoesNotMatch) -> 502', async () => {

@@ -1,0 +1,58 @@
+import type { GenerationAttemptsTable } from '../db/schema';
+import { callsOf, type StoredGenerationRequest } from './durable';
+
+/**
+ * What a generation that delivers nothing still costs, and what the operator loses. The rule, in one
+ * place (README, "What cancel, disconnect and partial failure cost"):
+ * - a cancel or a disconnect keeps the credits of the images whose upstream calls were (or may have
+ *   been) sent, and releases the rest: the upstream bills those calls whether or not anyone takes
+ *   the images. Queued work and the `local` provider send nothing and are released in full.
+ * - a failure is never charged; images the upstream made for it anyway (the other images of a
+ *   request whose one image failed, images that could not be stored, calls cut by a timeout or a
+ *   takeover) are the operator's loss, counted on the generation and in a metric with their reason.
+ * Every upstream call is therefore either charged to a key or listed as a loss, never silently dropped.
+ */
+export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere';
+
+/** Images one upstream call makes: one on one-image-per-call transports, else the whole request. */
+function imagesPerCall(stored: StoredGenerationRequest): number {
+  return callsOf(stored) === stored.request.n ? 1 : stored.request.n;
+}
+
+/** Images whose calls were sent, from the image indexes of the calls (each index counted once). */
+export function imagesOfCalls(stored: StoredGenerationRequest, callIndexes: Iterable<number>): number {
+  if (stored.entry.provider === 'local') return 0;
+  return new Set(callIndexes).size * imagesPerCall(stored);
+}
+
+/**
+ * Images a cancel finds sent, from what the database knows when the cancel commits: nothing for
+ * queued work; for a running generation that marks its sends (background runs), the calls marked;
+ * one that does not (the synchronous path) counts every image as sent once it runs.
+ */
+export function imagesSentAtCancel(stored: StoredGenerationRequest, status: 'queued' | 'running', markedCalls: readonly number[]): number {
+  if (status === 'queued' || stored.entry.provider === 'local') return 0;
+  return stored.mark_sends ? imagesOfCalls(stored, markedCalls) : stored.request.n;
+}
+
+/** The credits of `images` of a generation that reserved `credits` for `of` images. */
+export function creditsOf(images: number, generation: { credits: number; images: number }): number {
+  if (generation.images <= 0) return 0;
+  return Math.min(generation.credits, Math.round((generation.credits * images) / generation.images));
+}
+
+/**
+ * What the upstream made (or may have made) for a run that is not charged: the images of its
+ * succeeded calls, and of calls cut by a timeout (the upstream may finish and bill them).
+ */
+export function unbilledOf(
+  stored: StoredGenerationRequest,
+  attempts: readonly Pick<GenerationAttemptsTable, 'image_index' | 'outcome' | 'error_code'>[],
+  notStored: boolean,
+): { images: number; reason: UnbilledReason } | undefined {
+  const made = imagesOfCalls(stored, attempts.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index));
+  const cut = imagesOfCalls(stored, attempts.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
+  const images = Math.min(made + cut, stored.request.n);
+  if (images === 0) return undefined;
+  return { images, reason: notStored ? 'not_stored' : made > 0 ? 'partial_failure' : 'provider_timeout' };
+}
