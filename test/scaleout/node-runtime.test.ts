@@ -19,7 +19,7 @@ describe(`the gateway process on Node ${process.version}`, () => {
     await database.drop();
   });
 
-  it('keeps serving after a burst and the idle compaction that follows it', async () => {
+  it('serves /healthz, /docs and local-1, and keeps serving after a burst and the idle compaction that follows it', async () => {
     gateway = await startGatewayProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'debug' });
     const url = gateway.url;
     const admin = { Authorization: `Bearer ${ADMIN_SECRET}`, 'Content-Type': 'application/json' };
@@ -47,6 +47,7 @@ describe(`the gateway process on Node ${process.version}`, () => {
     // A second full collection a little later finalizes what the first one left behind.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/docs`)).status).toBe(200);
     expect((await generate()).status).toBe(200);
     expect(gateway.child.signalCode).toBeNull();
   });
