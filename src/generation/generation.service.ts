@@ -35,6 +35,7 @@ import {
   findGeneration,
   insertGeneration,
   recordUnbilled,
+  refundUnsentCalls,
   type ReservationRequest,
   reservesInOneStatement,
   reserveWithGeneration,
@@ -396,6 +397,8 @@ export class GenerationService {
             ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
           });
           if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+          // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
+          if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stored, journal?.sent ?? []), row));
           return settled && (await this.completionWebhooks?.emit(trx, row.id)) === true;
         });
         attemptsWritten = true;
@@ -449,7 +452,14 @@ export class GenerationService {
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
     } catch (error) {
-      if (error instanceof LeaseLost) throw error;
+      if (error instanceof LeaseLost) {
+        // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
+        if (error.canceled && !stored.mark_sends && journal) {
+          const sent = creditsOf(imagesOfCalls(stored, journal.sent), row);
+          await writes.run((trx) => refundUnsentCalls(trx, row, sent)).catch((refundError: unknown) => this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'));
+        }
+        throw error;
+      }
       // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
       // before any channel attempt, so before any upstream call: run again later, not failed.
       if (stored.mark_sends && attempts.length === 0 && !signal.aborted && dependencyApiError(error)) throw new RunDeferred(row.id, error);

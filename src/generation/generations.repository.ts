@@ -437,6 +437,31 @@ export async function cancelGeneration(
   return undefined;
 }
 
+/**
+ * A canceled synchronous run that learned of its cancel before sending all its calls: the cancel kept
+ * every image's credits (the database cannot know what a synchronous run sent), so the run, which
+ * knows, gives back the credits of the calls it never sent. Conditional, so it lowers the charge once.
+ */
+export async function refundUnsentCalls(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  sentCredits: number,
+): Promise<number> {
+  const row = await trx.selectFrom('generations').select('charged_credits').where('id', '=', generation.id).where('status', '=', 'canceled').executeTakeFirst();
+  const charged = Number(row?.charged_credits ?? 0);
+  if (charged <= sentCredits) return 0;
+  const result = await trx
+    .updateTable('generations')
+    .set({ charged_credits: sentCredits })
+    .where('id', '=', generation.id)
+    .where('status', '=', 'canceled')
+    .where('charged_credits', '=', charged)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return 0;
+  if (generation.key_id !== null && generation.usage_epoch !== null) await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
+  return charged - sentCredits;
+}
+
 export interface GenerationListQuery {
   keyId?: string;
   clientId?: string;

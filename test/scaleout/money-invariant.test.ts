@@ -1,0 +1,140 @@
+import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
+import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import { Books } from '../helpers/books';
+import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { ApiClient, createKeyVia } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
+
+const credentials = { accessKeyId: 'AKLTmoney', secretAccessKey: 'money-secret' };
+const CREDITS_PER_IMAGE = 3; // jimeng-4.0
+const QUOTA_IMAGES = 8;
+
+/**
+ * Issue #29 §1-§2 as the red team measured it: a mixed load on 3 replicas (synchronous requests,
+ * cancels sent to another replica than the one running the generation, clients that disconnect,
+ * asynchronous jobs canceled while they run). Afterwards no key has been served more images than its
+ * quota, every image served was charged, and every upstream call is charged to a key or listed as the
+ * operator's loss. Before the fix, cancels through another replica served images for free.
+ */
+describeWithServices('the money invariant under a mixed load (3 replicas on PostgreSQL + Redis)', () => {
+  let visual: FakeVisual;
+  let database: ThrowawayDatabase;
+  let redis: ReturnType<typeof throwawayRedisPrefix>;
+  let observer: GatewayDatabase;
+  const replicas: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    visual = await startFakeVisual(credentials);
+    database = await createThrowawayDatabase('postgres');
+    redis = throwawayRedisPrefix();
+    const env = {
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: redis.prefix,
+      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
+      VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      VOLC_VISUAL_ENDPOINT: visual.url,
+      VOLC_POLL_INTERVAL_MS: '20',
+      GENERATION_LEASE_MS: '30000',
+      GENERATION_POLL_MS: '100',
+    };
+    for (let i = 0; i < 3; i += 1) replicas.push(await startGatewayProcess(env));
+    observer = openDatabase(database.url, { poolSize: 2 });
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
+    await observer?.close();
+    await visual.close();
+    await database.drop();
+    await redis.drop();
+  });
+
+  it('no image leaves uncharged, no key gets more than its quota, every upstream call is paid or listed', async () => {
+    const keys = await Promise.all(
+      [0, 1, 2].map((i) => createKeyVia(new ApiClient(replicas[i]!.url), { credits_quota: QUOTA_IMAGES * CREDITS_PER_IMAGE, rate_limit_rpm: 1000, allowed_providers: ['jimeng'] })),
+    );
+    const served = new Map<string, number>();
+    const auth = (key: string) => ({ Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' });
+    /** Cancels the generation of `prompt` through another replica once it runs; gives up when `settled` says its request was answered. */
+    const cancelElsewhere = async (key: string, prompt: string, replica: number, settled: () => boolean) => {
+      const other = replicas[(replica + 1) % replicas.length]!.url;
+      while (!settled()) {
+        const row = await observer.db.selectFrom('generations').select(['id', 'status']).where('request', 'like', `%${prompt}%`).executeTakeFirst();
+        if (row?.status === 'running') {
+          await fetch(`${other}/generations/${row.id}/cancel`, { method: 'POST', headers: auth(key) });
+          return;
+        }
+        if (row && row.status !== 'queued') return;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    };
+    const one = async (k: number, i: number) => {
+      const { key, id } = keys[k]!;
+      const replica = (k + i) % replicas.length;
+      const url = replicas[replica]!.url;
+      const prompt = `money k${k} r${i} [pending:${10 + ((i * 7) % 30)}]`;
+      const kind = i % 4; // 0: plain, 1: canceled elsewhere, 2: client disconnects, 3: async, canceled elsewhere
+      const body = JSON.stringify({ prompt, model: 'jimeng-4.0', response_format: 'url' });
+      if (kind === 3) {
+        const submitted = await fetch(`${url}/images/generate`, { method: 'POST', headers: { ...auth(key), Prefer: 'respond-async' }, body });
+        if (submitted.status === 202) await cancelElsewhere(key, prompt, replica, () => false);
+        return;
+      }
+      const aborter = new AbortController();
+      let answered = false;
+      const answer = fetch(`${url}/images/generate`, { method: 'POST', headers: auth(key), body, signal: aborter.signal }).then(
+        async (res) => ({ status: res.status, body: (await res.json()) as { data?: unknown[] } }),
+        () => ({ status: 0, body: {} as { data?: unknown[] } }),
+      ).finally(() => {
+        answered = true;
+      });
+      if (kind === 1) await cancelElsewhere(key, prompt, replica, () => answered);
+      if (kind === 2) {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        aborter.abort();
+      }
+      const res = await answer;
+      if (res.status === 200) served.set(id, (served.get(id) ?? 0) + (res.body.data?.length ?? 0));
+    };
+    // 3 keys x 24 requests, 6 at a time per key.
+    await Promise.all(
+      [0, 1, 2].map(async (k) => {
+        for (let batch = 0; batch < 4; batch += 1) await Promise.all(Array.from({ length: 6 }, (_, j) => one(k, batch * 6 + j)));
+      }),
+    );
+    // Everything settled, runs that finished after their cancel included.
+    await until(async () => (await observer.db.selectFrom('generations').select('id').where('status', 'in', ['queued', 'running']).execute()).length === 0, 'every generation to settle', 30_000);
+
+    const books = new Books(observer.db);
+    expect(await books.violations({ settled: true })).toEqual([]);
+    const submits = visual.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').map((r) => String(r.body.prompt));
+    expect(await books.unpaidImages(submits)).toEqual([]);
+    let imagesServed = 0;
+    let creditsCharged = 0;
+    for (const { id } of keys) {
+      const key = (await new ApiClient(replicas[0]!.url).admin('get', `/admin/keys/${id}`)).body as { credits_used: number };
+      const images = served.get(id) ?? 0;
+      imagesServed += images;
+      creditsCharged += key.credits_used;
+      expect(images).toBeLessThanOrEqual(QUOTA_IMAGES);
+      expect(images * CREDITS_PER_IMAGE).toBeLessThanOrEqual(key.credits_used);
+    }
+    const unbilled = await observer.db.selectFrom('generations').select((eb) => eb.fn.sum<number>('unbilled_images').as('images')).executeTakeFirstOrThrow();
+    console.log(
+      `money invariant: ${imagesServed} images served for ${creditsCharged} credits (${creditsCharged / CREDITS_PER_IMAGE} images' worth); ` +
+        `${submits.length} upstream calls = ${creditsCharged / CREDITS_PER_IMAGE} charged + ${Number(unbilled.images ?? 0)} listed as the operator's loss`,
+    );
+    // Per generation: what its key paid plus what is listed as a loss is exactly what the upstream was sent.
+    const rows = await observer.db.selectFrom('generations').select(['status', 'images', 'credits', 'charged_credits', 'unbilled_images', 'request']).execute();
+    const mismatches = rows.flatMap((row) => {
+      const prompt = (JSON.parse(row.request!) as { request: { prompt: string } }).request.prompt;
+      const calls = submits.filter((p) => p === prompt).length;
+      const paid = (row.status === 'succeeded' ? Number(row.images) : Number(row.charged_credits) / CREDITS_PER_IMAGE) + Number(row.unbilled_images);
+      return paid === calls ? [] : [`${prompt} (${row.status}): ${calls} calls sent, ${paid} images paid or listed`];
+    });
+    expect(mismatches).toEqual([]);
+    expect(submits.length).toBe(creditsCharged / CREDITS_PER_IMAGE + Number(unbilled.images ?? 0));
+  }, 120_000);
+});
