@@ -8,7 +8,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * signature verification and the real answer shapes. Behaviour per prompt token:
  * [code:N] submit fails with code N; [post-code:N] the result fails with N; [busy:K] the first K
  * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
- * not_found; [garbage] a non-JSON body; [slow:MS] answers late.
+ * not_found; [garbage] a non-JSON body; [slow:MS] answers late; [fail-from:K] the K-th and later
+ * submits of that prompt fail with 50500 (the earlier ones make their images).
  */
 export interface FakeVisual {
   url: string;
@@ -37,6 +38,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
   const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
   const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
+  const submitCounts = new Map<string, number>();
   let nextTask = 1;
 
   const metadataError = (res: http.ServerResponse, action: string, code: string, message: string) =>
@@ -93,6 +95,10 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       }
       const code = token(prompt, 'code');
       if (code) return failure(res, Number(code));
+      const failFrom = Number(token(prompt, 'fail-from') ?? 0);
+      const submitted = (submitCounts.get(prompt) ?? 0) + 1;
+      submitCounts.set(prompt, submitted);
+      if (failFrom > 0 && submitted >= failFrom) return failure(res, 50500);
       const busy = Number(token(prompt, 'busy') ?? 0);
       const seen = busyCounts.get(prompt) ?? 0;
       if (seen < busy) {

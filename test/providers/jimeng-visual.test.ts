@@ -153,6 +153,22 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(await creditsUsed()).toBe(before + Number(row.credits));
   });
 
+  it('n=3 failing part-way: not charged, no call sent after the failure, the images made listed as the operator\'s loss', async () => {
+    const before = await creditsUsed();
+    const prompt = 'three lanterns [fail-from:3] [pending:20]';
+    const res = await generate(prompt, { n: 3 });
+    expect([res.status, res.body.error?.code]).toEqual([502, 'provider_error']);
+    expect(await creditsUsed()).toBe(before);
+    // The two images made upstream are not thrown away silently: listed on the generation, with the reason.
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .select(['status', 'charged_credits', 'unbilled_images', 'unbilled_reason'])
+      .where('request', 'like', '%three lanterns%')
+      .executeTakeFirstOrThrow();
+    expect({ ...row, charged_credits: Number(row.charged_credits) }).toEqual({ status: 'failed', charged_credits: 0, unbilled_images: 2, unbilled_reason: 'partial_failure' });
+    expect((await t.internal.send('get', '/metrics')).text).toMatch(/creative_gateway_unbilled_images_total\{reason="partial_failure"\} [1-9]/);
+  });
+
   it('a wrong secret is refused by the upstream (SignatureDoesNotMatch) -> 502', async () => {
     const other = await startTestGateway({
       VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
