@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../../errors/api-error';
 import type { ImageProvider, ProviderImage, ProviderRequest } from '../provider';
-import { encodePng } from './png';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { encodePng, encodePngOffLoop } from './png';
 
 const MAX_SIDE = 1024;
 const MIN_SIDE = 16;
+/** Pixels rendered between two turns of the event loop: ~1-2 ms of work, so requests beside a large render wait no longer. */
+const PIXELS_PER_SLICE = 32_768;
 
 /** A tiny fixed PNG for benchmarks, where the provider should cost nothing. */
 const TINY_PNG = encodePng(1, 1, new Uint8Array([64, 128, 192]));
@@ -34,7 +37,7 @@ export class LocalProvider implements ImageProvider {
     const images: ProviderImage[] = [];
     for (let index = 0; index < request.n; index += 1) {
       signal.throwIfAborted();
-      const png = this.mode === 'tiny' ? TINY_PNG : render(request, index);
+      const png = this.mode === 'tiny' ? TINY_PNG : await render(request, index, signal);
       images.push({
         b64Json: png.toString('base64'),
         width: this.mode === 'tiny' ? 1 : width,
@@ -45,8 +48,12 @@ export class LocalProvider implements ImageProvider {
   }
 }
 
-/** Soft blobs of colour on a gradient, all parameters drawn from a hash of prompt, seed and index. */
-function render(request: ProviderRequest, index: number): Buffer {
+/**
+ * Soft blobs of colour on a gradient, all parameters drawn from a hash of prompt, seed and index.
+ * Rendered in slices with a turn of the event loop between them, and compressed off the loop: eight
+ * parallel n=4 1024x1024 requests held the loop for over a second when this ran in one piece.
+ */
+async function render(request: ProviderRequest, index: number, signal: AbortSignal): Promise<Buffer> {
   const { width, height } = request;
   const digest = createHash('sha256').update(`${request.prompt}\u0000${request.seed ?? 0}\u0000${index}`).digest();
   const byte = (i: number): number => digest[i % digest.length] as number;
@@ -59,7 +66,12 @@ function render(request: ProviderRequest, index: number): Buffer {
   const top = [byte(28), byte(29), byte(30)] as const;
   const bottom = [byte(31), byte(26), byte(27)] as const;
   const rgb = new Uint8Array(width * height * 3);
+  const rowsPerSlice = Math.max(1, Math.floor(PIXELS_PER_SLICE / width));
   for (let y = 0; y < height; y += 1) {
+    if (y > 0 && y % rowsPerSlice === 0) {
+      await yieldToLoop();
+      signal.throwIfAborted();
+    }
     const t = y / (height - 1 || 1);
     for (let x = 0; x < width; x += 1) {
       let r = top[0] * (1 - t) + bottom[0] * t;
@@ -80,5 +92,5 @@ function render(request: ProviderRequest, index: number): Buffer {
       rgb[o + 2] = b;
     }
   }
-  return encodePng(width, height, rgb);
+  return encodePngOffLoop(width, height, rgb);
 }
