@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
-import { postJson, refusedWithStatus, upstream, UpstreamError } from '../upstream-errors';
+import { postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
 import { signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
@@ -30,7 +30,7 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
     const detail = `the visual API refused the request (${gatewayError.Code}: ${gatewayError.Message})`;
     // The API gateway refused it before the visual service saw it: nothing was accepted.
     const account = ACCOUNT_ERRORS.has(gatewayError.Code ?? '') || httpStatus === 401 || httpStatus === 403;
-    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}` } : {}) });
+    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}`, statusCode: httpStatus } : {}) });
   }
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
@@ -42,7 +42,9 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
 }
 
 export class VisualTransport {
-  constructor(private readonly options: VisualTransportOptions) {}
+  constructor(private readonly options: VisualTransportOptions) {
+    registerAccountSecrets(options.credentials.accessKeyId, options.credentials.secretAccessKey);
+  }
 
   private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
     const url = new URL(this.options.endpoint);
