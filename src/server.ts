@@ -256,7 +256,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
     images,
-    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
+    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment, allowPrivateUpstreams: config.channels.allowPrivateUpstreams }),
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher?.poke()),
