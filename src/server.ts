@@ -161,6 +161,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     queueTimeoutMs: config.channels.queueTimeoutMs,
     queueMaxWaiters: config.channels.queueMaxWaiters,
     pollIntervalMs: config.channels.pollIntervalMs,
+    allowPrivateUpstreams: config.channels.allowPrivateUpstreams,
   });
   channels.startProbe(config.channels.probeIntervalMs, catalog);
   registerChannelMetrics(metrics.registry, channels);

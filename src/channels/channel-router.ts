@@ -36,6 +36,8 @@ export interface ChannelRouterDeps {
   /** How many calls of one model may wait for a slot on this replica; beyond, 503 at once. */
   queueMaxWaiters: number;
   pollIntervalMs: number;
+  /** CHANNEL_ALLOW_PRIVATE_UPSTREAMS: else API channels connect to public addresses only. */
+  allowPrivateUpstreams: boolean;
 }
 
 /** How long the channel list (and so a status change made on another replica) may be stale. */
@@ -228,7 +230,7 @@ export class ChannelRouter {
     const cached = this.clients.get(channel.id);
     if (cached && cached.version === channel.updatedAt) return cached.client;
     const credentials = this.openCredentials(channel.id, sealed);
-    const client = credentials && apiChannelClient(channel, credentials, this.deps.pollIntervalMs);
+    const client = credentials && apiChannelClient(channel, credentials, { pollIntervalMs: this.deps.pollIntervalMs, publicOnly: !this.deps.allowPrivateUpstreams });
     this.clients.set(channel.id, { version: channel.updatedAt, client });
     return client;
   }

@@ -103,12 +103,13 @@ export async function postJson(
   body: unknown,
   headers: Record<string, string>,
   signal: AbortSignal,
+  publicOnly = false,
 ): Promise<{ status: number; json: unknown; retryAfterMs?: number }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const target = new URL(url);
   let answer: UpstreamAnswer;
   try {
-    answer = await post(target, text, headers, signal);
+    answer = await post(target, text, headers, signal, publicOnly);
   } catch (error) {
     if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
     const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';

@@ -1,6 +1,7 @@
 import dns from 'node:dns';
 import os from 'node:os';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { type ThrowawayDatabase, createThrowawayDatabase } from '../helpers/test-database';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { isBlockedAddress } from '../../src/webhooks/safe-url';
 
@@ -108,5 +109,46 @@ describe('channel base_url: no private upstreams by default (CHANNEL_ALLOW_PRIVA
     const moved = await t.api.admin('patch', `/admin/channels/${id}`, { base_url: 'http://198.51.100.7/api/v3', credentials: { api_key: KEY } });
     expect(moved.status).toBe(200);
     expect((await t.api.admin('get', `/admin/channels/${id}`)).body.base_url).toBe('http://198.51.100.7/api/v3');
+  });
+});
+
+describe('channel base_url: checked again at every connection (a channel saved before, or a name re-pointed inside)', () => {
+  let account: FakeImagesApi;
+  let database: ThrowawayDatabase;
+  let permissive: TestGateway;
+  let strict: TestGateway;
+
+  beforeAll(async () => {
+    account = await startFakeImagesApi({ apiKey: KEY, flavour: 'ark' });
+    database = await createThrowawayDatabase();
+    const shared = { DATABASE_URL: database.url, CHANNEL_SEALING_KEY: 'b2'.repeat(32) };
+    // One gateway saves the channels (private upstreams allowed), the other runs without the setting.
+    permissive = await startTestGateway({ ...shared, CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'true' });
+    strict = await startTestGateway({ ...shared, CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'false' });
+  });
+  afterAll(async () => {
+    await strict.close();
+    await permissive.close();
+    await account.close();
+    await database.drop();
+  });
+
+  it('a literal loopback address, or a name resolving there, is never connected to', async () => {
+    const port = new URL(account.url).port;
+    const urls = [account.url];
+    const addresses = await dns.promises.lookup(os.hostname(), { all: true }).catch(() => []);
+    if (addresses.length > 0 && addresses.every((a) => isBlockedAddress(a.address))) urls.push(`http://${os.hostname()}:${port}`);
+    for (const url of urls) {
+      const created = await permissive.api.admin('post', '/admin/channels', arkBody(url));
+      expect(created.status).toBe(201);
+      const before = account.counters.calls;
+      const tested = await strict.api.admin('post', `/admin/channels/${created.body.id}/test`);
+      expect(tested.body).toMatchObject({ outcome: 'failed', error_code: 'provider_error' });
+      expect(tested.body.message).toContain('EBLOCKEDADDRESS');
+      expect(account.counters.calls).toBe(before);
+      // The same channel works where private upstreams are allowed.
+      expect((await permissive.api.admin('post', `/admin/channels/${created.body.id}/test`)).body.outcome).toBe('ok');
+      await permissive.api.admin('delete', `/admin/channels/${created.body.id}`);
+    }
   });
 });

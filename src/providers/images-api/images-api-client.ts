@@ -13,6 +13,8 @@ export interface ImagesApiOptions {
   extraBody?: Record<string, unknown>;
   /** Ark makes one image per call; OpenAI takes `n`. */
   oneImagePerCall: boolean;
+  /** Connect to public addresses only (API channels unless CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
+  publicOnly?: boolean;
 }
 
 interface ImagesAnswer {
@@ -73,6 +75,7 @@ export class ImagesApiClient {
       },
       { Authorization: `Bearer ${apiKey}` },
       signal,
+      this.options.publicOnly,
     );
     const answer = (json ?? {}) as ImagesAnswer;
     if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer, retryAfterMs);

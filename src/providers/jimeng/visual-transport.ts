@@ -8,6 +8,8 @@ export interface VisualTransportOptions {
   endpoint: string;
   credentials: VolcCredentials;
   pollIntervalMs: number;
+  /** Connect to public addresses only (API channels unless CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
+  publicOnly?: boolean;
 }
 
 const VERSION = '2022-08-31';
@@ -56,7 +58,7 @@ export class VisualTransport {
     );
     const target = new URL(url.toString());
     target.search = new URLSearchParams(query).toString();
-    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal, this.options.publicOnly);
     const answer = (json ?? {}) as VisualAnswer;
     if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
