@@ -13,12 +13,14 @@ export const REDACTED_TEXT = '[redacted]';
 const MIN_SECRET_LENGTH = 6;
 
 /**
- * Credential shapes redacted whatever account they belong to. Order matters: the `name=value`
- * forms run first so that a value keeps its name (`api_key=[redacted]`).
+ * Credential shapes redacted whatever account they belong to: authorization schemes, `name=value`
+ * and `name: value` forms (the name is kept: `api_key=[redacted]`), known key formats, then long
+ * opaque runs.
  */
 const PATTERNS: Array<[RegExp, string | ((match: string) => string)]> = [
   // Authorization schemes: Bearer/Basic tokens, and Volcengine/AWS HMAC headers (Credential=AK/..., Signature=hex).
-  [/\b(Bearer|Basic|Token)\s+[^\s"',;]+/gi, `$1 ${REDACTED_TEXT}`],
+  [/\b(Bearer)\s+[^\s"',;]+/gi, `$1 ${REDACTED_TEXT}`],
+  [/\b(Basic)\s+[A-Za-z0-9+/=]{8,}/g, `$1 ${REDACTED_TEXT}`],
   [
     /\b(api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?access[_-]?key|[_-]?key)?|client[_-]?secret|password|passwd|token|access[_-]?token|auth(?:orization)?|credential|signature|x-api-key)(["']?\s*[:=]\s*["']?)[^\s"',;&}]+/gi,
     `$1$2${REDACTED_TEXT}`,

@@ -15,6 +15,7 @@ describe('redactUpstreamText (upstream text is untrusted)', () => {
   it.each([
     ['Authorization: Bearer whatever.token-value', 'whatever.token-value'],
     ['got header "Bearer abc123"', 'abc123'],
+    ['Authorization: Basic dXNlcjpwYXNzd29yZA==', 'dXNlcjpwYXNzd29yZA=='],
     ['invalid key sk-proj-AbCdEf0123456789xyz', 'sk-proj-AbCdEf0123456789xyz'],
     ['client key hyai_0123456789abcdefABCDEF used', 'hyai_0123456789abcdefABCDEF'],
     ['api_key=plain-secret-value&x=1', 'plain-secret-value'],
@@ -35,6 +36,7 @@ describe('redactUpstreamText (upstream text is untrusted)', () => {
     const text = 'HTTP 401 AuthenticationError The API key is invalid (request 2025010112345678901234, task 7392616336912345678)';
     expect(redactUpstreamText(text)).toBe(text);
     expect(redactUpstreamText('SignatureDoesNotMatch: the signature does not match')).toBe('SignatureDoesNotMatch: the signature does not match');
+    expect(redactUpstreamText('Invalid token provided for the basic plan')).toBe('Invalid token provided for the basic plan');
   });
 
   it('drops control characters (forged log lines) and bounds the length', () => {
