@@ -503,6 +503,10 @@ export interface paths {
          * Update a channel
          * @description Changes the given fields from the next request on, on every replica. `status: enabled`
          *     also re-enables an `auto_disabled` channel; new `credentials` replace the old ones.
+         *     Changing `base_url` needs `credentials` in the same request (400 `invalid_request`, `param`
+         *     `credentials`), so a token that can write channels cannot send the stored key to a host of its
+         *     choosing; the new address is checked like on create (no loopback, private or link-local
+         *     address unless `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`; 400, `param` `base_url`).
          *     Channels from the environment are read-only (409 `channel_read_only`).
          */
         patch: operations["updateChannel"];
@@ -845,6 +849,9 @@ export interface components {
             /**
              * Format: uri
              * @description Defaults to the transport's public endpoint (visual, ark); required for images-api.
+             *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
+             *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
+             *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
              */
             base_url?: string;
             models: components["schemas"]["ChannelModel"][];
@@ -878,7 +885,12 @@ export interface components {
         };
         UpdateChannelRequest: {
             name?: string;
-            /** Format: uri */
+            /**
+             * Format: uri
+             * @description A new upstream address. Needs `credentials` in the same request (else 400 `invalid_request`,
+             *     `param` `credentials`): the stored key is never sent to an address it was not given for.
+             *     Checked like `base_url` on create (400 `invalid_request`, `param` `base_url`).
+             */
             base_url?: string;
             models?: components["schemas"]["ChannelModel"][];
             priority?: number;

@@ -161,6 +161,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     queueTimeoutMs: config.channels.queueTimeoutMs,
     queueMaxWaiters: config.channels.queueMaxWaiters,
     pollIntervalMs: config.channels.pollIntervalMs,
+    allowPrivateUpstreams: config.channels.allowPrivateUpstreams,
   });
   channels.startProbe(config.channels.probeIntervalMs, catalog);
   registerChannelMetrics(metrics.registry, channels);
@@ -256,7 +257,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     adminTokens: new AdminTokensService(database.db, clock),
     audit: new AuditService(database.db),
     images,
-    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment }),
+    channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment, allowPrivateUpstreams: config.channels.allowPrivateUpstreams }),
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher?.poke()),

@@ -14,8 +14,9 @@ export function oneImagePerCall(channel: Pick<Channel, 'transport'>): boolean {
   return channel.transport === 'visual' || channel.transport === 'ark';
 }
 
-/** The client for an API channel, from its opened credentials. */
-export function apiChannelClient(channel: Channel, credentials: ChannelCredentials, pollIntervalMs: number): ChannelClient {
+/** The client for an API channel, from its opened credentials; `publicOnly` unless private upstreams are allowed. */
+export function apiChannelClient(channel: Channel, credentials: ChannelCredentials, settings: { pollIntervalMs: number; publicOnly: boolean }): ChannelClient {
+  const { pollIntervalMs, publicOnly } = settings;
   const baseUrl = channel.baseUrl as string;
   if (channel.transport === 'visual') {
     if (!('access_key_id' in credentials)) throw new Error(`channel ${channel.id}: visual channels need access_key_id and secret_access_key`);
@@ -23,6 +24,7 @@ export function apiChannelClient(channel: Channel, credentials: ChannelCredentia
       endpoint: baseUrl,
       credentials: { accessKeyId: credentials.access_key_id, secretAccessKey: credentials.secret_access_key },
       pollIntervalMs,
+      publicOnly,
     });
   }
   if (!('api_key' in credentials)) throw new Error(`channel ${channel.id}: ${channel.transport} channels need api_key`);
@@ -32,5 +34,6 @@ export function apiChannelClient(channel: Channel, credentials: ChannelCredentia
     apiKey: credentials.api_key,
     ...(channel.transport === 'ark' ? { extraBody: JIMENG_ARK_EXTRA_BODY } : {}),
     oneImagePerCall: channel.transport === 'ark',
+    publicOnly,
   });
 }

@@ -12,6 +12,7 @@ import { ProviderStats } from '../providers/resilience/provider-stats';
 import type { ResilienceSettings } from '../providers/resilience/resilience-settings';
 import { UpstreamError } from '../providers/upstream-errors';
 import type { Clock } from '../shared/clock';
+import { emitChannelAutoDisabled } from '../webhooks/events';
 import { type ChannelClient, apiChannelClient, oneImagePerCall } from './channel-clients';
 import type { ChannelCaps, ChannelLimitStore, ChannelUsage } from './channel-limits';
 import { type Channel, type ChannelCredentials, channelFromRow, environmentVariablesOf, servesModel } from './channel.model';
@@ -35,6 +36,8 @@ export interface ChannelRouterDeps {
   /** How many calls of one model may wait for a slot on this replica; beyond, 503 at once. */
   queueMaxWaiters: number;
   pollIntervalMs: number;
+  /** CHANNEL_ALLOW_PRIVATE_UPSTREAMS: else API channels connect to public addresses only. */
+  allowPrivateUpstreams: boolean;
 }
 
 /** How long the channel list (and so a status change made on another replica) may be stale. */
@@ -230,7 +233,7 @@ export class ChannelRouter {
     const cached = this.clients.get(channel.id);
     if (cached && cached.version === channel.updatedAt) return cached.client;
     const credentials = this.openCredentials(channel.id, sealed);
-    const client = credentials && apiChannelClient(channel, credentials, this.deps.pollIntervalMs);
+    const client = credentials && apiChannelClient(channel, credentials, { pollIntervalMs: this.deps.pollIntervalMs, publicOnly: !this.deps.allowPrivateUpstreams });
     this.clients.set(channel.id, { version: channel.updatedAt, client });
     return client;
   }
@@ -485,7 +488,7 @@ export class ChannelRouter {
     if (providerAtFault) runtime.breaker.onFailure();
     else runtime.breaker.onNeutral();
     runtime.stats.record(!providerAtFault && upstream?.code !== 'provider_busy', latencyMs);
-    if (upstream?.traits.accountProblem) await this.autoDisable(channel, upstream.traits.accountProblem);
+    if (upstream?.traits.accountProblem) await this.autoDisable(channel, upstream);
     if (!upstream?.traits.safeElsewhere || context.signal.aborted) return false;
     if (upstream.retryable) {
       // Busy: cool the channel down for its Retry-After (else exponential backoff with jitter);
@@ -503,14 +506,23 @@ export class ChannelRouter {
     return true;
   }
 
-  /** Takes an API channel out after an account error, on every replica (they re-read within a second). */
-  private async autoDisable(channel: Channel, reason: string): Promise<void> {
+  /**
+   * Takes an API channel out after an account error, on every replica (they re-read within a second).
+   * The channel.auto_disabled event is written in the same transaction, and only when this update
+   * changed the row (it is conditional on `enabled`), so replicas seeing the same error emit it once.
+   */
+  private async autoDisable(channel: Channel, failure: UpstreamError): Promise<void> {
     // Environment channels are read-only: their account is fixed in the environment.
     if (channel.source !== 'api') return;
+    const reason = failure.traits.accountProblem ?? failure.message;
     try {
-      if (await repo.autoDisableChannel(this.deps.db, channel.id, reason, this.deps.clock.now())) {
-        this.deps.logger.warn({ channel_id: channel.id, reason }, 'channel auto-disabled after an account error');
-      }
+      const disabled = await this.deps.writes.run(async (trx) => {
+        const now = this.deps.clock.now();
+        if (!(await repo.autoDisableChannel(trx, channel.id, reason, now))) return false;
+        await emitChannelAutoDisabled(trx, { channelId: channel.id, provider: channel.provider, reason: reason.slice(0, 500), statusCode: failure.traits.statusCode }, now);
+        return true;
+      });
+      if (disabled) this.deps.logger.warn({ channel_id: channel.id, reason }, 'channel auto-disabled after an account error');
       this.invalidate();
     } catch (error) {
       this.deps.logger.error({ err: error, channel_id: channel.id }, 'could not auto-disable a channel');
@@ -761,7 +773,7 @@ export class ChannelRouter {
       );
     } catch (error) {
       const apiError = error instanceof ApiError ? error : new ApiError('provider_timeout', `The channel did not answer within ${channel.timeoutMs / 1000} s.`);
-      if (error instanceof UpstreamError && error.traits.accountProblem) await this.autoDisable(channel, error.traits.accountProblem);
+      if (error instanceof UpstreamError && error.traits.accountProblem) await this.autoDisable(channel, error);
       return { ok: false, latencyMs: this.deps.clock.now() - started, error: apiError };
     }
     if (channel.status === 'auto_disabled') {

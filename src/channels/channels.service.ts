@@ -5,6 +5,7 @@ import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
 import { newId } from '../shared/ids';
+import { resolvedUrlProblem } from '../webhooks/safe-url';
 import type { ChannelRouter } from './channel-router';
 import type { CredentialSealer } from './channel-sealing';
 import {
@@ -49,8 +50,20 @@ export class ChannelsService {
       router: ChannelRouter;
       catalog: ReadonlyMap<string, CatalogModel>;
       environmentChannels: Channel[];
+      /** CHANNEL_ALLOW_PRIVATE_UPSTREAMS: base URLs may point at loopback/private/link-local addresses. */
+      allowPrivateUpstreams: boolean;
     },
   ) {}
+
+  /**
+   * A base URL receives the account's credentials, and testChannel returns what it answers: like
+   * webhook URLs, it may not point at loopback, private or link-local (metadata) addresses, literal
+   * or resolved now, unless the operator allows private upstreams.
+   */
+  private async checkBaseUrl(baseUrl: string): Promise<void> {
+    const problem = await resolvedUrlProblem(baseUrl, this.deps.allowPrivateUpstreams);
+    if (problem) throw invalid(`base_url ${problem}; set CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true to allow private upstreams.`, 'base_url');
+  }
 
   private environmentChannel(id: string): Channel | undefined {
     return this.deps.environmentChannels.find((c) => c.id === id);
@@ -95,6 +108,8 @@ export class ChannelsService {
     this.checkCredentials(input.transport, input.credentials);
     const baseUrl = input.base_url ?? DEFAULT_BASE_URLS[input.transport];
     if (baseUrl === undefined) throw invalid(`${input.transport} channels need base_url.`, 'base_url');
+    // Checked before the transaction: it may wait for DNS.
+    if (input.base_url !== undefined) await this.checkBaseUrl(input.base_url);
     const id = newId('chn');
     const row: ChannelsTable = {
       id,
@@ -144,6 +159,7 @@ export class ChannelsService {
 
   async update(id: string, input: UpdateChannelInput, audit: AuditContext): Promise<ChannelResource> {
     const now = this.deps.clock.now();
+    if (input.base_url !== undefined) await this.checkBaseUrl(input.base_url);
     const updated = await withAuditEvent(this.deps.db, audit, now, async (trx) => {
       const current = await this.requireRow(id, trx);
       const row = await this.applyUpdate(trx, current, input, now);
@@ -164,7 +180,13 @@ export class ChannelsService {
     const { id } = current;
     const changes: Partial<ChannelsTable> = { updated_at: Math.max(now, current.updated_at + 1) };
     if (input.name !== undefined) changes.name = input.name;
-    if (input.base_url !== undefined) changes.base_url = input.base_url;
+    if (input.base_url !== undefined && input.base_url !== current.base_url) {
+      // Else a token that may write channels could send the stored key to a host of its choosing.
+      if (input.credentials === undefined) {
+        throw invalid('Changing base_url needs the credentials again in the same request: the stored ones are never sent to a new address.', 'credentials');
+      }
+      changes.base_url = input.base_url;
+    }
     if (input.models !== undefined) {
       this.checkModels(current.provider, current.transport, input.models);
       changes.models = JSON.stringify(input.models.map((m) => ({ model: m.model, upstream_model: m.upstream_model ?? null })));

@@ -112,6 +112,8 @@ export interface ChannelsConfig {
   probeIntervalMs: number;
   /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+  /** Lets API channels' base URLs point at loopback/private/link-local addresses (self-hosted upstreams, tests). */
+  allowPrivateUpstreams: boolean;
 }
 
 export interface GenerationSettings {
@@ -524,6 +526,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
       queueMaxWaiters: integer(env, 'CHANNEL_QUEUE_MAX_WAITERS', 100, 0, 100_000),
       probeIntervalMs: integer(env, 'CHANNEL_PROBE_INTERVAL_MS', 0, 0, 86_400_000),
       pollIntervalMs: integer(env, 'VOLC_POLL_INTERVAL_MS', 1000, 1, 60_000),
+      allowPrivateUpstreams: boolean(env, 'CHANNEL_ALLOW_PRIVATE_UPSTREAMS', false),
     },
     trustedProxies: cidrList(env, 'TRUSTED_PROXIES'),
     keyLeaseTtlMs: integer(env, 'KEY_LEASE_TTL_MS', 30_000, 300, 3_600_000),
@@ -580,7 +583,7 @@ export function describeConfig(config: GatewayConfig): Record<string, unknown> {
       signingKey: masked,
       publicBaseUrl: config.images.publicBaseUrl ?? null,
     },
-    channels: { sealingKeys: config.channels.sealingKeys.map(() => masked), queueTimeoutMs: config.channels.queueTimeoutMs, queueMaxWaiters: config.channels.queueMaxWaiters, probeIntervalMs: config.channels.probeIntervalMs },
+    channels: { sealingKeys: config.channels.sealingKeys.map(() => masked), queueTimeoutMs: config.channels.queueTimeoutMs, queueMaxWaiters: config.channels.queueMaxWaiters, probeIntervalMs: config.channels.probeIntervalMs, allowPrivateUpstreams: config.channels.allowPrivateUpstreams },
     models: config.catalog.map((entry) => entry.model),
     providers: {
       volc: volc ? { accessKeyId: volc.accessKeyId, secretAccessKey: masked, endpoint: volc.endpoint, pollIntervalMs: volc.pollIntervalMs } : null,

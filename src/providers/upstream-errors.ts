@@ -1,6 +1,19 @@
 import { ApiError, type ApiErrorOptions } from '../errors/api-error';
 import type { ErrorCode } from '../errors/error-codes';
+import { redactUpstreamText } from './redaction';
 import { post, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
+
+/**
+ * The credentials of every upstream account this process holds (API channels and the environment's
+ * accounts), registered by the transports that sign with them. Every UpstreamError's text is
+ * redacted against all of them, so an upstream echoing any account's key never reaches a client, the
+ * database or a log. Kept for the process's life: a replaced key is still worth hiding.
+ */
+const accountSecrets = new Set<string>();
+
+export function registerAccountSecrets(...secrets: string[]): void {
+  for (const secret of secrets) accountSecrets.add(secret);
+}
 
 /** What a failure says about where the request may go next (see README "Channels"). */
 export interface UpstreamFailureTraits {
@@ -14,12 +27,18 @@ export interface UpstreamFailureTraits {
   retryAfterMs?: number;
   /** The account itself is unusable (revoked credentials, no balance): why, for `disabled_reason`. */
   accountProblem?: string;
+  /** The upstream's HTTP status with an account problem (for the channel.auto_disabled event). */
+  statusCode?: number;
 }
 
 /**
  * A failure reported by (or about) an upstream. `retryable` marks the ones worth another try
  * (the upstream said it is busy); `countsAgainstProvider` feeds the circuit breaker (content
  * refusals are the caller's doing, not the provider's).
+ *
+ * This is where upstream text enters the gateway: the message and `accountProblem` are redacted
+ * (account secrets, credential shapes) and bounded here, before the stack is captured, so every
+ * outlet (answers, stored generations, `disabled_reason`, testChannel, logs) gets the redacted text.
  */
 export class UpstreamError extends ApiError {
   readonly traits: UpstreamFailureTraits;
@@ -30,8 +49,13 @@ export class UpstreamError extends ApiError {
     readonly retryable = false,
     options: ApiErrorOptions & UpstreamFailureTraits = {},
   ) {
-    super(code, message, options);
-    this.traits = { safeElsewhere: options.safeElsewhere ?? retryable, retryAfterMs: options.retryAfterMs, accountProblem: options.accountProblem };
+    super(code, redactUpstreamText(message, accountSecrets), options);
+    this.traits = {
+      safeElsewhere: options.safeElsewhere ?? retryable,
+      retryAfterMs: options.retryAfterMs,
+      accountProblem: options.accountProblem === undefined ? undefined : redactUpstreamText(options.accountProblem, accountSecrets),
+      statusCode: options.statusCode,
+    };
   }
 
   get countsAgainstProvider(): boolean {
@@ -79,12 +103,13 @@ export async function postJson(
   body: unknown,
   headers: Record<string, string>,
   signal: AbortSignal,
+  publicOnly = false,
 ): Promise<{ status: number; json: unknown; retryAfterMs?: number }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const target = new URL(url);
   let answer: UpstreamAnswer;
   try {
-    answer = await post(target, text, headers, signal);
+    answer = await post(target, text, headers, signal, publicOnly);
   } catch (error) {
     if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
     const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';

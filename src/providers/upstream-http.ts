@@ -1,4 +1,7 @@
+import dns from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
+import { isBlockedAddress } from '../webhooks/safe-url';
 
 /**
  * The upstream hop: one process-wide undici Agent (a keep-alive pool per origin, no cap on connections:
@@ -11,26 +14,57 @@ import { Agent, type Dispatcher } from 'undici';
  */
 let connectTimeoutMs = 3000;
 let agent: Agent | undefined;
+/** The pool of calls that may reach public addresses only (API channels without CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
+let publicAgent: Agent | undefined;
 
 /** Set from configuration at startup; the next call uses a new Agent (the old one closes when idle). */
 export function configureUpstreamHttp(settings: { connectTimeoutMs: number }): void {
   if (settings.connectTimeoutMs === connectTimeoutMs && agent) return;
   connectTimeoutMs = settings.connectTimeoutMs;
-  const previous = agent;
+  const previous = [agent, publicAgent];
   agent = undefined;
-  void previous?.close().catch(() => undefined);
+  publicAgent = undefined;
+  for (const old of previous) void old?.close().catch(() => undefined);
 }
 
-function dispatcher(): Agent {
-  agent ??= new Agent({
-    connect: { timeout: connectTimeoutMs },
+const BLOCKED_CODE = 'EBLOCKEDADDRESS';
+
+/**
+ * Resolves like dns.lookup but fails for loopback, private and link-local (metadata) addresses: the
+ * check is on the address connected to, so a name that resolved to a public address when the channel
+ * was saved and points inside now is refused too (README "Channels").
+ */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, '', 0);
+    const list = addresses as dns.LookupAddress[];
+    const blocked = list.find((a) => isBlockedAddress(a.address));
+    if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_CODE }), '', 0);
+    if (options.all) return callback(null, list as never, 0);
+    const first = list[0];
+    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+    return callback(null, first.address, first.family);
+  });
+};
+
+function dispatcher(publicOnly: boolean): Agent {
+  if (publicOnly) {
+    publicAgent ??= newAgent(publicOnlyLookup);
+    return publicAgent;
+  }
+  agent ??= newAgent(undefined);
+  return agent;
+}
+
+function newAgent(lookup: LookupFunction | undefined): Agent {
+  return new Agent({
+    connect: { timeout: connectTimeoutMs, ...(lookup ? { lookup } : {}) },
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 120_000,
     // Long generations: no headers/body timeouts of undici's own; each attempt's AbortSignal bounds the call.
     headersTimeout: 0,
     bodyTimeout: 0,
   });
-  return agent;
 }
 
 export interface UpstreamAnswer {
@@ -56,11 +90,19 @@ export class UpstreamHttpError extends Error {
 
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted. */
-export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamAnswer> {
+/**
+ * POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted.
+ * `publicOnly`: connect to public addresses only (a literal blocked address never reaches the lookup).
+ */
+export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal, publicOnly = false): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);
+      return;
+    }
+    const literal = url.hostname.replace(/^\[|\]$/g, '');
+    if (publicOnly && isIP(literal) !== 0 && isBlockedAddress(literal)) {
+      reject(new UpstreamHttpError(`${literal} is a blocked address`, BLOCKED_CODE, true));
       return;
     }
     let requestSent = false;
@@ -116,7 +158,7 @@ export function post(url: URL, body: string, headers: Record<string, string>, si
         finish(new UpstreamHttpError(error.message, code, !requestSent, { cause: error }));
       },
     } as Dispatcher.DispatchHandler;
-    dispatcher().dispatch(
+    dispatcher(publicOnly).dispatch(
       {
         origin: url.origin,
         path: url.pathname + url.search,

@@ -51,6 +51,26 @@ export function urlProblem(raw: string, allowPrivate: boolean): string | undefin
   return undefined;
 }
 
+/**
+ * `urlProblem`, and for a host name, whether it resolves to a blocked address now (at write time;
+ * a name that fails to resolve is let through: it cannot be called until it resolves). Used for
+ * channel base URLs, which receive the account's credentials.
+ */
+export async function resolvedUrlProblem(raw: string, allowPrivate: boolean): Promise<string | undefined> {
+  const problem = urlProblem(raw, allowPrivate);
+  if (problem || allowPrivate) return problem;
+  const host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) !== 0) return undefined;
+  let addresses: dns.LookupAddress[];
+  try {
+    addresses = await dns.promises.lookup(host, { all: true });
+  } catch {
+    return undefined;
+  }
+  const blocked = addresses.find((a) => isBlockedAddress(a.address));
+  return blocked ? `resolves to a loopback, private, link-local or metadata address (${blocked.address})` : undefined;
+}
+
 export interface PostResult {
   statusCode?: number;
   error?: string;

@@ -7,7 +7,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * per call, size echoed) or OpenAI (`'openai'`, honours n, revised_prompt). Checks the Bearer key.
  * Behaviour per prompt token: [error:CODE:STATUS] an error answer; [busy:K] the first K calls of that
  * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
- * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [empty] no images; [image:KIND] a misbehaving
+ * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [echo:CODE:STATUS] an error answer whose message
+ * echoes the Authorization header and the key (a hostile or careless upstream); [empty] no images; [image:KIND] a misbehaving
  * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB. Image URLs point at the fake itself (GET /files/...).
  */
 /** The base64 image of an answer: the tiny PNG, or a misbehaving one ([b64:html], [b64:huge]). */
@@ -28,8 +29,11 @@ export interface FakeImagesApi {
   unauthorizedAt: number[];
   /** Revokes the key (401 from now on) or changes it. */
   setApiKey(apiKey: string): void;
-  /** 'busy': every call answers 429 with Retry-After; 'failing': 500; 'normal' by prompt tokens. */
-  setMode(mode: 'normal' | 'busy' | 'failing'): void;
+  /**
+   * 'busy': every call answers 429 with Retry-After; 'failing': 500; 'echo': 401 whose message echoes the
+   * Authorization header and the key; 'normal' by prompt tokens.
+   */
+  setMode(mode: Mode): void;
   /** Answers every request that carries [hold] or [hold:TAG] and is still waiting; with a tag, only those with [hold:TAG]. */
   releaseHeld(tag?: string): void;
   /** Resolves once a request with [hold:TAG] is waiting here (so the gateway has reserved its credits). */
@@ -37,13 +41,15 @@ export interface FakeImagesApi {
   close(): Promise<void>;
 }
 
+type Mode = 'normal' | 'busy' | 'failing' | 'echo';
+
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
   const made: string[] = [];
   const counters = new AccountCounters();
   const unauthorizedAt: number[] = [];
   let apiKey = options.apiKey;
-  let mode: 'normal' | 'busy' | 'failing' = 'normal';
+  let mode: Mode = 'normal';
   const busyCounts = new Map<string, number>();
   let held: Array<{ tag: string; release: () => void }> = [];
   const heldWaiters: Array<{ tag: string; notify: () => void }> = [];
@@ -67,7 +73,14 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
       return error(res, 429, 'RateLimitExceeded.EndpointRPMExceeded', 'Too many requests');
     }
     if (mode === 'failing') return error(res, 500, 'InternalServiceError', 'fake outage');
+    const echoed = `you sent Authorization: ${req.headers.authorization}; api_key=${apiKey}; raw ${apiKey}`;
+    if (mode === 'echo') return error(res, 401, 'AuthenticationError', echoed);
     const prompt = String(body.prompt ?? '');
+    const echo = token(prompt, 'echo');
+    if (echo !== undefined) {
+      const [code, status] = echo.split(':');
+      return error(res, Number(status ?? 500), code ?? 'InternalServiceError', echoed);
+    }
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
     const holdTag = token(prompt, 'hold');

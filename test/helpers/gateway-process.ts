@@ -30,6 +30,8 @@ export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEn
     IMAGE_URL_SIGNING_KEY,
     CHANNEL_SEALING_KEY: 'c0'.repeat(32),
     IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-test-process-images'),
+    // The fake upstreams listen on 127.0.0.1.
+    CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'true',
     ...env,
   };
 }

@@ -91,6 +91,8 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       VALIDATE_RESPONSES: 'true',
       IMAGE_URL_SIGNING_KEY,
       IMAGE_DIRECTORY: imageDirectory,
+      // The fake upstreams listen on 127.0.0.1 (test/channels/channel-base-url.test.ts turns it off).
+      CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'true',
       ...scaleOut,
       ...env,
     },

@@ -1,5 +1,5 @@
 import type { ProviderImage, ProviderRequest } from '../provider';
-import { postJson, refusedWithStatus, upstream, type UpstreamError } from '../upstream-errors';
+import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
 
 /**
  * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
@@ -13,6 +13,8 @@ export interface ImagesApiOptions {
   extraBody?: Record<string, unknown>;
   /** Ark makes one image per call; OpenAI takes `n`. */
   oneImagePerCall: boolean;
+  /** Connect to public addresses only (API channels unless CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
+  publicOnly?: boolean;
 }
 
 interface ImagesAnswer {
@@ -39,14 +41,16 @@ function imagesApiError(provider: string, status: number, answer: ImagesAnswer, 
   if (CONTENT_CODES.has(code)) return upstream.contentRefused(provider, detail);
   if (OUTPUT_CODES.has(code)) return upstream.outputModerated(provider, detail);
   if (status === 401 || status === 403 || ACCOUNT_CODES.has(code) || ACCOUNT_CODES.has(answer.error?.type ?? '')) {
-    return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail });
+    return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: status });
   }
   if (status === 429 || code === 'ServerOverloaded' || status === 503) return upstream.busy(provider, detail, retryAfterMs);
   return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(status) });
 }
 
 export class ImagesApiClient {
-  constructor(private readonly options: ImagesApiOptions) {}
+  constructor(private readonly options: ImagesApiOptions) {
+    registerAccountSecrets(options.apiKey);
+  }
 
   async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     const calls = this.options.oneImagePerCall ? request.n : 1;
@@ -71,6 +75,7 @@ export class ImagesApiClient {
       },
       { Authorization: `Bearer ${apiKey}` },
       signal,
+      this.options.publicOnly,
     );
     const answer = (json ?? {}) as ImagesAnswer;
     if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer, retryAfterMs);

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
-import { postJson, refusedWithStatus, upstream, UpstreamError } from '../upstream-errors';
+import { postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
 import { signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
@@ -8,6 +8,8 @@ export interface VisualTransportOptions {
   endpoint: string;
   credentials: VolcCredentials;
   pollIntervalMs: number;
+  /** Connect to public addresses only (API channels unless CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
+  publicOnly?: boolean;
 }
 
 const VERSION = '2022-08-31';
@@ -30,7 +32,7 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
     const detail = `the visual API refused the request (${gatewayError.Code}: ${gatewayError.Message})`;
     // The API gateway refused it before the visual service saw it: nothing was accepted.
     const account = ACCOUNT_ERRORS.has(gatewayError.Code ?? '') || httpStatus === 401 || httpStatus === 403;
-    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}` } : {}) });
+    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}`, statusCode: httpStatus } : {}) });
   }
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
@@ -42,7 +44,9 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
 }
 
 export class VisualTransport {
-  constructor(private readonly options: VisualTransportOptions) {}
+  constructor(private readonly options: VisualTransportOptions) {
+    registerAccountSecrets(options.credentials.accessKeyId, options.credentials.secretAccessKey);
+  }
 
   private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
     const url = new URL(this.options.endpoint);
@@ -54,7 +58,7 @@ export class VisualTransport {
     );
     const target = new URL(url.toString());
     target.search = new URLSearchParams(query).toString();
-    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal, this.options.publicOnly);
     const answer = (json ?? {}) as VisualAnswer;
     if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
