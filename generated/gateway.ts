@@ -380,7 +380,10 @@ export interface paths {
          * @description Issues an admin token (`hyadm_...`) that opens only the operations of its `scopes`.
          *     The secret `token` is returned in this response only; the gateway stores its SHA-256 hash.
          *     A token with `tokens:write` may only grant scopes it holds itself (403 `insufficient_scope`
-         *     names the first one it lacks); the admin secret may grant any.
+         *     names the first one it lacks); the admin secret may grant any. A token never outlives the
+         *     token that created it: when the creator expires, the new token's `expires_at` is capped at
+         *     the creator's (asking for a later expiry, or none, is not refused: the response shows the
+         *     capped value). Tokens created with the admin secret get the expiry asked for.
          */
         post: operations["createAdminToken"];
         delete?: never;
@@ -412,7 +415,10 @@ export interface paths {
         /**
          * Revoke an admin token
          * @description Revokes the token (idempotent); the record is kept. The token is refused with 401
-         *     `admin_token_revoked` from the next request on.
+         *     `admin_token_revoked` from the next request on, on every replica. Its descendants (the
+         *     tokens it created, theirs, and so on) are revoked with it, each with its own audit event.
+         *     A token may revoke only tokens whose scopes it holds all of (403 `insufficient_scope` names
+         *     the first one it lacks); the admin secret may revoke any.
          */
         delete: operations["revokeAdminToken"];
         options?: never;
@@ -1229,9 +1235,9 @@ export interface components {
         CreateAdminTokenRequest: {
             name: string;
             scopes: components["schemas"]["AdminScope"][];
-            /** @description Must be in the future. Not together with `expires_in_days`. */
+            /** @description Must be in the future. Not together with `expires_in_days`. Capped at the creating token's expiry. */
             expires_at?: components["schemas"]["Timestamp"];
-            /** @description Expiry relative to now. Not together with `expires_at`. */
+            /** @description Expiry relative to now. Not together with `expires_at`. Capped at the creating token's expiry. */
             expires_in_days?: number;
         };
         /** @description An admin token record. Never contains the secret. */

@@ -470,6 +470,36 @@ function migrations(engine: DatabaseEngine): Record<string, Migration> {
         await db.schema.dropTable('key_webhook_secrets').execute();
       },
     },
+    '0017_admin_token_lineage': {
+      // Issue #29 §6: a token's children are found by created_by (revocation cascades to them), and
+      // tokens issued before children were bound to their parent are brought in line: a child
+      // expires no later than its parent and is revoked when its parent is.
+      async up(db: Kysely<unknown>) {
+        await db.schema.createIndex('admin_tokens_created_by_idx').on('admin_tokens').columns(['created_by']).execute();
+        const { rows } = await sql<{ id: string; created_by: string; expires_at: string | number | null; revoked_at: string | number | null }>`
+          SELECT id, created_by, expires_at, revoked_at FROM admin_tokens ORDER BY created_at, id`.execute(db);
+        const effective = new Map<string, { expiresAt: number | null; revokedAt: number | null }>();
+        const orNull = (value: string | number | null) => (value === null ? null : Number(value));
+        // Parents are created before their children, so one pass in creation order sees each parent first.
+        for (const row of rows) {
+          const own = { expiresAt: orNull(row.expires_at), revokedAt: orNull(row.revoked_at) };
+          const parent = effective.get(row.created_by);
+          const bound = parent
+            ? {
+                expiresAt: parent.expiresAt === null ? own.expiresAt : Math.min(own.expiresAt ?? parent.expiresAt, parent.expiresAt),
+                revokedAt: own.revokedAt ?? parent.revokedAt,
+              }
+            : own;
+          effective.set(row.id, bound);
+          if (bound.expiresAt !== own.expiresAt || bound.revokedAt !== own.revokedAt) {
+            await sql`UPDATE admin_tokens SET expires_at = ${bound.expiresAt}, revoked_at = ${bound.revokedAt} WHERE id = ${row.id}`.execute(db);
+          }
+        }
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.dropIndex('admin_tokens_created_by_idx').execute();
+      },
+    },
   };
 }
 
