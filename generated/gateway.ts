@@ -1229,7 +1229,7 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "usage:read" | "audit:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "tokens:write";
         /** @enum {string} */
         AdminTokenStatus: "active" | "revoked" | "expired";
         CreateAdminTokenRequest: {

@@ -19,7 +19,6 @@ export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
   'channels:write',
   'webhooks:read',
   'webhooks:write',
-  'usage:read',
   'audit:read',
   'tokens:write',
 ];

@@ -3,7 +3,7 @@ import { openDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
 import { createThrowawayDatabase } from '../helpers/test-database';
 
-describe('migration 0017 (admin token lineage) on tokens issued before it', () => {
+describe('migration 0017 (admin token lineage, usage:read dropped) on tokens issued before it', () => {
   it("caps children's expiry at their parent's and revokes the descendants of revoked tokens", async () => {
     const throwaway = await createThrowawayDatabase();
     const database = openDatabase(throwaway.url);
@@ -23,6 +23,7 @@ describe('migration 0017 (admin token lineage) on tokens issued before it', () =
       await token('adt_rc', 'adt_r', t0 + 1, null, null);
       await token('adt_rg', 'adt_rc', t0 + 2, t0 + 99_000, null);
       await token('adt_free', 'root', t0, null, null);
+      await sql`UPDATE admin_tokens SET scopes = '["keys:read","usage:read"]' WHERE id = 'adt_free'`.execute(database.db);
 
       await migrateToLatest(database.db as never, database.engine);
       const rows = await database.db.selectFrom('admin_tokens').select(['id', 'expires_at', 'revoked_at']).orderBy('id').execute();
@@ -37,6 +38,8 @@ describe('migration 0017 (admin token lineage) on tokens issued before it', () =
         ['adt_rg', t0 + 99_000, t0 + 10],
         ['adt_soon', t0 + 1_000, null],
       ]);
+      const free = await database.db.selectFrom('admin_tokens').select('scopes').where('id', '=', 'adt_free').executeTakeFirstOrThrow();
+      expect(JSON.parse(free.scopes)).toEqual(['keys:read']);
     } finally {
       await database.close();
       await throwaway.drop();

@@ -176,7 +176,7 @@ describe('scoped admin tokens', () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i += 1) {
         t.clock.advanceMs(5);
-        ids.push((await createAdminTokenVia(t.api, ['usage:read'])).id);
+        ids.push((await createAdminTokenVia(t.api, ['webhooks:read'])).id);
       }
       await t.api.admin('delete', `/admin/tokens/${ids[1]}`);
       const seen: Array<{ id: string; token?: string }> = [];
