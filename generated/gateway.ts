@@ -1794,6 +1794,11 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description `wait=N` when the request asked `Prefer: wait=N` and the result came within it (absent on a request without `Prefer`).
+         * @example wait=10
+         */
+        PreferenceAppliedWait: string;
         /** @description Strong validator of the image bytes (their SHA-256). */
         ImageETag: string;
         /** @description `public, max-age=<seconds until the URL expires>, immutable`. */
@@ -1866,6 +1871,7 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -1930,6 +1936,7 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;

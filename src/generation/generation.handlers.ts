@@ -32,6 +32,17 @@ export function parsePrefer(header: string | undefined): { respondAsync: boolean
   return { respondAsync, waitSeconds: waitSeconds ?? 0 };
 }
 
+/** `wait=N` honoured (RFC 7240 §3): the answer came within the wait, or the wait ran out into a 202. */
+function waitApplied(prefer: { waitSeconds: number }): string[] {
+  return prefer.waitSeconds > 0 ? [`wait=${prefer.waitSeconds}`] : [];
+}
+
+/** Preference-Applied of a 200 answered to a `Prefer` request: the wait it was answered within. */
+function doneHeaders(prefer: { waitSeconds: number }): { headers?: Record<string, string> } {
+  const applied = waitApplied(prefer);
+  return applied.length > 0 ? { headers: { 'Preference-Applied': applied.join(', ') } } : {};
+}
+
 interface Accepted {
   status: 202;
   body: ClientGeneration;
@@ -60,7 +71,7 @@ async function submitAsync(
     error.rateLimit = submitted.rateLimit;
     throw error;
   }
-  const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...(prefer.waitSeconds > 0 ? [`wait=${prefer.waitSeconds}`] : [])].join(', ');
+  const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...waitApplied(prefer)].join(', ');
   return {
     status: 202,
     body: resource,
@@ -80,6 +91,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         const { done } = outcome;
         return {
           status: 200,
+          ...doneHeaders(prefer),
           rateLimit: outcome.rateLimit,
           body: {
             id: done.id,
@@ -120,6 +132,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         if (!('done' in outcome)) return outcome;
         return {
           status: 200,
+          ...doneHeaders(prefer),
           rateLimit: outcome.rateLimit,
           body: {
             created: Math.floor(Date.parse(outcome.done.created_at) / 1000),
