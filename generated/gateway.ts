@@ -1766,7 +1766,8 @@ export interface components {
         /**
          * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
          *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-         *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+         *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+         *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
          *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
          * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
          */
@@ -1843,7 +1844,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -1908,7 +1910,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -2311,7 +2314,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -2683,7 +2687,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */

@@ -3,6 +3,7 @@ import { ApiError } from '../errors/api-error';
 import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
 import type { GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
+import { parsePrefer } from '../http/prefer';
 import type { ClientKey } from '../keys/key.model';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './client-generations';
@@ -14,23 +15,8 @@ type GenerationHandlers = Pick<
   'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration' | 'getWebhookSigningSecret'
 >;
 
-/** The longest `Prefer: wait=N` honoured (as Replicate's `Prefer: wait`). */
-const MAX_WAIT_SECONDS = 60;
-
-/** RFC 7240 preferences this API honours; undefined when the request asked for neither (synchronous). */
-export function parsePrefer(header: string | undefined): { respondAsync: boolean; waitSeconds: number } | undefined {
-  if (header === undefined) return undefined;
-  let respondAsync = false;
-  let waitSeconds: number | undefined;
-  for (const part of header.split(',')) {
-    const [name, value] = part.split(';')[0]!.trim().split('=').map((t) => t.trim().replace(/^"|"$/g, ''));
-    if (name?.toLowerCase() === 'respond-async') respondAsync = true;
-    if (name?.toLowerCase() === 'wait' && value !== undefined && /^\d{1,6}$/.test(value)) waitSeconds = Math.min(Number(value), MAX_WAIT_SECONDS);
-  }
-  // Unknown preferences are ignored (RFC 7240 §2).
-  if (!respondAsync && waitSeconds === undefined) return undefined;
-  return { respondAsync, waitSeconds: waitSeconds ?? 0 };
-}
+// Parsed where the idempotency layer can read it too (the asynchronous form is part of a request's fingerprint).
+export { parsePrefer } from '../http/prefer';
 
 /** `wait=N` honoured (RFC 7240 §3): the answer came within the wait, or the wait ran out into a 202. */
 function waitApplied(prefer: { waitSeconds: number }): string[] {
