@@ -380,7 +380,10 @@ export interface paths {
          * @description Issues an admin token (`hyadm_...`) that opens only the operations of its `scopes`.
          *     The secret `token` is returned in this response only; the gateway stores its SHA-256 hash.
          *     A token with `tokens:write` may only grant scopes it holds itself (403 `insufficient_scope`
-         *     names the first one it lacks); the admin secret may grant any.
+         *     names the first one it lacks); the admin secret may grant any. A token never outlives the
+         *     token that created it: when the creator expires, the new token's `expires_at` is capped at
+         *     the creator's (asking for a later expiry, or none, is not refused: the response shows the
+         *     capped value). Tokens created with the admin secret get the expiry asked for.
          */
         post: operations["createAdminToken"];
         delete?: never;
@@ -412,7 +415,10 @@ export interface paths {
         /**
          * Revoke an admin token
          * @description Revokes the token (idempotent); the record is kept. The token is refused with 401
-         *     `admin_token_revoked` from the next request on.
+         *     `admin_token_revoked` from the next request on, on every replica. Its descendants (the
+         *     tokens it created, theirs, and so on) are revoked with it, each with its own audit event.
+         *     A token may revoke only tokens whose scopes it holds all of (403 `insufficient_scope` names
+         *     the first one it lacks); the admin secret may revoke any.
          */
         delete: operations["revokeAdminToken"];
         options?: never;
@@ -1235,15 +1241,15 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "usage:read" | "audit:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "tokens:write";
         /** @enum {string} */
         AdminTokenStatus: "active" | "revoked" | "expired";
         CreateAdminTokenRequest: {
             name: string;
             scopes: components["schemas"]["AdminScope"][];
-            /** @description Must be in the future. Not together with `expires_in_days`. */
+            /** @description Must be in the future. Not together with `expires_in_days`. Capped at the creating token's expiry. */
             expires_at?: components["schemas"]["Timestamp"];
-            /** @description Expiry relative to now. Not together with `expires_at`. */
+            /** @description Expiry relative to now. Not together with `expires_at`. Capped at the creating token's expiry. */
             expires_in_days?: number;
         };
         /** @description An admin token record. Never contains the secret. */
@@ -1772,7 +1778,8 @@ export interface components {
         /**
          * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
          *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-         *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+         *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+         *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
          *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
          * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
          */
@@ -1800,6 +1807,11 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description `wait=N` when the request asked `Prefer: wait=N` and the result came within it (absent on a request without `Prefer`).
+         * @example wait=10
+         */
+        PreferenceAppliedWait: string;
         /** @description Strong validator of the image bytes (their SHA-256). */
         ImageETag: string;
         /** @description `public, max-age=<seconds until the URL expires>, immutable`. */
@@ -1844,7 +1856,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -1872,6 +1885,7 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -1908,7 +1922,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -1936,6 +1951,7 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2310,7 +2326,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */
@@ -2682,7 +2699,8 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
                  *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
-                 *     nothing again; another body is 422 `idempotency_key_reused`; while the first request runs,
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
                  *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
                  * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
                  */

@@ -76,11 +76,26 @@ interface Listener {
   draining: { value: boolean };
 }
 
-async function listen(app: http.RequestListener, port: number, host: string, requestTimeoutMs: number, guard: ConnectionGuard): Promise<Listener> {
-  const server = http.createServer(app);
+/**
+ * How often Node looks for connections past headersTimeout/requestTimeout. Its default (30 s) let
+ * slow headers hold a connection 30 s, not the 15 s documented: check a tenth as often as the
+ * timeout, at least once a second, so a connection is closed within 10% of it.
+ */
+export function connectionsCheckingIntervalMs(headersTimeoutMs: number): number {
+  return Math.max(50, Math.min(1_000, Math.floor(headersTimeoutMs / 10)));
+}
+
+async function listen(
+  app: http.RequestListener,
+  port: number,
+  host: string,
+  timeouts: { headersMs: number; requestMs: number },
+  guard: ConnectionGuard,
+): Promise<Listener> {
+  const server = http.createServer({ connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts.headersMs) }, app);
   guard.watch(server);
-  server.headersTimeout = 15_000;
-  server.requestTimeout = requestTimeoutMs;
+  server.headersTimeout = timeouts.headersMs;
+  server.requestTimeout = timeouts.requestMs;
   server.keepAliveTimeout = 5_000;
   const draining = { value: false };
   // While draining, answers close their connection so clients move to another replica.
@@ -275,8 +290,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const requestTimeoutMs = Math.max(...deadlines) + 30_000;
   // One cap for both listeners: they share the process's file descriptors.
   const connections = new ConnectionGuard(config.maxConnections, logger);
-  const publicListener = await listen(publicApp, config.port, config.host, requestTimeoutMs, connections);
-  const internalListener = await listen(internalApp, config.internalPort, config.host, requestTimeoutMs, connections);
+  const timeouts = { headersMs: config.headersTimeoutMs, requestMs: requestTimeoutMs };
+  const publicListener = await listen(publicApp, config.port, config.host, timeouts, connections);
+  const internalListener = await listen(internalApp, config.internalPort, config.host, timeouts, connections);
   const stopIdleCompaction = startIdleCompaction({
     requestsStarted: () => connections.requestsStarted,
     busy: () => connections.busy(),

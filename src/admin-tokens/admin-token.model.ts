@@ -19,7 +19,6 @@ export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
   'channels:write',
   'webhooks:read',
   'webhooks:write',
-  'usage:read',
   'audit:read',
   'tokens:write',
 ];
@@ -28,6 +27,14 @@ export function adminTokenStatus(row: AdminTokensTable, now: number): AdminToken
   if (row.revoked_at !== null) return 'revoked';
   if (row.expires_at !== null && row.expires_at <= now) return 'expired';
   return 'active';
+}
+
+/** 401 for a token that is no longer usable (revoked or expired), undefined while it is active. */
+export function inactiveTokenError(row: AdminTokensTable, now: number): ApiError | undefined {
+  const status = adminTokenStatus(row, now);
+  if (status === 'revoked') return new ApiError('admin_token_revoked', 'This admin token has been revoked.');
+  if (status === 'expired') return new ApiError('admin_token_expired', `This admin token expired at ${toIso(row.expires_at as number)}.`);
+  return undefined;
 }
 
 export function toAdminTokenResource(row: AdminTokensTable, now: number): AdminTokenResource {
@@ -44,11 +51,21 @@ export function toAdminTokenResource(row: AdminTokensTable, now: number): AdminT
   };
 }
 
-/** 403 naming the scope: `use` = the operation needs it; `grant` = a token tried to hand out a scope it lacks. */
-export function insufficientScope(scope: string, reason: 'use' | 'grant'): ApiError {
-  const message =
-    reason === 'use'
-      ? `This admin token lacks the scope ${scope}.`
-      : `This admin token lacks the scope ${scope}, so it cannot grant it.`;
-  return new ApiError('insufficient_scope', message, { details: { scope } });
+/**
+ * 403 naming the scope: `use` = the operation needs it; `grant` = a token tried to hand out a scope
+ * it lacks; `revoke` = a token tried to revoke a token holding a scope it lacks.
+ */
+export function insufficientScope(scope: string, reason: 'use' | 'grant' | 'revoke'): ApiError {
+  const messages = {
+    use: `This admin token lacks the scope ${scope}.`,
+    grant: `This admin token lacks the scope ${scope}, so it cannot grant it.`,
+    revoke: `This admin token lacks the scope ${scope}, so it cannot revoke a token holding it.`,
+  };
+  return new ApiError('insufficient_scope', messages[reason], { details: { scope } });
+}
+
+/** A child never outlives its parent: its expiry is the earlier of the one asked for and the parent's. */
+export function boundedExpiry(requested: number | null, parentExpiresAt: number | null): number | null {
+  if (parentExpiresAt === null) return requested;
+  return requested === null ? parentExpiresAt : Math.min(requested, parentExpiresAt);
 }

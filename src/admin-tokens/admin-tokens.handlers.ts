@@ -15,6 +15,6 @@ export function adminTokenHandlers(tokens: AdminTokensService): AdminTokenHandle
     },
     listAdminTokens: async ({ query }) => ({ status: 200, body: await tokens.listTokens(query) }),
     getAdminToken: async ({ params }) => ({ status: 200, body: await tokens.getToken(params.id) }),
-    revokeAdminToken: async (request) => ({ status: 200, body: await tokens.revokeToken(request.params.id, auditContextOf(request)) }),
+    revokeAdminToken: async (request) => ({ status: 200, body: await tokens.revokeToken(request.params.id, request.principal, auditContextOf(request)) }),
   };
 }

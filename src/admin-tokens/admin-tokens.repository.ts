@@ -38,3 +38,9 @@ export async function listAdminTokens(
 export async function revokeAdminToken(db: Db, id: string, at: number): Promise<AdminTokensTable | undefined> {
   return db.updateTable('admin_tokens').set({ revoked_at: at }).where('id', '=', id).returningAll().executeTakeFirst();
 }
+
+/** The tokens created by any of `parentIds`, locked (PostgreSQL) so none of them mints a child meanwhile. */
+export async function lockChildrenOf(db: Db, parentIds: readonly string[]): Promise<AdminTokensTable[]> {
+  if (parentIds.length === 0) return [];
+  return forUpdate(db, db.selectFrom('admin_tokens').selectAll().where('created_by', 'in', parentIds).orderBy('created_at').orderBy('id')).execute();
+}

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { components } from '../../generated/gateway';
-import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-log';
+import { type AuditContext, recordAuditEvent, updateChange, withAuditEvent } from '../audit/audit-log';
 import type { AdminPrincipal } from '../auth/principal';
 import type { AdminTokensTable, Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
@@ -9,7 +9,16 @@ import type { Clock } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
-import { type AdminTokenResource, type AdminTokenStatus, adminTokenSecrets, insufficientScope, toAdminTokenResource } from './admin-token.model';
+import {
+  type AdminScope,
+  type AdminTokenResource,
+  type AdminTokenStatus,
+  adminTokenSecrets,
+  boundedExpiry,
+  inactiveTokenError,
+  insufficientScope,
+  toAdminTokenResource,
+} from './admin-token.model';
 import * as tokens from './admin-tokens.repository';
 
 type Schemas = components['schemas'];
@@ -26,24 +35,38 @@ export class AdminTokensService {
     private readonly clock: Clock,
   ) {}
 
-  /** A token may grant only scopes its creator holds (the admin secret holds them all). */
+  /**
+   * A token may grant only scopes its creator holds (the admin secret holds them all), and its
+   * child expires no later than it does: a later expiry, or none, is capped at the creator's.
+   */
   async createToken(input: CreateAdminTokenInput, creator: AdminPrincipal, audit: AuditContext): Promise<Schemas['CreatedAdminToken']> {
     const lacking = input.scopes.find((scope) => !creator.scopes.includes(scope));
     if (lacking !== undefined) throw insufficientScope(lacking, 'grant');
     const now = this.clock.now();
+    const requested = requestedExpiry(input, now);
     const secret = adminTokenSecrets.generate();
-    const row: AdminTokensTable = {
-      id: newId('adt'),
-      token_hash: hashKey(secret),
-      hint: adminTokenSecrets.hint(secret),
-      name: input.name,
-      scopes: JSON.stringify(input.scopes),
-      created_by: creator.actor,
-      expires_at: requestedExpiry(input, now),
-      created_at: now,
-      revoked_at: null,
-    };
     return withAuditEvent(this.db, audit, now, async (trx) => {
+      let expiresAt = requested;
+      if (creator.actor !== 'root') {
+        // Locked and read again in this transaction: a revocation that committed since the guard
+        // read the creator must not miss the child (revokeToken locks the same row).
+        const parent = await tokens.findAdminTokenById(trx, creator.actor, { lock: true });
+        if (!parent) throw new ApiError('invalid_admin_token', 'The admin token is malformed or unknown.');
+        const inactive = inactiveTokenError(parent, now);
+        if (inactive) throw inactive;
+        expiresAt = boundedExpiry(requested, parent.expires_at);
+      }
+      const row: AdminTokensTable = {
+        id: newId('adt'),
+        token_hash: hashKey(secret),
+        hint: adminTokenSecrets.hint(secret),
+        name: input.name,
+        scopes: JSON.stringify(input.scopes),
+        created_by: creator.actor,
+        expires_at: expiresAt,
+        created_at: now,
+        revoked_at: null,
+      };
       await tokens.insertAdminToken(trx, row);
       const created = { ...toAdminTokenResource(row, now), token: secret };
       return { result: created, change: { action: 'admin_token.created', target: row.id, before: null, after: created } };
@@ -69,16 +92,40 @@ export class AdminTokensService {
     return toAdminTokenResource(row, this.clock.now());
   }
 
-  /** Idempotent: revoking a revoked token changes (and records) nothing. */
-  async revokeToken(id: string, audit: AuditContext): Promise<AdminTokenResource> {
+  /**
+   * Idempotent: revoking a revoked token changes (and records) nothing. Revokes the token's
+   * descendants too (each with its own audit event): what a token minted dies with it. A token may
+   * revoke only tokens whose scopes it holds all of (root may revoke any).
+   */
+  async revokeToken(id: string, revoker: AdminPrincipal, audit: AuditContext): Promise<AdminTokenResource> {
     const now = this.clock.now();
     return withAuditEvent(this.db, audit, now, async (trx) => {
       const current = await tokens.findAdminTokenById(trx, id, { lock: true });
       if (!current) throw tokenNotFound(id);
+      const lacking = (JSON.parse(current.scopes) as AdminScope[]).find((scope) => !revoker.scopes.includes(scope));
+      if (lacking !== undefined) throw insufficientScope(lacking, 'revoke');
+      await this.revokeDescendants(trx, id, audit, now);
       const row = current.revoked_at === null ? await tokens.revokeAdminToken(trx, id, now) : current;
       const before = toAdminTokenResource(current, now);
       const after = toAdminTokenResource(row ?? current, now);
       return { result: after, change: updateChange('admin_token.revoked', id, before, after) };
     });
+  }
+
+  /** Walks the lineage down by created_by, generation by generation, revoking what is still live. */
+  private async revokeDescendants(trx: Kysely<Database>, rootId: string, audit: AuditContext, now: number): Promise<void> {
+    const seen = new Set([rootId]);
+    let parents = [rootId];
+    while (parents.length > 0) {
+      const children = (await tokens.lockChildrenOf(trx, parents)).filter((child) => !seen.has(child.id));
+      for (const child of children) {
+        seen.add(child.id);
+        if (child.revoked_at !== null) continue;
+        const revoked = (await tokens.revokeAdminToken(trx, child.id, now)) ?? child;
+        const change = updateChange('admin_token.revoked', child.id, toAdminTokenResource(child, now), toAdminTokenResource(revoked, now));
+        if (change) await recordAuditEvent(trx, audit, change, now);
+      }
+      parents = children.map((child) => child.id);
+    }
   }
 }

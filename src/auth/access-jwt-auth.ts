@@ -15,11 +15,40 @@ export interface AccessKeySetOptions {
   refetchCooldownMs: number;
   /** Deadline of one JWKS request. */
   timeoutMs: number;
+  /** Largest JWKS body read (a team's holds a few keys, about 2 kB); a larger one is refused. */
+  maxBytes: number;
 }
 
-const DEFAULT_KEY_SET_OPTIONS: AccessKeySetOptions = { maxAgeMs: 10 * 60_000, refetchCooldownMs: 30_000, timeoutMs: 5_000 };
+const DEFAULT_KEY_SET_OPTIONS: AccessKeySetOptions = { maxAgeMs: 10 * 60_000, refetchCooldownMs: 30_000, timeoutMs: 5_000, maxBytes: 1024 * 1024 };
 
-class KeysUnavailable extends Error {}
+export class KeysUnavailable extends Error {}
+
+/**
+ * The body as text, refused (and the download cancelled) past `maxBytes`: read while streaming, so
+ * a hostile or broken endpoint cannot make the gateway buffer an unbounded body.
+ */
+async function boundedText(response: Response, maxBytes: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel();
+    throw new Error(`JWKS of ${declared} bytes, over the ${maxBytes} byte limit`);
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new Error(`JWKS over the ${maxBytes} byte limit`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 /**
  * The team's JWKS, cached. An unknown `kid` means the keys rotated: fetch again, but not more than
@@ -71,7 +100,7 @@ export class AccessKeySet {
     try {
       const response = await fetch(this.url, { signal: AbortSignal.timeout(this.options.timeoutMs), redirect: 'error' });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const jwks = (await response.json()) as JSONWebKeySet;
+      const jwks = JSON.parse(await boundedText(response, this.options.maxBytes)) as JSONWebKeySet;
       this.keys = { resolve: createLocalJWKSet(jwks), fetchedAt: this.clock.now() };
     } catch (error) {
       this.logger?.warn({ err: error, jwks_url: this.url }, 'could not fetch the Cloudflare Access signing keys');
@@ -85,6 +114,7 @@ export class AccessKeySet {
 function reasonOf(error: unknown): string {
   if (error instanceof errors.JWTExpired) return 'it has expired';
   if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.reason === 'missing') return `it has no ${error.claim} claim`;
     if (error.claim === 'aud') return 'its audience is not this application';
     if (error.claim === 'iss') return 'its issuer is not this team';
     return `its ${error.claim} claim is not acceptable`;
@@ -99,8 +129,8 @@ const JWT_HEADER = 'cf-access-jwt-assertion';
 
 /**
  * The `CfAccessJwt` scheme: Cloudflare Access's `Cf-Access-Jwt-Assertion`, RS256 against the team's
- * JWKS, `aud` = the application's AUD tag, `iss` = the team domain, not expired (by the gateway's
- * clock). The identity is the JWT's `email`, or `common_name` for an Access service token.
+ * JWKS, `aud` = the application's AUD tag, `iss` = the team domain, with an `exp`, not expired (by
+ * the gateway's clock). The identity is the JWT's `email`, or `common_name` for an Access service token.
  */
 export function accessJwtGuard(deps: { config: AccessJwtConfig | undefined; clock: Clock; logger?: Logger }): (req: Request) => Promise<ServicePrincipal> {
   const keySet = deps.config ? new AccessKeySet(deps.config.jwksUrl, deps.clock, deps.logger) : undefined;
@@ -116,6 +146,8 @@ export function accessJwtGuard(deps: { config: AccessJwtConfig | undefined; cloc
         issuer: deps.config.issuer,
         audience: deps.config.audiences,
         algorithms: ['RS256'],
+        // jose only checks exp when present; a JWT without one would be valid forever.
+        requiredClaims: ['exp'],
         currentDate: new Date(deps.clock.now()),
       }));
     } catch (error) {

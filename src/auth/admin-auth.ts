@@ -1,12 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type { Kysely } from 'kysely';
-import { ALL_ADMIN_SCOPES, type AdminScope, adminTokenSecrets, adminTokenStatus, insufficientScope } from '../admin-tokens/admin-token.model';
+import { ALL_ADMIN_SCOPES, type AdminScope, adminTokenSecrets, inactiveTokenError, insufficientScope } from '../admin-tokens/admin-token.model';
 import { findAdminTokenByHash } from '../admin-tokens/admin-tokens.repository';
 import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { hashKey } from '../keys/key-secret';
-import { type Clock, toIso } from '../shared/clock';
+import type { Clock } from '../shared/clock';
 import type { AdminPrincipal } from './principal';
 
 /** Bearer token from an Authorization header, or undefined. */
@@ -29,6 +29,9 @@ const ADMIN_TOKEN_PREFIX = 'hyadm_';
  * The `AdminSecret` scheme. The admin secret is the root and holds every scope; an admin token
  * (`hyadm_...`) must be well-formed, known, not revoked, not expired (each its own 401) and hold
  * the scopes the operation's requirement names (403 `insufficient_scope`). Client keys never open it.
+ * Read from the database on every request, uncached: a revocation holds on every replica at once.
+ * A token's lineage needs no walk here: a child's expiry is capped at its parent's and revoking a
+ * token revokes its descendants (AdminTokensService), so the row alone says whether it is usable.
  */
 export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; clock: Clock }): (req: Request, scopes: readonly string[]) => Promise<AdminPrincipal> {
   return async (req, scopes) => {
@@ -39,9 +42,8 @@ export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; cl
     }
     const row = adminTokenSecrets.isWellFormed(token) ? await findAdminTokenByHash(deps.db, hashKey(token)) : undefined;
     if (!row) throw new ApiError('invalid_admin_token', 'The admin token is malformed or unknown.');
-    const status = adminTokenStatus(row, deps.clock.now());
-    if (status === 'revoked') throw new ApiError('admin_token_revoked', 'This admin token has been revoked.');
-    if (status === 'expired') throw new ApiError('admin_token_expired', `This admin token expired at ${toIso(row.expires_at as number)}.`);
+    const inactive = inactiveTokenError(row, deps.clock.now());
+    if (inactive) throw inactive;
     const held = JSON.parse(row.scopes) as AdminScope[];
     const lacking = scopes.find((scope) => !(held as readonly string[]).includes(scope));
     if (lacking !== undefined) throw insufficientScope(lacking, 'use');

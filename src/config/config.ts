@@ -68,6 +68,8 @@ export interface GatewayConfig {
   channels: ChannelsConfig;
   /** A request's body must arrive within this long after its headers (slow-body attacks). */
   bodyTimeoutMs: number;
+  /** A request's headers must have arrived this long after its connection (or previous request) began (slow headers). */
+  headersTimeoutMs: number;
   /** Open client connections on both listeners together; past it the stalest idle or stalled one is closed. */
   maxConnections: number;
   /** TRUSTED_PROXIES: CIDRs of proxies whose X-Forwarded-For is believed (key allowed_ips). */
@@ -546,6 +548,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
       expiryScanIntervalMs: integer(env, 'WEBHOOK_EXPIRY_SCAN_INTERVAL_MS', 60_000, 10, 86_400_000),
     },
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 10_000, 100, 600_000),
+    headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_MS', 15_000, 100, 600_000),
     maxConnections: maxConnections(env, dbPoolSize),
   };
 }
@@ -570,6 +573,7 @@ export function describeConfig(config: GatewayConfig): Record<string, unknown> {
     validateResponses: config.validateResponses,
     bodyLimitBytes: config.bodyLimitBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
+    headersTimeoutMs: config.headersTimeoutMs,
     maxConnections: config.maxConnections,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     sweepGraceMs: config.sweepGraceMs,

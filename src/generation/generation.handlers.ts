@@ -3,6 +3,7 @@ import { ApiError } from '../errors/api-error';
 import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
 import type { GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
+import { parsePrefer } from '../http/prefer';
 import type { ClientKey } from '../keys/key.model';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './client-generations';
@@ -14,22 +15,18 @@ type GenerationHandlers = Pick<
   'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration' | 'getWebhookSigningSecret'
 >;
 
-/** The longest `Prefer: wait=N` honoured (as Replicate's `Prefer: wait`). */
-const MAX_WAIT_SECONDS = 60;
+// Parsed where the idempotency layer can read it too (the asynchronous form is part of a request's fingerprint).
+export { parsePrefer } from '../http/prefer';
 
-/** RFC 7240 preferences this API honours; undefined when the request asked for neither (synchronous). */
-export function parsePrefer(header: string | undefined): { respondAsync: boolean; waitSeconds: number } | undefined {
-  if (header === undefined) return undefined;
-  let respondAsync = false;
-  let waitSeconds: number | undefined;
-  for (const part of header.split(',')) {
-    const [name, value] = part.split(';')[0]!.trim().split('=').map((t) => t.trim().replace(/^"|"$/g, ''));
-    if (name?.toLowerCase() === 'respond-async') respondAsync = true;
-    if (name?.toLowerCase() === 'wait' && value !== undefined && /^\d{1,6}$/.test(value)) waitSeconds = Math.min(Number(value), MAX_WAIT_SECONDS);
-  }
-  // Unknown preferences are ignored (RFC 7240 §2).
-  if (!respondAsync && waitSeconds === undefined) return undefined;
-  return { respondAsync, waitSeconds: waitSeconds ?? 0 };
+/** `wait=N` honoured (RFC 7240 §3): the answer came within the wait, or the wait ran out into a 202. */
+function waitApplied(prefer: { waitSeconds: number }): string[] {
+  return prefer.waitSeconds > 0 ? [`wait=${prefer.waitSeconds}`] : [];
+}
+
+/** Preference-Applied of a 200 answered to a `Prefer` request: the wait it was answered within. */
+function doneHeaders(prefer: { waitSeconds: number }): { headers?: Record<string, string> } {
+  const applied = waitApplied(prefer);
+  return applied.length > 0 ? { headers: { 'Preference-Applied': applied.join(', ') } } : {};
 }
 
 interface Accepted {
@@ -60,7 +57,7 @@ async function submitAsync(
     error.rateLimit = submitted.rateLimit;
     throw error;
   }
-  const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...(prefer.waitSeconds > 0 ? [`wait=${prefer.waitSeconds}`] : [])].join(', ');
+  const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...waitApplied(prefer)].join(', ');
   return {
     status: 202,
     body: resource,
@@ -80,6 +77,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         const { done } = outcome;
         return {
           status: 200,
+          ...doneHeaders(prefer),
           rateLimit: outcome.rateLimit,
           body: {
             id: done.id,
@@ -120,6 +118,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         if (!('done' in outcome)) return outcome;
         return {
           status: 200,
+          ...doneHeaders(prefer),
           rateLimit: outcome.rateLimit,
           body: {
             created: Math.floor(Date.parse(outcome.done.created_at) / 1000),

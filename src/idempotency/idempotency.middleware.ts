@@ -12,6 +12,7 @@ import {
   findIdempotencyRecord,
 } from './idempotency.repository';
 import { canonicalJson } from './canonical-json';
+import { parsePrefer } from '../http/prefer';
 import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { openResponse, sealResponse } from './response-sealing';
 
@@ -32,8 +33,19 @@ function scopeOf(res: Response): string {
 }
 
 /**
+ * What a retry must repeat: method, path, the body as a JSON value and whether it asked to be
+ * answered asynchronously (`Prefer: respond-async` or `wait=N`): a 202 snapshot is no answer to a
+ * synchronous request, nor a 200 to an asynchronous one. A synchronous request hashes as it always
+ * did, so records stored before this rule still replay.
+ */
+export function requestFingerprint(method: string, path: string, body: unknown, prefer: string | undefined): string {
+  const mode = parsePrefer(prefer) ? '\nprefer: async' : '';
+  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}${mode}`).digest('hex');
+}
+
+/**
  * Stripe-style Idempotency-Key, scoped to the caller: the first response is stored (before it
- * is sent) and replayed for a retry with the same body; another body is 422, and a retry while the
+ * is sent) and replayed for a retry with the same body and the same (a)synchronous form; another is 422, and a retry while the
  * first is still running is 409. Bodies are compared as JSON values (canonical-json.ts), not bytes.
  * Runs after validation, so an invalid request stores nothing.
  * Operations opt in with `x-idempotent: true` in the spec (spec-router.ts mounts this layer).
@@ -47,7 +59,7 @@ export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: 
     }
     const scope = scopeOf(res);
     const now = deps.clock.now();
-    const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+    const requestHash = requestFingerprint(req.method, req.path, req.body, req.get('prefer'));
 
     let claimed = await claimIdempotencyKey(deps.db, { scope, idempotency_key: key, request_hash: requestHash, created_at: now });
     if (!claimed) {

@@ -77,12 +77,15 @@ export class KeysService {
     audit: AuditContext,
     change: (trx: keys.Db, current: ApiKeyRow, now: number) => Promise<ApiKeyRow>,
     present: (row: ApiKeyRow, now: number) => R,
+    audited: (row: ApiKeyRow, now: number) => Record<string, unknown> = toKeyResource,
   ): Promise<R> {
     const now = this.clock.now();
     return withAuditEvent(this.db, audit, now, async (trx) => {
       const current = await this.requireKey(id, trx, { lock: true });
-      const after = present(await change(trx, current, now), now);
-      return { result: after, change: updateChange(action, id, toKeyResource(current, now), after) };
+      const row = await change(trx, current, now);
+      const after = present(row, now);
+      const auditedAfter = audited === toKeyResource ? after : audited(row, now);
+      return { result: after, change: updateChange(action, id, audited(current, now), auditedAfter) };
     }).then(async (result) => {
       await this.onChanged(id);
       return result;
@@ -188,7 +191,7 @@ export class KeysService {
       });
       if (!row) throw keyNotFound(id);
       return row;
-    }, toKeyResource);
+    }, toKeyResource, withUsageEpoch);
   }
 
   async rotateKey(id: string, audit: AuditContext): Promise<CreatedKeyResource> {
@@ -201,6 +204,14 @@ export class KeysService {
       (row, now): CreatedKeyResource => ({ ...toKeyResource(row, now), key: secret }),
     );
   }
+}
+
+/**
+ * What a quota change's audit event compares: the resource plus the usage book, so reset_usage on a
+ * key with nothing used (the resource unchanged) still leaves its event.
+ */
+function withUsageEpoch(row: ApiKeyRow, now: number): Record<string, unknown> {
+  return { ...toKeyResource(row, now), usage_epoch: Number(row.usage_epoch) };
 }
 
 /** `name:value` (the spec checks the shape) into a filter. */

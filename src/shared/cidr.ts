@@ -53,18 +53,51 @@ export class CidrSet {
 }
 
 /**
+ * One X-Forwarded-For hop as proxies write it: a bare IPv4 or IPv6 address, `198.51.100.7:443`,
+ * `[2001:db8::7]` or `[2001:db8::7]:443`; undefined for anything else (`unknown`, `_`, zone ids,
+ * stray characters), which the caller must not mistake for a trusted proxy.
+ */
+export function parseForwardedHop(hop: string): string | undefined {
+  const text = hop.trim();
+  // A zone id (`fe80::1%eth0`) is local to the sender's host: no address to check against a list.
+  if (text.includes('%')) return undefined;
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(text);
+  if (bracketed) {
+    const inner = bracketed[1] as string;
+    return isIP(inner) === 6 && validPort(bracketed[2]) ? normalizeIp(inner) : undefined;
+  }
+  const withPort = /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(text);
+  if (withPort) return isIP(withPort[1] as string) === 4 && validPort(withPort[2]) ? (withPort[1] as string) : undefined;
+  return isIP(text) === 0 ? undefined : normalizeIp(text);
+}
+
+function validPort(port: string | undefined): boolean {
+  return port === undefined || Number(port) <= 65535;
+}
+
+/**
  * The client's address: the socket peer, unless that peer is a trusted proxy; then the
  * X-Forwarded-For hops are read right to left, skipping trusted proxies, and the first untrusted
- * hop is the client. A header sent by an untrusted peer is never read.
+ * hop is the client. A hop that is not an address is the client too (as its raw text, which no
+ * allow-list matches): stopping there and keeping the proxy would let a client pick the proxy's
+ * address by writing garbage. A header sent by an untrusted peer is never read.
  */
 export function clientAddress(socketAddress: string | undefined, forwardedFor: string | undefined, trustedProxies: CidrSet | undefined): string {
   let client = normalizeIp(socketAddress ?? '');
-  if (!trustedProxies || !forwardedFor) return client;
-  const hops = forwardedFor.split(',').map((hop) => normalizeIp(hop.trim())).filter((hop) => hop !== '');
+  if (!trustedProxies || forwardedFor === undefined) return client;
+  // Empty hops (`, 203.0.113.5`, a proxy appending to an empty header) say nothing: skipped.
+  const hops = forwardedFor.split(',').filter((hop) => hop.trim() !== '');
   while (trustedProxies.has(client)) {
     const next = hops.pop();
-    if (next === undefined || isIP(next) === 0) break;
-    client = next;
+    if (next === undefined) break;
+    const address = parseForwardedHop(next);
+    if (address === undefined) return unparsableHop(next);
+    client = address;
   }
   return client;
+}
+
+/** Shown in the 403 message; bounded and printable so a hostile header cannot bloat or break it. */
+function unparsableHop(hop: string): string {
+  return `unparsable:${hop.trim().replace(/[^\x21-\x7e]/g, '?').slice(0, 64)}`;
 }

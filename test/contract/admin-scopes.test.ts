@@ -21,6 +21,11 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
     expect([...ALL_ADMIN_SCOPES].sort()).toEqual([...publishedScopes].sort());
   });
 
+  it('every published scope opens at least one operation (issue #29 §8: usage:read opened none)', () => {
+    const used = new Set(adminOperations.flatMap((op) => op.requirements.flatMap((requirement) => requirement.AdminSecret ?? [])));
+    expect(publishedScopes.filter((scope) => !used.has(scope))).toEqual([]);
+  });
+
   it('every admin operation declares exactly one scope, from the published enum', () => {
     expect(adminOperations.length).toBeGreaterThan(0);
     const wrong = adminOperations

@@ -148,8 +148,11 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(fast.status).toBe(200);
     expect(fast.body).toMatchObject({ model: 'local-1', usage: { images: 1, credits_charged: 1 } });
     expect(fast.body.data[0].b64_json).toEqual(expect.any(String));
+    // The wait was honoured: said so on the 200 too (issue #29 §8).
+    expect(fast.headers['preference-applied']).toBe('wait=10');
     const openai = await submit(key, { prompt: 'quick', model: 'local-1', response_format: 'b64_json' }, 'respond-async, wait=10', '/v1/images/generations');
     expect(openai.status).toBe(200);
+    expect(openai.headers['preference-applied']).toBe('wait=10');
     expect(openai.body.data[0]).toMatchObject({ b64_json: expect.any(String), revised_prompt: 'quick' });
     const slow = await submit(key, { prompt: 's [hold:w1]', model: 'held-1' }, 'respond-async, wait=1');
     expect(slow.status).toBe(202);

@@ -37,6 +37,28 @@ describe('Idempotency-Key', () => {
     expect(await used(id)).toBe(1);
   });
 
+  it('the same key and body asked synchronously and asynchronously is 422, not a replay of the other form (issue #29 §8)', async () => {
+    const { id, key } = await t.createKey();
+    const send = (idem: string, prefer?: string) =>
+      t.api.send('post', '/images/generate', {
+        body: localRequest(),
+        headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idem, ...(prefer ? { Prefer: prefer } : {}) },
+      });
+    expect((await send('mode-1', 'respond-async')).status).toBe(202);
+    const sync = await send('mode-1');
+    expect([sync.status, sync.body.error?.code]).toEqual([422, 'idempotency_key_reused']);
+    expect((await send('mode-2')).status).toBe(200);
+    for (const prefer of ['respond-async', 'wait=5']) {
+      const async = await send('mode-2', prefer);
+      expect([prefer, async.status, async.body.error?.code]).toEqual([prefer, 422, 'idempotency_key_reused']);
+    }
+    // The same form still replays.
+    const again = await send('mode-1', 'respond-async');
+    expect([again.status, again.headers['idempotent-replayed']]).toEqual([202, 'true']);
+    expect((await send('mode-2')).headers['idempotent-replayed']).toBe('true');
+    expect(await used(id)).toBe(2);
+  });
+
   it('a retry while the first is still running is 409 idempotency_key_in_use', async () => {
     const { key } = await t.createKey({ allowed_providers: ['jimeng'] });
     const body = { prompt: 'held until released [hold]', model: 'jimeng-4.5' };

@@ -1,4 +1,5 @@
 import { rawConnection } from '../helpers/raw-http';
+import { connectionsCheckingIntervalMs } from '../../src/server';
 import { ADMIN_SECRET, SERVICE_TOKEN, type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 /** Request head for a JSON POST that announces `length` bytes of body. */
@@ -97,5 +98,35 @@ describe('at the connection cap (MAX_CONNECTIONS), idle and stalled connections 
     expect(await silent[0]!.closedByServer(2000)).toBe(true);
     expect(await more[more.length - 1]!.closedByServer(200)).toBe(false);
     for (const connection of [...silent, ...more, ...pressure, newcomer]) connection.socket.destroy();
+  });
+});
+
+describe('slow request headers cannot hold connections (issue #29 §8)', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway({ HEADERS_TIMEOUT_MS: '1000' });
+  });
+  afterAll(() => t.close());
+
+  it('the default 15 s headers timeout is checked at least every second (Node checks every 30 s unless told)', () => {
+    expect(connectionsCheckingIntervalMs(15_000)).toBe(1_000);
+    expect(connectionsCheckingIntervalMs(1_000)).toBe(100);
+  });
+
+  it.each(['public', 'internal'])('headers still trickling in after HEADERS_TIMEOUT_MS close the connection on the %s listener, within 10%% of it', async (listener) => {
+    const url = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
+    const started = Date.now();
+    const connection = await rawConnection(url, 'GET /healthz HTTP/1.1\r\nHost: gateway\r\n');
+    let n = 0;
+    const trickle = setInterval(() => connection.socket.write(`X-Slow-${(n += 1)}: a\r\n`), 100);
+    try {
+      expect(await connection.closedByServer(3_000)).toBe(true);
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(900);
+      // Timeout plus one checking interval (100 ms), with slack for a loaded machine.
+      expect(elapsed).toBeLessThan(1_800);
+    } finally {
+      clearInterval(trickle);
+    }
   });
 });

@@ -119,6 +119,8 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
       ['malformed', 'not-a-jwt', /malformed/],
       ['HS256 (algorithm confusion)', await new SignJWT({ email: 'mallory@example.com' }).setProtectedHeader({ alg: 'HS256', kid: current.kid }).setIssuer(TEAM).setAudience(AUD).setExpirationTime('10m').sign(new TextEncoder().encode('x'.repeat(32))), /RS256/],
       ['no identity', await sign({ email: '' }), /email or common_name/],
+      // Valid forever if accepted (issue #29 §8).
+      ['no exp', await new SignJWT({ email: 'ada@example.com' }).setProtectedHeader({ alg: 'RS256', kid: current.kid }).setIssuer(TEAM).setAudience(AUD).sign(current.privateKey), /no exp claim/],
     ];
     for (const [name, jwt, reason] of cases) {
       const res = await t.internal.send('get', '/api/v1/creative/models', { headers: withJwt(jwt) });

@@ -54,6 +54,60 @@ describe('scoped admin tokens', () => {
     });
   });
 
+  describe('lineage: a token never outlives the token that created it (issue #29 §6)', () => {
+    const mint = (parent: string, body: Record<string, unknown>) =>
+      t.api.send('post', '/admin/tokens', { headers: bearer(parent), body: { name: 'child', scopes: ['tokens:write', 'keys:read'], ...body } });
+    const keysWith = async (token: string) => {
+      const res = await t.api.send('get', '/admin/keys', { headers: bearer(token) });
+      return [res.status, res.body.error?.code ?? 'ok'];
+    };
+
+    it("caps a child's expiry (none asked, or later) at its parent's; the whole line expires together", async () => {
+      const parent = await createAdminTokenVia(t.api, ['tokens:write', 'keys:read'], { expires_at: new Date(t.clock.now() + 4_000).toISOString() });
+      const parentExpiry = (await t.api.admin('get', `/admin/tokens/${parent.id}`)).body.expires_at;
+      const child = await mint(parent.token, {});
+      expect(child.status).toBe(201);
+      expect(child.body.expires_at).toBe(parentExpiry);
+      const grandchild = await mint(child.body.token, { expires_in_days: 36500 });
+      expect(grandchild.body.expires_at).toBe(parentExpiry);
+      // An earlier expiry than the parent's is kept as asked.
+      const sooner = new Date(t.clock.now() + 2_000).toISOString();
+      expect((await mint(parent.token, { expires_at: sooner })).body.expires_at).toBe(sooner);
+      // Root's tokens are not bound: no expiry stays no expiry.
+      expect((await t.api.admin('post', '/admin/tokens', { name: 'forever', scopes: ['keys:read'] })).body.expires_at).toBeNull();
+
+      t.clock.advanceMs(5_000);
+      for (const token of [parent.token, child.body.token, grandchild.body.token]) expect(await keysWith(token)).toEqual([401, 'admin_token_expired']);
+    });
+
+    it('revoking a token revokes its descendants, each with an audit event; other lines stay', async () => {
+      const parent = await createAdminTokenVia(t.api, ['tokens:write', 'keys:read']);
+      const child = (await mint(parent.token, {})).body;
+      const grandchild = (await mint(child.token, { scopes: ['keys:read'] })).body;
+      const sibling = await createAdminTokenVia(t.api, ['tokens:write', 'keys:read']);
+      const nephew = (await mint(sibling.token, {})).body;
+      for (const token of [child.token, grandchild.token]) expect(await keysWith(token)).toEqual([200, 'ok']);
+
+      const revoked = await t.api.send('delete', `/admin/tokens/${parent.id}`, { headers: bearer(sibling.token) });
+      expect(revoked.body.status).toBe('revoked');
+      for (const token of [parent.token, child.token, grandchild.token]) expect(await keysWith(token)).toEqual([401, 'admin_token_revoked']);
+      for (const token of [sibling.token, nephew.token]) expect(await keysWith(token)).toEqual([200, 'ok']);
+      const events = await t.api.admin('get', `/admin/audit-events?action=admin_token.revoked&actor=${sibling.id}`);
+      expect(events.body.data.map((e: { target: string }) => e.target).sort()).toEqual([parent.id, child.id, grandchild.id].sort());
+      // Revoking again changes and records nothing.
+      await t.api.send('delete', `/admin/tokens/${parent.id}`, { headers: bearer(sibling.token) });
+      expect((await t.api.admin('get', `/admin/audit-events?action=admin_token.revoked&actor=${sibling.id}`)).body.data).toHaveLength(3);
+    });
+
+    it('a revoked or expired token mints nothing, even when the guard read it before the revocation', async () => {
+      const parent = await createAdminTokenVia(t.api, ['tokens:write', 'keys:read']);
+      // Revoked between the guard's read and the insert: the creation re-reads its creator in its transaction.
+      await t.gateway.database.db.updateTable('admin_tokens').set({ revoked_at: t.clock.now() }).where('id', '=', parent.id).execute();
+      const refused = await mint(parent.token, {});
+      expect([refused.status, refused.body.error.code]).toEqual([401, 'admin_token_revoked']);
+    });
+  });
+
   describe('the AdminSecret scheme with scopes', () => {
     it('a token opens the operations of its scopes, and 403 insufficient_scope names the missing one elsewhere', async () => {
       const reader = await createAdminTokenVia(t.api, ['keys:read']);
@@ -122,7 +176,7 @@ describe('scoped admin tokens', () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i += 1) {
         t.clock.advanceMs(5);
-        ids.push((await createAdminTokenVia(t.api, ['usage:read'])).id);
+        ids.push((await createAdminTokenVia(t.api, ['webhooks:read'])).id);
       }
       await t.api.admin('delete', `/admin/tokens/${ids[1]}`);
       const seen: Array<{ id: string; token?: string }> = [];
@@ -153,6 +207,21 @@ describe('scoped admin tokens', () => {
       const second = await t.api.admin('delete', `/admin/tokens/${id}`);
       expect(second.body.revoked_at).toBe(first.body.revoked_at);
       expect((await t.api.admin('get', `/admin/tokens/${id}`)).body.status).toBe('revoked');
+    });
+
+    it('a token revokes only tokens whose scopes it holds all of; root revokes any (issue #29 §6)', async () => {
+      const tokenAdmin = await createAdminTokenVia(t.api, ['tokens:write']);
+      const everything = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'tokens:write', 'audit:read']);
+      const refused = await t.api.send('delete', `/admin/tokens/${everything.id}`, { headers: bearer(tokenAdmin.token) });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({ code: 'insufficient_scope', scope: 'keys:read' });
+      expect(refused.body.error.message).toContain('cannot revoke');
+      expect((await t.api.admin('get', `/admin/tokens/${everything.id}`)).body.status).toBe('active');
+      // A token it could have made itself, and itself, it may revoke.
+      const peer = await createAdminTokenVia(t.api, ['tokens:write']);
+      expect((await t.api.send('delete', `/admin/tokens/${peer.id}`, { headers: bearer(tokenAdmin.token) })).body.status).toBe('revoked');
+      expect((await t.api.send('delete', `/admin/tokens/${tokenAdmin.id}`, { headers: bearer(tokenAdmin.token) })).body.status).toBe('revoked');
+      expect((await t.api.admin('delete', `/admin/tokens/${everything.id}`)).body.status).toBe('revoked');
     });
 
     it('404 admin_token_not_found and 400 for a malformed id or cursor', async () => {

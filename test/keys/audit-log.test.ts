@@ -73,6 +73,20 @@ describe('audit log (GET /admin/audit-events, listAuditEvents)', () => {
     expect(stored).not.toContain(rotated.body.key);
   });
 
+  it('reset_usage on an unused key opens a new usage book: audited, though the resource reads the same (issue #29 §8)', async () => {
+    const { id } = await t.createKey({ credits_quota: 100 });
+    const res = await t.api.admin('post', `/admin/keys/${id}/quota`, { credits_quota: 100, reset_usage: true });
+    expect(res.status).toBe(200);
+    const [reset] = (await eventsFor(id)).filter((e) => e.action === 'key.quota_set');
+    expect(reset).toBeDefined();
+    const epoch = Number(reset?.before?.usage_epoch);
+    expect(reset?.before).toEqual({ usage_epoch: epoch });
+    expect(reset?.after).toEqual({ usage_epoch: epoch + 1 });
+    // Setting the same quota again without a reset changes nothing and records nothing.
+    await t.api.admin('post', `/admin/keys/${id}/quota`, { credits_quota: 100 });
+    expect((await eventsFor(id)).filter((e) => e.action === 'key.quota_set')).toHaveLength(1);
+  });
+
   it('a request that changes nothing records nothing', async () => {
     const { id } = await t.createKey();
     await t.api.admin('delete', `/admin/keys/${id}`);

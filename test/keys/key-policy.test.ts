@@ -213,4 +213,17 @@ describe('allowed_ips behind trusted proxies (TRUSTED_PROXIES)', () => {
     // No header: the trusted proxy itself is the client.
     expect((await t.api.client(key, localRequest())).status).toBe(403);
   });
+
+  it('refuses hops that are not bare addresses instead of keeping the proxy as the client (issue #29 §5)', async () => {
+    const { key } = await t.createKey({ allowed_ips: ['127.0.0.0/8'] });
+    expect((await fromHops(key, '127.0.0.5')).status).toBe(200);
+    for (const hop of ['198.51.100.7:443', '[2001:db8::7]:443', '[2001:db8::7]', 'unknown', '198.51.100.7 , _', '_', '198.51.100.7%0a']) {
+      const res = await fromHops(key, hop);
+      expect({ hop, status: res.status, code: res.body.error?.code }).toEqual({ hop, status: 403, code: 'ip_not_allowed' });
+    }
+    // Ports and brackets are read as proxies write them: an allowed address behind them still works.
+    expect((await fromHops(key, '127.0.0.5:443')).status).toBe(200);
+    const v6 = await t.createKey({ allowed_ips: ['2001:db8::/32'] });
+    expect((await fromHops(v6.key, '[2001:db8::7]:443')).status).toBe(200);
+  });
 });
