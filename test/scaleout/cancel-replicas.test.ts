@@ -53,7 +53,7 @@ describeWithServices('cancel through another replica (2 replicas on PostgreSQL +
     const [a, b] = replicas as [GatewayProcess, GatewayProcess];
     const created = await createKeyVia(new ApiClient(a.url), { credits_quota: 1000, rate_limit_rpm: 1000, allowed_providers: ['jimeng'] });
     const books = new Books(observer.db);
-    const rounds = 5;
+    const rounds = 10;
     for (let round = 0; round < rounds; round += 1) {
       // ~40 polls of 20 ms: still generating when the cancel arrives.
       const prompt = `cancel round ${round} [pending:40]`;
