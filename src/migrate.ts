@@ -1,6 +1,7 @@
 import { databaseUrlFromEnv, maskUrl } from './config/config';
 import { engineOf, openDatabase } from './db/database';
-import { migrateToLatest } from './db/migrations';
+// '/index', not the folder: a dist/ built before the split keeps db/migrations.js, which Node would load first.
+import { migrateToLatest } from './db/migrations/index';
 import { describeStartupFailure } from './startup-failure';
 
 /**

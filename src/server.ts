@@ -13,7 +13,8 @@ import { environmentChannels } from './channels/channel.model';
 import { ChannelsService } from './channels/channels.service';
 import { describeConfig, type GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
-import { migrateToLatest } from './db/migrations';
+// '/index', not the folder: a dist/ built before the split keeps db/migrations.js, which Node would load first.
+import { migrateToLatest } from './db/migrations/index';
 import { GenerationService } from './generation/generation.service';
 import { GenerationWorker, modelHasRoom } from './generation/generation-worker';
 import { loadOpenApiDocument } from './http/openapi-document';

@@ -1,19 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { type AdminConnection, adminConnection } from './admin-client';
+import { adminConnection } from './admin-client';
+import type { CommandContext } from './command-context';
 import { registerAuditCommands } from './commands/audit';
 import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
 import { registerTokenCommands } from './commands/tokens';
 import { registerWebhookCommands } from './commands/webhooks';
-import type { Output } from './output';
-
-/** What every command reads from the global options (--url, --json). */
-export interface CommandContext {
-  connection(command: Command): AdminConnection;
-  output(command: Command): Output;
-}
 
 /**
  * One register function per resource of the admin API; a new resource adds its module here and

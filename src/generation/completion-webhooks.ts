@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { components } from '../../generated/gateway';
 import type { Database, GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
@@ -8,10 +9,10 @@ import { eventBody, pendingDelivery } from '../webhooks/events';
 import { urlProblem } from '../webhooks/safe-url';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';
-import type { ClientGeneration } from './client-generations';
-import type { StoredGenerationRequest } from './durable';
 
 type Db = Kysely<Database>;
+/** The generation as GET /generations/{id} shows it (client-generations.ts builds it). */
+type ClientGeneration = components['schemas']['ClientGeneration'];
 
 export const COMPLETION_EVENTS = ['completed', 'failed', 'canceled'] as const;
 export type CompletionEvent = (typeof COMPLETION_EVENTS)[number];
@@ -75,7 +76,8 @@ export class CompletionWebhooks {
   async emit(trx: Db, generationId: string): Promise<boolean> {
     const row = await trx.selectFrom('generations').selectAll().where('id', '=', generationId).executeTakeFirst();
     if (!row || row.key_id === null || row.request === null) return false;
-    const webhook = (JSON.parse(row.request) as StoredGenerationRequest).webhook;
+    // generations.request is a StoredGenerationRequest (durable.ts): only its webhook is read here.
+    const webhook = (JSON.parse(row.request) as { webhook?: GenerationWebhook }).webhook;
     const event = EVENT_OF_STATUS[row.status];
     if (!webhook || !event || !webhook.events.includes(event)) return false;
     const now = this.deps.clock.now();

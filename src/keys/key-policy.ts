@@ -4,7 +4,6 @@ import type { ApiKeysTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
-import type { ClientKey } from './key.model';
 
 /**
  * Per-key policy beyond quota and rate (issue #16): where a key may be used from, which models,
@@ -88,6 +87,9 @@ export interface ClientKeyPolicy {
   alertThresholds: readonly number[];
 }
 
+/** The fields of a ClientKey (key.model.ts) the checks below read; named here so this module need not import key.model, which imports it. */
+type PolicyHolder = { id: string; allowedProviders: readonly string[]; policy: ClientKeyPolicy };
+
 export function clientKeyPolicy(row: PolicyColumns): ClientKeyPolicy {
   const resource = policyResource(row);
   return {
@@ -107,14 +109,14 @@ export function checkClientIp(policy: Pick<ClientKeyPolicy, 'allowedIps'>, clien
 }
 
 /** 403 model_not_allowed when the key lists its models and this one is not among them. */
-export function checkModelAllowed(key: Pick<ClientKey, 'policy'>, model: string): void {
+export function checkModelAllowed(key: Pick<PolicyHolder, 'policy'>, model: string): void {
   const allowed = key.policy.allowedModels;
   if (allowed !== null && !allowed.includes(model)) {
     throw new ApiError('model_not_allowed', `This key may not use model ${model} (allowed: ${allowed.join(', ')}).`, { param: 'model' });
   }
 }
 
-function mayUse(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
+function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
   return key.allowedProviders.includes(entry.provider) && (key.policy.allowedModels === null || key.policy.allowedModels.includes(entry.model));
 }
 
@@ -123,12 +125,12 @@ function openAiModel(entry: CatalogModel): OpenAIModel {
 }
 
 /** `GET /v1/models`: the catalog models this key may use. */
-export function modelsForKey(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
+export function modelsForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
   return [...catalog.values()].filter((entry) => mayUse(key, entry)).map(openAiModel);
 }
 
 /** `GET /v1/models/{model}`: 404 for a model the catalog lacks, 403 for one this key may not use. */
-export function modelForKey(key: Pick<ClientKey, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, model: string): OpenAIModel {
+export function modelForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, model: string): OpenAIModel {
   const entry = catalog.get(model);
   if (!entry) throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
   if (!mayUse(key, entry)) throw new ApiError('model_not_allowed', `This key may not use model ${model}.`, { param: 'model' });
@@ -136,7 +138,7 @@ export function modelForKey(key: Pick<ClientKey, 'policy' | 'allowedProviders'>,
 }
 
 /** Takes a slot of the key's `max_concurrent` (none needed without a cap); 429 concurrency_limited when all are taken. */
-export async function holdConcurrencySlot(leases: ConcurrencyLeases | undefined, key: Pick<ClientKey, 'id' | 'policy'>): Promise<HeldLease | undefined> {
+export async function holdConcurrencySlot(leases: ConcurrencyLeases | undefined, key: Pick<PolicyHolder, 'id' | 'policy'>): Promise<HeldLease | undefined> {
   const max = key.policy.maxConcurrent;
   if (max === null || !leases) return undefined;
   const lease = await leases.acquire(key.id, max);

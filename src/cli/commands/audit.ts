@@ -4,7 +4,7 @@ import { gatewayOperations } from '../../../generated/gateway.operations';
 import { callAdminApi } from '../admin-client';
 import { pageOptions, timestamp, withQuery } from '../options';
 import { printPage } from '../output';
-import type { CommandContext } from '../program';
+import type { CommandContext } from '../command-context';
 
 type Schemas = components['schemas'];
 

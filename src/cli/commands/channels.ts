@@ -6,7 +6,7 @@ import { fillPath } from '../../http/operation-path';
 import { UsageError, callAdminApi } from '../admin-client';
 import { type Clearable, defined, enableDisable, idCommand, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, printPage, record } from '../output';
-import type { CommandContext } from '../program';
+import type { CommandContext } from '../command-context';
 
 type Schemas = components['schemas'];
 type Channel = Schemas['Channel'];

@@ -5,7 +5,7 @@ import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
 import { type Clearable, commaList, defined, enableDisable, numberList, orClear, pageOptions, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
 import { print, printPage, record } from '../output';
-import type { CommandContext } from '../program';
+import type { CommandContext } from '../command-context';
 
 type Schemas = components['schemas'];
 type Key = Schemas['Key'];

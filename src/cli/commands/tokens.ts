@@ -5,7 +5,7 @@ import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
 import { commaList, idCommand, pageOptions, timestamp, wholeNumber, withQuery } from '../options';
 import { print, printPage, record } from '../output';
-import type { CommandContext } from '../program';
+import type { CommandContext } from '../command-context';
 
 type Schemas = components['schemas'];
 type AdminToken = Schemas['AdminToken'];

@@ -5,7 +5,7 @@ import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
 import { commaList, defined, enableDisable, idCommand, pageOptions, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, printPage, record } from '../output';
-import type { CommandContext } from '../program';
+import type { CommandContext } from '../command-context';
 
 type Schemas = components['schemas'];
 type Endpoint = Schemas['WebhookEndpoint'];
