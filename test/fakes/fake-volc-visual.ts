@@ -32,7 +32,15 @@ const MESSAGES: Record<number, string> = {
   50519: 'Post Img Risk Not Pass',
 };
 
-export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0): Promise<FakeVisual> {
+export interface FakeVisualOptions {
+  /**
+   * The host its result URLs name, as the real API's `p<N>-aiop-sign.byteimg.com` (https): the
+   * test maps it back to this fake. Unset: URLs on the fake's own host (other processes can fetch them).
+   */
+  imageHost?: string;
+}
+
+export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0, options: FakeVisualOptions = {}): Promise<FakeVisual> {
   const requests: FakeVisual['requests'] = [];
   const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
   const counters = new AccountCounters();
@@ -52,6 +60,12 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       status: code,
       time_elapsed: '1ms',
     });
+
+  const resultUrl = (req: http.IncomingMessage, prompt: string, name: string) => {
+    const url = imageFileUrl(req, prompt, name);
+    // Like the real API's signed URLs (…~tplv-…-image.image?rk3s=…&x-expires=…), on the named host.
+    return options.imageHost ? url.replace(/^http:\/\/[^/]+/, `https://${options.imageHost}`) + '?rk3s=fake&x-expires=9999999999' : url;
+  };
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
@@ -124,7 +138,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         code: 10000,
         data: {
           status: 'done',
-          image_urls: returnUrl ? [imageFileUrl(req, task.prompt, String(body.task_id))] : null,
+          image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id))] : null,
           binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
         },
         message: 'Success',

@@ -4,6 +4,8 @@ import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 const credentials = { accessKeyId: 'AKtest', secretAccessKey: 'secret-for-tests' };
+/** The real API's result URLs are on p<N>-aiop-sign.byteimg.com; so are the fake's here. */
+const IMAGE_HOST = 'p3-aiop-sign.byteimg.com';
 
 describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   let fake: FakeVisual;
@@ -11,8 +13,18 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   let key: string;
   let keyId: string;
 
+  /** Image URLs the gateway downloaded (this process's fetch, pointed back at the fake for IMAGE_HOST). */
+  const downloaded: string[] = [];
+
   beforeAll(async () => {
-    fake = await startFakeVisual(credentials);
+    fake = await startFakeVisual(credentials, 0, { imageHost: IMAGE_HOST });
+    const realFetch = globalThis.fetch;
+    jest.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
+      const url = new URL(input instanceof Request ? input.url : input);
+      if (url.host !== IMAGE_HOST) return realFetch(input, init);
+      downloaded.push(url.href);
+      return realFetch(`${fake.url}${url.pathname}${url.search}`, init);
+    });
     t = await startTestGateway({
       VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
       VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
@@ -30,6 +42,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
   });
   afterAll(async () => {
+    jest.restoreAllMocks();
     await t.close();
     await fake.close();
   });
@@ -44,6 +57,8 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ model: 'jimeng-4.0', provider: 'jimeng', usage: { images: 1, credits_charged: 3 } });
     expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining(`${t.gateway.url}/images/img_`), width: 1024, height: 1024 });
+    // Taken from the visual API's own image host, which the default IMAGE_FETCH_ALLOWED_HOSTS admits.
+    expect(downloaded.at(-1)).toMatch(/^https:\/\/p3-aiop-sign\.byteimg\.com\/files\/png-task-\d+\.png\?rk3s=/);
     const calls = fake.requests.slice(before);
     expect(calls[0]).toEqual({
       action: 'CVSync2AsyncSubmitTask',
