@@ -212,7 +212,7 @@ export interface paths {
         };
         /**
          * Get one model this key may use (OpenAI-compatible)
-         * @description One catalog model in OpenAI's format. 404 `model_not_found` when the catalog has no such
+         * @description One catalog model in OpenAI's format, with its default size and the sizes it takes. 404 `model_not_found` when the catalog has no such
          *     model; 403 `model_not_allowed` when this key may not use it.
          */
         get: operations["getModelOpenAI"];
@@ -1119,6 +1119,9 @@ export interface components {
             created: number;
             /** @description The provider that serves it. */
             owned_by: string;
+            /** @description The size used when a request has none (`size` omitted or `auto`). */
+            default_size?: string;
+            size_bounds?: components["schemas"]["SizeBounds"];
         };
         OpenAIModelList: {
             /** @enum {string} */
@@ -1318,7 +1321,11 @@ export interface components {
              * @default 1
              */
             n?: number;
-            /** @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. */
+            /**
+             * @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. Each model takes the
+             *     sizes its upstream documents (`size_bounds` of `GET /v1/models/{model}`); any other is
+             *     refused with 400 `invalid_request` (`param` is `size`) before anything is charged.
+             */
             size?: string;
             /** @description Seed for reproducible output. */
             seed?: number;
@@ -1387,6 +1394,30 @@ export interface components {
                  */
                 dependency?: "database" | "redis";
             };
+        };
+        /**
+         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
+         *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
+         * @example {
+         *       "min_pixels": 3686400,
+         *       "max_pixels": 16777216,
+         *       "min_ratio": 0.0625,
+         *       "max_ratio": 16
+         *     }
+         */
+        SizeBounds: {
+            /** @description Smallest width × height. */
+            min_pixels: number;
+            /** @description Largest width × height. */
+            max_pixels: number;
+            /** @description Smallest width / height (e.g. 0.333… for 1/3). */
+            min_ratio: number;
+            /** @description Largest width / height. */
+            max_ratio: number;
+            /** @description Smallest width and height, when the model bounds each side. */
+            min_side?: number;
+            /** @description Largest width and height, when the model bounds each side. */
+            max_side?: number;
         };
     };
     responses: {

@@ -17,6 +17,27 @@ function b64Image(kind: string | undefined): string {
   return TINY_PNG_B64;
 }
 
+/**
+ * Ark's documented sizes per model (kept apart from the gateway's table on purpose): total pixels,
+ * and width / height within 1/16…16. Another size is refused with 400 InvalidParameter.
+ */
+const ARK_SIZES: Array<{ prefix: string; minPixels: number; maxPixels: number }> = [
+  { prefix: 'doubao-seedream-4-5-', minPixels: 3_686_400, maxPixels: 16_777_216 },
+  { prefix: 'doubao-seedream-4-0-', minPixels: 921_600, maxPixels: 16_777_216 },
+];
+
+function arkSizeRefusal(model: string, size: string): string | undefined {
+  const bounds = ARK_SIZES.find((b) => model.startsWith(b.prefix));
+  const match = /^(\d+)x(\d+)$/.exec(size);
+  if (!bounds || !match) return undefined;
+  const width = Number(match[1]);
+  const height = Number(match[2]);
+  const pixels = width * height;
+  const ratio = width / height;
+  if (pixels >= bounds.minPixels && pixels <= bounds.maxPixels && ratio >= 1 / 16 && ratio <= 16) return undefined;
+  return `The parameter \`size\` specified in the request is not valid: image size must be within [${bounds.minPixels}, ${bounds.maxPixels}] pixels and its aspect ratio within [1/16, 16].`;
+}
+
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
@@ -92,8 +113,10 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
       busyCounts.set(prompt, seen + 1);
       return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
     }
-    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const size = String(body.size ?? '1024x1024');
+    const badSize = options.flavour === 'ark' ? arkSizeRefusal(String(body.model), size) : undefined;
+    if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
+    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const data = Array.from({ length: count }, (_, i) => ({
       ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
       ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),

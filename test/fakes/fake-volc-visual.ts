@@ -19,12 +19,24 @@ export interface FakeVisual {
 }
 
 const BUSY_CODES = new Set([50429, 50430]);
+
+/**
+ * What each req_key documents (kept apart from the gateway's table on purpose, so a drift shows):
+ * width × height and width / height bounds, and the optional fields it reads. Anything else is refused.
+ */
+const REQ_KEYS: Record<string, { minPixels: number; maxPixels: number; minRatio: number; maxRatio: number; fields: string[] }> = {
+  jimeng_t2i_v40: { minPixels: 1024 * 1024, maxPixels: 4096 * 4096, minRatio: 1 / 3, maxRatio: 3, fields: ['image_urls', 'size', 'width', 'height', 'scale', 'force_single', 'min_ratio', 'max_ratio'] },
+  jimeng_t2i_v31: { minPixels: 512 * 512, maxPixels: 2048 * 2048, minRatio: 1 / 3, maxRatio: 3, fields: ['seed', 'width', 'height', 'use_pre_llm'] },
+};
+/** The fake's code for a parameter the upstream refuses (the real API's exact code for it is not documented). */
+const INVALID_PARAMETER = 50400;
 const MESSAGES: Record<number, string> = {
   50411: 'Pre Img Risk Not Pass',
   50412: 'Text Risk Not Pass',
   50413: 'Post Text Risk Not Pass',
   50429: 'Request Has Reached API Limit, Please Try Later',
   50430: 'Request Has Reached API Concurrent Limit, Please Try Later',
+  50400: 'Invalid Parameter',
   50500: 'Internal Error',
   50501: 'Internal RPC Error',
   50511: 'Post Img Risk Not Pass',
@@ -107,6 +119,15 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       }
       const code = token(prompt, 'code');
       if (code) return failure(res, Number(code));
+      const spec = REQ_KEYS[String(body.req_key)];
+      if (spec) {
+        const width = Number(body.width);
+        const height = Number(body.height);
+        const pixels = width * height;
+        if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < spec.minRatio || width / height > spec.maxRatio) {
+          return failure(res, INVALID_PARAMETER);
+        }
+      }
       const busy = Number(token(prompt, 'busy') ?? 0);
       const seen = busyCounts.get(prompt) ?? 0;
       if (seen < busy) {

@@ -34,6 +34,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   });
 
   const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const generationRows = async () => (await t.gateway.database.db.selectFrom('generations').select('id').where('key_id', '=', keyId).execute()).length;
 
   it('jimeng-4.5 calls Ark with the Seedream model, watermark off, one call per image', async () => {
     const res = await t.api.client(key, { prompt: 'a harbour at night', model: 'jimeng-4.5', n: 2, seed: 5 });
@@ -57,9 +58,49 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   });
 
   it('b64_json through Ark', async () => {
-    const res = await t.api.client(key, { prompt: 'b64 please', model: 'jimeng-4.5', response_format: 'b64_json', size: '1024x1024' });
+    const res = await t.api.client(key, { prompt: 'b64 please', model: 'jimeng-4.5', response_format: 'b64_json', size: '2560x1440' });
     expect(res.status).toBe(200);
     expect(res.body.data[0].b64_json).toMatch(/^iVBOR/);
+  });
+
+  it.each(['1024x1024', '8192x4096', '4096x200'])('a size Seedream 4.5 does not take (%s) is 400 invalid_request on size, never sent nor charged', async (size) => {
+    const before = await creditsUsed();
+    const calls = ark.requests.length;
+    const rows = await generationRows();
+    const res = await t.api.client(key, { prompt: 'too small', model: 'jimeng-4.5', size });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+    expect(res.body.error.message).toContain('jimeng-4.5');
+    expect(ark.requests).toHaveLength(calls);
+    expect(await creditsUsed()).toBe(before);
+    expect(await generationRows()).toBe(rows);
+  });
+
+  it('the fake Ark refuses a size Seedream 4.5 does not take, as Ark does (the gateway never sends one)', async () => {
+    const res = await fetch(`${ark.url}/api/v3/images/generations`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ark-test-key', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'doubao-seedream-4-5-251128', prompt: 'x', size: '1024x1024' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('InvalidParameter');
+  });
+
+  it('GET /v1/models publishes each model\'s default size and size bounds', async () => {
+    const res = await t.api.send('get', '/v1/models/jimeng-4.5', { headers: { Authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: 'jimeng-4.5',
+      object: 'model',
+      created: 0,
+      owned_by: 'jimeng',
+      default_size: '2048x2048',
+      size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+    });
+    const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
+    expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);
+    // No documented bounds for an operator's own model: none published, none enforced.
+    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({ id: 'flux-dev', object: 'model', created: 0, owned_by: 'selfhosted', default_size: '1024x1024' });
   });
 
   it.each([

@@ -75,6 +75,20 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(submit?.body).toMatchObject({ req_key: 'jimeng_t2i_v40', scale: 0.3, force_single: true });
   });
 
+  it.each([
+    ['jimeng-4.0', '1024x768'],
+    ['jimeng-4.0', '4096x1024'],
+    ['jimeng-3.1', '3000x3000'],
+  ])('%s at %s: 400 invalid_request on size, nothing submitted nor charged', async (model, size) => {
+    const before = await creditsUsed();
+    const calls = fake.requests.length;
+    const res = await generate('out of bounds', { model, size });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+    expect(fake.requests).toHaveLength(calls);
+    expect(await creditsUsed()).toBe(before);
+  });
+
   it('returns b64_json when asked, and one task per image', async () => {
     const res = await generate('two owls', { n: 2, response_format: 'b64_json', model: 'jimeng-3.1' });
     expect(res.status).toBe(200);
@@ -177,7 +191,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   });
 
   it('503 provider_unavailable naming the variables when Ark is not configured', async () => {
-    const res = await generate('needs ark', { model: 'jimeng-4.5' });
+    const res = await generate('needs ark', { model: 'jimeng-4.5', size: '2048x2048' });
     expect(res.status).toBe(503);
     expect(res.body.error.message).toContain('ARK_API_KEY');
   });
