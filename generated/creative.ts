@@ -292,6 +292,7 @@ export interface components {
             /** @default 1 */
             n?: number;
             size?: string;
+            /** @description As the gateway's `seed` (GenerateImageRequest): sent only to upstreams that take one. */
             seed?: number;
             negative_prompt?: string;
             /**

@@ -1327,7 +1327,16 @@ export interface components {
              *     refused with 400 `invalid_request` (`param` is `size`) before anything is charged.
              */
             size?: string;
-            /** @description Seed for reproducible output. */
+            /**
+             * @description Seed for repeatable output, as far as the model's upstream takes one. The `i`-th image
+             *     (from 0) of a request uses `seed + i`. Per model:
+             *     `local-1`: the same prompt, size and seed always render the same image.
+             *     `jimeng-3.1` (and Ark's Seedream 3.0 / SeedEdit 3.0 models): sent as `(seed + i) mod 2^31`
+             *     (their range is 0…2147483647); the upstream makes a similar image for the same seed, not a byte-identical one.
+             *     `jimeng-4.0`, `jimeng-4.5` (Jimeng 4.0, Seedream 4.x): their upstreams take no seed; it is
+             *     accepted and not sent, and nothing is repeatable.
+             *     Models added by configuration whose upstream the gateway does not know: `seed + i` is sent as it is.
+             */
             seed?: number;
             /** @description What to avoid. */
             negative_prompt?: string;

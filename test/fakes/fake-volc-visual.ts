@@ -120,6 +120,12 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       const code = token(prompt, 'code');
       if (code) return failure(res, Number(code));
       const spec = REQ_KEYS[String(body.req_key)];
+      // Stricter than the real API (which ignores what it does not read): a field the req_key
+      // does not document is refused, so a test sees the gateway send it.
+      const undocumented = spec && Object.keys(body).filter((field) => field !== 'req_key' && field !== 'prompt' && !spec.fields.includes(field));
+      if (undocumented && undocumented.length > 0) {
+        return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: `undocumented field(s) for ${String(body.req_key)}: ${undocumented.join(', ')}`, status: INVALID_PARAMETER });
+      }
       if (spec) {
         const width = Number(body.width);
         const height = Number(body.height);

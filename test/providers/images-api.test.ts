@@ -19,6 +19,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       OPENAI_COMPAT_PROVIDER_NAME: 'selfhosted',
       MODEL_CATALOG: JSON.stringify([
         { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 4, default_size: '2048x2048' },
+        { model: 'seedream-3', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-3-0-t2i-250415', credits_per_image: 1, default_size: '1024x1024' },
         { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'black-forest-labs/flux-dev', credits_per_image: 2, default_size: '1024x1024' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
@@ -49,12 +50,19 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
           prompt: 'a harbour at night',
           size: '2048x2048',
           response_format: 'url',
-          seed: 5,
+          // Seedream 4.x ignores `seed`: it is not sent.
           watermark: false,
           sequential_image_generation: 'disabled',
         },
       ]),
     );
+  });
+
+  it('Seedream 3.0 documents a seed: seed + index is sent, within its int32 range', async () => {
+    const res = await t.api.client(key, { prompt: 'two kites', model: 'seedream-3', n: 2, seed: 2147483647, response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const seeds = ark.requests.filter((r) => r.prompt === 'two kites').map((r) => r.seed);
+    expect(seeds.sort()).toEqual([0, 2147483647]);
   });
 
   it('b64_json through Ark', async () => {
@@ -129,10 +137,11 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   });
 
   it('the OpenAI-compatible provider sends n in one call under its configured name', async () => {
-    const res = await t.api.client(key, { prompt: 'three cubes', model: 'flux-dev', n: 3, response_format: 'b64_json' });
+    const res = await t.api.client(key, { prompt: 'three cubes', model: 'flux-dev', n: 3, response_format: 'b64_json', seed: 9 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ provider: 'selfhosted', usage: { images: 3, credits_charged: 6 } });
-    expect(openai.requests.at(-1)).toEqual({ model: 'black-forest-labs/flux-dev', prompt: 'three cubes', size: '1024x1024', response_format: 'b64_json', n: 3 });
+    // A model the gateway's table does not know gets the seed as before.
+    expect(openai.requests.at(-1)).toEqual({ model: 'black-forest-labs/flux-dev', prompt: 'three cubes', size: '1024x1024', response_format: 'b64_json', n: 3, seed: 9 });
   });
 
   it('OpenAI content_policy_violation maps to ours', async () => {

@@ -62,10 +62,24 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     const calls = fake.requests.slice(before);
     expect(calls[0]).toEqual({
       action: 'CVSync2AsyncSubmitTask',
-      body: { req_key: 'jimeng_t2i_v40', prompt: 'a red fox [pending:3]', width: 1024, height: 1024, seed: 11, force_single: true },
+      // jimeng_t2i_v40 documents no seed: it is not sent.
+      body: { req_key: 'jimeng_t2i_v40', prompt: 'a red fox [pending:3]', width: 1024, height: 1024, force_single: true },
     });
     expect(calls.filter((c) => c.action === 'CVSync2AsyncGetResult')).toHaveLength(4);
     expect(calls[1]!.body).toMatchObject({ req_key: 'jimeng_t2i_v40', req_json: '{"return_url":true}' });
+  });
+
+  it('jimeng_t2i_v31 gets its seed (seed + index, within its int32 range) and no force_single', async () => {
+    const res = await generate('two herons', { model: 'jimeng-3.1', n: 2, seed: 2147483647, response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const submits = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'two herons');
+    expect(submits.map((r) => r.body).sort((a, b) => Number(a.seed) - Number(b.seed))).toEqual([
+      { req_key: 'jimeng_t2i_v31', prompt: 'two herons', width: 1024, height: 1024, seed: 0 },
+      { req_key: 'jimeng_t2i_v31', prompt: 'two herons', width: 1024, height: 1024, seed: 2147483647 },
+    ]);
+    const wrapped = await generate('a big seed', { model: 'jimeng-3.1', seed: 4294967295, response_format: 'b64_json' });
+    expect(wrapped.status).toBe(200);
+    expect(fake.requests.filter((r) => r.body.prompt === 'a big seed')[0]?.body.seed).toBe(2147483647);
   });
 
   it('sends catalog upstream_options (e.g. scale) with the task', async () => {

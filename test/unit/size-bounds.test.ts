@@ -1,5 +1,6 @@
 import { DEFAULT_CATALOG, parseCatalog } from '../../src/config/catalog';
-import { checkSize, sizeOutOfBounds, upstreamModelSpec } from '../../src/providers/upstream-models';
+import { submitBody } from '../../src/providers/jimeng/visual-transport';
+import { checkSize, sizeOutOfBounds, upstreamModelSpec, upstreamSeed } from '../../src/providers/upstream-models';
 
 const bounds = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)?.size_bounds;
 
@@ -54,5 +55,28 @@ describe('model size bounds (pure)', () => {
       /default_size.*outside the model's size bounds/,
     );
     expect(() => parseCatalog([{ model: 'x', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 5, max_pixels: 1, min_ratio: 1, max_ratio: 1 } }])).toThrow(/minimum above its maximum/);
+  });
+});
+
+describe('parameters sent per upstream model (pure)', () => {
+  it('seed: only to models that document one, seed + index wrapped into their range; unknown models as before', () => {
+    expect(upstreamSeed('doubao-seedream-4-5-251128', 5, 0)).toBeUndefined();
+    expect(upstreamSeed('doubao-seedream-4-0-250828', 5, 0)).toBeUndefined();
+    expect(upstreamSeed('jimeng_t2i_v40', 5, 0)).toBeUndefined();
+    expect(upstreamSeed('jimeng_t2i_v31', 5, 1)).toBe(6);
+    expect(upstreamSeed('jimeng_t2i_v31', 4294967295, 0)).toBe(2147483647);
+    expect(upstreamSeed('doubao-seedream-3-0-t2i-250415', 2147483647, 1)).toBe(0);
+    expect(upstreamSeed('doubao-seededit-3-0-i2i-250628', 7, 0)).toBe(7);
+    expect(upstreamSeed('black-forest-labs/flux-dev', 4294967295, 2)).toBe(4294967297);
+    expect(upstreamSeed('jimeng_t2i_v31', undefined, 0)).toBeUndefined();
+  });
+
+  it('visual submit bodies: v40 force_single and no seed, v31 seed and no force_single, catalog options last', () => {
+    const request = { prompt: 'p', n: 1, width: 2048, height: 2048, seed: 3, responseFormat: 'url' as const };
+    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v40', upstreamOptions: { scale: 0.3 } }, 0)).toEqual({
+      req_key: 'jimeng_t2i_v40', prompt: 'p', width: 2048, height: 2048, force_single: true, scale: 0.3,
+    });
+    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v31' }, 1)).toEqual({ req_key: 'jimeng_t2i_v31', prompt: 'p', width: 2048, height: 2048, seed: 4 });
+    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v99' }, 0)).toEqual({ req_key: 'jimeng_t2i_v99', prompt: 'p', width: 2048, height: 2048, seed: 3, force_single: true });
   });
 });

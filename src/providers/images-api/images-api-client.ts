@@ -1,5 +1,6 @@
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, upstream, type UpstreamError } from '../upstream-errors';
+import { upstreamSeed } from '../upstream-models';
 
 /**
  * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
@@ -56,6 +57,8 @@ export class ImagesApiClient {
 
   private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, extraBody } = this.options;
+    // Only models that document a seed get one (Seedream 4.x ignores it); unknown models as before.
+    const seed = upstreamSeed(request.upstreamModel, request.seed, index);
     const { status, json, retryAfterMs } = await postJson(
       provider,
       `${baseUrl.replace(/\/$/, '')}/images/generations`,
@@ -65,7 +68,7 @@ export class ImagesApiClient {
         size: `${request.width}x${request.height}`,
         response_format: request.responseFormat,
         ...(n > 1 ? { n } : {}),
-        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
+        ...(seed !== undefined ? { seed } : {}),
         ...extraBody,
         ...request.upstreamOptions,
       },

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, upstream, UpstreamError } from '../upstream-errors';
+import { upstreamModelSpec, upstreamSeed } from '../upstream-models';
 import { signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
@@ -41,6 +42,25 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
   return upstream.failed(PROVIDER, detail, { safeElsewhere: code === 50500 || code === 50501 || (code === undefined && refusedWithStatus(httpStatus)) });
 }
 
+/**
+ * The submit body: only the optional fields the req_key documents (upstream-models.ts). Jimeng 4.0
+ * takes force_single (else it may bill several images) but no seed; 3.1 takes seed, not force_single.
+ * A req_key the table does not know gets both, as before.
+ */
+export function submitBody(request: ProviderRequest, index: number): Record<string, unknown> {
+  const params = upstreamModelSpec(request.upstreamModel)?.params;
+  const seed = upstreamSeed(request.upstreamModel, request.seed, index);
+  return {
+    req_key: request.upstreamModel,
+    prompt: request.prompt,
+    width: request.width,
+    height: request.height,
+    ...(seed !== undefined ? { seed } : {}),
+    ...(params === undefined || params.force_single ? { force_single: true } : {}),
+    ...request.upstreamOptions,
+  };
+}
+
 export class VisualTransport {
   constructor(private readonly options: VisualTransportOptions) {}
 
@@ -77,19 +97,7 @@ export class VisualTransport {
 
   /** Submits one task; its id is the only handle on work the account is now billed for. */
   async submit(request: ProviderRequest, index: number, signal: AbortSignal): Promise<string> {
-    const submitted = await this.call(
-      'CVSync2AsyncSubmitTask',
-      {
-        req_key: request.upstreamModel,
-        prompt: request.prompt,
-        width: request.width,
-        height: request.height,
-        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
-        force_single: true,
-        ...request.upstreamOptions,
-      },
-      signal,
-    );
+    const submitted = await this.call('CVSync2AsyncSubmitTask', submitBody(request, index), signal);
     const taskId = submitted.data?.task_id;
     if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
     return taskId;
