@@ -6,7 +6,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
  * signature verification and the real answer shapes. Behaviour per prompt token:
- * [code:N] submit fails with code N; [post-code:N] the result fails with N; [busy:K] the first K
+ * [code:N] submit fails with code N; [post-code:N] the result fails with N ([post-code-times:K]: for the
+ * prompt's first K tasks only); [busy:K] the first K
  * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
  * not_found; [garbage] a non-JSON body; [slow:MS] answers late.
  */
@@ -57,6 +58,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
   const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
   const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
+  const postFailures = new Map<string, number>();
   let nextTask = 1;
 
   const metadataError = (res: http.ServerResponse, action: string, code: string, message: string) =>
@@ -150,8 +152,13 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
       }
       const postCode = token(task.prompt, 'post-code');
-      if (postCode) {
+      // [post-code-times:K]: only the prompt's first K tasks fail with post-code.
+      const times = token(task.prompt, 'post-code-times');
+      const failed = postFailures.get(task.prompt) ?? 0;
+      if (postCode && (times === undefined || failed < Number(times))) {
+        postFailures.set(task.prompt, failed + 1);
         task.finished();
+        // The real API answers these with HTTP 400.
         return failure(res, Number(postCode));
       }
       task.polls += 1;

@@ -113,6 +113,10 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
 
   it.each([
     ['InputTextSensitiveContentDetected:400', 400, 'content_policy_violation'],
+    ['InputTextRiskDetection:400', 400, 'content_policy_violation'],
+    ['InputImageRiskDetection:400', 400, 'content_policy_violation'],
+    ['OutputTextRiskDetection:400', 422, 'output_moderated'],
+    ['OutputImageRiskDetection:400', 422, 'output_moderated'],
     ['OutputImageSensitiveContentDetected:400', 422, 'output_moderated'],
     ['InternalServiceError:500', 502, 'provider_error'],
     ['ServerOverloaded:429', 503, 'provider_busy'],
@@ -122,6 +126,17 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(res.status).toBe(status);
     expect(res.body.error.code).toBe(code);
     expect(await creditsUsed()).toBe(before);
+  });
+
+  it('Ark moderation refusals are the client\'s content: they never open the breaker (5 provider failures would)', async () => {
+    for (let i = 0; i < 6; i += 1) {
+      const code = ['InputTextRiskDetection', 'InputImageRiskDetection', 'OutputTextRiskDetection', 'OutputImageRiskDetection'][i % 4];
+      expect((await t.api.client(key, { prompt: `risky ${i} [error:${code}:400]`, model: 'jimeng-4.5' })).status).not.toBe(503);
+    }
+    const res = await t.api.client(key, { prompt: 'a calm lake', model: 'jimeng-4.5', response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const health = await t.internal.service('get', '/api/v1/creative/providers');
+    expect(health.body.data.find((p: { name: string }) => p.name === 'jimeng')).toMatchObject({ circuit: 'closed' });
   });
 
   it('retries Ark 429s and succeeds', async () => {

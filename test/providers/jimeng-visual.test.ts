@@ -125,12 +125,27 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(await creditsUsed()).toBe(before);
   });
 
-  it.each([50511, 50512, 50519])('result code %i -> 422 output_moderated, credits released', async (code) => {
+  it.each([
+    [50511, 3],
+    [50512, 1],
+    [50519, 3],
+  ])('result code %i -> 422 output_moderated after %i task(s), credits released', async (code, tasks) => {
     const before = await creditsUsed();
-    const res = await generate(`a scene [post-code:${code}]`);
+    const prompt = `a scene [post-code:${code}]`;
+    const res = await generate(prompt);
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('output_moderated');
     expect(await creditsUsed()).toBe(before);
+    // 50511 / 50519 are documented as retryable: new tasks, up to 3 in all; 50512 is not.
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(tasks);
+  });
+
+  it.each([50511, 50519])('result code %i once: a new task is submitted and its image returned', async (code) => {
+    const prompt = `a retried scene [post-code:${code}] [post-code-times:1]`;
+    const res = await generate(prompt, { response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    expect(res.body.usage.credits_charged).toBe(3);
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(2);
   });
 
   it('retries 50429 with backoff and succeeds when the upstream recovers', async () => {

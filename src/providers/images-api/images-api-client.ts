@@ -21,8 +21,19 @@ interface ImagesAnswer {
   error?: { code?: string | null; message?: string; type?: string };
 }
 
-const CONTENT_CODES = new Set(['InputTextSensitiveContentDetected', 'InputImageSensitiveContentDetected', 'content_policy_violation', 'moderation_blocked']);
-const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected']);
+/**
+ * Moderation of the client's content (Ark's *SensitiveContentDetected and *RiskDetection, OpenAI's): the
+ * client's doing, so mapped to content codes that never count against a channel's breaker nor disable it.
+ */
+const CONTENT_CODES = new Set([
+  'InputTextSensitiveContentDetected',
+  'InputImageSensitiveContentDetected',
+  'InputTextRiskDetection',
+  'InputImageRiskDetection',
+  'content_policy_violation',
+  'moderation_blocked',
+]);
+const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected', 'OutputTextRiskDetection', 'OutputImageRiskDetection']);
 /** Answers that say the account itself is unusable (OpenAI and Ark codes). */
 const ACCOUNT_CODES = new Set([
   'invalid_api_key',

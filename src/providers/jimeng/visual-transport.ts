@@ -24,6 +24,21 @@ interface VisualAnswer {
 /** Gateway-level refusals that say the account (key, signature, balance) is unusable. */
 const ACCOUNT_ERRORS = new Set(['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken']);
 
+/**
+ * 50511 / 50519: the generated image failed output moderation, which the API documents as
+ * retryable: a new task may pass. The task itself is finished, so a new one is submitted.
+ */
+const REGENERATE_CODES = new Set([50511, 50519]);
+/** Tasks in all for one image when the output keeps failing moderation (each failed one may be billed). */
+const MODERATION_TASKS = 3;
+
+/** output_moderated that a new task may not meet (50511 / 50519). */
+class RegenerableModeration extends UpstreamError {
+  constructor(provider: string, detail: string) {
+    super('output_moderated', `Provider ${provider} withheld the generated image: ${detail}`);
+  }
+}
+
 /** Our error for a visual API answer that is not a success. */
 function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: number | undefined): UpstreamError {
   const gatewayError = answer.ResponseMetadata?.Error;
@@ -36,7 +51,8 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
   if (code === 50411 || code === 50412 || code === 50413) return upstream.contentRefused(PROVIDER, detail);
-  if (code === 50511 || code === 50512 || code === 50519) return upstream.outputModerated(PROVIDER, detail);
+  if (code !== undefined && REGENERATE_CODES.has(code)) return new RegenerableModeration(PROVIDER, detail);
+  if (code === 50512) return upstream.outputModerated(PROVIDER, detail);
   if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail, retryAfterMs);
   // 50500/50501 (internal errors) are refusals; any other answer may have come after acceptance.
   return upstream.failed(PROVIDER, detail, { safeElsewhere: code === 50500 || code === 50501 || (code === undefined && refusedWithStatus(httpStatus)) });
@@ -87,12 +103,21 @@ export class VisualTransport {
   }
 
   private async generateOne(request: ProviderRequest, index: number, signal: AbortSignal): Promise<ProviderImage[]> {
-    const taskId = request.resumeTaskId ?? (await this.submit(request, index, signal));
+    let taskId = request.resumeTaskId ?? (await this.submit(request, index, signal));
     if (request.resumeTaskId === undefined && request.onTaskAccepted) {
       // Stored before polling, so a process taking this generation over polls it instead of resubmitting.
       await request.onTaskAccepted(taskId);
     }
-    return this.poll(request, taskId, signal);
+    for (let tasks = 1; ; tasks += 1) {
+      try {
+        return await this.poll(request, taskId, signal);
+      } catch (error) {
+        // A resumed task has no journal callback here: a new task could not be recorded, so none is sent.
+        if (!(error instanceof RegenerableModeration) || request.resumeTaskId !== undefined || tasks >= MODERATION_TASKS) throw error;
+        taskId = await this.submit(request, index, signal);
+        if (request.onTaskAccepted) await request.onTaskAccepted(taskId);
+      }
+    }
   }
 
   /** Submits one task; its id is the only handle on work the account is now billed for. */
@@ -115,7 +140,7 @@ export class VisualTransport {
       try {
         answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);
       } catch (error) {
-        if (!(error instanceof UpstreamError)) throw error;
+        if (!(error instanceof UpstreamError) || error instanceof RegenerableModeration) throw error;
         // A busy answer to a poll only delays the poll.
         if (error.retryable) {
           await sleep(this.options.pollIntervalMs, undefined, { signal });
