@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, upstream, UpstreamError } from '../upstream-errors';
 import { upstreamModelSpec, upstreamSeed } from '../upstream-models';
-import { signVolcRequest, type VolcCredentials } from './volc-signer';
+import { canonicalQueryString, signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
 export interface VisualTransportOptions {
@@ -77,20 +77,30 @@ export function submitBody(request: ProviderRequest, index: number): Record<stri
   };
 }
 
+/** The URL and headers of one signed call; the query is sent exactly as it was signed (one encoder for both). */
+export function signedVisualRequest(
+  endpoint: string,
+  query: Record<string, string>,
+  body: string,
+  credentials: VolcCredentials,
+  date?: Date,
+): { url: string; headers: Record<string, string> } {
+  const target = new URL(endpoint);
+  const headers = signVolcRequest(
+    { method: 'POST', host: target.host, path: target.pathname || '/', query, body, contentType: 'application/json', ...(date ? { date } : {}) },
+    credentials,
+  );
+  target.search = canonicalQueryString(query);
+  return { url: target.toString(), headers };
+}
+
 export class VisualTransport {
   constructor(private readonly options: VisualTransportOptions) {}
 
   private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
-    const url = new URL(this.options.endpoint);
-    const query = { Action: action, Version: VERSION };
     const text = JSON.stringify(body);
-    const headers = signVolcRequest(
-      { method: 'POST', host: url.host, path: url.pathname || '/', query, body: text, contentType: 'application/json' },
-      this.options.credentials,
-    );
-    const target = new URL(url.toString());
-    target.search = new URLSearchParams(query).toString();
-    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal);
+    const { url, headers } = signedVisualRequest(this.options.endpoint, { Action: action, Version: VERSION }, text, this.options.credentials);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, url, text, headers, signal);
     const answer = (json ?? {}) as VisualAnswer;
     if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
