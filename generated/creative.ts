@@ -263,6 +263,7 @@ export interface components {
             upstream_model: string;
             credits_per_image: number;
             default_size: string;
+            size_bounds?: components["schemas"]["SizeBounds"];
             /**
              * @description `degraded`: the provider circuit is open; `unconfigured`: credentials missing.
              * @enum {string}
@@ -291,6 +292,7 @@ export interface components {
             /** @default 1 */
             n?: number;
             size?: string;
+            /** @description As the gateway's `seed` (GenerateImageRequest): sent only to upstreams that take one. */
             seed?: number;
             negative_prompt?: string;
             /**
@@ -403,6 +405,30 @@ export interface components {
          * @example jimeng
          */
         ProviderName: string;
+        /**
+         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
+         *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
+         * @example {
+         *       "min_pixels": 3686400,
+         *       "max_pixels": 16777216,
+         *       "min_ratio": 0.0625,
+         *       "max_ratio": 16
+         *     }
+         */
+        SizeBounds: {
+            /** @description Smallest width × height. */
+            min_pixels: number;
+            /** @description Largest width × height. */
+            max_pixels: number;
+            /** @description Smallest width / height (e.g. 0.333… for 1/3). */
+            min_ratio: number;
+            /** @description Largest width / height. */
+            max_ratio: number;
+            /** @description Smallest width and height, when the model bounds each side. */
+            min_side?: number;
+            /** @description Largest width and height, when the model bounds each side. */
+            max_side?: number;
+        };
         /**
          * @description Stable machine-readable error code.
          * @enum {string}

@@ -212,7 +212,7 @@ export interface paths {
         };
         /**
          * Get one model this key may use (OpenAI-compatible)
-         * @description One catalog model in OpenAI's format. 404 `model_not_found` when the catalog has no such
+         * @description One catalog model in OpenAI's format, with its default size and the sizes it takes. 404 `model_not_found` when the catalog has no such
          *     model; 403 `model_not_allowed` when this key may not use it.
          */
         get: operations["getModelOpenAI"];
@@ -1137,6 +1137,9 @@ export interface components {
             created: number;
             /** @description The provider that serves it. */
             owned_by: string;
+            /** @description The size used when a request has none (`size` omitted or `auto`). */
+            default_size?: string;
+            size_bounds?: components["schemas"]["SizeBounds"];
         };
         OpenAIModelList: {
             /** @enum {string} */
@@ -1336,9 +1339,22 @@ export interface components {
              * @default 1
              */
             n?: number;
-            /** @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. */
+            /**
+             * @description Image size `WIDTHxHEIGHT` in pixels; default depends on the model. Each model takes the
+             *     sizes its upstream documents (`size_bounds` of `GET /v1/models/{model}`); any other is
+             *     refused with 400 `invalid_request` (`param` is `size`) before anything is charged.
+             */
             size?: string;
-            /** @description Seed for reproducible output. */
+            /**
+             * @description Seed for repeatable output, as far as the model's upstream takes one. The `i`-th image
+             *     (from 0) of a request uses `seed + i`. Per model:
+             *     `local-1`: the same prompt, size and seed always render the same image.
+             *     `jimeng-3.1` (and Ark's Seedream 3.0 / SeedEdit 3.0 models): sent as `(seed + i) mod 2^31`
+             *     (their range is 0…2147483647); the upstream makes a similar image for the same seed, not a byte-identical one.
+             *     `jimeng-4.0`, `jimeng-4.5` (Jimeng 4.0, Seedream 4.x): their upstreams take no seed; it is
+             *     accepted and not sent, and nothing is repeatable.
+             *     Models added by configuration whose upstream the gateway does not know: `seed + i` is sent as it is.
+             */
             seed?: number;
             /** @description What to avoid. */
             negative_prompt?: string;
@@ -1405,6 +1421,30 @@ export interface components {
                  */
                 dependency?: "database" | "redis";
             };
+        };
+        /**
+         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
+         *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
+         * @example {
+         *       "min_pixels": 3686400,
+         *       "max_pixels": 16777216,
+         *       "min_ratio": 0.0625,
+         *       "max_ratio": 16
+         *     }
+         */
+        SizeBounds: {
+            /** @description Smallest width × height. */
+            min_pixels: number;
+            /** @description Largest width × height. */
+            max_pixels: number;
+            /** @description Smallest width / height (e.g. 0.333… for 1/3). */
+            min_ratio: number;
+            /** @description Largest width / height. */
+            max_ratio: number;
+            /** @description Smallest width and height, when the model bounds each side. */
+            min_side?: number;
+            /** @description Largest width and height, when the model bounds each side. */
+            max_side?: number;
         };
     };
     responses: {

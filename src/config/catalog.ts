@@ -1,3 +1,15 @@
+import { sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+
+/** Output sizes a model takes, inclusive (width / height for the ratio), as its upstream documents them. */
+export interface SizeBounds {
+  min_pixels: number;
+  max_pixels: number;
+  min_ratio: number;
+  max_ratio: number;
+  min_side?: number;
+  max_side?: number;
+}
+
 /** One model a client may ask for, and how the gateway serves and prices it. */
 export interface CatalogModel {
   /** The id clients send as `model`. */
@@ -13,12 +25,20 @@ export interface CatalogModel {
   transport?: string;
   /** Extra fields sent to the upstream as they are, e.g. `{"scale": 0.5}` for the visual API. */
   upstream_options?: Record<string, unknown>;
+  /** Sizes other than these are refused with 400 before charging; by default the upstream model's (upstream-models.ts). */
+  size_bounds?: SizeBounds;
+}
+
+/** The upstream model's documented sizes (none for models the table does not know). */
+function boundsOf(upstreamModel: string): { size_bounds?: SizeBounds } {
+  const sizes = upstreamModelSpec(upstreamModel)?.sizes;
+  return sizes ? { size_bounds: sizes } : {};
 }
 
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
 
 export const DEFAULT_CATALOG: CatalogModel[] = [
-  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
+  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', ...boundsOf('local-1') },
   // Jimeng 4.5 is Seedream 4.5, served through Ark (the visual API has no 4.5 req_key).
   {
     model: 'jimeng-4.5',
@@ -27,14 +47,36 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
     upstream_model: 'doubao-seedream-4-5-251128',
     credits_per_image: 4,
     default_size: '2048x2048',
+    ...boundsOf('doubao-seedream-4-5-251128'),
   },
-  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048' },
-  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328' },
+  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...boundsOf('jimeng_t2i_v40') },
+  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...boundsOf('jimeng_t2i_v31') },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where}: "upstream_options" must be an object`);
   return value as Record<string, unknown>;
+}
+
+function sizeBounds(value: unknown, where: string): SizeBounds {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where}: "size_bounds" must be an object`);
+  const v = value as Record<string, unknown>;
+  const positive = (field: string, required: boolean): number | undefined => {
+    const n = v[field];
+    if (n === undefined && !required) return undefined;
+    if (typeof n !== 'number' || !(n > 0)) throw new Error(`${where}: "size_bounds.${field}" must be a number > 0`);
+    return n;
+  };
+  const bounds: SizeBounds = {
+    min_pixels: positive('min_pixels', true) as number,
+    max_pixels: positive('max_pixels', true) as number,
+    min_ratio: positive('min_ratio', true) as number,
+    max_ratio: positive('max_ratio', true) as number,
+  };
+  const minSide = positive('min_side', false);
+  const maxSide = positive('max_side', false);
+  if (bounds.min_pixels > bounds.max_pixels || bounds.min_ratio > bounds.max_ratio) throw new Error(`${where}: "size_bounds" has a minimum above its maximum`);
+  return { ...bounds, ...(minSide === undefined ? {} : { min_side: minSide }), ...(maxSide === undefined ? {} : { max_side: maxSide }) };
 }
 
 /** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
@@ -59,14 +101,20 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
     }
     const defaultSize = e.default_size === undefined ? '1024x1024' : text('default_size');
     if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
+    const upstreamModel = e.upstream_model === undefined ? model : text('upstream_model');
+    const bounds = e.size_bounds === undefined ? boundsOf(upstreamModel) : { size_bounds: sizeBounds(e.size_bounds, where) };
+    const [width, height] = defaultSize.split('x').map(Number) as [number, number];
+    const outside = bounds.size_bounds && sizeOutOfBounds(width, height, bounds.size_bounds);
+    if (outside) throw new Error(`${where}: "default_size" ${defaultSize} is outside the model's size bounds (${outside})`);
     return {
       model,
       provider: text('provider'),
-      upstream_model: e.upstream_model === undefined ? model : text('upstream_model'),
+      upstream_model: upstreamModel,
       credits_per_image: credits,
       default_size: defaultSize,
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
+      ...bounds,
     };
   });
 }

@@ -425,6 +425,9 @@ function readAccessJwt(env: Env): AccessJwtConfig | undefined {
  * IMAGE_* settings. Outside production a missing IMAGE_URL_SIGNING_KEY is generated once into the
  * data directory (0600), like the admin secret; replicas must share one, so production requires it.
  */
+/** Hosts upstream images may come from unless IMAGE_FETCH_ALLOWED_HOSTS says otherwise. */
+export const DEFAULT_IMAGE_HOSTS = '*.volces.com,*.byteimg.com';
+
 function readImages(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): ImagesConfig {
   const kind = env.IMAGE_STORE || 'directory';
   if (kind !== 'directory' && kind !== 's3') throw new ConfigError(`IMAGE_STORE must be directory or s3, got "${kind}"`);
@@ -474,7 +477,8 @@ function readImages(env: Env, nodeEnv: string, databaseUrl: string, announce: (l
     publicBaseUrl,
     maxBytes: integer(env, 'IMAGE_MAX_BYTES', 20 * 1024 * 1024, 1024, 512 * 1024 * 1024),
     fetchTimeoutMs: integer(env, 'IMAGE_FETCH_TIMEOUT_MS', 30_000, 100, 600_000),
-    allowedHosts: (env.IMAGE_FETCH_ALLOWED_HOSTS ?? '*.volces.com').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    // Ark serves results from TOS under volces.com; the visual API from p<N>-aiop-sign.byteimg.com.
+    allowedHosts: (env.IMAGE_FETCH_ALLOWED_HOSTS ?? DEFAULT_IMAGE_HOSTS).split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
   };
 }
 

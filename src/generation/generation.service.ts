@@ -14,6 +14,7 @@ import { currentPeriodStart, periodEnd } from '../keys/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
+import { checkSize, upstreamModelSpec } from '../providers/upstream-models';
 import type { ChannelRouter } from '../channels/channel-router';
 import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import { type Clock, toIso } from '../shared/clock';
@@ -192,6 +193,7 @@ export class GenerationService {
           credits_per_image: 0,
           default_size: '1024x1024',
           ...(providerOverride === 'jimeng' ? { transport: model.startsWith('jimeng_') ? 'visual' : 'ark' } : {}),
+          ...(upstreamModelSpec(model)?.sizes ? { size_bounds: upstreamModelSpec(model)?.sizes } : {}),
         };
       }
     }
@@ -301,6 +303,8 @@ export class GenerationService {
   /** What a worker needs to run the generation later, on any replica. */
   private storedRequest(entry: CatalogModel, input: GenerateImageInput, background: boolean): StoredGenerationRequest {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
+    // Refused here, before the reservation: a size the upstream would refuse is never charged nor sent.
+    checkSize(entry.model, width, height, entry.size_bounds);
     return {
       entry,
       keep_base64: background,

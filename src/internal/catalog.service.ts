@@ -28,6 +28,7 @@ export class CatalogService {
           upstream_model: entry.upstream_model,
           credits_per_image: entry.credits_per_image,
           default_size: entry.default_size,
+          ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
           status,
         };
       }),

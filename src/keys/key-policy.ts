@@ -121,7 +121,14 @@ function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: C
 }
 
 function openAiModel(entry: CatalogModel): OpenAIModel {
-  return { id: entry.model, object: 'model', created: 0, owned_by: entry.provider };
+  return {
+    id: entry.model,
+    object: 'model',
+    created: 0,
+    owned_by: entry.provider,
+    default_size: entry.default_size,
+    ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
+  };
 }
 
 /** `GET /v1/models`: the catalog models this key may use. */

@@ -74,7 +74,7 @@ describe('channels: upstream accounts', () => {
       ...extra,
     });
   const generate = (prompt: string, model = 'jimeng-4.5', extra: Record<string, unknown> = {}) =>
-    t.api.client(key, { prompt, model, size: '1024x1024', ...extra });
+    t.api.client(key, { prompt, model, size: '2048x2048', ...extra });
   const arkCalls = () => ark.map((fake) => fake.counters.calls);
   const since = (before: number[]) => arkCalls().map((n, i) => n - before[i]!);
   const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
@@ -397,7 +397,7 @@ describe('channels: the saturation queue is bounded in waiters', () => {
     await fake.close();
   });
 
-  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '1024x1024' });
+  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '2048x2048' });
   const waiting = async () => {
     const metrics = (await t.internal.send('get', '/metrics')).text;
     return Number(/^creative_gateway_channel_queue_waiting\{model="jimeng-4\.5"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);

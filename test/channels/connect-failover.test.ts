@@ -54,7 +54,7 @@ describe('channels: failover in the connect phase of the upstream hop', () => {
     created.push(res.body.id);
     return res.body as { id: string };
   };
-  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '1024x1024', response_format: 'b64_json' });
+  const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '2048x2048', response_format: 'b64_json' });
   const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
 
   it('connection refused: fails over to the next channel', async () => {

@@ -18,6 +18,41 @@ function b64Image(kind: string | undefined): string {
   return TINY_PNG_B64;
 }
 
+/**
+ * Ark's documented sizes per model (kept apart from the gateway's table on purpose): total pixels,
+ * and width / height within 1/16…16. Another size is refused with 400 InvalidParameter.
+ */
+const ARK_SIZES: Array<{ prefix: string; minPixels: number; maxPixels: number }> = [
+  { prefix: 'doubao-seedream-4-5-', minPixels: 3_686_400, maxPixels: 16_777_216 },
+  { prefix: 'doubao-seedream-4-0-', minPixels: 921_600, maxPixels: 16_777_216 },
+];
+
+/** The fields Ark's images API documents; `seed` only for the 3.0 models (Seedream 4.x ignores it). */
+const ARK_FIELDS = ['model', 'prompt', 'image', 'size', 'sequential_image_generation', 'sequential_image_generation_options', 'stream', 'response_format', 'watermark', 'optimize_prompt_options'];
+const ARK_SEED_MODELS = ['doubao-seedream-3-0-t2i-', 'doubao-seededit-3-0-i2i-'];
+
+/**
+ * Stricter than Ark (which ignores what a model does not read): a field the model does not
+ * document is refused, so a test sees the gateway send it.
+ */
+function arkUndocumented(body: Record<string, unknown>): string[] {
+  const model = String(body.model);
+  const fields = ARK_SEED_MODELS.some((prefix) => model.startsWith(prefix)) ? [...ARK_FIELDS, 'seed'] : ARK_FIELDS;
+  return model.startsWith('doubao-') ? Object.keys(body).filter((field) => !fields.includes(field)) : [];
+}
+
+function arkSizeRefusal(model: string, size: string): string | undefined {
+  const bounds = ARK_SIZES.find((b) => model.startsWith(b.prefix));
+  const match = /^(\d+)x(\d+)$/.exec(size);
+  if (!bounds || !match) return undefined;
+  const width = Number(match[1]);
+  const height = Number(match[2]);
+  const pixels = width * height;
+  const ratio = width / height;
+  if (pixels >= bounds.minPixels && pixels <= bounds.maxPixels && ratio >= 1 / 16 && ratio <= 16) return undefined;
+  return `The parameter \`size\` specified in the request is not valid: image size must be within [${bounds.minPixels}, ${bounds.maxPixels}] pixels and its aspect ratio within [1/16, 16].`;
+}
+
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
@@ -108,8 +143,14 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
       busyCounts.set(prompt, seen + 1);
       return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
     }
-    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const size = String(body.size ?? '1024x1024');
+    const undocumented = options.flavour === 'ark' ? arkUndocumented(body) : [];
+    if (undocumented.length > 0) {
+      return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `undocumented field(s) for ${String(body.model)}: ${undocumented.join(', ')}`, param: undocumented[0], type: 'BadRequest' } });
+    }
+    const badSize = options.flavour === 'ark' ? arkSizeRefusal(String(body.model), size) : undefined;
+    if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
+    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const data = Array.from({ length: count }, (_, i) => ({
       ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
       ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),

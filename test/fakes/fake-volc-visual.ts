@@ -6,7 +6,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
  * signature verification and the real answer shapes. Behaviour per prompt token:
- * [code:N] submit fails with code N; [post-code:N] the result fails with N; [busy:K] the first K
+ * [code:N] submit fails with code N; [post-code:N] the result fails with N ([post-code-times:K]: for the
+ * prompt's first K tasks only); [busy:K] the first K
  * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
  * not_found; [garbage] a non-JSON body; [slow:MS] answers late; [fail-from:K] the K-th and later
  * submits of that prompt fail with 50500 (the earlier ones make their images).
@@ -20,12 +21,24 @@ export interface FakeVisual {
 }
 
 const BUSY_CODES = new Set([50429, 50430]);
+
+/**
+ * What each req_key documents (kept apart from the gateway's table on purpose, so a drift shows):
+ * width × height and width / height bounds, and the optional fields it reads. Anything else is refused.
+ */
+const REQ_KEYS: Record<string, { minPixels: number; maxPixels: number; minRatio: number; maxRatio: number; fields: string[] }> = {
+  jimeng_t2i_v40: { minPixels: 1024 * 1024, maxPixels: 4096 * 4096, minRatio: 1 / 3, maxRatio: 3, fields: ['image_urls', 'size', 'width', 'height', 'scale', 'force_single', 'min_ratio', 'max_ratio'] },
+  jimeng_t2i_v31: { minPixels: 512 * 512, maxPixels: 2048 * 2048, minRatio: 1 / 3, maxRatio: 3, fields: ['seed', 'width', 'height', 'use_pre_llm'] },
+};
+/** The fake's code for a parameter the upstream refuses (the real API's exact code for it is not documented). */
+const INVALID_PARAMETER = 50400;
 const MESSAGES: Record<number, string> = {
   50411: 'Pre Img Risk Not Pass',
   50412: 'Text Risk Not Pass',
   50413: 'Post Text Risk Not Pass',
   50429: 'Request Has Reached API Limit, Please Try Later',
   50430: 'Request Has Reached API Concurrent Limit, Please Try Later',
+  50400: 'Invalid Parameter',
   50500: 'Internal Error',
   50501: 'Internal RPC Error',
   50511: 'Post Img Risk Not Pass',
@@ -33,12 +46,21 @@ const MESSAGES: Record<number, string> = {
   50519: 'Post Img Risk Not Pass',
 };
 
-export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0): Promise<FakeVisual> {
+export interface FakeVisualOptions {
+  /**
+   * The host its result URLs name, as the real API's `p<N>-aiop-sign.byteimg.com` (https): the
+   * test maps it back to this fake. Unset: URLs on the fake's own host (other processes can fetch them).
+   */
+  imageHost?: string;
+}
+
+export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0, options: FakeVisualOptions = {}): Promise<FakeVisual> {
   const requests: FakeVisual['requests'] = [];
   const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
   const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
   const submitCounts = new Map<string, number>();
+  const postFailures = new Map<string, number>();
   let nextTask = 1;
 
   const metadataError = (res: http.ServerResponse, action: string, code: string, message: string) =>
@@ -54,6 +76,12 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       status: code,
       time_elapsed: '1ms',
     });
+
+  const resultUrl = (req: http.IncomingMessage, prompt: string, name: string) => {
+    const url = imageFileUrl(req, prompt, name);
+    // Like the real API's signed URLs (…~tplv-…-image.image?rk3s=…&x-expires=…), on the named host.
+    return options.imageHost ? url.replace(/^http:\/\/[^/]+/, `https://${options.imageHost}`) + '?rk3s=fake&x-expires=9999999999' : url;
+  };
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
@@ -95,6 +123,21 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       }
       const code = token(prompt, 'code');
       if (code) return failure(res, Number(code));
+      const spec = REQ_KEYS[String(body.req_key)];
+      // Stricter than the real API (which ignores what it does not read): a field the req_key
+      // does not document is refused, so a test sees the gateway send it.
+      const undocumented = spec && Object.keys(body).filter((field) => field !== 'req_key' && field !== 'prompt' && !spec.fields.includes(field));
+      if (undocumented && undocumented.length > 0) {
+        return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: `undocumented field(s) for ${String(body.req_key)}: ${undocumented.join(', ')}`, status: INVALID_PARAMETER });
+      }
+      if (spec) {
+        const width = Number(body.width);
+        const height = Number(body.height);
+        const pixels = width * height;
+        if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < spec.minRatio || width / height > spec.maxRatio) {
+          return failure(res, INVALID_PARAMETER);
+        }
+      }
       const failFrom = Number(token(prompt, 'fail-from') ?? 0);
       const submitted = (submitCounts.get(prompt) ?? 0) + 1;
       submitCounts.set(prompt, submitted);
@@ -115,8 +158,13 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
       }
       const postCode = token(task.prompt, 'post-code');
-      if (postCode) {
+      // [post-code-times:K]: only the prompt's first K tasks fail with post-code.
+      const times = token(task.prompt, 'post-code-times');
+      const failed = postFailures.get(task.prompt) ?? 0;
+      if (postCode && (times === undefined || failed < Number(times))) {
+        postFailures.set(task.prompt, failed + 1);
         task.finished();
+        // The real API answers these with HTTP 400.
         return failure(res, Number(postCode));
       }
       task.polls += 1;
@@ -130,7 +178,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         code: 10000,
         data: {
           status: 'done',
-          image_urls: returnUrl ? [imageFileUrl(req, task.prompt, String(body.task_id))] : null,
+          image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id))] : null,
           binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
         },
         message: 'Success',

@@ -51,6 +51,14 @@ describe('image settings', () => {
     expect(loadConfig({ ...production, IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) }, quiet).images.signingKey).toBe('k'.repeat(32));
   });
 
+  it('by default admits the upstreams\' image hosts: Ark\'s TOS buckets (volces.com) and the visual API\'s byteimg.com', () => {
+    const hosts = imageHostsByProvider(loadConfig(base(), quiet));
+    expect(hosts.get('jimeng')?.allows('p3-aiop-sign.byteimg.com')).toBe(true);
+    expect(hosts.get('jimeng')?.allows('p26-aiop-sign.byteimg.com')).toBe(true);
+    expect(hosts.get('jimeng')?.allows('ark-content-generation-v2-cn-beijing.tos-cn-beijing.volces.com')).toBe(true);
+    expect(hosts.get('jimeng')?.allows('byteimg.com.evil.example')).toBe(false);
+  });
+
   it('each provider may be fetched from its own base URL\'s host plus the operator\'s list', () => {
     const config = loadConfig(
       { ...base(), ARK_API_KEY: 'k', ARK_BASE_URL: 'https://ark.example.net/api/v3', OPENAI_COMPAT_BASE_URL: 'http://10.0.0.5:9000/v1', OPENAI_COMPAT_API_KEY: 'k', IMAGE_FETCH_ALLOWED_HOSTS: '*.cdn.example.org' },

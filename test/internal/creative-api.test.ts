@@ -57,7 +57,7 @@ describe('internal creative API', () => {
     expect(res.status).toBe(200);
     const byModel = Object.fromEntries(res.body.data.map((m: { model: string }) => [m.model, m]));
     expect(byModel['local-1']).toMatchObject({ provider: 'local', credits_per_image: 1, status: 'available' });
-    expect(byModel['jimeng-4.5']).toMatchObject({ provider: 'jimeng', transport: 'ark', status: 'unconfigured' });
+    expect(byModel['jimeng-4.5']).toMatchObject({ provider: 'jimeng', transport: 'ark', status: 'unconfigured', size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 } });
   });
 
   it('GET /api/v1/creative/providers (listProviders) reports circuit, error rate and latency', async () => {

@@ -19,6 +19,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       OPENAI_COMPAT_PROVIDER_NAME: 'selfhosted',
       MODEL_CATALOG: JSON.stringify([
         { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 4, default_size: '2048x2048' },
+        { model: 'seedream-3', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-3-0-t2i-250415', credits_per_image: 1, default_size: '1024x1024' },
         { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'black-forest-labs/flux-dev', credits_per_image: 2, default_size: '1024x1024' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
@@ -34,6 +35,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   });
 
   const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const generationRows = async () => (await t.gateway.database.db.selectFrom('generations').select('id').where('key_id', '=', keyId).execute()).length;
 
   it('jimeng-4.5 calls Ark with the Seedream model, watermark off, one call per image', async () => {
     const res = await t.api.client(key, { prompt: 'a harbour at night', model: 'jimeng-4.5', n: 2, seed: 5 });
@@ -48,7 +50,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
           prompt: 'a harbour at night',
           size: '2048x2048',
           response_format: 'url',
-          seed: 5,
+          // Seedream 4.x ignores `seed`: it is not sent.
           watermark: false,
           sequential_image_generation: 'disabled',
         },
@@ -56,14 +58,65 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     );
   });
 
+  it('Seedream 3.0 documents a seed: seed + index is sent, within its int32 range', async () => {
+    const res = await t.api.client(key, { prompt: 'two kites', model: 'seedream-3', n: 2, seed: 2147483647, response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const seeds = ark.requests.filter((r) => r.prompt === 'two kites').map((r) => r.seed);
+    expect(seeds.sort()).toEqual([0, 2147483647]);
+  });
+
   it('b64_json through Ark', async () => {
-    const res = await t.api.client(key, { prompt: 'b64 please', model: 'jimeng-4.5', response_format: 'b64_json', size: '1024x1024' });
+    const res = await t.api.client(key, { prompt: 'b64 please', model: 'jimeng-4.5', response_format: 'b64_json', size: '2560x1440' });
     expect(res.status).toBe(200);
     expect(res.body.data[0].b64_json).toMatch(/^iVBOR/);
   });
 
+  it.each(['1024x1024', '8192x4096', '4096x200'])('a size Seedream 4.5 does not take (%s) is 400 invalid_request on size, never sent nor charged', async (size) => {
+    const before = await creditsUsed();
+    const calls = ark.requests.length;
+    const rows = await generationRows();
+    const res = await t.api.client(key, { prompt: 'too small', model: 'jimeng-4.5', size });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+    expect(res.body.error.message).toContain('jimeng-4.5');
+    expect(ark.requests).toHaveLength(calls);
+    expect(await creditsUsed()).toBe(before);
+    expect(await generationRows()).toBe(rows);
+  });
+
+  it('the fake Ark refuses a size Seedream 4.5 does not take, as Ark does (the gateway never sends one)', async () => {
+    const res = await fetch(`${ark.url}/api/v3/images/generations`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ark-test-key', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'doubao-seedream-4-5-251128', prompt: 'x', size: '1024x1024' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('InvalidParameter');
+  });
+
+  it('GET /v1/models publishes each model\'s default size and size bounds', async () => {
+    const res = await t.api.send('get', '/v1/models/jimeng-4.5', { headers: { Authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: 'jimeng-4.5',
+      object: 'model',
+      created: 0,
+      owned_by: 'jimeng',
+      default_size: '2048x2048',
+      size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+    });
+    const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
+    expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);
+    // No documented bounds for an operator's own model: none published, none enforced.
+    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({ id: 'flux-dev', object: 'model', created: 0, owned_by: 'selfhosted', default_size: '1024x1024' });
+  });
+
   it.each([
     ['InputTextSensitiveContentDetected:400', 400, 'content_policy_violation'],
+    ['InputTextRiskDetection:400', 400, 'content_policy_violation'],
+    ['InputImageRiskDetection:400', 400, 'content_policy_violation'],
+    ['OutputTextRiskDetection:400', 422, 'output_moderated'],
+    ['OutputImageRiskDetection:400', 422, 'output_moderated'],
     ['OutputImageSensitiveContentDetected:400', 422, 'output_moderated'],
     ['InternalServiceError:500', 502, 'provider_error'],
     ['ServerOverloaded:429', 503, 'provider_busy'],
@@ -73,6 +126,17 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(res.status).toBe(status);
     expect(res.body.error.code).toBe(code);
     expect(await creditsUsed()).toBe(before);
+  });
+
+  it('Ark moderation refusals are the client\'s content: they never open the breaker (5 provider failures would)', async () => {
+    for (let i = 0; i < 6; i += 1) {
+      const code = ['InputTextRiskDetection', 'InputImageRiskDetection', 'OutputTextRiskDetection', 'OutputImageRiskDetection'][i % 4];
+      expect((await t.api.client(key, { prompt: `risky ${i} [error:${code}:400]`, model: 'jimeng-4.5' })).status).not.toBe(503);
+    }
+    const res = await t.api.client(key, { prompt: 'a calm lake', model: 'jimeng-4.5', response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const health = await t.internal.service('get', '/api/v1/creative/providers');
+    expect(health.body.data.find((p: { name: string }) => p.name === 'jimeng')).toMatchObject({ circuit: 'closed' });
   });
 
   it('retries Ark 429s and succeeds', async () => {
@@ -88,10 +152,11 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
   });
 
   it('the OpenAI-compatible provider sends n in one call under its configured name', async () => {
-    const res = await t.api.client(key, { prompt: 'three cubes', model: 'flux-dev', n: 3, response_format: 'b64_json' });
+    const res = await t.api.client(key, { prompt: 'three cubes', model: 'flux-dev', n: 3, response_format: 'b64_json', seed: 9 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ provider: 'selfhosted', usage: { images: 3, credits_charged: 6 } });
-    expect(openai.requests.at(-1)).toEqual({ model: 'black-forest-labs/flux-dev', prompt: 'three cubes', size: '1024x1024', response_format: 'b64_json', n: 3 });
+    // A model the gateway's table does not know gets the seed as before.
+    expect(openai.requests.at(-1)).toEqual({ model: 'black-forest-labs/flux-dev', prompt: 'three cubes', size: '1024x1024', response_format: 'b64_json', n: 3, seed: 9 });
   });
 
   it('OpenAI content_policy_violation maps to ours', async () => {

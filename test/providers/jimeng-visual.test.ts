@@ -4,6 +4,8 @@ import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 const credentials = { accessKeyId: 'AKtest', secretAccessKey: 'secret-for-tests' };
+/** The real API's result URLs are on p<N>-aiop-sign.byteimg.com; so are the fake's here. */
+const IMAGE_HOST = 'p3-aiop-sign.byteimg.com';
 
 describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   let fake: FakeVisual;
@@ -11,8 +13,18 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   let key: string;
   let keyId: string;
 
+  /** Image URLs the gateway downloaded (this process's fetch, pointed back at the fake for IMAGE_HOST). */
+  const downloaded: string[] = [];
+
   beforeAll(async () => {
-    fake = await startFakeVisual(credentials);
+    fake = await startFakeVisual(credentials, 0, { imageHost: IMAGE_HOST });
+    const realFetch = globalThis.fetch;
+    jest.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
+      const url = new URL(input instanceof Request ? input.url : input);
+      if (url.host !== IMAGE_HOST) return realFetch(input, init);
+      downloaded.push(url.href);
+      return realFetch(`${fake.url}${url.pathname}${url.search}`, init);
+    });
     t = await startTestGateway({
       VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
       VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
@@ -30,6 +42,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
   });
   afterAll(async () => {
+    jest.restoreAllMocks();
     await t.close();
     await fake.close();
   });
@@ -44,13 +57,29 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ model: 'jimeng-4.0', provider: 'jimeng', usage: { images: 1, credits_charged: 3 } });
     expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining(`${t.gateway.url}/images/img_`), width: 1024, height: 1024 });
+    // Taken from the visual API's own image host, which the default IMAGE_FETCH_ALLOWED_HOSTS admits.
+    expect(downloaded.at(-1)).toMatch(/^https:\/\/p3-aiop-sign\.byteimg\.com\/files\/png-task-\d+\.png\?rk3s=/);
     const calls = fake.requests.slice(before);
     expect(calls[0]).toEqual({
       action: 'CVSync2AsyncSubmitTask',
-      body: { req_key: 'jimeng_t2i_v40', prompt: 'a red fox [pending:3]', width: 1024, height: 1024, seed: 11, force_single: true },
+      // jimeng_t2i_v40 documents no seed: it is not sent.
+      body: { req_key: 'jimeng_t2i_v40', prompt: 'a red fox [pending:3]', width: 1024, height: 1024, force_single: true },
     });
     expect(calls.filter((c) => c.action === 'CVSync2AsyncGetResult')).toHaveLength(4);
     expect(calls[1]!.body).toMatchObject({ req_key: 'jimeng_t2i_v40', req_json: '{"return_url":true}' });
+  });
+
+  it('jimeng_t2i_v31 gets its seed (seed + index, within its int32 range) and no force_single', async () => {
+    const res = await generate('two herons', { model: 'jimeng-3.1', n: 2, seed: 2147483647, response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    const submits = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'two herons');
+    expect(submits.map((r) => r.body).sort((a, b) => Number(a.seed) - Number(b.seed))).toEqual([
+      { req_key: 'jimeng_t2i_v31', prompt: 'two herons', width: 1024, height: 1024, seed: 0 },
+      { req_key: 'jimeng_t2i_v31', prompt: 'two herons', width: 1024, height: 1024, seed: 2147483647 },
+    ]);
+    const wrapped = await generate('a big seed', { model: 'jimeng-3.1', seed: 4294967295, response_format: 'b64_json' });
+    expect(wrapped.status).toBe(200);
+    expect(fake.requests.filter((r) => r.body.prompt === 'a big seed')[0]?.body.seed).toBe(2147483647);
   });
 
   it('sends catalog upstream_options (e.g. scale) with the task', async () => {
@@ -58,6 +87,20 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.status).toBe(200);
     const submit = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').at(-1);
     expect(submit?.body).toMatchObject({ req_key: 'jimeng_t2i_v40', scale: 0.3, force_single: true });
+  });
+
+  it.each([
+    ['jimeng-4.0', '1024x768'],
+    ['jimeng-4.0', '4096x1024'],
+    ['jimeng-3.1', '3000x3000'],
+  ])('%s at %s: 400 invalid_request on size, nothing submitted nor charged', async (model, size) => {
+    const before = await creditsUsed();
+    const calls = fake.requests.length;
+    const res = await generate('out of bounds', { model, size });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+    expect(fake.requests).toHaveLength(calls);
+    expect(await creditsUsed()).toBe(before);
   });
 
   it('returns b64_json when asked, and one task per image', async () => {
@@ -82,12 +125,27 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(await creditsUsed()).toBe(before);
   });
 
-  it.each([50511, 50512, 50519])('result code %i -> 422 output_moderated, credits released', async (code) => {
+  it.each([
+    [50511, 3],
+    [50512, 1],
+    [50519, 3],
+  ])('result code %i -> 422 output_moderated after %i task(s), credits released', async (code, tasks) => {
     const before = await creditsUsed();
-    const res = await generate(`a scene [post-code:${code}]`);
+    const prompt = `a scene [post-code:${code}]`;
+    const res = await generate(prompt);
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('output_moderated');
     expect(await creditsUsed()).toBe(before);
+    // 50511 / 50519 are documented as retryable: new tasks, up to 3 in all; 50512 is not.
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(tasks);
+  });
+
+  it.each([50511, 50519])('result code %i once: a new task is submitted and its image returned', async (code) => {
+    const prompt = `a retried scene [post-code:${code}] [post-code-times:1]`;
+    const res = await generate(prompt, { response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    expect(res.body.usage.credits_charged).toBe(3);
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(2);
   });
 
   it('retries 50429 with backoff and succeeds when the upstream recovers', async () => {
@@ -186,7 +244,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   });
 
   it('503 provider_unavailable naming the variables when Ark is not configured', async () => {
-    const res = await generate('needs ark', { model: 'jimeng-4.5' });
+    const res = await generate('needs ark', { model: 'jimeng-4.5', size: '2048x2048' });
     expect(res.status).toBe(503);
     expect(res.body.error.message).toContain('ARK_API_KEY');
   });

@@ -16,7 +16,7 @@ const CATALOG = [
     transport: 'ark',
     upstream_model: 'doubao-seedream-4-5-251128',
     credits_per_image: 1,
-    default_size: '1024x1024',
+    default_size: '2048x2048',
   })),
 ];
 const KEYS = { p: 'ark-key-p-0001', q: 'ark-key-q-0002', b: 'ark-key-b-0003', c: 'ark-key-c-0004' };

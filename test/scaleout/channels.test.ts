@@ -14,7 +14,7 @@ const CATALOG = [
     transport: 'ark',
     upstream_model: 'doubao-seedream-4-5-251128',
     credits_per_image: 1,
-    default_size: '1024x1024',
+    default_size: '2048x2048',
   })),
 ];
 const SEALING_KEY = 'a3f1c2d4e5b6a7980f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a6978';

@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
-import { signVolcRequest } from '../../src/providers/jimeng/volc-signer';
+import { signedVisualRequest } from '../../src/providers/jimeng/visual-transport';
+import { canonicalQueryString, signVolcRequest } from '../../src/providers/jimeng/volc-signer';
 import { expectedVolcSignature } from '../fakes/volc-signature';
 
 describe('Volcengine request signing', () => {
@@ -62,5 +63,29 @@ describe('Volcengine request signing', () => {
     expect(verify(credentials.secretAccessKey, body)).toBe(signature);
     expect(verify('other-secret', body)).not.toBe(signature);
     expect(verify(credentials.secretAccessKey, `${body} `)).not.toBe(signature);
+  });
+
+  it('sends the query exactly as it signed it: a space is %20 in both (URLSearchParams would send +)', () => {
+    const query = { Action: 'CVSync2AsyncSubmitTask', Version: '2022-08-31', Note: "a b~c*d!e'(f)+g" };
+    const { url, headers } = signedVisualRequest('https://visual.volcengineapi.com', query, body, credentials, new Date('2026-11-22T10:00:00Z'));
+    const sent = new URL(url).search.slice(1);
+    expect(sent).toBe(canonicalQueryString(query));
+    expect(sent).toBe('Action=CVSync2AsyncSubmitTask&Note=a%20b~c%2Ad%21e%27%28f%29%2Bg&Version=2022-08-31');
+    // The server checks the signature against the query it received.
+    const signature = /Signature=([0-9a-f]+)$/.exec(headers.Authorization!)![1];
+    expect(
+      expectedVolcSignature({
+        secretAccessKey: credentials.secretAccessKey,
+        method: 'POST',
+        path: '/',
+        query: sent,
+        headers: { 'content-type': 'application/json', host: 'visual.volcengineapi.com', 'x-content-sha256': headers['X-Content-Sha256']!, 'x-date': headers['X-Date']! },
+        signedHeaders: ['content-type', 'host', 'x-content-sha256', 'x-date'],
+        body,
+        xDate: headers['X-Date']!,
+        region: 'cn-north-1',
+        service: 'cv',
+      }),
+    ).toBe(signature);
   });
 });

@@ -1,5 +1,6 @@
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
+import { upstreamSeed } from '../upstream-models';
 
 /**
  * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
@@ -22,8 +23,19 @@ interface ImagesAnswer {
   error?: { code?: string | null; message?: string; type?: string };
 }
 
-const CONTENT_CODES = new Set(['InputTextSensitiveContentDetected', 'InputImageSensitiveContentDetected', 'content_policy_violation', 'moderation_blocked']);
-const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected']);
+/**
+ * Moderation of the client's content (Ark's *SensitiveContentDetected and *RiskDetection, OpenAI's): the
+ * client's doing, so mapped to content codes that never count against a channel's breaker nor disable it.
+ */
+const CONTENT_CODES = new Set([
+  'InputTextSensitiveContentDetected',
+  'InputImageSensitiveContentDetected',
+  'InputTextRiskDetection',
+  'InputImageRiskDetection',
+  'content_policy_violation',
+  'moderation_blocked',
+]);
+const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected', 'OutputTextRiskDetection', 'OutputImageRiskDetection']);
 /** Answers that say the account itself is unusable (OpenAI and Ark codes). */
 const ACCOUNT_CODES = new Set([
   'invalid_api_key',
@@ -60,6 +72,8 @@ export class ImagesApiClient {
 
   private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, extraBody } = this.options;
+    // Only models that document a seed get one (Seedream 4.x ignores it); unknown models as before.
+    const seed = upstreamSeed(request.upstreamModel, request.seed, index);
     const { status, json, retryAfterMs } = await postJson(
       provider,
       `${baseUrl.replace(/\/$/, '')}/images/generations`,
@@ -69,7 +83,7 @@ export class ImagesApiClient {
         size: `${request.width}x${request.height}`,
         response_format: request.responseFormat,
         ...(n > 1 ? { n } : {}),
-        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
+        ...(seed !== undefined ? { seed } : {}),
         ...extraBody,
         ...request.upstreamOptions,
       },

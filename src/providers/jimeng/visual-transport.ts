@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
-import { signVolcRequest, type VolcCredentials } from './volc-signer';
+import { upstreamModelSpec, upstreamSeed } from '../upstream-models';
+import { canonicalQueryString, signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
 export interface VisualTransportOptions {
@@ -25,6 +26,21 @@ interface VisualAnswer {
 /** Gateway-level refusals that say the account (key, signature, balance) is unusable. */
 const ACCOUNT_ERRORS = new Set(['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken']);
 
+/**
+ * 50511 / 50519: the generated image failed output moderation, which the API documents as
+ * retryable: a new task may pass. The task itself is finished, so a new one is submitted.
+ */
+const REGENERATE_CODES = new Set([50511, 50519]);
+/** Tasks in all for one image when the output keeps failing moderation (each failed one may be billed). */
+const MODERATION_TASKS = 3;
+
+/** output_moderated that a new task may not meet (50511 / 50519). */
+class RegenerableModeration extends UpstreamError {
+  constructor(provider: string, detail: string) {
+    super('output_moderated', `Provider ${provider} withheld the generated image: ${detail}`);
+  }
+}
+
 /** Our error for a visual API answer that is not a success. */
 function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: number | undefined): UpstreamError {
   const gatewayError = answer.ResponseMetadata?.Error;
@@ -37,10 +53,47 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
   if (code === 50411 || code === 50412 || code === 50413) return upstream.contentRefused(PROVIDER, detail);
-  if (code === 50511 || code === 50512 || code === 50519) return upstream.outputModerated(PROVIDER, detail);
+  if (code !== undefined && REGENERATE_CODES.has(code)) return new RegenerableModeration(PROVIDER, detail);
+  if (code === 50512) return upstream.outputModerated(PROVIDER, detail);
   if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail, retryAfterMs);
   // 50500/50501 (internal errors) are refusals; any other answer may have come after acceptance.
   return upstream.failed(PROVIDER, detail, { safeElsewhere: code === 50500 || code === 50501 || (code === undefined && refusedWithStatus(httpStatus)) });
+}
+
+/**
+ * The submit body: only the optional fields the req_key documents (upstream-models.ts). Jimeng 4.0
+ * takes force_single (else it may bill several images) but no seed; 3.1 takes seed, not force_single.
+ * A req_key the table does not know gets both, as before.
+ */
+export function submitBody(request: ProviderRequest, index: number): Record<string, unknown> {
+  const params = upstreamModelSpec(request.upstreamModel)?.params;
+  const seed = upstreamSeed(request.upstreamModel, request.seed, index);
+  return {
+    req_key: request.upstreamModel,
+    prompt: request.prompt,
+    width: request.width,
+    height: request.height,
+    ...(seed !== undefined ? { seed } : {}),
+    ...(params === undefined || params.force_single ? { force_single: true } : {}),
+    ...request.upstreamOptions,
+  };
+}
+
+/** The URL and headers of one signed call; the query is sent exactly as it was signed (one encoder for both). */
+export function signedVisualRequest(
+  endpoint: string,
+  query: Record<string, string>,
+  body: string,
+  credentials: VolcCredentials,
+  date?: Date,
+): { url: string; headers: Record<string, string> } {
+  const target = new URL(endpoint);
+  const headers = signVolcRequest(
+    { method: 'POST', host: target.host, path: target.pathname || '/', query, body, contentType: 'application/json', ...(date ? { date } : {}) },
+    credentials,
+  );
+  target.search = canonicalQueryString(query);
+  return { url: target.toString(), headers };
 }
 
 export class VisualTransport {
@@ -49,16 +102,9 @@ export class VisualTransport {
   }
 
   private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
-    const url = new URL(this.options.endpoint);
-    const query = { Action: action, Version: VERSION };
     const text = JSON.stringify(body);
-    const headers = signVolcRequest(
-      { method: 'POST', host: url.host, path: url.pathname || '/', query, body: text, contentType: 'application/json' },
-      this.options.credentials,
-    );
-    const target = new URL(url.toString());
-    target.search = new URLSearchParams(query).toString();
-    const { status, json, retryAfterMs } = await postJson(PROVIDER, target.toString(), text, headers, signal, this.options.publicOnly);
+    const { url, headers } = signedVisualRequest(this.options.endpoint, { Action: action, Version: VERSION }, text, this.options.credentials);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, url, text, headers, signal, this.options.publicOnly);
     const answer = (json ?? {}) as VisualAnswer;
     if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
@@ -71,29 +117,26 @@ export class VisualTransport {
   }
 
   private async generateOne(request: ProviderRequest, index: number, signal: AbortSignal): Promise<ProviderImage[]> {
-    const taskId = request.resumeTaskId ?? (await this.submit(request, index, signal));
+    let taskId = request.resumeTaskId ?? (await this.submit(request, index, signal));
     if (request.resumeTaskId === undefined && request.onTaskAccepted) {
       // Stored before polling, so a process taking this generation over polls it instead of resubmitting.
       await request.onTaskAccepted(taskId);
     }
-    return this.poll(request, taskId, signal);
+    for (let tasks = 1; ; tasks += 1) {
+      try {
+        return await this.poll(request, taskId, signal);
+      } catch (error) {
+        // A resumed task has no journal callback here: a new task could not be recorded, so none is sent.
+        if (!(error instanceof RegenerableModeration) || request.resumeTaskId !== undefined || tasks >= MODERATION_TASKS) throw error;
+        taskId = await this.submit(request, index, signal);
+        if (request.onTaskAccepted) await request.onTaskAccepted(taskId);
+      }
+    }
   }
 
   /** Submits one task; its id is the only handle on work the account is now billed for. */
   async submit(request: ProviderRequest, index: number, signal: AbortSignal): Promise<string> {
-    const submitted = await this.call(
-      'CVSync2AsyncSubmitTask',
-      {
-        req_key: request.upstreamModel,
-        prompt: request.prompt,
-        width: request.width,
-        height: request.height,
-        ...(request.seed !== undefined ? { seed: request.seed + index } : {}),
-        force_single: true,
-        ...request.upstreamOptions,
-      },
-      signal,
-    );
+    const submitted = await this.call('CVSync2AsyncSubmitTask', submitBody(request, index), signal);
     const taskId = submitted.data?.task_id;
     if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
     return taskId;
@@ -111,7 +154,7 @@ export class VisualTransport {
       try {
         answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);
       } catch (error) {
-        if (!(error instanceof UpstreamError)) throw error;
+        if (!(error instanceof UpstreamError) || error instanceof RegenerableModeration) throw error;
         // A busy answer to a poll only delays the poll.
         if (error.retryable) {
           await sleep(this.options.pollIntervalMs, undefined, { signal });

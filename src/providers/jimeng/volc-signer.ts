@@ -28,6 +28,17 @@ function uriEncode(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
+/**
+ * The canonical query string (keys sorted, RFC 3986 encoded: a space is `%20`, not `+`). The URL
+ * sent must carry exactly this string: the server checks the signature against what it received.
+ */
+export function canonicalQueryString(query: Record<string, string>): string {
+  return Object.keys(query)
+    .sort()
+    .map((name) => `${uriEncode(name)}=${uriEncode(query[name] as string)}`)
+    .join('&');
+}
+
 export function volcDate(date: Date): string {
   return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
 }
@@ -44,10 +55,7 @@ export function signVolcRequest(request: SignableRequest, credentials: VolcCrede
     'x-date': xDate,
   };
   const signedHeaders = Object.keys(headers).sort();
-  const canonicalQuery = Object.keys(request.query)
-    .sort()
-    .map((name) => `${uriEncode(name)}=${uriEncode(request.query[name] as string)}`)
-    .join('&');
+  const canonicalQuery = canonicalQueryString(request.query);
   const canonicalRequest = [
     request.method.toUpperCase(),
     request.path,
