@@ -1,15 +1,8 @@
-import { sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+import { type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+
+export type { SizeBounds };
 
 /** Output sizes a model takes, inclusive (width / height for the ratio), as its upstream documents them. */
-export interface SizeBounds {
-  min_pixels: number;
-  max_pixels: number;
-  min_ratio: number;
-  max_ratio: number;
-  min_side?: number;
-  max_side?: number;
-}
-
 /** One model a client may ask for, and how the gateway serves and prices it. */
 export interface CatalogModel {
   /** The id clients send as `model`. */

@@ -1,5 +1,14 @@
-import type { SizeBounds } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
+
+/** A model's documented output sizes: pixel count and aspect ratio (width / height), optionally each side. */
+export interface SizeBounds {
+  min_pixels: number;
+  max_pixels: number;
+  min_ratio: number;
+  max_ratio: number;
+  min_side?: number;
+  max_side?: number;
+}
 
 /**
  * What each upstream model documents, in one table: the output sizes it takes and the optional
