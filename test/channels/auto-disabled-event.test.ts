@@ -58,11 +58,11 @@ describe('channel.auto_disabled webhook event', () => {
     const channelId = channel.body.id as string;
     const { key } = await a.createKey({ allowed_providers: ['jimeng'], credits_quota: 1000 });
     // Both replicas have the channel enabled in their directory before the account is revoked.
-    for (const replica of replicas) expect((await replica.api.client(key, { prompt: 'warm up', model: 'jimeng-4.5', size: '1024x1024' })).status).toBe(200);
+    for (const replica of replicas) expect((await replica.api.client(key, { prompt: 'warm up', model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(200);
 
     ark.setApiKey('revoked-by-the-provider');
     const failing = await Promise.all(
-      [a, b, a, b, a, b].map((replica, i) => replica.api.client(key, { prompt: `after revocation ${i}`, model: 'jimeng-4.5', size: '1024x1024' })),
+      [a, b, a, b, a, b].map((replica, i) => replica.api.client(key, { prompt: `after revocation ${i}`, model: 'jimeng-4.5', size: '2048x2048' })),
     );
     expect(failing.every((res) => res.status !== 200)).toBe(true);
     // Both replicas did send to the revoked account (so both tried to disable it).

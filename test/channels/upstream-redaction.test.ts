@@ -26,8 +26,8 @@ describe('upstream error text is redacted before it is answered, stored or logge
       OPENAI_COMPAT_API_KEY: ENV_KEY,
       OPENAI_COMPAT_PROVIDER_NAME: 'selfhosted',
       MODEL_CATALOG: JSON.stringify([
-        { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '1024x1024' },
-        { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'flux-dev', credits_per_image: 1, default_size: '1024x1024' },
+        { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '2048x2048' },
+        { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'flux-dev', credits_per_image: 1, default_size: '2048x2048' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
       PROVIDER_SELFHOSTED_RETRY_BASE_DELAY_MS: '5',
@@ -63,7 +63,7 @@ describe('upstream error text is redacted before it is answered, stored or logge
     ['/images/generate', 'flux-dev'],
     ['/v1/images/generations', 'flux-dev'],
   ])('a synchronous %s of %s answers 502 without the key', async (path, model) => {
-    const res = await t.api.client(key, { prompt: 'x [echo:InternalServiceError:500]', model, size: '1024x1024' }, path);
+    const res = await t.api.client(key, { prompt: 'x [echo:InternalServiceError:500]', model, size: '2048x2048' }, path);
     expect(res.status).toBe(502);
     expect(res.body.error.code).toBe('provider_error');
     expectRedacted(res.body.error.message);
@@ -71,7 +71,7 @@ describe('upstream error text is redacted before it is answered, stored or logge
 
   it('Prefer: wait answers, and GET /generations/{id} shows, the redacted message', async () => {
     const res = await t.api.send('post', '/images/generate', {
-      body: { prompt: 'y [echo:InternalServiceError:500]', model: 'jimeng-4.5', size: '1024x1024' },
+      body: { prompt: 'y [echo:InternalServiceError:500]', model: 'jimeng-4.5', size: '2048x2048' },
       headers: { Authorization: `Bearer ${key}`, Prefer: 'respond-async, wait=10' },
     });
     expect(JSON.stringify(res.body)).not.toContain(CHANNEL_KEY);
