@@ -1,24 +1,44 @@
-// Two projects: the whole suite on SQLite, and every test that touches storage again on
-// PostgreSQL + Redis (TEST_DB=postgres), so both engines pass the same tests.
+// Test tiers, one jest project (or two) each, each with its npm script (README, Development):
+//   unit         test/unit: no build, no database, no gateway
+//   integration  in-process gateways on SQLite (every folder not named below, so new folders land here),
+//                and the storage folders again on PostgreSQL + Redis (TEST_DB=postgres)
+//   processes    real processes from dist/ (built once by global setup): scaleout, dependency faults, CLI
+//   conformance  the spec-conformance stage against a gateway process, and the spec tools
+//   browser      the /docs page in Chromium
+// `npm run test:sqlite` (TEST_SQLITE_ONLY=1) leaves out the PostgreSQL project.
 const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { module: { type: 'commonjs' } }] },
   transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose)/)'],
 };
+const buildDist = '<rootDir>/test/helpers/global-setup.js';
+const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
+const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
+// Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
+const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks'];
+
+const projects = [
+  { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+  {
+    ...base,
+    displayName: 'integration-sqlite',
+    testMatch: ['<rootDir>/test/**/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', `<rootDir>/test/(${OWN_TIER.join('|')})/`],
+  },
+  {
+    ...base,
+    displayName: 'integration-postgres',
+    testMatch: [`<rootDir>/test/{${STORAGE_FOLDERS.join(',')}}/**/*.test.ts`],
+    setupFiles: ['<rootDir>/test/helpers/use-postgres.ts'],
+  },
+  { ...base, displayName: 'processes', testMatch: [`<rootDir>/test/{${PROCESS_FOLDERS.join(',')}}/**/*.test.ts`], globalSetup: buildDist },
+  { ...base, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'], globalSetup: buildDist },
+  { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
+];
 
 /** @type {import('jest').Config} */
 module.exports = {
   testTimeout: 30000,
-  globalSetup: '<rootDir>/test/helpers/global-setup.js',
-  projects: [
-    { ...base, displayName: 'sqlite', testMatch: ['<rootDir>/test/**/*.test.ts'] },
-    // test/scaleout starts real processes on both engines itself, so it runs once (above).
-    {
-      ...base,
-      displayName: 'postgres',
-      testMatch: ['<rootDir>/test/{keys,generation,http,ratelimit,providers,internal,images,channels,webhooks}/**/*.test.ts'],
-      setupFiles: ['<rootDir>/test/helpers/use-postgres.ts'],
-    },
-  ],
+  projects: process.env.TEST_SQLITE_ONLY === '1' ? projects.filter((p) => p.displayName !== 'integration-postgres') : projects,
 };

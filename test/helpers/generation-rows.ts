@@ -33,7 +33,7 @@ export function generationRow(id: string, overrides: Partial<GenerationsTable> =
 
 /** A throwaway database of the suite's engine with the schema migrated; `drop` closes and removes it. */
 export async function migratedDatabase(): Promise<{ database: GatewayDatabase; drop(): Promise<void> }> {
-  const throwaway = await createThrowawayDatabase();
+  const throwaway = await createThrowawayDatabase(undefined, { migrated: true });
   const database = openDatabase(throwaway.url);
   await migrateToLatest(database.db as never, database.engine);
   return {
