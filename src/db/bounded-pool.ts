@@ -39,7 +39,11 @@ export function mayHaveCommitted(error: unknown): boolean {
     if (e instanceof DatabaseDeadlineExceeded) return e.mayHaveCommitted;
     // node-postgres: no connection was had (pool queue or connect timed out, refused): nothing was sent.
     const message = (e as { message?: unknown }).message;
-    if (message === 'timeout exceeded when trying to connect' || (e as { code?: unknown }).code === 'ECONNREFUSED') return false;
+    const code = (e as { code?: unknown }).code;
+    if (message === 'timeout exceeded when trying to connect' || code === 'ECONNREFUSED') return false;
+    // An answer that the statement failed: SQLite rolls a failed statement or transaction back, and
+    // PostgreSQL canceled it (57014), refused it read-only (25006) or ran out of resources (53).
+    if (typeof code === 'string' && (code.startsWith('SQLITE_') || code === '57014' || code === '25006' || code.startsWith('53'))) return false;
   }
   return true;
 }

@@ -481,7 +481,9 @@ export class GenerationService {
         // The database already cost this request its wait: the answer does not wait for the release
         // too (it releases, whenever it lands, or is retried by onUnsettled; it never charges).
         attemptsInBackground = true;
-        void settleFailure(error).then(() => (attemptsWritten ? undefined : channels.recordAttempts(row.id, attempts)));
+        // What the failed generation records is the plain outage: if this failure lands, nothing was charged.
+        const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
+        void settleFailure(recorded).then(() => (attemptsWritten ? undefined : channels.recordAttempts(row.id, attempts)));
       } else {
         await settleFailure(error);
       }
