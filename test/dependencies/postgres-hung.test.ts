@@ -1,6 +1,8 @@
+import { sql } from 'kysely';
 import { Books, BOOKS_CATALOG } from '../helpers/books';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ThrowawayPostgres, Traffic, eventually } from '../helpers/throwaway-servers';
 
 /** README: statement_timeout 5 s, and the client gives up on the whole operation 1 s later; the test allows slack for a busy machine. */
@@ -98,5 +100,35 @@ describe('a hung PostgreSQL', () => {
     expect(answers.filter((a) => a.status !== 200 && (a.status !== 503 || a.code !== 'dependency_unavailable'))).toEqual([]);
     expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
     expect(Math.max(...answers.map((a) => a.tookMs))).toBeLessThan(DOCUMENTED_BOUND_MS);
+  }, 60_000);
+
+  it('a reservation in flight when the server stops: "not charged" holds (the late reservation is released) and the generation is named', async () => {
+    // Keys cached and rate limits in Redis: the reservation is the request's first statement.
+    const redis = throwawayRedisPrefix();
+    const tr = await startTestGateway({ DATABASE_URL: cluster.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redis.prefix, READINESS_FAILURE_WINDOW_MS: '300' });
+    try {
+      const { id: keyId, key } = await tr.createKey({ credits_quota: 100 });
+      expect((await tr.api.client(key, localRequest())).status).toBe(200);
+      const books = new Books(tr.gateway.database.db);
+      await books.observe();
+      // Connections open and idle in the pool, so the reservation is sent (a new connection would
+      // time out before anything is sent: a plain "not charged").
+      await Promise.all(Array.from({ length: 6 }, () => sql`SELECT pg_sleep(0.05)`.execute(tr.gateway.database.db)));
+      cluster.freeze();
+      const res = await tr.api.client(key, localRequest());
+      expect([res.status, res.body.error.code, res.body.error.charged]).toEqual([503, 'dependency_unavailable', 'no']);
+      const generationId = res.body.error.generation_id as string;
+      expect(res.body.error.message).toMatch(new RegExp(`not charged.*${generationId} is released`));
+      // Resumed, the server commits the reservation it had received: the gateway releases it.
+      cluster.thaw();
+      const lookup = async () => tr.api.send('get', `/generations/${generationId}`, { headers: { Authorization: `Bearer ${key}` } });
+      await eventually(async () => (await lookup()).body.status === 'failed', 'the late reservation committed, then released', 30_000);
+      expect((await tr.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(1);
+      expect(await books.violations({ keyId, settled: true })).toEqual([]);
+    } finally {
+      cluster.thaw();
+      await tr.close();
+      await redis.drop();
+    }
   }, 60_000);
 });
