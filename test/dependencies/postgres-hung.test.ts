@@ -57,6 +57,8 @@ describe('a hung PostgreSQL', () => {
     // settlement is the statement the stop catches.
     const response = t.api.client(key, { prompt: 'settle [hold:settle]', model: 'held-1', response_format: 'b64_json' });
     await ark.whenHeld('settle');
+    // Idle connections in the pool, so the settlement is sent (not refused for want of a connection).
+    await Promise.all(Array.from({ length: 6 }, () => sql`SELECT pg_sleep(0.05)`.execute(t.gateway.database.db)));
     cluster.freeze();
     const started = Date.now();
     ark.releaseHeld('settle');
