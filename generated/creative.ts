@@ -466,6 +466,19 @@ export interface components {
                  * @enum {string}
                  */
                 dependency?: "database" | "redis";
+                /**
+                 * @description With `dependency_unavailable` on a generation request whose generation may have
+                 *     reached the database: its id, for `GET /generations/{id}`.
+                 */
+                generation_id?: string;
+                /**
+                 * @description With `generation_id`: `no` (if the generation reached the database, it is released
+                 *     within the lease, never charged), or `unknown` (its result was sent to the database,
+                 *     which did not answer: it may have been charged; `GET /generations/{id}` tells once the
+                 *     database answers).
+                 * @enum {string}
+                 */
+                charged?: "no" | "unknown";
             };
         };
         GeneratedImage: {
@@ -489,9 +502,10 @@ export interface components {
         };
         /**
          * @description A dependency of the gateway (`dependency` names it: the database or Redis) is down, full or
-         *     read-only (`dependency_unavailable`, with `Retry-After`), or a Cloudflare Access JWT was sent
-         *     and the team's signing keys could not be fetched (`access_jwks_unavailable`). Nothing was
-         *     changed or charged.
+         *     read-only or hung (`dependency_unavailable`, with `Retry-After`), or a Cloudflare Access JWT
+         *     was sent and the team's signing keys could not be fetched (`access_jwks_unavailable`). No key
+         *     is charged. The answer comes within `DB_STATEMENT_TIMEOUT_MS` plus 1 s of the database
+         *     operation that met the outage.
          */
         DependencyOrAccessKeysUnavailable: {
             headers: {
@@ -613,8 +627,15 @@ export interface components {
          * @description The provider is not configured or its circuit is open (`provider_unavailable`), or it
          *     stayed busy through the gateway's retries (`provider_busy`), or the generated images could not
          *     be stored (`image_storage_unavailable`), or a dependency of the gateway (database, Redis) is
-         *     down, full or read-only (`dependency_unavailable`, naming it in `dependency`). Credits
-         *     released, nothing charged; see `Retry-After`.
+         *     down, full, read-only or hung (`dependency_unavailable`, naming it in `dependency`). Credits
+         *     released, nothing charged; see `Retry-After`. One exception: a `dependency_unavailable` that
+         *     carries `generation_id` with `charged: unknown` came after the generation's result (its
+         *     settlement, or a queued generation) was sent to the database, which did not answer; it may
+         *     take effect once the database answers, so look the generation up with
+         *     `GET /generations/{id}` before retrying. With `charged: 'no'`, a reservation that reaches
+         *     the database late is released within the generation lease (`GENERATION_LEASE_MS`).
+         *     Every database wait of a request is bounded: an answer comes within `DB_STATEMENT_TIMEOUT_MS`
+         *     plus 1 s of the database operation that met the outage.
          */
         ProviderUnavailable: {
             headers: {

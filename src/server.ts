@@ -233,7 +233,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     images,
     channels,
     leases,
-    onUnsettled: (generationId, errorCode) => releaseRetries.retry(generationId, errorCode),
+    onUnsettled: (generationId, errorCode, mayAppear) => releaseRetries.retry(generationId, errorCode, mayAppear),
+    ...(database.operationBudgetMs !== undefined ? { databaseBudgetMs: database.operationBudgetMs } : {}),
     webhooks: { secrets: webhookSecrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => dispatcher?.poke() },
   });
 

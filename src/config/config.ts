@@ -39,7 +39,7 @@ export interface GatewayConfig {
   dbPoolSize: number;
   /** PostgreSQL: longest wait for a new connection (pool full counts too) before the request fails with 503. */
   dbConnectTimeoutMs: number;
-  /** PostgreSQL: server-side statement_timeout; the client gives up one second later (dead server, no RST). */
+  /** PostgreSQL: server-side statement_timeout; the client gives up on a whole operation (connection wait and every statement) one second later (hung or dead server, no RST). */
   dbStatementTimeoutMs: number;
   /** Redis: longest wait for a (re)connection. */
   redisConnectTimeoutMs: number;

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import type { Pool as PgPool, types as PgTypes } from 'pg';
 import type { DependencyHealth } from '../health/dependency-health';
+import { boundedPool } from './bounded-pool';
 import { databaseErrorTranslator, guardedDialect } from './guarded-dialect';
 import type { Database } from './schema';
 import { enableDirectSqlite } from './sqlite-direct';
@@ -18,6 +19,8 @@ export interface GatewayDatabase {
   writes: WriteTransactions;
   /** SQLite: `PRAGMA data_version` of the gateway's connection (moves when another connection commits). */
   dataVersion?: () => number;
+  /** PostgreSQL: the longest one operation may take (operationBudgetMs); waits of our own (a batch's queue) stay within it too. */
+  operationBudgetMs?: number;
   close(): Promise<void>;
 }
 
@@ -58,10 +61,18 @@ export interface OpenDatabaseOptions {
   onIdleError?: (error: Error) => void;
   /** PostgreSQL: longest wait for a connection from the pool or the server. */
   connectTimeoutMs?: number;
-  /** PostgreSQL: the server cancels a statement after this; the client stops waiting 1 s later. */
+  /**
+   * PostgreSQL: the server cancels a statement after this; one database operation (the wait for a
+   * connection and every statement of a transaction together) is given up 1 s later.
+   */
   statementTimeoutMs?: number;
   /** Told of every failure that means the database is unavailable (for /readyz and the log). */
   health?: DependencyHealth;
+}
+
+/** The longest one PostgreSQL operation (connection wait included) may take: statement_timeout plus 1 s. */
+export function operationBudgetMs(statementTimeoutMs: number): number {
+  return statementTimeoutMs + 1000;
 }
 
 export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions = {}): GatewayDatabase {
@@ -77,8 +88,6 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
       // would otherwise hold requests for the whole outage.
       connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
       statement_timeout: statementTimeoutMs,
-      // The client-side bound, for a server that stopped answering without closing the socket.
-      query_timeout: statementTimeoutMs + 1000,
       keepAlive: true,
     });
     // A connection dropped by the server (restart, failover) is replaced on next use. pg emits the
@@ -88,8 +97,12 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     const onDropped = options.onIdleError ?? (() => undefined);
     pool.on('error', onDropped);
     pool.on('connect', (client) => client.on('error', onDropped));
-    const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool }), options.health) });
-    return { db, engine: 'postgres', writes: directTransactions(db), close: () => db.destroy() };
+    // The client-side bound, for a server that stopped answering without closing the socket: per
+    // operation, not per statement, so a transaction of several statements waits no longer than one.
+    const budgetMs = operationBudgetMs(statementTimeoutMs);
+    const bounded = boundedPool(pool, budgetMs);
+    const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: bounded }), options.health) });
+    return { db, engine: 'postgres', writes: directTransactions(db), operationBudgetMs: budgetMs, close: () => db.destroy() };
   }
   const file = databaseUrl.replace(/^sqlite:/, '');
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

@@ -1,4 +1,11 @@
-type Waiting<Item, Result> = { item: Item; resolve: (result: Result) => void; reject: (reason: unknown) => void };
+type Waiting<Item, Result> = {
+  item: Item;
+  resolve: (result: Result) => void;
+  reject: (reason: unknown) => void;
+  /** Set once the item's statement went out: from then on its write may take effect. */
+  sent: boolean;
+  timer?: NodeJS.Timeout;
+};
 
 /**
  * Sends the statements of concurrent requests together: work submitted while earlier batches are
@@ -29,12 +36,34 @@ export class StatementBatcher<Item, Result> {
       conflictKey?: (item: Item) => string;
       /** Whether the items of a failed batch are run again one by one (default: always). */
       retryAlone?: (error: unknown) => boolean;
+      /**
+       * The longest a submitter waits, queue and statement together. A hung database holds every
+       * lane: an item still queued then is dropped (never sent), one in flight is answered
+       * `timedOut(true)` while its statement goes on in the background.
+       */
+      deadline?: { ms: number; timedOut: (sent: boolean) => unknown };
     },
   ) {}
 
   submit(item: Item): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      const entry: Waiting<Item, Result> = { item, resolve, reject, sent: false };
+      const deadline = this.options.deadline;
+      if (deadline) {
+        entry.timer = setTimeout(() => {
+          if (!entry.sent) this.queue = this.queue.filter((queued) => queued !== entry);
+          reject(deadline.timedOut(entry.sent));
+        }, deadline.ms);
+        entry.resolve = (result) => {
+          clearTimeout(entry.timer);
+          resolve(result);
+        };
+        entry.reject = (reason) => {
+          clearTimeout(entry.timer);
+          reject(reason);
+        };
+      }
+      this.queue.push(entry);
       // Items submitted in this turn of the event loop join the same batch.
       if (!this.scheduled && this.busyLanes < this.options.lanes) {
         this.scheduled = true;
@@ -50,6 +79,7 @@ export class StatementBatcher<Item, Result> {
     while (this.queue.length > 0 && this.busyLanes < this.options.lanes) {
       const batch = this.takeBatch();
       if (batch.length === 0) return; // every waiting item conflicts with a batch in flight
+      for (const entry of batch) entry.sent = true;
       const keys = batch.map((entry) => this.keyOf(entry.item)).filter((key) => key !== undefined);
       for (const key of keys) this.inFlight.add(key);
       this.busyLanes += 1;

@@ -17,9 +17,26 @@ export class DependencyUnavailableError extends Error {
   constructor(
     readonly dependency: Dependency,
     override readonly cause: unknown,
+    /** What the request had written when it failed; decides what its 503 may promise. Unset: nothing that charges. */
+    readonly outcome?: ChargeOutcome,
   ) {
     super(`${dependency} unavailable: ${describeCause(cause)}`);
   }
+}
+
+/**
+ * What a request that met an outage may have left behind, for its 503:
+ * - `reservation`: a reservation that may commit after the answer; its generation is held under a
+ *   lease no run renews, and released (not charged) within `releasedWithinSeconds`;
+ * - `unknown`: a write that charges (a settlement, or a queued generation a worker would run) was
+ *   sent and not answered: it may take effect once the database answers, so the client looks it up.
+ */
+export type ChargeOutcome = { kind: 'reservation'; generationId: string; releasedWithinSeconds: number } | { kind: 'unknown'; generationId: string };
+
+/** `error` (a database outage) as the 503 of a request in the given phase; other errors unchanged. */
+export function withChargeOutcome(error: unknown, outcome: ChargeOutcome): unknown {
+  if (error instanceof DependencyUnavailableError) return new DependencyUnavailableError(error.dependency, error.cause, outcome);
+  return isDatabaseUnavailable(error) ? new DependencyUnavailableError('database', error, outcome) : error;
 }
 
 interface DriverError {
@@ -100,8 +117,26 @@ export function dependencyApiError(err: unknown): ApiError | undefined {
   if (!(err instanceof DependencyUnavailableError) && !isDatabaseUnavailable(err)) return undefined;
   const dependency = err instanceof DependencyUnavailableError ? err.dependency : 'database';
   const what = dependency === 'redis' ? 'Redis (rate limits and shared capacity)' : 'The database';
+  const outcome = err instanceof DependencyUnavailableError ? err.outcome : undefined;
+  const headers = { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) };
+  if (outcome?.kind === 'unknown') {
+    const id = outcome.generationId;
+    return new ApiError(
+      'dependency_unavailable',
+      `${what} stopped answering after generation ${id} was sent to it to be recorded; whether it was charged is unknown until the database answers. Look it up with GET /generations/${id} before retrying.`,
+      { details: { dependency, generation_id: id, charged: 'unknown' }, headers },
+    );
+  }
+  if (outcome?.kind === 'reservation') {
+    const id = outcome.generationId;
+    return new ApiError(
+      'dependency_unavailable',
+      `${what} is unavailable; this request is not charged: if its reservation reached the database, generation ${id} is released within ${outcome.releasedWithinSeconds} s (GET /generations/${id} shows it failed). Retry in ${DEPENDENCY_RETRY_AFTER_SECONDS} s.`,
+      { details: { dependency, generation_id: id, charged: 'no' }, headers },
+    );
+  }
   return new ApiError('dependency_unavailable', `${what} is unavailable; this request is not charged. Retry in ${DEPENDENCY_RETRY_AFTER_SECONDS} s.`, {
     details: { dependency },
-    headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) },
+    headers,
   });
 }

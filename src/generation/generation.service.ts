@@ -3,7 +3,8 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
-import { dependencyApiError, DependencyUnavailableError } from '../errors/dependency-errors';
+import { dependencyApiError, DependencyUnavailableError, isDatabaseUnavailable, withChargeOutcome } from '../errors/dependency-errors';
+import { DatabaseDeadlineExceeded, mayHaveCommitted } from '../db/bounded-pool';
 import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
@@ -63,8 +64,13 @@ export interface GenerationDeps {
   logger: Logger;
   /** Slots of the keys' max_concurrent. */
   leases?: ConcurrencyLeases;
-  /** Called when a failed generation could not be settled either, to release it once the database takes writes. */
-  onUnsettled?: (generationId: string, errorCode: string) => void;
+  /**
+   * Called when a failed generation could not be settled either, to release it once the database
+   * takes writes; `mayAppear`: its reservation may still commit, so a row not there yet is looked for again.
+   */
+  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean) => void;
+  /** PostgreSQL: the longest one database operation may take; a batched statement's queue counts in it. */
+  databaseBudgetMs?: number;
   images: ImagesService;
   db: Kysely<Database>;
   /** This process's worker: runs the rows the sync path inserts already claimed by it. */
@@ -134,17 +140,27 @@ export class GenerationService {
       // PostgreSQL: concurrent requests' settlements share one statement (SQLite's group commit batches them already).
       // A database that is down fails every item of a batch alike: no point sending each again.
       const retryAlone = (error: unknown) => !(error instanceof DependencyUnavailableError);
+      // The wait for a lane counts in the operation's time, as the wait for a pooled connection does.
+      const deadline =
+        deps.databaseBudgetMs === undefined
+          ? undefined
+          : {
+              ms: deps.databaseBudgetMs,
+              timedOut: (sent: boolean) =>
+                new DependencyUnavailableError('database', new DatabaseDeadlineExceeded(`no answer to a batched statement within ${deps.databaseBudgetMs} ms${sent ? '' : ' (not sent)'}`, sent)),
+            };
       const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, {
         maxBatch: 100,
         lanes: 2,
         retryAlone,
+        ...(deadline ? { deadline } : {}),
       });
       this.settle = (settlement) => batcher.submit(settlement);
       const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
         (requests) => reserveWithGenerations(deps.db, requests),
         (request) => reserveWithGeneration(deps.db, request.reservation, request.row),
         // A key is in one batch in flight at most, so this process's lanes never wait on each other's key rows.
-        { maxBatch: 100, lanes: 3, conflictKey: (request) => request.reservation.keyId, retryAlone },
+        { maxBatch: 100, lanes: 3, conflictKey: (request) => request.reservation.keyId, retryAlone, ...(deadline ? { deadline } : {}) },
       );
       this.reserveInOneStatement = (request) => reservations.submit(request);
     } else {
@@ -382,6 +398,7 @@ export class GenerationService {
     // The channel attempts, written with the settlement (the same transaction, or statement), or alone when there is none.
     const attempts: GenerationAttemptsTable[] = [];
     let attemptsWritten = false;
+    let attemptsInBackground = false;
     const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable')) => {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
@@ -433,15 +450,21 @@ export class GenerationService {
       let hooked = false;
       const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
       // Without a completion webhook (most requests) there is no event to write: one statement on PostgreSQL.
-      const settled =
-        stored.webhook === undefined
-          ? await this.settle({ id: row.id, outcome, attempts })
-          : await writes.run(async (trx) => {
-              await insertAttempts(trx, attempts);
-              const done = await completeGeneration(trx, row.id, outcome);
-              hooked = done && (await this.completionWebhooks?.emit(trx, row.id)) === true;
-              return done;
-            });
+      let settled: boolean;
+      try {
+        settled =
+          stored.webhook === undefined
+            ? await this.settle({ id: row.id, outcome, attempts })
+            : await writes.run(async (trx) => {
+                await insertAttempts(trx, attempts);
+                const done = await completeGeneration(trx, row.id, outcome);
+                hooked = done && (await this.completionWebhooks?.emit(trx, row.id)) === true;
+                return done;
+              });
+      } catch (error) {
+        // A settlement sent but not answered may still commit (and charge) when a hung database resumes.
+        throw row.key_id !== null && mayHaveCommitted(error) ? withChargeOutcome(error, { kind: 'unknown', generationId: row.id }) : error;
+      }
       attemptsWritten = true;
       if (hooked) this.completionWebhooks?.poke();
       if (!settled) {
@@ -468,11 +491,20 @@ export class GenerationService {
       // before any channel attempt, so before any upstream call: run again later, not failed.
       if (stored.mark_sends && attempts.length === 0 && !signal.aborted && dependencyApiError(error)) throw new RunDeferred(row.id, error);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
-      await settleFailure(error);
+      if (isDatabaseOutage(error)) {
+        // The database already cost this request its wait: the answer does not wait for the release
+        // too (it releases, whenever it lands, or is retried by onUnsettled; it never charges).
+        attemptsInBackground = true;
+        // What the failed generation records is the plain outage: if this failure lands, nothing was charged.
+        const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
+        void settleFailure(recorded).then(() => (attemptsWritten ? undefined : channels.recordAttempts(row.id, attempts)));
+      } else {
+        await settleFailure(error);
+      }
       throw error;
     } finally {
       // Not settled here (the lease was lost, or settling failed): the attempts still go in.
-      if (!attemptsWritten) await channels.recordAttempts(row.id, attempts);
+      if (!attemptsWritten && !attemptsInBackground) await channels.recordAttempts(row.id, attempts);
     }
   }
 
@@ -499,6 +531,14 @@ export class GenerationService {
     const cost = n * entry.credits_per_image;
     const generationId = newSortableId('gen', now);
     const request = JSON.stringify(stored);
+    const reservationFailed = (error: unknown): unknown => {
+      if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
+      // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
+      if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
+      // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
+      this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
+      return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
+    };
     const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
       ...(held ? this.heldRow(now) : QUEUED_ROW),
       id: generationId,
@@ -516,7 +556,11 @@ export class GenerationService {
     // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
     if (this.reserveInOneStatement) {
       const draft = generationOf({ period_started_at: now, usage_epoch: null });
-      const row = await this.reserveInOneStatement({ reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, row: draft });
+      const row = await this.reserveInOneStatement({ reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, row: draft }).catch(
+        (error: unknown) => {
+          throw reservationFailed(error);
+        },
+      );
       if (row) {
         return {
           row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
@@ -527,15 +571,19 @@ export class GenerationService {
     }
     // Reservation and its usage row commit together: an active row always has credits behind it.
     // The period and book charged come from the key's row as the reservation found it, not from `key`.
-    const reserved = await writes.run(async (trx) => {
-      const row = await reserveCredits(trx, key, cost, now);
-      if (!row) return undefined;
-      // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
-      await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
-      const generation = generationOf(row);
-      await insertGeneration(trx, generation);
-      return { key: row, generation };
-    });
+    const reserved = await writes
+      .run(async (trx) => {
+        const row = await reserveCredits(trx, key, cost, now);
+        if (!row) return undefined;
+        // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
+        await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
+        const generation = generationOf(row);
+        await insertGeneration(trx, generation);
+        return { key: row, generation };
+      })
+      .catch((error: unknown) => {
+        throw reservationFailed(error);
+      });
     if (!reserved) {
       // Refused: the key as it is now says why (the request's copy may predate an admin change).
       const current = await findKeyById(this.deps.db, key.id);
@@ -578,6 +626,11 @@ function elapsedMs(clock: Clock, started: number): number {
 /** What a failed generation records: the client's error for an ApiError or a dependency outage, else internal_error. */
 function apiErrorOf(error: unknown): ApiError | undefined {
   return error instanceof ApiError ? error : dependencyApiError(error);
+}
+
+/** The database (not Redis) failed: down, hung, full or read-only. */
+function isDatabaseOutage(error: unknown): boolean {
+  return error instanceof DependencyUnavailableError ? error.dependency === 'database' : isDatabaseUnavailable(error);
 }
 
 function errorCodeOf(error: unknown): string {

@@ -36,6 +36,8 @@ export class ReadinessService {
     private readonly health: DependencyHealth | undefined,
     private readonly clock: Clock,
     private readonly failureWindowMs: number,
+    /** A probe that has not answered after this counts as not ready: /readyz must answer a load balancer in time, hung dependency or not. */
+    private readonly probeTimeoutMs = DEFAULT_PROBE_TIMEOUT_MS,
   ) {}
 
   async check(): Promise<Readiness> {
@@ -45,11 +47,22 @@ export class ReadinessService {
 
   private async checkOne(probe: DependencyProbe): Promise<Readiness> {
     const { dependency, label } = probe;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await probe.check();
+      const check = probe.check();
+      // The probe goes on after we stop waiting; its own failure is of no interest then.
+      check.catch(() => undefined);
+      await Promise.race([
+        check,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new ProbeTimeout(`${label} did not answer within ${this.probeTimeoutMs} ms`)), this.probeTimeoutMs);
+        }),
+      ]);
     } catch (error) {
       this.health?.failed(dependency, error);
       return { ready: false, dependency, label, reason: `${label} does not answer.` };
+    } finally {
+      clearTimeout(timer);
     }
     const failedAt = this.health?.lastFailure(dependency);
     if (failedAt !== undefined && this.clock.now() - failedAt < this.failureWindowMs) {
@@ -57,6 +70,15 @@ export class ReadinessService {
     }
     return { ready: true };
   }
+}
+
+/** How long /readyz waits for a probe by default. */
+export const DEFAULT_PROBE_TIMEOUT_MS = 2000;
+
+/** A probe that did not answer in time (a hung server): an outage, like a timeout of the driver. */
+class ProbeTimeout extends Error {
+  override name = 'ProbeTimeout';
+  readonly code = 'ETIMEDOUT';
 }
 
 /** At startup PostgreSQL or Redis may still be coming up: retry with backoff for a bounded time. */

@@ -102,6 +102,12 @@ export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: 
       const persist = keepable(status)
         ? completeIdempotencyRecord(deps.db, scope, key, { status, body: text, location: typeof location === 'string' ? location : null })
         : deleteIdempotencyRecord(deps.db, scope, key);
+      // A database outage has already cost this request its wait: the 503 does not wait for the
+      // record's removal too (a retry meanwhile is told the key is in use, and retries again).
+      if (status === 503) {
+        persist.catch((error: unknown) => deps.logger.error({ err: error, request_id: res.locals.requestId }, 'could not remove the idempotency record'));
+        return send(body);
+      }
       persist.then(
         () => send(body),
         (error: unknown) => {

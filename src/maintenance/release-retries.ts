@@ -7,6 +7,8 @@ import { releasePendingGeneration } from './sweeper';
 
 const FIRST_DELAY_MS = 250;
 const MAX_DELAY_MS = 1000;
+/** How often a reservation that may still commit is looked for once the database answers. */
+const ABSENT_LOOKUPS = 4;
 /** Past this many waiting releases (a long outage), the rest wait for the sweeper. */
 const MAX_WAITING = 10_000;
 
@@ -27,14 +29,25 @@ export class ReleaseRetries {
     private readonly giveUpAfterMs: number,
   ) {}
 
-  retry(generationId: string, errorCode: string): void {
+  /**
+   * `mayAppear`: the generation's reservation was sent to a database that did not answer; it may
+   * commit after the database is back, so a row not found yet is looked for a few times more (a
+   * hung server runs what it had received as soon as it resumes, before later connections' work).
+   */
+  retry(generationId: string, errorCode: string, mayAppear = false): void {
     if (this.timers.has(generationId) || this.timers.size >= MAX_WAITING) return;
     const started = Date.now();
+    let lookupsLeft = mayAppear ? ABSENT_LOOKUPS : 1;
     const attempt = async (delay: number): Promise<void> => {
       try {
         const generation = await findGeneration(this.db, generationId);
         if ((generation?.status === 'queued' || generation?.status === 'running') && (await releasePendingGeneration(this.db, generation, errorCode, this.clock.now()))) {
           this.logger.info({ generation_id: generationId }, 'released the credits of a generation that could not be settled');
+        }
+        lookupsLeft -= 1;
+        if (generation === undefined && lookupsLeft > 0) {
+          this.schedule(generationId, attempt, MAX_DELAY_MS);
+          return;
         }
         this.timers.delete(generationId);
       } catch {

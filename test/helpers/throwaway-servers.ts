@@ -122,7 +122,44 @@ export class ThrowawayPostgres {
     await asPostgres('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', 'stop']);
   }
 
+  /** The postmaster and every process it forked (backends, checkpointer...): a Linux /proc walk. */
+  private processes(): number[] {
+    const postmaster = Number(fs.readFileSync(path.join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = new Map<number, number[]>();
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        // The parent pid is the 2nd field after the command, which is in parentheses and may hold spaces.
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const all = [postmaster];
+    for (let i = 0; i < all.length; i += 1) all.push(...(children.get(all[i] as number) ?? []));
+    return all;
+  }
+
+  /**
+   * SIGSTOP to the whole cluster: a hung server. Connections stay open and new ones are accepted by
+   * the kernel, but nothing answers; what was sent runs when thaw() resumes it.
+   */
+  freeze(): void {
+    for (const pid of this.processes()) process.kill(pid, 'SIGSTOP');
+  }
+
+  thaw(): void {
+    for (const pid of this.processes()) process.kill(pid, 'SIGCONT');
+  }
+
   async destroy(): Promise<void> {
+    try {
+      this.thaw();
+    } catch {
+      // not running
+    }
     try {
       await this.stop();
     } catch {

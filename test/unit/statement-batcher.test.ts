@@ -2,7 +2,13 @@ import { StatementBatcher } from '../../src/db/statement-batcher';
 
 /** A batcher whose statements are answered by the test: each call waits until released. */
 function recordingBatcher(
-  options: { maxBatch: number; lanes: number; conflictKey?: (item: number) => string; retryAlone?: (error: unknown) => boolean },
+  options: {
+    maxBatch: number;
+    lanes: number;
+    conflictKey?: (item: number) => string;
+    retryAlone?: (error: unknown) => boolean;
+    deadline?: { ms: number; timedOut: (sent: boolean) => unknown };
+  },
   failing = new Set<number>(),
 ) {
   const calls: Array<{ kind: 'one' | 'batch'; items: number[]; release: () => void }> = [];
@@ -147,5 +153,19 @@ describe('StatementBatcher', () => {
     const batcher = new StatementBatcher<number, number>(async (items) => items.slice(1).map((item) => item), runOne, { maxBatch: 10, lanes: 1 });
     await expect(Promise.all([1, 2, 3].map((item) => batcher.submit(item)))).resolves.toEqual([10, 20, 30]);
     expect(runOne).toHaveBeenCalledTimes(3);
+  });
+
+  it('bounds every wait (issue #29 §7): behind a hung lane, a queued item is dropped unsent and the one in flight is answered "sent"', async () => {
+    const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1, deadline: { ms: 100, timedOut: (sent) => new Error(sent ? 'sent' : 'not sent') } });
+    const first = batcher.submit(1);
+    await turn();
+    const second = batcher.submit(2);
+    await expect(first).rejects.toThrow(/^sent$/);
+    await expect(second).rejects.toThrow(/^not sent$/);
+    // The hung statement answers at last: the lane frees, and the dropped item is never sent.
+    calls[0]?.release();
+    await turn();
+    await turn();
+    expect(calls.map((c) => c.items)).toEqual([[1]]);
   });
 });
