@@ -1,14 +1,11 @@
 import request from 'supertest';
-import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import type { GatewayProcess } from '../helpers/gateway-process';
+import type { GatewayDatabase } from '../../src/db/database';
 import { Books } from '../helpers/books';
-import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
-import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { describeWithServices } from '../helpers/test-database';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
-
-const credentials = { accessKeyId: 'AKLTcancel', secretAccessKey: 'cancel-secret' };
+import { startVisualReplicas, type VisualReplicas } from '../helpers/visual-replicas';
 
 /**
  * Issue #29 §1: a synchronous generation running on replica A, canceled through replica B. The
@@ -17,37 +14,16 @@ const credentials = { accessKeyId: 'AKLTcancel', secretAccessKey: 'cancel-secret
  * call that was sent. Before the fix the client got its image and nothing was charged.
  */
 describeWithServices('cancel through another replica (2 replicas on PostgreSQL + Redis)', () => {
-  let visual: FakeVisual;
-  let database: ThrowawayDatabase;
-  let redis: ReturnType<typeof throwawayRedisPrefix>;
+  let setup: VisualReplicas;
   let observer: GatewayDatabase;
-  const replicas: GatewayProcess[] = [];
+  let replicas: GatewayProcess[];
 
   beforeAll(async () => {
-    visual = await startFakeVisual(credentials);
-    database = await createThrowawayDatabase('postgres');
-    redis = throwawayRedisPrefix();
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: redis.prefix,
-      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
-      VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-      VOLC_VISUAL_ENDPOINT: visual.url,
-      VOLC_POLL_INTERVAL_MS: '20',
-      // A long lease: replica A learns of the cancel from its settlement, not from a renewal.
-      GENERATION_LEASE_MS: '30000',
-    };
-    for (let i = 0; i < 2; i += 1) replicas.push(await startGatewayProcess(env));
-    observer = openDatabase(database.url, { poolSize: 2 });
+    // A long lease: replica A learns of the cancel from its settlement, not from a renewal.
+    setup = await startVisualReplicas(2, { GENERATION_LEASE_MS: '30000' });
+    ({ observer, replicas } = setup);
   }, 120_000);
-  afterAll(async () => {
-    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await visual.close();
-    await database.drop();
-    await redis.drop();
-  });
+  afterAll(() => setup?.close());
 
   it('the cancel wins every time: the waiting client gets 409 and no image, the key pays for the call that was sent', async () => {
     const [a, b] = replicas as [GatewayProcess, GatewayProcess];

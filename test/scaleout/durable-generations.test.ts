@@ -2,12 +2,12 @@ import SQLite from 'better-sqlite3';
 import request from 'supertest';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import type { GatewayDatabase } from '../../src/db/database';
 import { Books } from '../helpers/books';
 import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
-import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
+import { startVisualReplicas, type VisualReplicas } from '../helpers/visual-replicas';
 
 const credentials = { accessKeyId: 'AKLTdurable', secretAccessKey: 'durable-secret' };
 
@@ -94,38 +94,16 @@ describe('durable generations: SIGKILL mid-generation, restart, takeover (SQLite
  * (SKIP LOCKED: exactly one does), polls the stored tasks, and the books balance.
  */
 describeWithServices('durable generations: 3 replicas on PostgreSQL + Redis, one SIGKILLed mid-generation', () => {
+  let setup: VisualReplicas;
   let visual: FakeVisual;
-  let database: ThrowawayDatabase;
-  let redis: ReturnType<typeof throwawayRedisPrefix>;
   let observer: GatewayDatabase;
-  const processes: GatewayProcess[] = [];
+  let processes: GatewayProcess[];
 
   beforeAll(async () => {
-    visual = await startFakeVisual(credentials);
-    database = await createThrowawayDatabase('postgres');
-    redis = throwawayRedisPrefix();
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: redis.prefix,
-      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
-      VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-      VOLC_VISUAL_ENDPOINT: visual.url,
-      VOLC_POLL_INTERVAL_MS: '20',
-      GENERATION_LEASE_MS: '1000',
-      GENERATION_POLL_MS: '100',
-    };
-    // One after the other: three cold starts at once can miss the start deadline on a loaded machine.
-    for (let i = 0; i < 3; i += 1) processes.push(await startGatewayProcess(env));
-    observer = openDatabase(database.url, { poolSize: 2 });
+    setup = await startVisualReplicas(3, { GENERATION_LEASE_MS: '1000', GENERATION_POLL_MS: '100' });
+    ({ visual, observer, replicas: processes } = setup);
   }, 120_000);
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await visual.close();
-    await database.drop();
-    await redis.drop();
-  });
+  afterAll(() => setup?.close());
 
   it('another replica resumes the stored tasks: one submission per image, credits charged = images delivered', async () => {
     const [doomed] = processes as [GatewayProcess];

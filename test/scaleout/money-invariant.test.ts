@@ -1,13 +1,12 @@
-import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import type { FakeVisual } from '../fakes/fake-volc-visual';
+import type { GatewayProcess } from '../helpers/gateway-process';
+import type { GatewayDatabase } from '../../src/db/database';
 import { Books } from '../helpers/books';
-import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
-import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { describeWithServices } from '../helpers/test-database';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
+import { startVisualReplicas, type VisualReplicas } from '../helpers/visual-replicas';
 
-const credentials = { accessKeyId: 'AKLTmoney', secretAccessKey: 'money-secret' };
 const CREDITS_PER_IMAGE = 3; // jimeng-4.0
 const QUOTA_IMAGES = 8;
 
@@ -19,37 +18,16 @@ const QUOTA_IMAGES = 8;
  * operator's loss. Before the fix, cancels through another replica served images for free.
  */
 describeWithServices('the money invariant under a mixed load (3 replicas on PostgreSQL + Redis)', () => {
+  let setup: VisualReplicas;
   let visual: FakeVisual;
-  let database: ThrowawayDatabase;
-  let redis: ReturnType<typeof throwawayRedisPrefix>;
   let observer: GatewayDatabase;
-  const replicas: GatewayProcess[] = [];
+  let replicas: GatewayProcess[];
 
   beforeAll(async () => {
-    visual = await startFakeVisual(credentials);
-    database = await createThrowawayDatabase('postgres');
-    redis = throwawayRedisPrefix();
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: redis.prefix,
-      VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
-      VOLC_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-      VOLC_VISUAL_ENDPOINT: visual.url,
-      VOLC_POLL_INTERVAL_MS: '20',
-      GENERATION_LEASE_MS: '30000',
-      GENERATION_POLL_MS: '100',
-    };
-    for (let i = 0; i < 3; i += 1) replicas.push(await startGatewayProcess(env));
-    observer = openDatabase(database.url, { poolSize: 2 });
+    setup = await startVisualReplicas(3, { GENERATION_LEASE_MS: '30000', GENERATION_POLL_MS: '100' });
+    ({ visual, observer, replicas } = setup);
   }, 120_000);
-  afterAll(async () => {
-    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await visual.close();
-    await database.drop();
-    await redis.drop();
-  });
+  afterAll(() => setup?.close());
 
   it('no image leaves uncharged, no key gets more than its quota, every upstream call is paid or listed', async () => {
     const keys = await Promise.all(
