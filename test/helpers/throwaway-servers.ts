@@ -147,11 +147,22 @@ export class ThrowawayPostgres {
    * the kernel, but nothing answers; what was sent runs when thaw() resumes it.
    */
   freeze(): void {
-    for (const pid of this.processes()) process.kill(pid, 'SIGSTOP');
+    this.signalAll('SIGSTOP');
   }
 
   thaw(): void {
-    for (const pid of this.processes()) process.kill(pid, 'SIGCONT');
+    this.signalAll('SIGCONT');
+  }
+
+  /** A backend may exit between the /proc walk and its signal (a client closed its connection): that one needs none. */
+  private signalAll(signal: NodeJS.Signals): void {
+    for (const pid of this.processes()) {
+      try {
+        process.kill(pid, signal);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
   }
 
   async destroy(): Promise<void> {
