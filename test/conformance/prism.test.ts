@@ -88,11 +88,28 @@ async function startTap(upstream: string): Promise<{ url: string; server: http.S
       res.end(JSON.stringify({ status: 'on fire', extra: true }));
       return;
     }
-    const forward = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      // The gateway refuses an oversize body (413) as soon as it has the headers and closes the
+      // connection; writing the rest of the body can then fail (EPIPE, ECONNRESET) before the answer
+      // is read. The refusal does nothing, so it is asked once more; a second failure is a 502 here.
+      const send = (attempt: number) => {
+        const forward = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        forward.on('error', (error: NodeJS.ErrnoException) => {
+          if (res.headersSent) return;
+          if (attempt === 0 && (error.code === 'EPIPE' || error.code === 'ECONNRESET')) return send(1);
+          res.writeHead(502, { 'Content-Type': 'text/plain' });
+          res.end(`conformance tap: ${error.message}`);
+        });
+        forward.end(body);
+      };
+      send(0);
     });
-    req.pipe(forward);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
