@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Command, RedisOptions } from 'ioredis';
 import type { GatewayConfig } from '../config/config';
 import { DependencyUnavailableError, isRedisUnavailable } from '../errors/dependency-errors';
 import type { DependencyHealth } from '../health/dependency-health';
@@ -13,8 +13,8 @@ const MAX_RECONNECT_DELAY_MS = 1000;
 /**
  * A Redis client that fails fast instead of waiting out an outage: no offline queue (a command
  * sent while disconnected fails at once), no replays of commands cut by a disconnect, a timeout on
- * every command and on connecting. It keeps reconnecting in the background, so traffic recovers
- * by itself when Redis is back.
+ * every command (timeCommandsOut) and on connecting. It keeps reconnecting in the background, so
+ * traffic recovers by itself when Redis is back.
  */
 export function createRedisClient(
   config: Pick<GatewayConfig, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs'> & { redisUrl: string },
@@ -25,17 +25,46 @@ export function createRedisClient(
   const options: RedisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: config.redisCommandTimeoutMs,
     connectTimeout: config.redisConnectTimeoutMs,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
   };
   const redis = new RedisClient(config.redisUrl, options);
+  timeCommandsOut(redis, config.redisCommandTimeoutMs);
   // Connection errors arrive as events; without a listener ioredis prints each one.
   redis.on('error', (error: unknown) => {
     lastConnectionError.set(redis, error);
     health?.failed('redis', error);
   });
   return redis;
+}
+
+/**
+ * Fails a command Redis has not answered within `ms`, judged after the process has read its
+ * sockets: ioredis' own `commandTimeout` fires in the timers phase, before the poll phase that
+ * would read an answer already waiting, so a process that was busy or descheduled for `ms` (a
+ * long synchronous task, a loaded host) failed commands Redis had answered in time, as 503s.
+ */
+export function timeCommandsOut(redis: Redis, ms: number): void {
+  const timed = new WeakSet<Command>();
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    if (!timed.has(command)) {
+      timed.add(command);
+      let immediate: NodeJS.Immediate | undefined;
+      const timer = setTimeout(() => {
+        // setImmediate runs after this loop iteration's poll phase: an answer in the socket is read first.
+        immediate = setImmediate(() => {
+          if (!command.isSettled) command.reject(new Error('Command timed out'));
+        });
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        if (immediate) clearImmediate(immediate);
+      };
+      command.promise.then(done, done);
+    }
+    return send(command, stream);
+  };
 }
 
 /** Resolves when Redis answers PING now; rejects at once while disconnected. */

@@ -11,6 +11,7 @@ describe('credit reservation under concurrency', () => {
     const { id, key } = await t.createKey({ credits_quota: 10, rate_limit_rpm: 1000 });
     const results = await Promise.all(Array.from({ length: 50 }, () => t.api.client(key, localRequest())));
     const statuses = results.map((r) => r.status);
+    expect(results.filter((r) => r.status !== 200 && r.status !== 402).map((r) => [r.status, r.body])).toEqual([]);
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.filter((s) => s === 402)).toHaveLength(40);
     const record = await t.api.admin('get', `/admin/keys/${id}`);
