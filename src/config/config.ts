@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { parseCidr } from '../shared/cidr';
 import { randomBase62 } from '../shared/ids';
 import type { S3ImageStoreSettings } from '../images/s3-image-store';
-import type { ResilienceSettings } from '../providers/resilience/resilience-settings';
+import type { ResilienceSettings } from '../channels/resilience/resilience-settings';
 import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
 
 export interface ProvidersConfig {
