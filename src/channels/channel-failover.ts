@@ -1,0 +1,321 @@
+import type { CatalogModel } from '../config/catalog';
+import type { GenerationAttemptsTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import type { ProviderImage, ProviderRequest } from '../providers/provider';
+import { UpstreamError } from '../providers/upstream-errors';
+import { oneImagePerCall } from './channel-clients';
+import type { ChannelDirectory } from './channel-directory';
+import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
+import type { CallScope, ChannelWaitLine } from './channel-wait-line';
+import type { Channel } from './channel.model';
+import * as repo from './channels.repository';
+import type { ResilienceSettings } from './resilience/resilience-settings';
+
+interface Attempt {
+  imageIndex: number;
+  channelId: string;
+  outcome: 'succeeded' | 'failed' | 'failed_over';
+  errorCode: string | null;
+  latencyMs: number;
+  startedAt: number;
+}
+
+interface RequestContext extends CallScope {
+  settings: ResilienceSettings;
+  attempts: Attempt[];
+  journal?: TaskJournal;
+  /** The first failure of one of the request's images: the others send nothing more. */
+  stopped?: unknown;
+}
+
+/**
+ * What a durable generation records about its upstream calls, per image (src/generation): a call
+ * is marked before it is sent, its task id stored once the upstream accepted it, and the mark
+ * dropped when the call provably reached nothing. A takeover polls the stored task instead.
+ */
+export interface TaskJournal {
+  /** The task of this image accepted earlier (by a process that died), to poll on its channel. */
+  resume(imageIndex: number): { channelId: string; taskId: string } | undefined;
+  /** Before a call is sent; throws (and the call is not sent) when the generation may no longer send it. */
+  sending(imageIndex: number, channelId: string): Promise<void>;
+  accepted(imageIndex: number, channelId: string, taskId: string): Promise<void>;
+  unsent(imageIndex: number): Promise<void>;
+}
+
+type FailoverDeps = Pick<ChannelRouterDeps, 'writes' | 'clock' | 'logger'>;
+
+/**
+ * Sends each call of a generation, failing it over between channels within the request's one
+ * deadline while the upstream provably accepted nothing, and keeps every attempt for the record.
+ */
+export class ChannelFailover {
+  constructor(
+    private readonly deps: FailoverDeps,
+    private readonly directory: ChannelDirectory,
+    private readonly runtimes: ChannelRuntimes,
+    private readonly waitLine: ChannelWaitLine,
+  ) {}
+
+  /**
+   * Generates `request` for `entry` on its channels and records every attempt under
+   * `generationId`. One call per image on transports that make one image per call, each routed
+   * (and failed over) on its own. `attempts`: when given, the attempt rows are pushed there for the
+   * caller to write with the generation's settlement (one statement); without it they are written
+   * here in a transaction of their own.
+   */
+  async generate(
+    generationId: string,
+    entry: CatalogModel,
+    request: ProviderRequest,
+    clientSignal: AbortSignal,
+    journal?: TaskJournal,
+    attempts?: GenerationAttemptsTable[],
+  ): Promise<ProviderImage[]> {
+    const settings = this.runtimes.settingsOf(entry.provider);
+    const controller = new AbortController();
+    let deadlinePassed = false;
+    const timer = setTimeout(() => {
+      deadlinePassed = true;
+      controller.abort(this.timeoutError(entry.provider, settings.timeoutMs));
+    }, settings.timeoutMs);
+    const onClientGone = () => controller.abort(clientSignal.reason);
+    if (clientSignal.aborted) onClientGone();
+    else clientSignal.addEventListener('abort', onClientGone, { once: true });
+    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal: controller.signal, attempts: [], journal };
+    const started = this.deps.clock.now();
+    const stats = this.runtimes.statsOf(entry.provider);
+    try {
+      const split = request.n > 1 && oneImagePerCall({ transport: (entry.transport ?? 'images-api') as Channel['transport'] });
+      const units = split
+        ? Array.from({ length: request.n }, (_, index) => ({ ...request, n: 1, ...(request.seed !== undefined ? { seed: request.seed + index } : {}) }))
+        : [request];
+      // Once one image has failed no further call is sent, but calls already sent are waited for: each
+      // is recorded as an attempt, so what the upstream made for a failed request is known (and listed).
+      const outcomes = await Promise.allSettled(
+        units.map((unit, index) =>
+          this.routeCall(context, unit, index).catch((error: unknown) => {
+            context.stopped ??= error;
+            throw error;
+          }),
+        ),
+      );
+      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+      if (failed) throw context.stopped ?? failed.reason;
+      stats.record(true, this.deps.clock.now() - started);
+      return outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
+    } catch (error) {
+      const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
+      const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
+      stats.record(!providerAtFault, this.deps.clock.now() - started);
+      throw failure;
+    } finally {
+      clearTimeout(timer);
+      clientSignal.removeEventListener('abort', onClientGone);
+      const rows = attemptRows(generationId, context.attempts);
+      if (attempts) attempts.push(...rows);
+      else await this.recordAttempts(generationId, rows);
+    }
+  }
+
+  /** Writes attempt rows in a transaction of their own; a failure is logged, never thrown. */
+  async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
+    if (rows.length === 0) return;
+    try {
+      await this.deps.writes.run((trx) => repo.insertAttempts(trx, rows));
+    } catch (error) {
+      this.deps.logger.error({ err: error, generation_id: generationId }, 'could not record generation attempts');
+    }
+  }
+
+  private timeoutError(provider: string, timeoutMs: number): ApiError {
+    return new ApiError('provider_timeout', `Provider ${provider} did not answer within ${timeoutMs / 1000} s.`);
+  }
+
+  /** One upstream call, failed over between channels until it succeeds or must not be sent again. */
+  private async routeCall(context: RequestContext, request: ProviderRequest, imageIndex: number): Promise<ProviderImage[]> {
+    const resume = context.journal?.resume(imageIndex);
+    if (resume) return this.resumeCall(context, request, imageIndex, resume);
+    const failedOver = new Set<string>();
+    const busyTries = new Map<string, number>();
+    let lastError: UpstreamError | undefined;
+    for (;;) {
+      const pick = await this.waitLine.acquire(context, request.n, failedOver, lastError);
+      const { channel, client, leaseId } = pick;
+      const journal = context.journal;
+      try {
+        // Another image of the request failed while this one waited for its channel: not sent.
+        if (context.stopped !== undefined) throw context.stopped;
+        // The journal refuses a call its generation may no longer send (canceled, or taken over).
+        await journal?.sending(imageIndex, channel.id);
+      } catch (error) {
+        if (leaseId !== undefined) await this.release(channel, leaseId);
+        throw error;
+      }
+      const runtime = this.runtimes.runtime(channel);
+      const started = this.deps.clock.now();
+      const remainingMs = context.deadline - started;
+      const attemptMs = Math.max(1, Math.min(channel.timeoutMs, remainingMs));
+      // A channel deadline that ends no earlier than the request's needs no timer or signal of its
+      // own: the request's ends the attempt first (its timer was set first, for the same moment).
+      const attempt = channel.timeoutMs < remainingMs ? new AbortController() : undefined;
+      let attemptTimedOut = false;
+      const timer =
+        attempt &&
+        setTimeout(() => {
+          attemptTimedOut = true;
+          attempt.abort(this.timeoutError(channel.provider, attemptMs));
+        }, attemptMs);
+      const onRequestEnd = () => attempt?.abort(context.signal.reason);
+      if (attempt) {
+        if (context.signal.aborted) onRequestEnd();
+        else context.signal.addEventListener('abort', onRequestEnd, { once: true });
+      }
+      const attemptSignal = attempt?.signal ?? context.signal;
+      runtime.inFlight += 1;
+      try {
+        const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
+        const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
+        const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
+        runtime.breaker.onSuccess();
+        runtime.stats.record(true, this.deps.clock.now() - started);
+        context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
+        // The account's own host may serve its image URLs, whatever the provider's default host is.
+        const sourceHost = hostOf(channel.baseUrl);
+        return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+      } catch (error) {
+        const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : error;
+        const moveOn = await this.judgeFailure(context, channel, runtime, failure, busyTries, failedOver, this.deps.clock.now() - started);
+        context.attempts.push({
+          imageIndex,
+          channelId: channel.id,
+          outcome: moveOn ? 'failed_over' : 'failed',
+          errorCode: failure instanceof ApiError ? failure.code : 'internal_error',
+          latencyMs: this.deps.clock.now() - started,
+          startedAt: started,
+        });
+        if (!moveOn) throw failure;
+        await context.journal?.unsent(imageIndex);
+        lastError = failure as UpstreamError;
+      } finally {
+        if (attempt) {
+          clearTimeout(timer);
+          context.signal.removeEventListener('abort', onRequestEnd);
+        }
+        runtime.inFlight -= 1;
+        if (leaseId !== undefined) await this.release(channel, leaseId);
+      }
+    }
+  }
+
+  /**
+   * Polls a task a dead process had submitted, on the channel that accepted it: outside the
+   * channel's limits (the work is already running upstream) and never sent anywhere else.
+   */
+  private async resumeCall(
+    context: RequestContext,
+    request: ProviderRequest,
+    imageIndex: number,
+    resume: { channelId: string; taskId: string },
+  ): Promise<ProviderImage[]> {
+    const routable = (await this.directory.channels()).find((r) => r.channel.id === resume.channelId);
+    if (!routable?.client) {
+      throw new ApiError('provider_unavailable', `The channel that accepted task ${resume.taskId} is gone or cannot be opened; the task is not sent again.`);
+    }
+    const { channel, client } = routable;
+    const started = this.deps.clock.now();
+    try {
+      const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
+      const images = await client.generate({ ...request, upstreamModel, resumeTaskId: resume.taskId }, context.signal);
+      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      const sourceHost = hostOf(channel.baseUrl);
+      return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+    } catch (error) {
+      const code = error instanceof ApiError ? error.code : 'internal_error';
+      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'failed', errorCode: code, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      throw error;
+    }
+  }
+
+  /**
+   * Updates the channel's health from a failure and says whether the call may go to another
+   * channel: only when the upstream provably accepted nothing, and the request is still wanted.
+   */
+  private async judgeFailure(
+    context: RequestContext,
+    channel: Channel,
+    runtime: ChannelRuntime,
+    failure: unknown,
+    busyTries: Map<string, number>,
+    failedOver: Set<string>,
+    latencyMs: number,
+  ): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const upstream = failure instanceof UpstreamError ? failure : undefined;
+    const providerAtFault =
+      (upstream?.countsAgainstProvider ?? (failure instanceof ApiError && failure.code === 'provider_timeout')) && upstream?.code !== 'provider_busy';
+    if (providerAtFault) runtime.breaker.onFailure();
+    else runtime.breaker.onNeutral();
+    runtime.stats.record(!providerAtFault && upstream?.code !== 'provider_busy', latencyMs);
+    if (upstream?.traits.accountProblem) await this.directory.autoDisable(channel, upstream);
+    if (!upstream?.traits.safeElsewhere || context.signal.aborted) return false;
+    if (upstream.retryable) {
+      // Busy: cool the channel down for its Retry-After (else exponential backoff with jitter);
+      // the same channel may be tried again after it, up to maxAttempts times.
+      const tries = (busyTries.get(channel.id) ?? 0) + 1;
+      busyTries.set(channel.id, tries);
+      const backoff = context.settings.retryBaseDelayMs * 2 ** (tries - 1) * (0.5 + Math.random());
+      const until = now + (upstream.traits.retryAfterMs ?? backoff);
+      runtime.coolingUntil = Math.max(runtime.coolingUntil, until);
+      await this.shareCoolDown(channel, until, now);
+      if (tries >= context.settings.maxAttempts) failedOver.add(channel.id);
+      return true;
+    }
+    failedOver.add(channel.id);
+    return true;
+  }
+
+
+  /** Every replica stops choosing the channel until `until` (the store's acquire checks it). */
+  private async shareCoolDown(channel: Channel, until: number, now: number): Promise<void> {
+    try {
+      await this.runtimes.limitsOf(channel).coolDown(channel.id, until, now);
+    } catch (error) {
+      // This replica still honours it; the others learn of it from the account's next busy answer.
+      this.deps.logger.warn({ err: error, channel_id: channel.id }, 'could not share a channel cool-down');
+    }
+  }
+
+  private async release(channel: Channel, leaseId: string): Promise<void> {
+    try {
+      await this.runtimes.limitsOf(channel).release(channel.id, leaseId);
+    } catch (error) {
+      // The lease expires by itself.
+      this.deps.logger.warn({ err: error, channel_id: channel.id }, 'could not release a channel slot');
+    }
+    this.waitLine.slotFreed();
+  }
+
+}
+
+function hostOf(url: string | null): string | undefined {
+  if (url === null) return undefined;
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
+  }
+}
+
+function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttemptsTable[] {
+  return attempts.map((a, seq) => ({
+    generation_id: generationId,
+    seq,
+    image_index: a.imageIndex,
+    channel_id: a.channelId,
+    outcome: a.outcome,
+    error_code: a.errorCode,
+    // An integer column: a clock that steps (NTP, a test clock) must not make the settlement that writes it fail.
+    latency_ms: Math.min(Math.max(a.latencyMs, 0), 2_147_483_647),
+    started_at: a.startedAt,
+  }));
+}
