@@ -30,7 +30,7 @@ export interface ChannelRouterDeps {
   resilience: Record<string, ResilienceSettings>;
   /** Limits of API channels: shared by every replica (Redis or SQL). */
   sharedLimits: ChannelLimitStore;
-  /** Limits of environment channels: per process, as before channels. */
+  /** Limits of environment channels: per process (PROVIDER_<NAME>_MAX_CONCURRENCY). Each replica reads the account from its own environment and there is no channel row to share state on. */
   localLimits: ChannelLimitStore;
   queueTimeoutMs: number;
   /** How many calls of one model may wait for a slot on this replica; beyond, 503 at once. */
@@ -154,7 +154,7 @@ const retryAfterHeader = (ms: number) => ({ 'Retry-After': String(Math.max(1, Ma
  * not cooling down, breaker not open; the highest priority tier first, weighted random within it.
  * A failure that proves the upstream accepted nothing moves the call to another channel (never one
  * that already failed it) within the request's one deadline; anything the upstream may have
- * accepted is never sent again. See README "Channels".
+ * accepted is never sent again. See docs/operators/channels.md.
  */
 export class ChannelRouter {
   private directory: { loadedAt: number; channels: Routable[] } | undefined;
