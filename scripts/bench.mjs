@@ -238,7 +238,7 @@ const gatewayEnv = (databaseUrl, extra = {}) => ({
   LOCAL_PROVIDER_MODE: 'tiny',
   LOG_LEVEL: 'info',
   CHANNEL_SEALING_KEY: 'b'.repeat(64),
-  // Every generated image is stored (README "Image storage"): in a scratch directory here.
+  // Every generated image is stored (docs/clients/image-storage.md): in a scratch directory here.
   IMAGE_URL_SIGNING_KEY: 'bench-image-url-signing-key-0123456789abcdef',
   IMAGE_DIRECTORY: path.join(os.tmpdir(), 'cgw-bench-images'),
   ...extra,

@@ -68,7 +68,7 @@ export interface StartOptions {
 /** No request for this long (and none in flight): one full GC gives the heap grown under load back. */
 const IDLE_COMPACTION_MS = 5000;
 
-/** Pending connections the kernel may queue per listener (README "Deployment": net.core.somaxconn). */
+/** Pending connections the kernel may queue per listener (docs/operators/production.md: net.core.somaxconn). */
 const LISTEN_BACKLOG = 4096;
 
 interface Listener {
@@ -140,8 +140,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const redis = config.redisUrl ? createRedisClient({ ...config, redisUrl: config.redisUrl }, health) : undefined;
   const rateLimiter = createRateLimiter(config, database, { redis, health, logger });
   const probes: DependencyProbe[] = [databaseProbe(database.db, database.engine)];
-  // Startup and readiness wait for Redis when it holds the rate limits, as they always did; with another
-  // RATE_LIMIT_STORE, slots asked of Redis before it connects are refused (503) rather than queued.
+  // Startup and readiness wait for Redis when it holds the rate limits: every rate-limited request needs it
+  // then. With another RATE_LIMIT_STORE, slots asked of Redis before it connects are refused (503) rather
+  // than queued.
   if (redis && config.rateLimitStore === 'redis') probes.push({ dependency: 'redis', label: 'Redis', check: () => pingRedis(redis) });
   try {
     if (redis) await connectionSettled(redis, config.redisConnectTimeoutMs);

@@ -51,7 +51,7 @@ export interface ChannelLimitStore {
 // 12 base62 characters (71 bits) from the pooled CSPRNG bytes: one randomBytes call per call was 3% of the request's CPU.
 const newLeaseId = () => randomBase62(12);
 
-/** In-process, for environment channels: their cap (PROVIDER_<NAME>_MAX_CONCURRENCY) is per process. */
+/** In-process, for environment channels: their cap (PROVIDER_<NAME>_MAX_CONCURRENCY) is per process, since each replica reads the account from its own environment. */
 export class MemoryLimitStore implements ChannelLimitStore {
   private readonly leases = new Map<string, Map<string, number>>();
   private readonly calls = new Map<string, Array<{ at: number; images: number }>>();

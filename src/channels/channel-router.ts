@@ -14,7 +14,7 @@ export type { ChannelHealth, ChannelRouterDeps, ChannelTestOutcome, ProviderHeal
  * not cooling down, breaker not open; the highest priority tier first, weighted random within it.
  * A failure that proves the upstream accepted nothing moves the call to another channel (never one
  * that already failed it) within the request's one deadline; anything the upstream may have
- * accepted is never sent again. See README "Channels".
+ * accepted is never sent again. See docs/operators/channels.md.
  *
  * The parts: the channel directory (channel-directory.ts), the per-replica breakers, cool-downs and
  * stats (channel-runtime.ts), the choice of a channel and the wait line (channel-wait-line.ts),

@@ -62,7 +62,7 @@ export interface GatewayConfig {
   sweepGraceMs: number;
   /** Cloudflare Access JWTs accepted on the internal API beside service tokens; undefined = not accepted. */
   accessJwt: AccessJwtConfig | undefined;
-  /** Stored images and their signed URLs (README "Image storage"). */
+  /** Stored images and their signed URLs (docs/clients/image-storage.md). */
   images: ImagesConfig;
   /** Channels (upstream accounts): credential sealing keys and routing settings. */
   channels: ChannelsConfig;
@@ -257,8 +257,9 @@ function sealingKey(raw: string): Buffer {
 }
 
 /**
- * CHANNEL_SEALING_KEY: comma-separated keys, newest first (rotation: put the new key first, run
- * `reseal`, then drop the old one). Outside production a missing key is generated once into the
+ * CHANNEL_SEALING_KEY: comma-separated keys, newest first (rotation: put the new key first on every
+ * replica; each re-seals channel credentials as it reads the channel list and webhook secrets at
+ * startup; then drop the old one, docs/operators/channels.md). Outside production a missing key is generated once into the
  * data directory (0600), like the admin secret.
  */
 function resolveSealingKeys(env: Env, nodeEnv: string, databaseUrl: string, announce: (line: string) => void): Buffer[] {

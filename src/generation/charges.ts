@@ -3,7 +3,7 @@ import { callsOf, type StoredGenerationRequest } from './durable';
 
 /**
  * What a generation that delivers nothing still costs, and what the operator loses. The rule, in one
- * place (README, "What cancel, disconnect and partial failure cost"):
+ * place (docs/clients/async-generations.md, "What cancel, disconnect and partial failure cost"):
  * - a cancel or a disconnect keeps the credits of the images whose upstream calls were (or may have
  *   been) sent, and releases the rest: the upstream bills those calls whether or not anyone takes
  *   the images. Queued work and the `local` provider send nothing and are released in full.

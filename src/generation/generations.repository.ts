@@ -94,8 +94,8 @@ function settleStatement(attempts: number): string {
 
 /**
  * completeGeneration() with the generation's attempt rows written in the same atomic step: on
- * PostgreSQL one statement (the attempts are inserted whether or not the row was still active,
- * as before), on SQLite two in the caller's transaction. Run it through `writes.single`.
+ * PostgreSQL one statement (the attempts are inserted whether or not the row was still active:
+ * they record calls that were made, whoever settled the generation), on SQLite two in the caller's transaction. Run it through `writes.single`.
  */
 export async function settleGeneration(db: Db, id: string, outcome: Settlement['outcome'], attempts: readonly GenerationAttemptsTable[]): Promise<boolean> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {

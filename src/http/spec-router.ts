@@ -14,7 +14,7 @@ import type { OperationRequest, OperationResponse, RawOperationHandler } from '.
  * behaviour it declares (`x-idempotent`, `x-rate-limited`). Handlers are looked up by operationId;
  * an operation without a handler, or a handler without an operation, stops startup.
  *
- * Per operation, in this order (the README's documented order of checks):
+ * Per operation, in this order (the order of checks documented in docs/clients/keys-and-accounting.md):
  * guard -> declared layers that must see refusals (rate-limit headers) -> JSON body -> parameter
  * syntax -> spec validator -> declared layers that need a valid request (idempotency) -> handler.
  */

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
  * Gives memory back once a burst is over. Under load V8 grows its old generation (requests in flight
  * survive young-generation collections and are promoted), and it keeps those pages committed long after
  * they are empty: measured, 219 MB RSS right after the upstream benchmark and still 219 MB 30 s later,
- * with 40 MB of the old generation in use (BENCHMARKS.md, "Memory"). V8's own memory reducer did not
+ * with 40 MB of the old generation in use (docs/benchmarks-history.md, "Memory and slow generations, round 2"). V8's own memory reducer did not
  * shrink it. One full collection once the gateway has been idle hands the empty pages back.
  *
  * Idle means: no request has started for `idleMs` and none is in flight (`busy()`). At most one

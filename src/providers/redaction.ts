@@ -1,7 +1,7 @@
 /**
  * Upstream text (error messages, codes, task states) is untrusted: an upstream, or a proxy in front
  * of it, may echo the request's Authorization header or other credentials. Everything an upstream
- * says goes through `redactUpstreamText` before it is stored, logged or answered (README "Channels").
+ * says goes through `redactUpstreamText` before it is stored, logged or answered (docs/operators/channels.md).
  */
 
 /** Longest upstream-derived text kept (messages, `disabled_reason`); the rest is cut. */

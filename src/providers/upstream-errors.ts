@@ -15,7 +15,7 @@ export function registerAccountSecrets(...secrets: string[]): void {
   for (const secret of secrets) accountSecrets.add(secret);
 }
 
-/** What a failure says about where the request may go next (see README "Channels"). */
+/** What a failure says about where the request may go next (see docs/operators/channels.md). */
 export interface UpstreamFailureTraits {
   /**
    * True only when the upstream cannot have accepted (and billed) the request: it answered with a

@@ -10,7 +10,7 @@ import { isBlockedAddress } from '../webhooks/safe-url';
  *
  * The connect phase has its own timeout (UPSTREAM_CONNECT_TIMEOUT_MS), shorter than any attempt's
  * deadline, so that "never reached" is told apart from "sent and no answer": only the first may go to
- * another channel (README "Channels").
+ * another channel (docs/operators/channels.md).
  */
 let connectTimeoutMs = 3000;
 let agent: Agent | undefined;
@@ -32,7 +32,7 @@ const BLOCKED_CODE = 'EBLOCKEDADDRESS';
 /**
  * Resolves like dns.lookup but fails for loopback, private and link-local (metadata) addresses: the
  * check is on the address connected to, so a name that resolved to a public address when the channel
- * was saved and points inside now is refused too (README "Channels").
+ * was saved and points inside now is refused too (docs/operators/channels.md).
  */
 const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {

@@ -13,7 +13,7 @@ export interface SizeBounds {
 /**
  * What each upstream model documents, in one table: the output sizes it takes and the optional
  * request fields it reads. The gateway refuses other sizes before charging, and sends an upstream
- * only the optional fields listed for it. README "Providers" shows the same table with sources.
+ * only the optional fields listed for it. docs/operators/providers.md shows the same table with sources.
  */
 export interface UpstreamModelSpec {
   /** Upstream model id (Ark) or req_key (visual API); a trailing `*` matches the dated ids (`doubao-seedream-4-5-251128`). */
@@ -48,7 +48,8 @@ export function upstreamModelSpec(upstreamModel: string): UpstreamModelSpec | un
 
 /**
  * The seed to send for the image at `index`, or undefined when the upstream takes none. Models
- * the table does not know get `seed + index` as before (operators' OpenAI-compatible servers).
+ * the table does not know get `seed + index`: they are mostly operators' OpenAI-compatible servers,
+ * which may honour a seed, and the table lists the models known to take none.
  */
 export function upstreamSeed(upstreamModel: string, seed: number | undefined, index: number): number | undefined {
   if (seed === undefined) return undefined;

@@ -4,7 +4,7 @@ import { blackholedUpstream, silentUpstream, type TestUpstream } from '../fakes/
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 /**
- * The connect phase of the upstream hop (README "Channels"): a call that never reached the upstream
+ * The connect phase of the upstream hop (docs/operators/channels.md): a call that never reached the upstream
  * (connection refused, connect timeout) goes to another channel; a call that reached it and got no
  * answer (the attempt's own timeout) does not, since Ark may have accepted and billed it.
  */

@@ -8,7 +8,7 @@ import { type ConformanceTarget, conformanceTarget } from './target';
  * The schema-driven fuzzer: requests are generated from the served documents (every operation,
  * valid and mutated parameters and bodies, odd content types, methods, credentials) and every
  * response is checked by ResponseChecker (Ajv 2020 against the served document). CI runs
- * FUZZ_RUNS (default 3,200) requests with a fixed seed; README shows a larger run.
+ * FUZZ_RUNS (default 3,200) requests with a fixed seed; docs/maintainers/conformance.md shows a larger run.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);

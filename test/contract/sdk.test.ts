@@ -9,7 +9,7 @@ import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/tes
 const root = path.resolve(__dirname, '../..');
 
 /**
- * What a client team does (the README's recipe): generate types from our spec, write a program,
+ * What a client team does (the recipe in docs/clients/sdk.md): generate types from our spec, write a program,
  * type-check it, run it. `--default-non-nullable false` keeps fields with defaults optional.
  */
 const PROGRAM = `

@@ -5,7 +5,7 @@ import { type TestGateway, localRequest, startTestGateway } from '../helpers/tes
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ThrowawayPostgres, Traffic, eventually } from '../helpers/throwaway-servers';
 
-/** README: statement_timeout 5 s, and the client gives up on the whole operation 1 s later; the test allows slack for a busy machine. */
+/** docs/operators/replicas.md (DB_STATEMENT_TIMEOUT_MS): statement_timeout 5 s, and the client gives up on the whole operation 1 s later; the test allows slack for a busy machine. */
 const DOCUMENTED_BOUND_MS = 8000;
 
 /** Issue #29 §7: PostgreSQL stopped (SIGSTOP) under the gateway: it keeps its sockets open and answers nothing. */

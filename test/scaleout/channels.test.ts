@@ -63,7 +63,7 @@ describe.each([
     await redis.drop();
   });
 
-  /** Replicas re-read the channel list at least once a second (README "Channels"): wait that long. */
+  /** Replicas re-read the channel list at least once a second (docs/operators/channels.md): wait that long. */
   const awaitPropagation = () => new Promise((resolve) => setTimeout(resolve, 1100));
 
   const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown>) => {

@@ -5,7 +5,7 @@ import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test
 import { ADMIN_SECRET } from '../helpers/test-gateway';
 
 /**
- * `npm start` as the README and a process manager run it: npm, the shell npm starts, node. The
+ * `npm start` as the README's quick start and a process manager (docs/operators/production.md) run it: npm, the shell npm starts, node. The
  * signal goes to npm's pid only, as systemd (KillMode=mixed) or a container runtime would send it.
  */
 describe('npm start as a real process tree', () => {

@@ -5,8 +5,8 @@ export const migration: Migration = {
   // the normalized request to run it later, a lease (owner, expiry) that a live worker renews, a
   // cancel flag the lease holder reads at renewal, and a journal of upstream calls per image
   // (generation_tasks) so a takeover resumes an accepted visual task instead of resubmitting.
-  // Rows pending at upgrade carry no request: they become running with no lease, and the sweeper
-  // abandons them after the provider deadline as before.
+  // Rows pending at upgrade carry no request, so no worker can run them: they become running with no
+  // lease, and the sweeper abandons them (credits released) once the provider deadline has passed.
   async up(db: Kysely<unknown>) {
     await db.schema.alterTable('generations').addColumn('request', 'text').execute();
     await db.schema.alterTable('generations').addColumn('lease_owner', 'varchar(100)').execute();

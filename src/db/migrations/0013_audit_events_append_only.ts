@@ -6,7 +6,7 @@ export function migration(engine: DatabaseEngine): Migration {
     // The audit log must not depend on the application alone to stay untouched: the database
     // itself refuses to change or delete an event (whoever connects, unless they drop the
     // trigger, which needs the table owner). The gateway never prunes events; a retention policy
-    // would be a documented DBA step (see README, Audit log).
+    // would be a documented DBA step (see docs/operators/security.md, "Audit log").
     async up(db: Kysely<unknown>) {
       if (engine === 'postgres') {
         await sql`

@@ -72,7 +72,8 @@ export class ImagesApiClient {
 
   private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, extraBody } = this.options;
-    // Only models that document a seed get one (Seedream 4.x ignores it); unknown models as before.
+    // Only models that document a seed get one (Seedream 4.x ignores it); models the table does not
+    // know get seed + index, since an operator's OpenAI-compatible server may honour it.
     const seed = upstreamSeed(request.upstreamModel, request.seed, index);
     const { status, json, retryAfterMs } = await postJson(
       provider,

@@ -63,7 +63,8 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
 /**
  * The submit body: only the optional fields the req_key documents (upstream-models.ts). Jimeng 4.0
  * takes force_single (else it may bill several images) but no seed; 3.1 takes seed, not force_single.
- * A req_key the table does not know gets both, as before.
+ * A req_key the table does not know gets both: nothing says which it ignores, force_single keeps a
+ * task from billing several images, and the seed keeps the image reproducible if it takes one.
  */
 export function submitBody(request: ProviderRequest, index: number): Record<string, unknown> {
   const params = upstreamModelSpec(request.upstreamModel)?.params;
