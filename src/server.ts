@@ -15,8 +15,9 @@ import { describeConfig, type GatewayConfig } from './config/config';
 import { openDatabase, type GatewayDatabase } from './db/database';
 // '/index', not the folder: a dist/ built before the split keeps db/migrations.js, which Node would load first.
 import { migrateToLatest } from './db/migrations/index';
-import { GenerationService } from './generation/generation.service';
-import { GenerationWorker, modelHasRoom } from './generation/generation-worker';
+import { createGeneration } from './generation/create-generation';
+import type { GenerationService } from './generation/generation.service';
+import { modelHasRoom } from './generation/generation-worker';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
 import type { ImagesService } from './images/images.service';
@@ -200,47 +201,38 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
   );
   const releaseRetries = new ReleaseRetries(database.db, clock, logger, Math.min(...Object.values(staleAfterMs)));
-  let generation: GenerationService | undefined;
   const webhookSecrets = new WebhookSecrets(sealer);
-  // Declared below; completion webhooks only poke it once generations run (after start).
-  let dispatcher: WebhookDispatcher | undefined;
-  const worker = new GenerationWorker({
+  const dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
+  const { service: generation, worker } = createGeneration({
     db: database.db,
     engine: database.engine,
+    writes: database.writes,
     clock,
     logger,
     leaseMs: config.generations.leaseMs,
-    pollMs: config.generations.pollMs,
-    maxRunning: config.generations.workerConcurrency,
-    modelsWithRoom: async (models) => {
-      const roomy = await Promise.all(models.map(async (model) => ({ model, room: await modelHasRoom(channels, catalog, model) })));
-      return roomy.filter((m) => m.room).map((m) => m.model);
-    },
-    execute: (row, signal) => (generation as GenerationService).execute(row, signal),
-  });
-  generation = new GenerationService({
-    db: database.db,
-    worker,
-    leaseMs: config.generations.leaseMs,
     maxQueuedPerKey: config.generations.maxQueuedPerKey,
     pollMs: config.generations.pollMs,
-    writes: database.writes,
-    clock,
+    worker: {
+      pollMs: config.generations.pollMs,
+      maxRunning: config.generations.workerConcurrency,
+      modelsWithRoom: async (models) => {
+        const roomy = await Promise.all(models.map(async (model) => ({ model, room: await modelHasRoom(channels, catalog, model) })));
+        return roomy.filter((m) => m.room).map((m) => m.model);
+      },
+    },
     catalog,
     providers,
     rateLimiter,
     metrics,
-    logger,
     images,
     channels,
     leases,
     onUnsettled: (generationId, errorCode, mayAppear) => releaseRetries.retry(generationId, errorCode, mayAppear),
     ...(database.operationBudgetMs !== undefined ? { databaseBudgetMs: database.operationBudgetMs } : {}),
-    webhooks: { secrets: webhookSecrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => dispatcher?.poke() },
+    webhooks: { secrets: webhookSecrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => dispatcher.poke() },
   });
 
   await resealWebhookSecrets(database.db, webhookSecrets, logger);
-  dispatcher = new WebhookDispatcher({ db: database.db, engine: database.engine, clock, logger, secrets: webhookSecrets, ...config.webhooks });
   dispatcher.start();
   const completionWebhooks = generation.completionWebhooks;
   const stopSweeper = await startSweeper({
@@ -278,7 +270,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     channels: new ChannelsService({ db: database.db, clock, sealer, router: channels, catalog, environmentChannels: fromEnvironment, allowPrivateUpstreams: config.channels.allowPrivateUpstreams }),
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
-    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher?.poke()),
+    webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher.poke()),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -330,7 +322,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         releaseRetries.close();
         await images.store.close();
         await channels.close();
-        await dispatcher?.stop();
+        await dispatcher.stop();
         await rateLimiter.close();
         await keyLookup.close();
         await leases.close();

@@ -1,3 +1,6 @@
+import { DependencyUnavailableError } from '../errors/dependency-errors';
+import { DatabaseDeadlineExceeded } from './bounded-pool';
+
 type Waiting<Item, Result> = {
   item: Item;
   resolve: (result: Result) => void;
@@ -139,4 +142,25 @@ export class StatementBatcher<Item, Result> {
     }
     batch.forEach((entry, index) => entry.resolve(results[index] as Result));
   }
+}
+
+/**
+ * The options of a batcher on the request path: a database that is down fails every item of a batch
+ * alike (no point sending each again), and the wait for a lane counts in the operation's time
+ * (`budgetMs`, as the wait for a pooled connection does).
+ */
+export function databaseBatchOptions(budgetMs: number | undefined): {
+  retryAlone: (error: unknown) => boolean;
+  deadline?: { ms: number; timedOut: (sent: boolean) => Error };
+} {
+  const retryAlone = (error: unknown) => !(error instanceof DependencyUnavailableError);
+  if (budgetMs === undefined) return { retryAlone };
+  return {
+    retryAlone,
+    deadline: {
+      ms: budgetMs,
+      timedOut: (sent) =>
+        new DependencyUnavailableError('database', new DatabaseDeadlineExceeded(`no answer to a batched statement within ${budgetMs} ms${sent ? '' : ' (not sent)'}`, sent)),
+    },
+  };
 }

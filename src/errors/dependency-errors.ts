@@ -140,3 +140,8 @@ export function dependencyApiError(err: unknown): ApiError | undefined {
     headers,
   });
 }
+
+/** The database (not Redis) failed: down, hung, full or read-only. */
+export function isDatabaseOutage(error: unknown): boolean {
+  return error instanceof DependencyUnavailableError ? error.dependency === 'database' : isDatabaseUnavailable(error);
+}

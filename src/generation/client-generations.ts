@@ -1,28 +1,24 @@
-import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { components } from '../../generated/gateway';
-import type { Database, GenerationsTable, StoredImagesTable } from '../db/schema';
+import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
-import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
 import { ApiError } from '../errors/api-error';
-import type { ImagesService } from '../images/images.service';
 import type { Clock } from '../shared/clock';
-import { toIso, toIsoOrNull } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import type { StoredGenerationRequest } from './durable';
+import type { ClientGeneration, GenerationResources } from './generation-resource';
 import type { GenerationWorker } from './generation-worker';
 import { creditsOf, imagesSentAtCancel } from './charges';
 import { markedCallIndexes } from './durable.repository';
 import { cancelGeneration, findGeneration, listGenerations } from './generations.repository';
 
 type Schemas = components['schemas'];
-export type ClientGeneration = Schemas['ClientGeneration'];
 
 export interface ClientGenerationsDeps {
   db: Kysely<Database>;
   writes: WriteTransactions;
   clock: Clock;
-  images: ImagesService;
+  resources: GenerationResources;
   worker: GenerationWorker;
   /** Completion webhooks: queues the delivery of a settlement in its transaction (true when queued). */
   onSettled?: (trx: Kysely<Database>, id: string) => Promise<boolean>;
@@ -33,7 +29,7 @@ const FINISHED = new Set(['succeeded', 'failed', 'canceled']);
 
 /**
  * Generations as the key holder sees them (GET /generations, GET /generations/{id}, cancel): only
- * the creating key's, images re-signed (or read back as base64) from the image store on each read.
+ * the creating key's (generation-resource.ts shapes each).
  */
 export class ClientGenerations {
   constructor(private readonly deps: ClientGenerationsDeps) {}
@@ -46,7 +42,7 @@ export class ClientGenerations {
   }
 
   async get(keyId: string, id: string): Promise<ClientGeneration> {
-    return this.resource(await this.find(keyId, id));
+    return this.deps.resources.resource(await this.find(keyId, id));
   }
 
   async list(keyId: string, query: { status?: string; limit?: number; cursor?: string }): Promise<Schemas['ClientGenerationList']> {
@@ -58,7 +54,7 @@ export class ClientGenerations {
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
     });
     const { page, nextCursor } = pageOf(rows, limit);
-    return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
+    return { data: await Promise.all(page.map((row) => this.deps.resources.resource(row))), next_cursor: nextCursor };
   }
 
   /**
@@ -87,7 +83,7 @@ export class ClientGenerations {
       throw new ApiError('generation_finished', `Generation ${id} already ${now.status}; it cannot be canceled.`, { param: 'id' });
     }
     this.deps.worker.abortLocal(id);
-    return this.resource(await this.find(keyId, id));
+    return this.deps.resources.resource(await this.find(keyId, id));
   }
 
   /** Resolves when the generation settled or `ms` passed: an in-process wake-up, else a poll of the row. */
@@ -101,62 +97,4 @@ export class ClientGenerations {
       await this.deps.worker.settledOrTimeout(id, Math.min(left, 250));
     }
   }
-
-  /** `db`: the settling transaction when a completion webhook's body is built. */
-  async resource(row: GenerationsTable, db: Kysely<Database> = this.deps.db): Promise<ClientGeneration> {
-    const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
-    const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url', db) : null;
-    return {
-      id: row.id,
-      object: 'generation',
-      status: row.status as ClientGeneration['status'],
-      model: row.model,
-      provider: row.provider,
-      created_at: toIso(row.created_at),
-      started_at: toIsoOrNull(row.started_at),
-      completed_at: toIsoOrNull(row.completed_at),
-      error: row.status === 'failed' || row.status === 'canceled' ? errorOf(row) : null,
-      data,
-      usage: {
-        // Delivered when it succeeded, whether or not they are still stored (synchronous b64_json
-        // answers are not; stored ones leave after their retention).
-        images: row.status === 'succeeded' ? row.images : 0,
-        credits_reserved: row.status === 'queued' || row.status === 'running' ? row.credits : 0,
-        credits_charged: row.status === 'succeeded' ? row.credits : Number(row.charged_credits ?? 0),
-      },
-    };
-  }
-
-  /** A succeeded generation's stored images; those swept after their retention are left out. */
-  private async images(generationId: string, format: 'url' | 'b64_json', db: Kysely<Database>): Promise<Schemas['GeneratedImage'][]> {
-    const now = this.deps.clock.now();
-    const rows: StoredImagesTable[] = await db
-      .selectFrom('stored_images')
-      .selectAll()
-      .where('generation_id', '=', generationId)
-      .where('deleted_at', 'is', null)
-      .where('expires_at', '>', now)
-      .orderBy('position')
-      .execute();
-    return Promise.all(
-      rows.map(async (row) => {
-        const size = { width: Number(row.width), height: Number(row.height) };
-        if (format === 'url') return { url: this.deps.images.signedUrl({ id: row.id, expires_at: Number(row.expires_at) }), ...size };
-        return { b64_json: (await readAll(await this.deps.images.read(row))).toString('base64'), ...size };
-      }),
-    );
-  }
-}
-
-function errorOf(row: GenerationsTable): NonNullable<ClientGeneration['error']> {
-  const code = row.error_code ?? 'internal_error';
-  const known = (ERROR_CODES as Record<string, { type: string } | undefined>)[code as ErrorCode];
-  const type = known?.type ?? (code === 'canceled' ? 'invalid_request_error' : 'api_error');
-  return { code, message: row.error_message ?? `The generation ended as ${code}.`, type };
-}
-
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks);
 }

@@ -24,6 +24,13 @@ export interface GenerationWorkerDeps {
   modelsWithRoom(models: string[]): Promise<string[]>;
   /** Runs a claimed generation to its settlement. */
   execute(row: GenerationsTable, signal: AbortSignal): Promise<unknown>;
+  /** The lease owner this worker claims as (newLeaseOwner()); the runner marks its sends with the same. */
+  owner?: string;
+}
+
+/** A lease owner unique to this process (and worker): host, pid and random bits. */
+export function newLeaseOwner(): string {
+  return `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
 
 /** Why a run stopped: the holder lost its lease (taken over, or settled elsewhere, e.g. canceled). */
@@ -60,7 +67,7 @@ export class RunDeferred extends Error {
  * polling every `pollMs`.
  */
 export class GenerationWorker {
-  readonly owner = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly owner: string;
   /**
    * The runs this process holds, whose leases one timer renews (500 rows a statement) every third of
    * a lease. A row the renewal no longer finds held was taken over or settled elsewhere: its run is
@@ -75,6 +82,7 @@ export class GenerationWorker {
   private stopped = false;
 
   constructor(private readonly deps: GenerationWorkerDeps) {
+    this.owner = deps.owner ?? newLeaseOwner();
     this.local = new RenewedSet<string, AbortController>(
       Math.floor(this.deps.leaseMs / 3),
       async (batch) => {

@@ -6,7 +6,7 @@ import { fillPath } from '../http/operation-path';
 import { parsePrefer } from '../http/prefer';
 import type { ClientKey } from '../keys/key.model';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter';
-import type { ClientGeneration } from './client-generations';
+import type { ClientGeneration } from './generation-resource';
 import { secretResource } from './completion-webhooks';
 import { type GenerateImageInput, type GenerationService, generationSummary } from './generation.service';
 
@@ -50,7 +50,7 @@ async function submitAsync(
   const submitted = await generation.submitForKey(key, input);
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await generation.clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
-  const resource = await generation.clients.resource(row);
+  const resource = await generation.resources.resource(row);
   if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining, rateLimit: submitted.rateLimit };
   if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
     const error = new ApiError(resource.error.code as ErrorCode, resource.error.message);

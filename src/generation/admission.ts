@@ -1,0 +1,74 @@
+import type { CatalogModel } from '../config/catalog';
+import { ApiError } from '../errors/api-error';
+import { checkModelAllowed } from '../keys/key-policy';
+import type { ClientKey } from '../keys/key.model';
+import type { GatewayMetrics } from '../metrics/metrics';
+import type { ProviderRegistry } from '../providers/registry';
+import { upstreamModelSpec } from '../providers/upstream-models';
+import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
+import type { Clock } from '../shared/clock';
+
+export interface GenerationAdmissionDeps {
+  catalog: ReadonlyMap<string, CatalogModel>;
+  providers: ProviderRegistry;
+  rateLimiter: RateLimiter;
+  clock: Clock;
+  metrics: GatewayMetrics;
+}
+
+/** Whether a request may generate at all, before anything is reserved: its model, the key's permissions and RPM. */
+export class GenerationAdmission {
+  constructor(private readonly deps: GenerationAdmissionDeps) {}
+
+  modelFor(model: string, providerOverride?: string): CatalogModel {
+    const { catalog, providers } = this.deps;
+    const entry = catalog.get(model);
+    if (providerOverride !== undefined) {
+      if (!providers.get(providerOverride)) {
+        throw new ApiError('invalid_request', `Unknown provider ${providerOverride}. Known providers: ${[...providers.names()].join(', ')}.`, {
+          param: 'provider',
+        });
+      }
+      if (entry && entry.provider !== providerOverride) {
+        throw new ApiError('invalid_request', `Model ${model} is served by ${entry.provider}, not ${providerOverride}.`, { param: 'provider' });
+      }
+      // Trusted callers may address an upstream model the catalog does not list.
+      if (!entry) {
+        return {
+          model,
+          provider: providerOverride,
+          upstream_model: model,
+          credits_per_image: 0,
+          default_size: '1024x1024',
+          ...(providerOverride === 'jimeng' ? { transport: model.startsWith('jimeng_') ? 'visual' : 'ark' } : {}),
+          ...(upstreamModelSpec(model)?.sizes ? { size_bounds: upstreamModelSpec(model)?.sizes } : {}),
+        };
+      }
+    }
+    if (!entry) {
+      throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
+    }
+    return entry;
+  }
+
+  /** The key's model and provider checks, then its RPM: the same for every way a key submits work. */
+  async admitForKey(key: ClientKey, model: string): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
+    const entry = this.modelFor(model);
+    checkModelAllowed(key, entry.model);
+    if (!key.allowedProviders.includes(entry.provider)) {
+      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
+        param: 'model',
+      });
+    }
+    return { entry, decision: await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now()) };
+  }
+
+  /** A request over its key's RPM: refused, counted, with when to retry. */
+  refuseOverLimit(decision: RateLimitDecision): void {
+    if (decision.allowed) return;
+    this.deps.metrics.rateLimitRefusals.inc();
+    throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+      headers: { 'Retry-After': String(decision.resetSeconds) },
+    });
+  }
+}

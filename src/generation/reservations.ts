@@ -1,0 +1,167 @@
+import type { Kysely } from 'kysely';
+import type { CatalogModel } from '../config/catalog';
+import type { Database, GenerationsTable } from '../db/schema';
+import { mayHaveCommitted } from '../db/bounded-pool';
+import { databaseBatchOptions, StatementBatcher } from '../db/statement-batcher';
+import type { WriteTransactions } from '../db/write-transactions';
+import { ApiError } from '../errors/api-error';
+import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
+import type { ClientKey } from '../keys/key.model';
+import { keyStatus } from '../keys/key.model';
+import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
+import { currentPeriodStart, periodEnd } from '../keys/quota-period';
+import { type Clock, toIso } from '../shared/clock';
+import { newSortableId } from '../shared/ids';
+import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
+import type { StoredGenerationRequest } from './durable';
+import { insertGeneration, type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './generations.repository';
+
+export interface ReservationsDeps {
+  db: Kysely<Database>;
+  writes: WriteTransactions;
+  clock: Clock;
+  /** The lease owner of this process's runs (its worker's): a held row is inserted claimed by it. */
+  owner: string;
+  leaseMs: number;
+  /** A reservation whose outcome the database left unknown: released once it takes writes (generation-runner.ts). */
+  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean) => void;
+  /** PostgreSQL: the longest one database operation may take; a batched statement's queue counts in it. */
+  databaseBudgetMs?: number;
+}
+
+/**
+ * A key's credits and its generation row, taken together: a row exists only with its credits
+ * reserved, and a refusal says why (quota, key state) as the key is now.
+ */
+export class Reservations {
+  /** PostgreSQL: the one-statement reservation (reserveWithGeneration), batched over distinct keys. */
+  private readonly reserveInOneStatement: ((request: ReservationRequest) => Promise<Reservation | undefined>) | undefined;
+
+  constructor(private readonly deps: ReservationsDeps) {
+    if (reservesInOneStatement(deps.db)) {
+      const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
+        (requests) => reserveWithGenerations(deps.db, requests),
+        (request) => reserveWithGeneration(deps.db, request.reservation, request.row),
+        // A key is in one batch in flight at most, so this process's lanes never wait on each other's key rows.
+        { maxBatch: 100, lanes: 3, conflictKey: (request) => request.reservation.keyId, ...databaseBatchOptions(deps.databaseBudgetMs) },
+      );
+      this.reserveInOneStatement = (request) => reservations.submit(request);
+    }
+  }
+
+  /**
+   * The columns of a row this process runs at once (the synchronous path): inserted already
+   * claimed by the local worker, so no other worker can take it while its lease is renewed.
+   */
+  heldRow(now: number): Pick<
+    GenerationsTable,
+    'status' | 'error_code' | 'error_message' | 'latency_ms' | 'completed_at' | 'lease_owner' | 'lease_expires_at' | 'started_at' | 'cancel_requested' | 'runs'
+  > {
+    return {
+      status: 'running',
+      error_code: null,
+      error_message: null,
+      latency_ms: null,
+      completed_at: null,
+      lease_owner: this.deps.owner,
+      // Wall-clock, like every lease (durable.repository.ts).
+      lease_expires_at: Date.now() + this.deps.leaseMs,
+      started_at: now,
+      cancel_requested: 0,
+      runs: 1,
+    };
+  }
+
+  async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true) {
+    const { writes, clock } = this.deps;
+    const now = clock.now();
+    const cost = n * entry.credits_per_image;
+    const generationId = newSortableId('gen', now);
+    const request = JSON.stringify(stored);
+    const reservationFailed = (error: unknown): unknown => {
+      if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
+      // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
+      if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
+      // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
+      this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
+      return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
+    };
+    const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
+      ...(held ? this.heldRow(now) : QUEUED_ROW),
+      id: generationId,
+      key_id: key.id,
+      client_id: null,
+      model: entry.model,
+      provider: entry.provider,
+      images: n,
+      credits: cost,
+      period_started_at: row.period_started_at,
+      created_at: now,
+      usage_epoch: row.usage_epoch,
+      request,
+    });
+    // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
+    if (this.reserveInOneStatement) {
+      const draft = generationOf({ period_started_at: now, usage_epoch: null });
+      const row = await this.reserveInOneStatement({ reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, row: draft }).catch(
+        (error: unknown) => {
+          throw reservationFailed(error);
+        },
+      );
+      if (row) {
+        return {
+          row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
+          cost,
+          creditsRemaining: row.credits_quota - row.credits_used,
+        };
+      }
+    }
+    // Reservation and its usage row commit together: an active row always has credits behind it.
+    // The period and book charged come from the key's row as the reservation found it, not from `key`.
+    const reserved = await writes
+      .run(async (trx) => {
+        const row = await reserveCredits(trx, key, cost, now);
+        if (!row) return undefined;
+        // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
+        await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
+        const generation = generationOf(row);
+        await insertGeneration(trx, generation);
+        return { key: row, generation };
+      })
+      .catch((error: unknown) => {
+        throw reservationFailed(error);
+      });
+    if (!reserved) {
+      // Refused: the key as it is now says why (the request's copy may predate an admin change).
+      const current = await findKeyById(this.deps.db, key.id);
+      if (!current || current.key_hash !== key.keyHash) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+      const status = keyStatus(current, now);
+      if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
+      if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
+      const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
+      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+      const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
+      throw new ApiError(
+        'quota_exceeded',
+        `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
+        { details: { period_resets_at: resetsAt } },
+      );
+    }
+    return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+  }
+}
+
+/** A generation waiting for a worker: no lease, not started. */
+const QUEUED_ROW = {
+  status: 'queued',
+  error_code: null,
+  error_message: null,
+  latency_ms: null,
+  completed_at: null,
+  lease_owner: null,
+  lease_expires_at: null,
+  started_at: null,
+  cancel_requested: 0,
+  runs: 0,
+} as const;
+
