@@ -1,0 +1,281 @@
+import { z } from 'zod';
+import {
+  boolean,
+  cidrList,
+  databaseUrl,
+  envMeta,
+  httpUrl,
+  integer,
+  list,
+  minLength,
+  oneOf,
+  providerName,
+  redisUrl,
+  sealingKeys,
+  text,
+  type EnvMeta,
+} from './env-types';
+import { ConfigError } from './config-error';
+
+type Declared = Omit<EnvMeta, 'secret'> & { secret?: EnvMeta['secret'] };
+
+/** One variable: its type (with its default, if fixed), and what the reference and the log need. */
+function declare<S extends z.ZodType<unknown, string | undefined>>(type: S, meta: Declared): S {
+  const schema: z.ZodType = type;
+  envMeta.add(schema, { ...meta, secret: meta.secret ?? false });
+  return type;
+}
+
+const GENERATED = 'generated outside production';
+
+/** Hosts upstream images may come from unless IMAGE_FETCH_ALLOWED_HOSTS says otherwise. */
+export const DEFAULT_IMAGE_HOSTS = '*.volces.com,*.byteimg.com';
+
+/**
+ * Every environment variable the gateway reads, one declaration each. loadConfig turns the parsed
+ * values into GatewayConfig, with the cross-variable checks and defaults that depend on others.
+ */
+export const envSchema = z.object({
+  NODE_ENV: declare(text.default('development'), { description: '`production` refuses to start without `ADMIN_SECRET`', keepEmpty: true }),
+  HOST: declare(text.default('0.0.0.0'), { description: 'listen address' }),
+  PORT: declare(integer(0, 65535).default(8080), { description: 'HTTP port' }),
+  INTERNAL_PORT: declare(integer(0, 65535).default(8081), { description: 'port of the internal creative API' }),
+  DATABASE_URL: declare(databaseUrl.default('./data/gateway.db'), {
+    description: 'a SQLite file path or `sqlite:<path>` (WAL mode), or `postgres://` / `postgresql://...`; any other scheme stops startup (exit 78)',
+    secret: 'password',
+    field: 'databaseUrl',
+  }),
+  ADMIN_SECRET: declare(minLength(16).optional(), {
+    description: 'admin bearer secret (at least 16 characters); required when `NODE_ENV=production`',
+    secret: true,
+    field: 'adminSecret',
+    defaultText: GENERATED,
+  }),
+  LOG_LEVEL: declare(oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), { description: 'pino level (`silent` to mute)', keepEmpty: true }),
+  VALIDATE_RESPONSES: declare(boolean.default(false), { description: 'check every response against the spec (on in tests)' }),
+  MODEL_CATALOG: declare(text.optional(), {
+    description: 'JSON array of `{model, provider, upstream_model, credits_per_image, default_size}`',
+    defaultText: 'built in',
+  }),
+  MODEL_CATALOG_FILE: declare(text.optional(), { description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)', defaultText: 'built in' }),
+  LOCAL_PROVIDER_MODE: declare(text.default('render'), { description: '`tiny` makes the local provider answer a fixed 1x1 PNG (benchmarks)' }),
+  BODY_LIMIT_BYTES: declare(integer(1024, 10_485_760).default(65_536), {
+    description: 'largest request body (413 past it; a larger `Content-Length` is refused before the body is read)',
+  }),
+  BODY_TIMEOUT_MS: declare(integer(100, 600_000).default(10_000), {
+    description: 'a request body must have fully arrived this long after its headers, else 408 `request_timeout` and the connection is closed',
+  }),
+  HEADERS_TIMEOUT_MS: declare(integer(100, 600_000).default(15_000), {
+    description: "a request's headers must have fully arrived this long after it began, else the connection is closed (checked every tenth of it, at least every second)",
+  }),
+  MAX_CONNECTIONS: declare(integer(16, 1_000_000).optional(), {
+    description: 'open client connections, both listeners together (see Connections)',
+    defaultText: 'open-files limit − 64 − `DB_POOL_SIZE`',
+  }),
+  SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), { description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close' }),
+  TRUSTED_PROXIES: declare(cidrList.default([]), { description: "comma-separated CIDRs of proxies whose `X-Forwarded-For` is believed (key `allowed_ips`)", defaultText: 'none' }),
+  KEY_LEASE_TTL_MS: declare(integer(300, 3_600_000).default(30_000), { description: 'a `max_concurrent` slot held by a process that died frees after this' }),
+  SWEEP_GRACE_MS: declare(integer(0, 3_600_000).default(30_000), {
+    description: "a generation pending longer than its provider's deadline plus this was abandoned by a dead process: its credits are released",
+  }),
+
+  // Storage, Redis and the waits on them.
+  DB_POOL_SIZE: declare(integer(1, 500).default(10), { description: 'PostgreSQL connections per replica' }),
+  DB_CONNECT_TIMEOUT_MS: declare(integer(100, 60_000).default(2000), { description: 'PostgreSQL: longest wait for a connection (pool full counts too); then 503' }),
+  DB_STATEMENT_TIMEOUT_MS: declare(integer(100, 600_000).default(5000), {
+    description: 'PostgreSQL: `statement_timeout`; the client gives up on the whole operation (its wait for a connection or a batch lane, and every statement of a transaction together) 1 s later',
+  }),
+  REDIS_URL: declare(redisUrl.optional(), { description: 'moves rate limiting to Redis (one Lua script per check)', secret: 'password', field: 'redisUrl', defaultText: 'none' }),
+  REDIS_PREFIX: declare(text.default('cgw:'), { description: 'prefix of every Redis key, so several gateways can share one Redis', keepEmpty: true }),
+  REDIS_CONNECT_TIMEOUT_MS: declare(integer(100, 60_000).default(1000), {
+    description: 'longest wait for a Redis (re)connection; reconnection is retried every ≤ 1 s in the background',
+  }),
+  REDIS_COMMAND_TIMEOUT_MS: declare(integer(10, 60_000).default(500), { description: 'longest wait for one Redis answer (a hung Redis); then 503' }),
+  RATE_LIMIT_STORE: declare(oneOf(['memory', 'sql', 'redis']).optional(), {
+    description: 'where the per-key windows live',
+    defaultText: '`redis` with `REDIS_URL`, `sql` on PostgreSQL, else `memory`',
+  }),
+  RATE_LIMIT_REDIS_FALLBACK: declare(oneOf(['refuse', 'sql']).default('refuse'), {
+    description: 'while Redis fails: `refuse` answers 503 `dependency_unavailable`; `sql` counts requests in the SQL limiter instead',
+  }),
+  DEPENDENCY_STARTUP_TIMEOUT_MS: declare(integer(0, 3_600_000).default(30_000), {
+    description: 'at startup, retry an unreachable PostgreSQL or Redis (backoff 0.25 s doubling to 5 s) this long, then exit 78',
+  }),
+  READINESS_FAILURE_WINDOW_MS: declare(integer(0, 600_000).default(3000), {
+    description: 'after a request failed on a dependency, `/readyz` answers 503 this long (then probes again)',
+  }),
+
+  // The internal API's callers.
+  CF_ACCESS_CLIENT_ID: declare(list.default([]), {
+    description: 'service token client ids for the internal API, comma-separated for several; required in production',
+    defaultText: GENERATED,
+  }),
+  CF_ACCESS_CLIENT_SECRET: declare(list.default([]), {
+    description: 'the service tokens\' secrets, in the order of `CF_ACCESS_CLIENT_ID` (each at least 16 characters); required in production',
+    secret: true,
+    field: 'serviceTokens.*.clientSecret',
+    defaultText: GENERATED,
+  }),
+  CF_ACCESS_TEAM_DOMAIN: declare(text.optional(), {
+    description: 'accept Cloudflare Access JWTs on the internal API: `<team>.cloudflareaccess.com` (with `CF_ACCESS_AUD`)',
+    defaultText: 'none',
+  }),
+  CF_ACCESS_AUD: declare(text.optional(), { description: "the Access application's AUD tag(s), comma-separated (with `CF_ACCESS_TEAM_DOMAIN`)", defaultText: 'none' }),
+  CF_ACCESS_JWKS_URL: declare(httpUrl.optional(), {
+    description: "where the team's signing keys are fetched",
+    defaultText: '`https://<team>.cloudflareaccess.com/cdn-cgi/access/certs`',
+  }),
+
+  // Providers configured from the environment.
+  PROVIDER_TIMEOUT_MS: declare(integer(100, 600_000).default(60_000), { description: 'default deadline of one generation at a provider (see Providers)' }),
+  UPSTREAM_CONNECT_TIMEOUT_MS: declare(integer(10, 60_000).default(3000), {
+    description: 'deadline of the TCP connect to an upstream; past it the call never reached the upstream and goes to another channel',
+  }),
+  VOLC_ACCESS_KEY_ID: declare(text.optional(), { description: 'access key id of the Volcengine visual API (jimeng, transport `visual`), with `VOLC_SECRET_ACCESS_KEY`', defaultText: 'none' }),
+  VOLC_SECRET_ACCESS_KEY: declare(text.optional(), {
+    description: 'secret access key of the Volcengine visual API, with `VOLC_ACCESS_KEY_ID`',
+    secret: true,
+    field: 'providers.volc.secretAccessKey',
+    defaultText: 'none',
+  }),
+  VOLC_VISUAL_ENDPOINT: declare(httpUrl.default('https://visual.volcengineapi.com'), { description: 'base URL of the Volcengine visual API' }),
+  VOLC_POLL_INTERVAL_MS: declare(integer(1, 60_000).default(1000), { description: 'poll interval of visual tasks (environment account and API channels)' }),
+  ARK_API_KEY: declare(text.optional(), { description: 'API key of Ark (jimeng, transport `ark`)', secret: true, field: 'providers.ark.apiKey', defaultText: 'none' }),
+  ARK_BASE_URL: declare(httpUrl.default('https://ark.cn-beijing.volces.com/api/v3'), { description: 'base URL of Ark' }),
+  OPENAI_COMPAT_BASE_URL: declare(httpUrl.optional(), { description: 'base URL of an OpenAI-compatible images API, with `OPENAI_COMPAT_API_KEY`', defaultText: 'none' }),
+  OPENAI_COMPAT_API_KEY: declare(text.optional(), {
+    description: 'API key of the OpenAI-compatible upstream, with `OPENAI_COMPAT_BASE_URL`',
+    secret: true,
+    field: 'providers.openaiCompatible.apiKey',
+    defaultText: 'none',
+  }),
+  OPENAI_COMPAT_PROVIDER_NAME: declare(providerName.default('openai'), { description: 'provider name of the OpenAI-compatible upstream; add its models to `MODEL_CATALOG`' }),
+
+  // Image storage.
+  IMAGE_STORE: declare(oneOf(['directory', 's3'], 'directory or s3,').default('directory'), { description: '`directory` or `s3`' }),
+  IMAGE_DIRECTORY: declare(text.optional(), {
+    description: 'where the `directory` store keeps files (fanned out by the id\'s last two characters; written to a temporary file, fsynced, renamed)',
+    defaultText: '`./data/images` (the `images/` folder beside the SQLite file)',
+  }),
+  IMAGE_RETENTION_HOURS: declare(integer(1, 24 * 3650).default(168), { description: 'how long an image and its URLs live' }),
+  IMAGE_URL_SIGNING_KEY: declare(minLength(32).optional(), {
+    description: 'HMAC key of image URLs, at least 32 characters; required when `NODE_ENV=production`; the same on every replica; changing it invalidates every URL handed out',
+    secret: true,
+    field: 'images.signingKey',
+    defaultText: 'generated outside production into `./data/image-url-key`',
+  }),
+  PUBLIC_BASE_URL: declare(httpUrl.optional(), {
+    description: 'scheme, host and port clients reach the gateway at, for the URLs (set it behind a proxy or load balancer)',
+    defaultText: '`http://<HOST or localhost>:<PORT>`',
+  }),
+  IMAGE_MAX_BYTES: declare(integer(1024, 512 * 1024 * 1024).default(20 * 1024 * 1024), { description: 'largest image taken from an upstream' }),
+  IMAGE_FETCH_TIMEOUT_MS: declare(integer(100, 600_000).default(30_000), { description: 'deadline of one image download (it also ends with the request)' }),
+  IMAGE_FETCH_ALLOWED_HOSTS: declare(text.default(DEFAULT_IMAGE_HOSTS), {
+    description: "comma-separated hosts or `*.domain` any provider's image URLs may point at besides its own base URL's host; empty allows only the base URLs' hosts",
+    keepEmpty: true,
+  }),
+  IMAGE_S3_BUCKET: declare(text.optional(), { description: 'the bucket (create it first; the gateway puts, gets and deletes objects)', defaultText: 'required with `IMAGE_STORE=s3`' }),
+  IMAGE_S3_PREFIX: declare(text.default('images/'), { description: 'object keys are `<prefix><image id>`', keepEmpty: true }),
+  IMAGE_S3_REGION: declare(text.default('us-east-1'), { description: 'region' }),
+  IMAGE_S3_ENDPOINT: declare(httpUrl.optional(), { description: 'e.g. `http://minio:9000` for an S3-compatible server', defaultText: 'AWS' }),
+  IMAGE_S3_FORCE_PATH_STYLE: declare(boolean.optional(), {
+    description: '`endpoint/bucket/key` URLs, which most S3-compatible servers need',
+    defaultText: '`true` with an endpoint, else `false`',
+  }),
+  IMAGE_S3_ACCESS_KEY_ID: declare(text.optional(), {
+    description: 'S3 access key id, with `IMAGE_S3_SECRET_ACCESS_KEY`',
+    defaultText: "the AWS SDK's default chain (environment, profile, instance role)",
+  }),
+  IMAGE_S3_SECRET_ACCESS_KEY: declare(text.optional(), {
+    description: 'S3 secret access key, with `IMAGE_S3_ACCESS_KEY_ID`',
+    secret: true,
+    field: 'images.store.credentials.secretAccessKey',
+    defaultText: "the AWS SDK's default chain (environment, profile, instance role)",
+  }),
+
+  // Channels.
+  CHANNEL_SEALING_KEY: declare(sealingKeys.default([]), {
+    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets, newest first, comma-separated; required in production',
+    secret: true,
+    field: 'channels.sealingKeys.*',
+    defaultText: GENERATED,
+  }),
+  CHANNEL_QUEUE_TIMEOUT_MS: declare(integer(0, 60_000).default(2000), {
+    description: 'how long a request waits when every channel of its model is at a limit, before 503 `provider_busy`',
+  }),
+  CHANNEL_QUEUE_MAX_WAITERS: declare(integer(0, 100_000).default(100), {
+    description: 'calls of one model that may wait so on one replica; past them, 503 `provider_busy` with `Retry-After` at once (0: no waiting)',
+  }),
+  CHANNEL_PROBE_INTERVAL_MS: declare(integer(0, 86_400_000).default(0), {
+    description: 'period of the test that re-enables auto-disabled channels that pass (one replica at a time, once a period across all)',
+    defaultText: '`0` (off)',
+  }),
+  CHANNEL_ALLOW_PRIVATE_UPSTREAMS: declare(boolean.default(false), {
+    description: "let API channels' `base_url` point at loopback/private/link-local addresses (self-hosted upstreams on a private network, development, tests)",
+  }),
+
+  // Durable generations.
+  GENERATION_LEASE_MS: declare(integer(300, 3_600_000).default(30_000), {
+    description: "a worker's claim on a running generation; renewed every third of it; a lease not renewed (dead process) is taken over by another worker",
+  }),
+  GENERATION_POLL_MS: declare(integer(10, 600_000).default(1000), {
+    description: "how often each process's worker looks for queued work (submitted elsewhere) and lapsed leases; local submissions wake it at once",
+  }),
+  GENERATION_WORKER_CONCURRENCY: declare(integer(1, 10_000).default(16), { description: 'background (asynchronous or taken-over) generations one process runs at once' }),
+  MAX_QUEUED_GENERATIONS_PER_KEY: declare(integer(1, 1_000_000).default(50), {
+    description: 'asynchronous generations one key may have `queued`; beyond, 429 `too_many_queued_generations`',
+  }),
+
+  // Webhooks.
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private/link-local addresses (development, tests)' }),
+  WEBHOOK_POLL_INTERVAL_MS: declare(integer(10, 600_000).default(1000), { description: 'how often each process looks for due deliveries' }),
+  WEBHOOK_LEASE_MS: declare(integer(100, 3_600_000).default(60_000), {
+    description: 'how long a claimed delivery is held; keep it above `WEBHOOK_TIMEOUT_MS`, or a slow delivery is sent twice',
+  }),
+  WEBHOOK_TIMEOUT_MS: declare(integer(100, 60_000).default(15_000), { description: 'deadline of one delivery attempt' }),
+  WEBHOOK_DISABLE_AFTER_HOURS: declare(integer(1, 8760).default(120), { description: 'an endpoint whose every attempt failed for this long is disabled' }),
+  WEBHOOK_KEY_EXPIRING_DAYS: declare(integer(1, 365).default(7), { description: '`key.expiring` this many days before a key expires' }),
+  WEBHOOK_EXPIRY_SCAN_INTERVAL_MS: declare(integer(10, 86_400_000).default(60_000), { description: 'how often each process looks for expiring and expired keys' }),
+});
+
+export type EnvValues = z.output<typeof envSchema>;
+
+/**
+ * PROVIDER_<NAME>_<SETTING>: the guard around each provider, one family per configured provider
+ * name (`local`, `jimeng`, the OpenAI-compatible one's).
+ */
+export const providerSchema = z.object({
+  TIMEOUT_MS: declare(integer(100, 600_000).optional(), {
+    description: 'deadline for the whole generation, retries and polling included (504 `provider_timeout`)',
+    defaultText: '`PROVIDER_TIMEOUT_MS` (60000)',
+  }),
+  MAX_ATTEMPTS: declare(integer(1, 10).default(3), { description: 'tries in all on one channel that says it is busy; exponential backoff with jitter' }),
+  RETRY_BASE_DELAY_MS: declare(integer(1, 60_000).default(500), { description: 'first backoff step' }),
+  MAX_CONCURRENCY: declare(integer(1, 10_000).default(16), {
+    description: 'calls in flight at once at the environment-configured account, per process; the rest queue (`CHANNEL_QUEUE_TIMEOUT_MS`)',
+  }),
+  BREAKER_THRESHOLD: declare(integer(1, 1000).default(5), { description: 'consecutive provider failures that open the circuit (503 with `Retry-After`)' }),
+  BREAKER_COOLDOWN_MS: declare(integer(10, 3_600_000).default(30_000), { description: 'open time before one probe call is let through' }),
+});
+
+/** The prefix of a provider's PROVIDER_<NAME>_* variables. */
+export function providerPrefix(name: string): string {
+  return `PROVIDER_${name.toUpperCase().replace(/-/g, '_')}_`;
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * The schema's variables read from env (`nameOf` maps a schema key to its variable), unset or
+ * empty ones at their defaults; every refused value is named in one ConfigError.
+ */
+export function readEnv<S extends z.ZodObject>(schema: S, env: Env, nameOf: (key: string) => string = (key) => key): z.output<S> {
+  const input: Record<string, string | undefined> = {};
+  for (const [key, type] of Object.entries(schema.shape)) {
+    const raw = env[nameOf(key)];
+    input[key] = raw === '' && !envMeta.get(type)?.keepEmpty ? undefined : raw;
+  }
+  const result = schema.safeParse(input);
+  if (!result.success) throw new ConfigError(result.error.issues.map((issue) => `${nameOf(String(issue.path[0]))} ${issue.message}`).join('; '));
+  return result.data;
+}
