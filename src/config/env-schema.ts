@@ -102,7 +102,7 @@ export const envSchema = z.object({
     description: 'at startup, retry an unreachable PostgreSQL or Redis (backoff 0.25 s doubling to 5 s) this long, then exit 78',
   }),
   READINESS_FAILURE_WINDOW_MS: declare(integer(0, 600_000).default(3000), {
-    description: 'after a request failed on a dependency, `/readyz` answers 503 this long (then probes again)',
+    description: 'after a request failed on a dependency, the readiness endpoint (readyz) answers 503 this long, then probes again',
   }),
 
   // The internal API's callers.
