@@ -7,7 +7,7 @@ import { dependencyApiError, DependencyUnavailableError, isDatabaseUnavailable, 
 import { DatabaseDeadlineExceeded, mayHaveCommitted } from '../db/bounded-pool';
 import type { ImagesService } from '../images/images.service';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
-import { checkModelAllowed, holdConcurrencySlot } from '../keys/key-policy';
+import { checkModelPermitted, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
 import { keyStatus } from '../keys/key.model';
@@ -222,12 +222,7 @@ export class GenerationService {
   /** The key's model and provider checks, then its RPM: the same for every way a key submits work. */
   private async admitForKey(key: ClientKey, model: string): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
     const entry = this.modelFor(model);
-    checkModelAllowed(key, entry.model);
-    if (!key.allowedProviders.includes(entry.provider)) {
-      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
-        param: 'model',
-      });
-    }
+    checkModelPermitted(key, entry);
     return { entry, decision: await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now()) };
   }
 
