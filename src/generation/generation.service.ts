@@ -10,8 +10,8 @@ import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { checkModelPermitted, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
-import { keyStatus } from '../keys/key.model';
-import { currentPeriodStart, periodEnd } from '../keys/quota-period';
+import { keyRefusal } from '../keys/rules/key-usability';
+import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderImage } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
@@ -582,10 +582,10 @@ export class GenerationService {
     if (!reserved) {
       // Refused: the key as it is now says why (the request's copy may predate an admin change).
       const current = await findKeyById(this.deps.db, key.id);
-      if (!current || current.key_hash !== key.keyHash) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-      const status = keyStatus(current, now);
-      if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
-      if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
+      const refusal = current && keyRefusal(current, key.keyHash, now);
+      if (!current || refusal === 'rotated') throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+      if (refusal === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
+      if (refusal === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
       const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
       await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
       const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));

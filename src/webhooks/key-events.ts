@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { ClientKey } from '../keys/key.model';
+import { thresholdsCrossed } from '../keys/rules/quota-thresholds';
 import { DAY_MS, toIso } from '../shared/clock';
 import { type Db, emitEvent } from './events';
 
@@ -26,15 +27,12 @@ export async function emitQuotaEvents(
     period_started_at: toIso(periodStart),
     ...extra,
   });
-  for (const threshold of key.policy.alertThresholds) {
-    // Crossed by this reservation: below before it, at or above after it (integer arithmetic).
-    if (before * 100 < threshold * quota && used * 100 >= threshold * quota) {
-      await emitEvent(
-        trx,
-        { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` },
-        now,
-      );
-    }
+  for (const threshold of thresholdsCrossed({ before, after: used, quota }, key.policy.alertThresholds)) {
+    await emitEvent(
+      trx,
+      { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` },
+      now,
+    );
   }
   if (used >= quota) await emitQuotaExhausted(trx, key, { used, quota, periodStart }, now);
 }
