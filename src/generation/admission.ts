@@ -1,6 +1,6 @@
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
-import { checkModelAllowed } from '../keys/key-policy';
+import { checkModelPermitted } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderRegistry } from '../providers/registry';
@@ -54,12 +54,7 @@ export class GenerationAdmission {
   /** The key's model and provider checks, then its RPM: the same for every way a key submits work. */
   async admitForKey(key: ClientKey, model: string): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
     const entry = this.modelFor(model);
-    checkModelAllowed(key, entry.model);
-    if (!key.allowedProviders.includes(entry.provider)) {
-      throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
-        param: 'model',
-      });
-    }
+    checkModelPermitted(key, entry);
     return { entry, decision: await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now()) };
   }
 

@@ -3,6 +3,10 @@ import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
 import { ATTEMPT_COLUMNS, insertAttempts } from '../channels/channels.repository';
 import type { Reservation } from '../keys/keys.repository';
+import { postgresText } from '../db/sql-text';
+import { keyUsableSql } from '../keys/rules/key-usability';
+import { periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
+import { crossesNoThresholdSql } from '../keys/rules/quota-thresholds';
 import { releaseCredits } from '../keys/keys.repository';
 
 /**
@@ -161,7 +165,16 @@ const FROM_KEY_ROW = new Set<string>(['period_started_at', 'usage_epoch']);
 const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(column));
 /** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
 const NUMERIC_COLUMNS = new Set<string>(['images', 'credits', 'latency_ms', 'created_at', 'completed_at', 'lease_expires_at', 'started_at', 'cancel_requested', 'runs']);
-const PERIOD_MS = 'quota_period_days * cast(86400000 as bigint)';
+/** The key row's columns for the rules' SQL forms: qualified, since the batch form's UPDATE has a FROM. */
+const KEY_ROW = {
+  createdAt: sql.raw<number>('api_keys.created_at'),
+  periodDays: sql.raw<number>('api_keys.quota_period_days'),
+  periodStartedAt: sql.raw<number>('api_keys.period_started_at'),
+  creditsUsed: sql.raw<number>('api_keys.credits_used'),
+  status: sql.raw<string>('api_keys.status'),
+  expiresAt: sql.raw<number | null>('api_keys.expires_at'),
+  keyHash: sql.raw<string>('api_keys.key_hash'),
+};
 
 /** Where the reservation statement finds its inputs: parameters ($n) for one reservation, columns of `r` for a batch. */
 interface ReserveInputs {
@@ -191,25 +204,28 @@ interface ReserveInputs {
  * longer usable: disabled, expired or rotated, checked like reserveCredits() does).
  */
 function reserveStatement(i: ReserveInputs): string {
-  // The stored period of the key row is over at `now`: storedPeriodEndedSql() of keys.repository.ts.
-  const ended = `(api_keys.period_started_at + ${PERIOD_MS} <= ${i.now})`;
-  const usedBefore = `(CASE WHEN ${ended} THEN 0 ELSE api_keys.credits_used END)`;
+  const now = sql.raw<number>(i.now);
+  // The rules' SQL forms (src/keys/rules), on the key row the UPDATE changes.
+  const usedBefore = usedNowSql(KEY_ROW, now);
+  const ended = postgresText(storedPeriodEndedSql(KEY_ROW, now));
+  const periodStart = postgresText(periodStartNowSql(KEY_ROW, now));
+  const usable = postgresText(keyUsableSql(KEY_ROW, sql.raw(i.keyHash), now));
+  const crossesNoThreshold = postgresText(
+    crossesNoThresholdSql({ before: usedBefore, after: sql<number>`${usedBefore} + ${sql.raw(i.cost)}`, quota: sql.raw<number>('api_keys.credits_quota') }, sql.raw(i.thresholds)),
+  );
   return (
     `WITH ${i.inputs ? `${i.inputs}, ` : ''}k AS (UPDATE api_keys SET ` +
     `credits_used = CASE WHEN ${ended} THEN ${i.cost} ELSE api_keys.credits_used + ${i.cost} END, ` +
-    `period_started_at = CASE WHEN ${ended} THEN (api_keys.created_at + cast((${i.now} - api_keys.created_at) / (${PERIOD_MS}) as bigint) * (${PERIOD_MS})) ELSE api_keys.period_started_at END, ` +
+    `period_started_at = ${periodStart}, ` +
     `usage_epoch = CASE WHEN ${ended} THEN api_keys.usage_epoch + 1 ELSE api_keys.usage_epoch END, ` +
     `last_used_at = ${i.now} ` +
     (i.from ? `FROM ${i.from} ` : '') +
-    `WHERE api_keys.id = ${i.keyId} AND api_keys.status = 'active' AND api_keys.key_hash = ${i.keyHash} ` +
-    `AND (api_keys.expires_at IS NULL OR api_keys.expires_at > ${i.now}) AND ${usedBefore} + ${i.cost} < api_keys.credits_quota ` +
+    `WHERE api_keys.id = ${i.keyId} AND ${usable} AND ${postgresText(usedBefore)} + ${i.cost} < api_keys.credits_quota ` +
     (i.where ? `AND ${i.where} ` : '') +
-    // No threshold t with used * 100 < t * quota <= (used + cost) * 100: as many thresholds at or below the
-    // percentage before as after (width_bucket over the sorted thresholds). A plain expression on the key row,
-    // not a subquery: when a concurrent reservation commits first, PostgreSQL re-checks the WHERE on the new row
-    // version, and an anti-join over unnest() was not re-checked there (threshold events went missing).
-    `AND width_bucket(${usedBefore} * 100::numeric / NULLIF(api_keys.credits_quota, 0), ${i.thresholds}) = ` +
-    `width_bucket((${usedBefore} + ${i.cost}) * 100::numeric / NULLIF(api_keys.credits_quota, 0), ${i.thresholds}) ` +
+    // No alert threshold crossed. A plain expression on the key row, not a subquery: when a concurrent reservation
+    // commits first, PostgreSQL re-checks the WHERE on the new row version, and an anti-join over unnest() was not
+    // re-checked there (threshold events went missing).
+    `AND ${crossesNoThreshold} ` +
     `RETURNING api_keys.id, api_keys.credits_used, api_keys.credits_quota, api_keys.usage_epoch, api_keys.period_started_at), ` +
     `g AS (INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) SELECT ${GENERATION_COLUMNS.map((column) =>
       FROM_KEY_ROW.has(column) ? `k.${column}` : i.column(column),

@@ -4,6 +4,7 @@ import type { ApiKeysTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
+import { type ModelPermissions, modelRefusal } from './rules/model-permission';
 
 /**
  * Per-key policy beyond quota and rate (issue #16): where a key may be used from, which models,
@@ -108,16 +109,26 @@ export function checkClientIp(policy: Pick<ClientKeyPolicy, 'allowedIps'>, clien
   }
 }
 
-/** 403 model_not_allowed when the key lists its models and this one is not among them. */
-export function checkModelAllowed(key: Pick<PolicyHolder, 'policy'>, model: string): void {
-  const allowed = key.policy.allowedModels;
-  if (allowed !== null && !allowed.includes(model)) {
-    throw new ApiError('model_not_allowed', `This key may not use model ${model} (allowed: ${allowed.join(', ')}).`, { param: 'model' });
+/** The key's model permissions (rules/model-permission.ts). */
+function permissionsOf(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>): ModelPermissions {
+  return { allowedProviders: key.allowedProviders, allowedModels: key.policy.allowedModels };
+}
+
+/** 403 model_not_allowed when the key lists its models and this one is not among them, else 403 provider_not_allowed when the key may not use its provider. */
+export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): void {
+  const refusal = modelRefusal(permissionsOf(key), entry);
+  if (refusal === 'model_not_allowed') {
+    throw new ApiError('model_not_allowed', `This key may not use model ${entry.model} (allowed: ${(key.policy.allowedModels ?? []).join(', ')}).`, { param: 'model' });
+  }
+  if (refusal === 'provider_not_allowed') {
+    throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
+      param: 'model',
+    });
   }
 }
 
 function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
-  return key.allowedProviders.includes(entry.provider) && (key.policy.allowedModels === null || key.policy.allowedModels.includes(entry.model));
+  return modelRefusal(permissionsOf(key), entry) === undefined;
 }
 
 function openAiModel(entry: CatalogModel): OpenAIModel {

@@ -2,11 +2,12 @@ import type { components } from '../../generated/gateway';
 import type { ApiKeysTable } from '../db/schema';
 import { toIso, toIsoOrNull } from '../shared/clock';
 import { type ClientKeyPolicy, clientKeyPolicy, policyResource } from './key-policy';
-import { currentPeriodStart, periodEnd } from './quota-period';
+import { keyStatus } from './rules/key-usability';
+import { periodEnd, usageNow } from './rules/quota-period';
 
 export type KeyResource = components['schemas']['Key'];
 export type CreatedKeyResource = components['schemas']['CreatedKey'];
-export type KeyStatus = components['schemas']['KeyStatus'];
+export type { KeyStatus } from './rules/key-usability';
 export type ApiKeyRow = ApiKeysTable;
 
 /** An authenticated client key, as handlers and services see it (the row's secrets left behind). */
@@ -36,17 +37,9 @@ export function toClientKey(row: ApiKeyRow): ClientKey {
   };
 }
 
-export function keyStatus(row: ApiKeyRow, now: number): KeyStatus {
-  if (row.status === 'disabled') return 'disabled';
-  if (row.expires_at !== null && row.expires_at <= now) return 'expired';
-  return 'active';
-}
-
 /** Usage in the current period: stored usage of an older period has lapsed. */
 export function creditsUsedNow(row: ApiKeyRow, now: number): { used: number; periodStart: number } {
-  const periodStart = currentPeriodStart(row.created_at, row.quota_period_days, now);
-  const used = row.period_started_at >= periodStart ? row.credits_used : 0;
-  return { used, periodStart: Math.max(periodStart, row.period_started_at) };
+  return usageNow({ createdAt: row.created_at, periodDays: row.quota_period_days, periodStartedAt: row.period_started_at, creditsUsed: row.credits_used }, now);
 }
 
 export function toKeyResource(row: ApiKeyRow, now: number): KeyResource {

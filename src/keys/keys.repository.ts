@@ -1,12 +1,24 @@
-import { type Expression, type Kysely, type RawBuilder, sql, type Updateable } from 'kysely';
-import { DAY_MS } from '../shared/clock';
+import { type Kysely, sql, type Updateable } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import { forUpdate } from '../db/row-lock';
 import type { ApiKeysTable, Database } from '../db/schema';
 import type { ApiKeyRow, KeyStatus } from './key.model';
+import { keyStatusIsSql, keyUsableSql } from './rules/key-usability';
+import { currentPeriodStartSql, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from './rules/quota-period';
 
 /** All SQL on api_keys. Every function takes the executor, so it runs inside a transaction (`trx`) too. */
 export type Db = Kysely<Database>;
+
+/** The api_keys columns the rules (./rules) read, for their SQL forms. */
+const KEY_ROW = {
+  createdAt: sql.ref<number>('created_at'),
+  periodDays: sql.ref<number>('quota_period_days'),
+  periodStartedAt: sql.ref<number>('period_started_at'),
+  creditsUsed: sql.ref<number>('credits_used'),
+  status: sql.ref<string>('status'),
+  expiresAt: sql.ref<number | null>('expires_at'),
+  keyHash: sql.ref<string>('key_hash'),
+};
 
 export async function insertKey(db: Db, row: ApiKeyRow): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();
@@ -44,11 +56,7 @@ export async function listKeys(db: Db, query: KeyListQuery): Promise<ApiKeyRow[]
   if (query.owner !== undefined) q = q.where('owner', '=', query.owner);
   // `->>` reads a jsonb field on PostgreSQL and a JSON text field on SQLite.
   if (query.metadata !== undefined) q = q.where(sql<string>`metadata ->> CAST(${query.metadata.name} AS text)`, '=', query.metadata.value);
-  if (query.status === 'disabled') q = q.where('status', '=', 'disabled');
-  if (query.status === 'active') {
-    q = q.where('status', '=', 'active').where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', query.now)]));
-  }
-  if (query.status === 'expired') q = q.where('status', '=', 'active').where('expires_at', '<=', query.now);
+  if (query.status !== undefined) q = q.where(keyStatusIsSql(query.status, KEY_ROW, query.now));
   const after = query.after;
   if (after) {
     q = q.where((eb) =>
@@ -62,24 +70,6 @@ export async function updateKey(db: Db, id: string, changes: Updateable<ApiKeysT
   return db.updateTable('api_keys').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
-/** A period length in ms, as bigint on both engines (days * 86_400_000 overflows a PostgreSQL integer). */
-function periodLengthSql(days: Expression<number> | RawBuilder<number>): RawBuilder<number> {
-  return sql<number>`(${days} * cast(${sql.lit(DAY_MS)} as bigint))`;
-}
-
-/** The row's stored period (period_started_at + quota_period_days) is over at `now`: its usage has lapsed. */
-function storedPeriodEndedSql(now: number): RawBuilder<boolean> {
-  return sql<boolean>`(period_started_at + ${periodLengthSql(sql.ref('quota_period_days'))} <= ${now})`;
-}
-
-/**
- * currentPeriodStart() in SQL, from the row's created_at: periods of `length` ms anchored at creation.
- * The cast truncates (SQLite divides the bound REAL `now` as a real; PostgreSQL divides bigints).
- */
-function currentPeriodStartSql(length: RawBuilder<number>, now: number): RawBuilder<number> {
-  return sql<number>`(created_at + cast((${now} - created_at) / ${length} as bigint) * ${length})`;
-}
-
 export interface Reservation {
   credits_used: number;
   credits_quota: number;
@@ -89,20 +79,18 @@ export interface Reservation {
 }
 
 const reserveCreditsQuery = preparedQuery<{ id: string; keyHash: string; cost: number; now: number }, Reservation>(['id', 'keyHash', 'cost', 'now'], (db, p) => {
-  const ended = storedPeriodEndedSql(p.now);
+  const ended = storedPeriodEndedSql(KEY_ROW, p.now);
   return db
     .updateTable('api_keys')
     .set({
       credits_used: sql`CASE WHEN ${ended} THEN ${p.cost} ELSE credits_used + ${p.cost} END`,
-      period_started_at: sql`CASE WHEN ${ended} THEN ${currentPeriodStartSql(periodLengthSql(sql.ref('quota_period_days')), p.now)} ELSE period_started_at END`,
+      period_started_at: periodStartNowSql(KEY_ROW, p.now),
       usage_epoch: sql`CASE WHEN ${ended} THEN usage_epoch + 1 ELSE usage_epoch END`,
       last_used_at: p.now,
     })
     .where('id', '=', p.id)
-    .where('status', '=', 'active')
-    .where('key_hash', '=', p.keyHash)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', p.now)]))
-    .where(sql<boolean>`(CASE WHEN ${ended} THEN 0 ELSE credits_used END) + ${p.cost} <= credits_quota`)
+    .where(keyUsableSql(KEY_ROW, p.keyHash, p.now))
+    .where(sql<boolean>`${usedNowSql(KEY_ROW, p.now)} + ${p.cost} <= credits_quota`)
     .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
 });
 
@@ -149,7 +137,7 @@ export async function setQuota(
   id: string,
   quota: { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number },
 ): Promise<ApiKeyRow | undefined> {
-  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(quota.now);
+  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(KEY_ROW, quota.now);
   // null keeps the row's period length (as it is now, not as an earlier read saw it).
   const periodDays = sql<number>`coalesce(${quota.periodDays}, quota_period_days)`;
   return db
@@ -157,7 +145,7 @@ export async function setQuota(
     .set({
       credits_quota: quota.creditsQuota,
       quota_period_days: periodDays,
-      period_started_at: currentPeriodStartSql(periodLengthSql(periodDays), quota.now),
+      period_started_at: currentPeriodStartSql({ createdAt: KEY_ROW.createdAt, periodDays }, quota.now),
       credits_used: sql`CASE WHEN ${newBook} THEN 0 ELSE credits_used END`,
       usage_epoch: sql`CASE WHEN ${newBook} THEN usage_epoch + 1 ELSE usage_epoch END`,
       updated_at: quota.now,

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import type { ClientKey } from '../keys/key.model';
+import { keyStatus, keyStatusIsSql } from '../keys/rules/key-usability';
+import { thresholdsCrossed } from '../keys/rules/quota-thresholds';
 import { DAY_MS, toIso } from '../shared/clock';
 import { type Db, emitEvent } from './events';
 
@@ -26,15 +28,12 @@ export async function emitQuotaEvents(
     period_started_at: toIso(periodStart),
     ...extra,
   });
-  for (const threshold of key.policy.alertThresholds) {
-    // Crossed by this reservation: below before it, at or above after it (integer arithmetic).
-    if (before * 100 < threshold * quota && used * 100 >= threshold * quota) {
-      await emitEvent(
-        trx,
-        { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` },
-        now,
-      );
-    }
+  for (const threshold of thresholdsCrossed({ before, after: used, quota }, key.policy.alertThresholds)) {
+    await emitEvent(
+      trx,
+      { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` },
+      now,
+    );
   }
   if (used >= quota) await emitQuotaExhausted(trx, key, { used, quota, periodStart }, now);
 }
@@ -62,6 +61,9 @@ export async function emitKeyDisabled(trx: Db, keyId: string, now: number): Prom
   await emitEvent(trx, { type: 'key.disabled', data: { key_id: keyId, disabled_at: toIso(now) } }, now);
 }
 
+/** The key row's columns for keyStatusIsSql(), qualified: they are read inside a subquery on events. */
+const EXPIRY_COLUMNS = { status: sql.ref<string>('api_keys.status'), expiresAt: sql.ref<number | null>('api_keys.expires_at') };
+
 /**
  * Time-driven key events, run by the dispatcher on every replica: `key.expiring` once per key and
  * expiry date when it is less than `expiringDays` away, `key.expired` once when it passes (keys
@@ -71,7 +73,7 @@ export async function emitExpiryEvents(db: Db, expiringDays: number, now: number
   let emitted = 0;
   const candidates = await db
     .selectFrom('api_keys')
-    .select(['id', 'expires_at'])
+    .select(['id', 'status', 'expires_at'])
     .where('status', '=', 'active')
     .where('expires_at', 'is not', null)
     .where('expires_at', '>', now - 7 * DAY_MS)
@@ -81,7 +83,7 @@ export async function emitExpiryEvents(db: Db, expiringDays: number, now: number
         exists(
           selectFrom('events')
             .select('events.id')
-            .where('events.dedupe_key', '=', sql<string>`${sql.lit('expiry:')} || api_keys.id || ${sql.lit(':')} || CAST(api_keys.expires_at AS varchar(20)) || ${sql.lit(':')} || (CASE WHEN api_keys.expires_at <= ${now} THEN 'expired' ELSE 'expiring' END)`),
+            .where('events.dedupe_key', '=', sql<string>`${sql.lit('expiry:')} || api_keys.id || ${sql.lit(':')} || CAST(api_keys.expires_at AS varchar(20)) || ${sql.lit(':')} || (CASE WHEN ${keyStatusIsSql('expired', EXPIRY_COLUMNS, now)} THEN 'expired' ELSE 'expiring' END)`),
         ),
       ),
     )
@@ -89,7 +91,7 @@ export async function emitExpiryEvents(db: Db, expiringDays: number, now: number
     .execute();
   for (const key of candidates) {
     const expiresAt = key.expires_at as number;
-    const expired = expiresAt <= now;
+    const expired = keyStatus(key, now) === 'expired';
     const type = expired ? 'key.expired' : 'key.expiring';
     const id = await db.transaction().execute((trx) =>
       emitEvent(

@@ -1,4 +1,4 @@
-import { currentPeriodStart } from '../../src/keys/quota-period';
+import { currentPeriodStart } from '../../src/keys/rules/quota-period';
 import { DAY_MS } from '../../src/shared/clock';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 
