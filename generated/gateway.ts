@@ -1720,18 +1720,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
-        RequestTimeoutReplayable: {
-            headers: {
-                "X-Request-Id": components["headers"]["XRequestId"];
-                Connection?: "close";
-                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description The body is not `application/json`. */
         UnsupportedMediaTypeRateLimited: {
             headers: {
@@ -1870,22 +1858,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The admin token lacks the scope this operation declares. */
-        InsufficientScopeReplayable: {
+        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
+        RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
-                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The Idempotency-Key was already used with a different request. */
-        IdempotencyKeyReusedReplayable: {
-            headers: {
-                "X-Request-Id": components["headers"]["XRequestId"];
-                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                Connection?: "close";
                 [name: string]: unknown;
             };
             content: {
@@ -1967,11 +1944,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
-        RequestTimeout: {
+        /** @description The Idempotency-Key was already used with a different request. */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
-                Connection?: "close";
                 [name: string]: unknown;
             };
             content: {
@@ -2171,7 +2147,7 @@ export interface operations {
             402: components["responses"]["QuotaExceededRateLimited"];
             403: components["responses"]["ClientForbiddenRateLimited"];
             404: components["responses"]["ModelNotFoundRateLimited"];
-            408: components["responses"]["RequestTimeoutReplayable"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUseRateLimited"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaTypeRateLimited"];
@@ -2239,7 +2215,7 @@ export interface operations {
             402: components["responses"]["QuotaExceededRateLimited"];
             403: components["responses"]["ClientForbiddenRateLimited"];
             404: components["responses"]["ModelNotFoundRateLimited"];
-            408: components["responses"]["RequestTimeoutReplayable"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUseRateLimited"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaTypeRateLimited"];
@@ -2648,12 +2624,12 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequestReplayable"];
             401: components["responses"]["AdminUnauthorized"];
-            403: components["responses"]["InsufficientScopeReplayable"];
-            408: components["responses"]["RequestTimeoutReplayable"];
+            403: components["responses"]["InsufficientScope"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReusedReplayable"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["DependencyUnavailable"];
         };
@@ -3028,11 +3004,11 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequestReplayable"];
             401: components["responses"]["AdminUnauthorized"];
-            403: components["responses"]["InsufficientScopeReplayable"];
+            403: components["responses"]["InsufficientScope"];
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReusedReplayable"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
         };
     };
