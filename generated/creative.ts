@@ -494,6 +494,7 @@ export interface components {
         /** @description No service token headers (nor a Cloudflare Access JWT), or an Access JWT that fails a check. */
         MissingServiceToken: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -509,6 +510,7 @@ export interface components {
          */
         DependencyOrAccessKeysUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
@@ -519,6 +521,7 @@ export interface components {
         /** @description A Cloudflare Access JWT was sent, but the team's signing keys (JWKS) could not be fetched. */
         AccessKeysUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -528,6 +531,7 @@ export interface components {
         /** @description The service token pair matches no configured token. */
         InvalidServiceToken: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -537,6 +541,7 @@ export interface components {
         /** @description The request is malformed or breaks the contract; `param` names the field. */
         InvalidRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -549,6 +554,7 @@ export interface components {
          */
         GenerationRefused: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -558,6 +564,7 @@ export interface components {
         /** @description No such model in the catalog. */
         ModelNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -567,6 +574,7 @@ export interface components {
         /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
         RequestTimeout: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 Connection?: "close";
                 [name: string]: unknown;
             };
@@ -577,6 +585,7 @@ export interface components {
         /** @description The request body is larger than the gateway accepts (a declared `Content-Length` over the limit is refused before any of the body is read, and the connection closed). */
         PayloadTooLarge: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -586,6 +595,7 @@ export interface components {
         /** @description The body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -595,6 +605,7 @@ export interface components {
         /** @description The provider generated an image but withheld it (output moderation). Credits released. */
         OutputModerated: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -604,6 +615,7 @@ export interface components {
         /** @description An unexpected failure in the gateway (details are in its logs, under the request id). */
         InternalError: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -617,6 +629,7 @@ export interface components {
          */
         ProviderError: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -639,6 +652,7 @@ export interface components {
          */
         ProviderUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfterWhenTransient"];
                 [name: string]: unknown;
             };
@@ -649,6 +663,7 @@ export interface components {
         /** @description The provider did not answer within its deadline. Credits released. */
         ProviderTimeout: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -658,6 +673,7 @@ export interface components {
         /** @description OK. */
         Healthy: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -674,6 +690,7 @@ export interface components {
          */
         NotReady: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -684,6 +701,13 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /**
+         * @description The request's id, also in the error envelope's `request_id` and the gateway's log line.
+         *     A request's own `X-Request-Id` is echoed when it matches `^[A-Za-z0-9_.:-]{1,128}$`; any
+         *     other value (or none) is replaced by a new id `req_` + 22 alphanumerics.
+         * @example req_2x7Qd9mKp3LrT8vWzY4nB1
+         */
+        XRequestId: string;
         /**
          * @description Seconds to wait before retrying, when waiting helps: sent with `provider_busy` and with
          *     `provider_unavailable` for an open circuit; not sent for a provider that is not configured
@@ -709,6 +733,7 @@ export interface operations {
             /** @description The catalog. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -735,6 +760,7 @@ export interface operations {
             /** @description Health of every provider. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -761,6 +787,7 @@ export interface operations {
             /** @description Health of every channel. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -790,6 +817,7 @@ export interface operations {
             /** @description Images generated. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -839,6 +867,7 @@ export interface operations {
             /** @description A page of generations. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -869,6 +898,7 @@ export interface operations {
             /** @description The generation. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -881,6 +911,7 @@ export interface operations {
             /** @description No generation with this id. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -909,6 +940,7 @@ export interface operations {
             /** @description Usage rows, by day, then key, then model. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -937,6 +969,7 @@ export interface operations {
             /** @description The OpenAPI 3.1 document. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -961,6 +994,7 @@ export interface operations {
             /** @description The HTML page. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1013,6 +1047,7 @@ export interface operations {
             /** @description Metrics. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1464,6 +1464,7 @@ export interface components {
         /** @description The channel (never its credentials). */
         ChannelRecord: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1473,6 +1474,7 @@ export interface components {
         /** @description No channel with this id. */
         ChannelNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1482,6 +1484,7 @@ export interface components {
         /** @description The channel comes from the environment; change the environment variables instead. */
         ChannelReadOnly: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1491,6 +1494,7 @@ export interface components {
         /** @description The endpoint (never its secret). */
         WebhookEndpointRecord: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1500,6 +1504,7 @@ export interface components {
         /** @description No webhook endpoint with this id. */
         WebhookEndpointNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1509,6 +1514,7 @@ export interface components {
         /** @description The key may not do this - from this address, with this model or provider. Not charged. */
         ClientForbidden: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1521,9 +1527,13 @@ export interface components {
          */
         ClientThrottled: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1533,6 +1543,7 @@ export interface components {
         /** @description The key record (never the secret). */
         KeyRecord: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1545,12 +1556,17 @@ export interface components {
          */
         GenerationAccepted: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 /** @description The generation, `/generations/{id}`. */
                 Location?: string;
                 /** @description `respond-async` (and `wait=N` when asked). */
                 "Preference-Applied"?: string;
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1560,6 +1576,7 @@ export interface components {
         /** @description No generation with this id for this key. */
         GenerationNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1569,6 +1586,7 @@ export interface components {
         /** @description The generation already settled (succeeded, failed or canceled). */
         GenerationFinished: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1578,6 +1596,7 @@ export interface components {
         /** @description No usable API key. */
         ClientUnauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1587,6 +1606,7 @@ export interface components {
         /** @description Missing or wrong admin secret (a client key is never accepted here). */
         AdminUnauthorized: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1596,6 +1616,7 @@ export interface components {
         /** @description The admin token lacks the scope this operation declares. */
         InsufficientScope: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1605,6 +1626,7 @@ export interface components {
         /** @description The admin token record (never the secret). */
         AdminTokenRecord: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1614,6 +1636,7 @@ export interface components {
         /** @description No admin token with this id. */
         AdminTokenNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1623,6 +1646,7 @@ export interface components {
         /** @description No key with this id. */
         KeyNotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1633,8 +1657,15 @@ export interface components {
          * @description The request breaks the contract (`invalid_request`, `param` names the field), or the
          *     provider refused the prompt (`content_policy_violation`). Not charged.
          */
-        GenerationRefused: {
+        GenerationRefusedRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1642,8 +1673,31 @@ export interface components {
             };
         };
         /** @description Not enough credits left in this period; `period_resets_at` says when they refill. */
-        QuotaExceeded: {
+        QuotaExceededRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The key may not do this - from this address, with this model or provider. Not charged. */
+        ClientForbiddenRateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1651,36 +1705,15 @@ export interface components {
             };
         };
         /** @description No such model in the catalog. */
-        ModelNotFound: {
+        ModelNotFoundRateLimited: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
-        RequestTimeout: {
-            headers: {
-                Connection?: "close";
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description A request with this Idempotency-Key is still running. */
-        IdempotencyKeyInUse: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description The request body is larger than the gateway accepts (a declared `Content-Length` over the limit is refused before any of the body is read, and the connection closed). */
-        PayloadTooLarge: {
-            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1688,8 +1721,29 @@ export interface components {
             };
         };
         /** @description The body is not `application/json`. */
-        UnsupportedMediaType: {
+        UnsupportedMediaTypeRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request with this Idempotency-Key is still running. */
+        IdempotencyKeyInUseRateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1700,8 +1754,15 @@ export interface components {
          * @description The provider generated an image but withheld it (`output_moderated`, credits released),
          *     or the Idempotency-Key was used with a different request (`idempotency_key_reused`).
          */
-        GenerationUnprocessable: {
+        GenerationUnprocessableRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1709,8 +1770,14 @@ export interface components {
             };
         };
         /** @description An unexpected failure in the gateway (details are in its logs, under the request id). */
-        InternalError: {
+        InternalErrorRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1722,8 +1789,14 @@ export interface components {
          *     not take (not a PNG, JPEG or WebP, too large, or on a host that is not the provider's).
          *     Credits released.
          */
-        ProviderError: {
+        ProviderErrorRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1744,9 +1817,15 @@ export interface components {
          *     Every database wait of a request is bounded: an answer comes within `DB_STATEMENT_TIMEOUT_MS`
          *     plus 1 s of the database operation that met the outage.
          */
-        ProviderUnavailable: {
+        ProviderUnavailableRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfterWhenTransient"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1754,8 +1833,46 @@ export interface components {
             };
         };
         /** @description The provider did not answer within its deadline. Credits released. */
-        ProviderTimeout: {
+        ProviderTimeoutRateLimited: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request is malformed or breaks the contract; `param` names the field. */
+        InvalidRequestReplayable: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request body did not arrive within `BODY_TIMEOUT_MS` of its headers; the connection is closed. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                Connection?: "close";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request body is larger than the gateway accepts (a declared `Content-Length` over the limit is refused before any of the body is read, and the connection closed). */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1765,6 +1882,17 @@ export interface components {
         /** @description The request is malformed or breaks the contract; `param` names the field. */
         InvalidRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description An unexpected failure in the gateway (details are in its logs, under the request id). */
+        InternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1778,7 +1906,38 @@ export interface components {
          */
         DependencyUnavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No such model in the catalog. */
+        ModelNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request with this Idempotency-Key is still running. */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is not `application/json`. */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1788,6 +1947,7 @@ export interface components {
         /** @description The Idempotency-Key was already used with a different request. */
         IdempotencyKeyReused: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1797,6 +1957,7 @@ export interface components {
         /** @description OK. */
         Healthy: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1813,6 +1974,7 @@ export interface components {
          */
         NotReady: {
             headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -1888,6 +2050,23 @@ export interface components {
         /** @description Seconds until the window frees a request. */
         XRateLimitReset: number;
         /**
+         * @description IETF draft RateLimit-Policy: quota `q` per window `w` seconds. Sent on a 5xx when the rate limiter answered before the failure.
+         * @example "rpm";q=30;w=60
+         */
+        RateLimitPolicyWhenChecked: string;
+        /**
+         * @description IETF draft RateLimit: remaining `r` and seconds `t` until one more is allowed. Sent on a 5xx when the rate limiter answered before the failure.
+         * @example "rpm";r=29;t=60
+         */
+        RateLimitWhenChecked: string;
+        /**
+         * @description The request's id, also in the error envelope's `request_id` and the gateway's log line.
+         *     A request's own `X-Request-Id` is echoed when it matches `^[A-Za-z0-9_.:-]{1,128}$`; any
+         *     other value (or none) is replaced by a new id `req_` + 22 alphanumerics.
+         * @example req_2x7Qd9mKp3LrT8vWzY4nB1
+         */
+        XRequestId: string;
+        /**
          * @description IETF draft RateLimit-Policy: quota `q` per window `w` seconds.
          * @example "rpm";q=30;w=60
          */
@@ -1897,6 +2076,8 @@ export interface components {
          * @example "rpm";r=29;t=60
          */
         RateLimit: string;
+        /** @description `true` when this response is the stored outcome of an earlier request with the same `Idempotency-Key`. */
+        IdempotentReplayed: "true";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
         /**
@@ -1946,12 +2127,14 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1959,21 +2142,21 @@ export interface operations {
                 };
             };
             202: components["responses"]["GenerationAccepted"];
-            400: components["responses"]["GenerationRefused"];
+            400: components["responses"]["GenerationRefusedRateLimited"];
             401: components["responses"]["ClientUnauthorized"];
-            402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ClientForbidden"];
-            404: components["responses"]["ModelNotFound"];
+            402: components["responses"]["QuotaExceededRateLimited"];
+            403: components["responses"]["ClientForbiddenRateLimited"];
+            404: components["responses"]["ModelNotFoundRateLimited"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["IdempotencyKeyInUse"];
+            409: components["responses"]["IdempotencyKeyInUseRateLimited"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["GenerationUnprocessable"];
+            415: components["responses"]["UnsupportedMediaTypeRateLimited"];
+            422: components["responses"]["GenerationUnprocessableRateLimited"];
             429: components["responses"]["ClientThrottled"];
-            500: components["responses"]["InternalError"];
-            502: components["responses"]["ProviderError"];
-            503: components["responses"]["ProviderUnavailable"];
-            504: components["responses"]["ProviderTimeout"];
+            500: components["responses"]["InternalErrorRateLimited"];
+            502: components["responses"]["ProviderErrorRateLimited"];
+            503: components["responses"]["ProviderUnavailableRateLimited"];
+            504: components["responses"]["ProviderTimeoutRateLimited"];
         };
     };
     createImageOpenAI: {
@@ -2012,9 +2195,14 @@ export interface operations {
             /** @description Images generated and credits charged. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2022,21 +2210,21 @@ export interface operations {
                 };
             };
             202: components["responses"]["GenerationAccepted"];
-            400: components["responses"]["GenerationRefused"];
+            400: components["responses"]["GenerationRefusedRateLimited"];
             401: components["responses"]["ClientUnauthorized"];
-            402: components["responses"]["QuotaExceeded"];
-            403: components["responses"]["ClientForbidden"];
-            404: components["responses"]["ModelNotFound"];
+            402: components["responses"]["QuotaExceededRateLimited"];
+            403: components["responses"]["ClientForbiddenRateLimited"];
+            404: components["responses"]["ModelNotFoundRateLimited"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["IdempotencyKeyInUse"];
+            409: components["responses"]["IdempotencyKeyInUseRateLimited"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["GenerationUnprocessable"];
+            415: components["responses"]["UnsupportedMediaTypeRateLimited"];
+            422: components["responses"]["GenerationUnprocessableRateLimited"];
             429: components["responses"]["ClientThrottled"];
-            500: components["responses"]["InternalError"];
-            502: components["responses"]["ProviderError"];
-            503: components["responses"]["ProviderUnavailable"];
-            504: components["responses"]["ProviderTimeout"];
+            500: components["responses"]["InternalErrorRateLimited"];
+            502: components["responses"]["ProviderErrorRateLimited"];
+            503: components["responses"]["ProviderUnavailableRateLimited"];
+            504: components["responses"]["ProviderTimeoutRateLimited"];
         };
     };
     listGenerations: {
@@ -2058,6 +2246,7 @@ export interface operations {
             /** @description A page of generations. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2089,6 +2278,7 @@ export interface operations {
             /** @description The generation. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2115,6 +2305,7 @@ export interface operations {
             /** @description The key's signing secret. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2145,6 +2336,7 @@ export interface operations {
             /** @description The generation, now `canceled`. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2196,6 +2388,7 @@ export interface operations {
             /** @description The whole image. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     ETag: components["headers"]["ImageETag"];
                     "Cache-Control": components["headers"]["ImageCacheControl"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
@@ -2211,6 +2404,7 @@ export interface operations {
             /** @description One byte range of the image. */
             206: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /** @description `bytes first-last/size`. */
                     "Content-Range"?: string;
                     ETag: components["headers"]["ImageETag"];
@@ -2228,6 +2422,7 @@ export interface operations {
             /** @description `If-None-Match` matched: the client's copy is current. No body. */
             304: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     ETag: components["headers"]["ImageETag"];
                     "Cache-Control": components["headers"]["ImageCacheControl"];
                     [name: string]: unknown;
@@ -2238,6 +2433,7 @@ export interface operations {
             /** @description The signature does not match the image id and expiry (`invalid_signature`). */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,6 +2443,7 @@ export interface operations {
             /** @description No such image (`image_not_found`). */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2256,6 +2453,7 @@ export interface operations {
             /** @description The URL has expired, or the image was deleted at the end of its retention (`image_expired`). */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2265,6 +2463,7 @@ export interface operations {
             /** @description The range starts past the end of the image (`range_not_satisfiable`); `Content-Range` gives the size. */
             416: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /** @description `bytes *\/size`. */
                     "Content-Range"?: string;
                     [name: string]: unknown;
@@ -2277,6 +2476,7 @@ export interface operations {
             /** @description The image store does not answer (`image_storage_unavailable`). */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2297,6 +2497,7 @@ export interface operations {
             /** @description The models this key may use. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2327,6 +2528,7 @@ export interface operations {
             /** @description The model. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2367,6 +2569,7 @@ export interface operations {
             /** @description A page of keys. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2406,18 +2609,20 @@ export interface operations {
             /** @description Key created. `key` is shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /**
                      * @description URL of the new key record.
                      * @example /admin/keys/key_5fJ2kLmN8pQrS1tUvW3xYz
                      */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["CreatedKey"];
                 };
             };
-            400: components["responses"]["InvalidRequest"];
+            400: components["responses"]["InvalidRequestReplayable"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             408: components["responses"]["RequestTimeout"];
@@ -2557,6 +2762,7 @@ export interface operations {
             /** @description New secret issued. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2590,6 +2796,7 @@ export interface operations {
             /** @description A page of tokens. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2618,6 +2825,7 @@ export interface operations {
             /** @description Token created. `token` is shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /**
                      * @description URL of the new token record.
                      * @example /admin/tokens/adt_5fJ2kLmN8pQrS1tUvW3xYz
@@ -2710,6 +2918,7 @@ export interface operations {
             /** @description A page of audit events. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2739,6 +2948,7 @@ export interface operations {
             /** @description The channels. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2779,18 +2989,20 @@ export interface operations {
             /** @description Channel created. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /**
                      * @description URL of the new channel.
                      * @example /admin/channels/chn_3kT9mQ2xW7pL1vR8nB5cZ0
                      */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            400: components["responses"]["InvalidRequest"];
+            400: components["responses"]["InvalidRequestReplayable"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             409: components["responses"]["IdempotencyKeyInUse"];
@@ -2841,6 +3053,7 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2908,6 +3121,7 @@ export interface operations {
             /** @description The test's outcome and the channel after it. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2935,6 +3149,7 @@ export interface operations {
             /** @description The endpoints. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2963,6 +3178,7 @@ export interface operations {
             /** @description Endpoint created. `secret` is shown only here. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     /**
                      * @description URL of the new endpoint.
                      * @example /admin/webhooks/whep_5fJ2kLmN8pQrS1tUvW3xYz
@@ -3023,6 +3239,7 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3085,6 +3302,7 @@ export interface operations {
             /** @description The endpoint with its new secret. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3118,6 +3336,7 @@ export interface operations {
             /** @description Queued; see its delivery under `/deliveries`. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3159,6 +3378,7 @@ export interface operations {
             /** @description A page of deliveries. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3184,6 +3404,7 @@ export interface operations {
             /** @description The OpenAPI 3.1 document. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3205,6 +3426,7 @@ export interface operations {
             /** @description The HTML page. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {

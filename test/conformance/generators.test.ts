@@ -149,6 +149,12 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
   });
   const expected = (owner: string) => ({ remaining: 4, pages: 2, keys: 2, refused: 'missing_api_key', sameRequestId: true, models: expect.arrayContaining(['local-1']), owner });
 
+  /** A generator that warns (about the spec, a reference, a validation) says something about our contract. */
+  function expectNoWarnings(generator: string, stdout: string, stderr: string): void {
+    const warnings = `${stdout}\n${stderr}`.split('\n').filter((line) => /warn|⚠|validation failed|invalid/i.test(line));
+    expect({ generator, warnings, stderr }).toEqual({ generator, warnings: [], stderr: '' });
+  }
+
   async function runProgram(dir: string, source: string, owner: string): Promise<void> {
     fs.writeFileSync(path.join(dir, 'program.ts'), source);
     const errors = compile(dir, 'program.ts');
@@ -168,10 +174,11 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
   it('@hey-api/openapi-ts (fetch client)', async () => {
     const dir = path.join(target.files.dir, 'hey-api');
     for (const api of ['gateway', 'creative'] as const) {
-      await run(process.execPath, [path.join(root, 'node_modules/@hey-api/openapi-ts/bin/run.js'), '-i', target.files[api], '-o', path.join(dir, api), '-c', '@hey-api/client-fetch'], {
+      const { stdout, stderr } = await run(process.execPath, [path.join(root, 'node_modules/@hey-api/openapi-ts/bin/run.js'), '-i', target.files[api], '-o', path.join(dir, api), '-c', '@hey-api/client-fetch'], {
         cwd: target.files.dir,
         timeout: 60_000,
       });
+      expectNoWarnings(api, stdout, stderr);
     }
     await runProgram(dir, HEY_API_PROGRAM, 'hey-api@example.com');
   }, 120_000);
@@ -186,7 +193,12 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
     });
     const config = { gateway: output('gateway', target.gatewayUrl), creative: output('creative', target.internalUrl) };
     fs.writeFileSync(path.join(dir, 'orval.config.cjs'), `module.exports = ${JSON.stringify(config)};\n`);
-    await run(process.execPath, [path.join(root, 'node_modules/orval/dist/bin/orval.mjs'), '--config', path.join(dir, 'orval.config.cjs')], { cwd: dir, timeout: 60_000 });
+    // --fail-on-warnings: a warning (about the spec, say) fails the run instead of scrolling by.
+    const { stdout, stderr } = await run(process.execPath, [path.join(root, 'node_modules/orval/dist/bin/orval.mjs'), '--config', path.join(dir, 'orval.config.cjs'), '--fail-on-warnings'], {
+      cwd: dir,
+      timeout: 60_000,
+    });
+    expectNoWarnings('orval', stdout, stderr);
     await runProgram(dir, ORVAL_PROGRAM, 'orval@example.com');
   }, 120_000);
 });
