@@ -1,5 +1,5 @@
 import type { UpstreamError } from '../providers/upstream-errors';
-import { emitChannelAutoDisabled } from '../webhooks/events';
+import { emitChannelAutoDisabled } from '../events/channel-events';
 import { type ChannelClient, apiChannelClient } from './channel-clients';
 import type { ChannelRouterDeps } from './channel-runtime';
 import { type Channel, type ChannelCredentials, channelFromRow } from './channel.model';

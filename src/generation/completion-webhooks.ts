@@ -5,7 +5,7 @@ import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
 import { toIso } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
-import { eventBody, pendingDelivery } from '../webhooks/events';
+import { eventBody, pendingDelivery } from '../events/outbox';
 import { urlProblem } from '../webhooks/safe-url';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';

@@ -12,7 +12,7 @@ import { keyRefusal } from '../keys/rules/key-usability';
 import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
-import { emitQuotaEvents, emitQuotaExhausted } from '../webhooks/key-events';
+import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
 import type { StoredGenerationRequest } from './durable';
 import { insertGeneration, type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './generations.repository';
 

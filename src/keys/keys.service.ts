@@ -6,7 +6,7 @@ import { decodeCursor, pageOf } from '../shared/cursor';
 import { futureExpiry, requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
 import type { CatalogModel } from '../config/catalog';
-import { emitKeyDisabled } from '../webhooks/key-events';
+import { emitKeyDisabled } from '../events/key-events';
 import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Sealer } from '../shared/sealing';
-import type { Db } from './events';
+import type { Db } from '../events/outbox';
 
 /**
  * Webhook signing secrets at rest: sealed (src/shared/sealing.ts) with the endpoint id bound, in

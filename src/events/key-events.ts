@@ -3,7 +3,7 @@ import type { ClientKey } from '../keys/key.model';
 import { keyStatus, keyStatusIsSql } from '../keys/rules/key-usability';
 import { thresholdsCrossed } from '../keys/rules/quota-thresholds';
 import { DAY_MS, toIso } from '../shared/clock';
-import { type Db, emitEvent } from './events';
+import { type Db, emitEvent } from './outbox';
 
 /**
  * Key events. Quota events come from the reservation's transaction and are deduplicated per key,

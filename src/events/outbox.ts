@@ -4,10 +4,11 @@ import { toIso } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
 
 /**
- * The event outbox, for every feature that announces something (keys here; channels and async
- * generations reuse it). `emitEvent` runs inside the caller's transaction, so the event exists if
- * and only if the change that caused it committed; it also queues one delivery per enabled endpoint
- * subscribed to the type, which the dispatcher (dispatcher.ts) sends at least once.
+ * The event outbox, for every feature that announces something (keys, channels, async generations):
+ * below them all, and below webhooks, which deliver it. `emitEvent` runs inside the caller's
+ * transaction, so the event exists if and only if the change that caused it committed; it also
+ * queues one delivery per enabled endpoint subscribed to the type, which the dispatcher
+ * (src/webhooks/dispatcher.ts) sends at least once.
  */
 export type Db = Kysely<Database>;
 
@@ -77,20 +78,4 @@ export async function emitEvent(trx: Db, event: NewEvent, now: number): Promise<
       .execute();
   }
   return id;
-}
-
-/** For the channels feature: a channel the gateway disabled by itself (auth failures and the like). */
-export function emitChannelAutoDisabled(
-  trx: Db,
-  channel: { channelId: string; provider: string; reason: string; statusCode?: number },
-  now: number,
-): Promise<string | undefined> {
-  return emitEvent(
-    trx,
-    {
-      type: 'channel.auto_disabled',
-      data: { channel_id: channel.channelId, provider: channel.provider, reason: channel.reason, status_code: channel.statusCode ?? null },
-    },
-    now,
-  );
 }
