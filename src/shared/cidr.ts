@@ -10,7 +10,8 @@ export interface Cidr {
 export function parseCidr(text: string): Cidr | undefined {
   const [address = '', prefixText, extra] = text.trim().split('/');
   if (extra !== undefined) return undefined;
-  const version = isIP(address);
+  // A zone id (`fe80::1%eth0`) names an interface of one host: no entry of a list means it, and matching would ignore it.
+  const version = address.includes('%') ? 0 : isIP(address);
   if (version === 0) return undefined;
   const max = version === 4 ? 32 : 128;
   if (prefixText !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) return undefined;

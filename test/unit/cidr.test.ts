@@ -42,6 +42,8 @@ describe('parseCidr', () => {
     '[2001:db8::1]',
     '10.0.0.0-10.0.0.255',
     '*',
+    'fe80::1%eth0',
+    'fe80::%eth0/64',
   ])('refuses %j', (text) => {
     expect(parseCidr(text)).toBeUndefined();
   });
