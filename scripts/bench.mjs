@@ -5,7 +5,7 @@
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow), --rounds N, --seconds S,
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
-// upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags), --report-only. Each run merges its rows into bench-results/latest.json
+// sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -253,7 +253,7 @@ const median = (values) => {
  * One setup against the baseline, in ROUNDS alternating pairs (baseline, then gateway) so both see
  * the same machine weather; medians of each. The baseline server stays up for the whole run.
  */
-async function measureAgainstBaseline(name, baseline, env, keys) {
+async function measureAgainstBaseline(name, baseline, env, keys, ab = undefined) {
   const { child, url } = await startProcess(
     [
       ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
@@ -262,18 +262,23 @@ async function measureAgainstBaseline(name, baseline, env, keys) {
     ],
     env,
   );
+  // --ab: the other build on its own copy of the database, measured in the same rounds, alternating which goes first.
+  const other = ab ? await startProcess([...AB_NODE_FLAGS, AB], ab.env) : undefined;
   await load(url, keys, { connections: 10 }); // warm-up: JIT, caches, connection pools
+  if (other) await load(other.url, ab.keys, { connections: 10 });
   const pairs = [];
   for (let round = 0; round < ROUNDS; round += 1) {
-    const pair = {
-      baseMax: await load(baseline.url, [], { pid: baseline.child.pid }),
-      max: await load(url, keys, { pid: child.pid }),
-      basePaced: await paced(baseline.url, [], FIXED_RATE, SECONDS),
-      paced: await paced(url, keys, FIXED_RATE, SECONDS),
-    };
+    const pair = { baseMax: await load(baseline.url, [], { pid: baseline.child.pid }) };
+    const thisFirst = round % 2 === 0;
+    if (other && !thisFirst) pair.abMax = await load(other.url, ab.keys, { pid: other.child.pid });
+    pair.max = await load(url, keys, { pid: child.pid });
+    if (other && thisFirst) pair.abMax = await load(other.url, ab.keys, { pid: other.child.pid });
+    pair.basePaced = await paced(baseline.url, [], FIXED_RATE, SECONDS);
+    pair.paced = await paced(url, keys, FIXED_RATE, SECONDS);
     pairs.push(pair);
     console.log(name, `round ${round + 1}`, JSON.stringify(pair));
   }
+  if (other) await stop(other.child);
   const burst = await load(url, keys, { rate: FIXED_RATE, connections: 20 });
   const rss = rssMb(child.pid);
   await stop(child);
@@ -291,6 +296,17 @@ async function measureAgainstBaseline(name, baseline, env, keys) {
     burstP99: burst.p99,
     rss,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0) + burst.bad,
+    ...(other
+      ? {
+          ab: {
+            build: AB,
+            rps: m((p) => p.abMax.rps),
+            cpuUs: m((p) => p.abMax.cpuUs),
+            cpuRatioPerRound: pairs.map((p) => Math.round((p.max.cpuUs / p.abMax.cpuUs) * 100) / 100),
+            cpuRatio: m((p) => p.max.cpuUs / p.abMax.cpuUs),
+          },
+        }
+      : {}),
   };
 }
 
@@ -828,7 +844,12 @@ async function main() {
       }
       const keys = seedSqlite(file, 10_000, 10_000);
       if (ONLY.has('sqlite10k')) {
-        results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys)) };
+        // --ab: the other build makes its own schema (its migrations), then gets the same 10k keys' worth of rows.
+        const abFile = path.join(dir, 'ab.db');
+        if (AB) await stop((await startProcess([AB], gatewayEnv(abFile))).child);
+        const ab = AB ? { env: gatewayEnv(abFile), keys: seedSqlite(abFile, 10_000, 10_000) } : undefined;
+        results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys, ab)) };
+        if (results.sqlite10k.ab) console.log('A/B sqlite10k', JSON.stringify({ this: { rps: results.sqlite10k.rps, cpuUs: results.sqlite10k.cpuUs }, other: results.sqlite10k.ab }));
         save();
       }
       if (ONLY.has('sqlite1m')) {
