@@ -8,7 +8,6 @@ import type { ChannelDirectory } from './channel-directory';
 import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
 import type { CallScope, ChannelWaitLine } from './channel-wait-line';
 import type { Channel } from './channel.model';
-import * as repo from './channels.repository';
 import type { ResilienceSettings } from './resilience/resilience-settings';
 
 interface Attempt {
@@ -28,6 +27,11 @@ interface RequestContext extends CallScope {
   stopped?: unknown;
 }
 
+/** What a generation's calls came to: its images or the error that ended it, and every attempt either way. */
+export type ChannelRun =
+  | { ok: true; images: ProviderImage[]; attempts: GenerationAttemptsTable[] }
+  | { ok: false; error: unknown; attempts: GenerationAttemptsTable[] };
+
 /**
  * What a durable generation records about its upstream calls, per image (src/generation): a call
  * is marked before it is sent, its task id stored once the upstream accepted it, and the mark
@@ -42,7 +46,7 @@ export interface TaskJournal {
   unsent(imageIndex: number): Promise<void>;
 }
 
-type FailoverDeps = Pick<ChannelRouterDeps, 'writes' | 'clock' | 'logger'>;
+type FailoverDeps = Pick<ChannelRouterDeps, 'clock' | 'logger'>;
 
 /**
  * Sends each call of a generation, failing it over between channels within the request's one
@@ -57,20 +61,12 @@ export class ChannelFailover {
   ) {}
 
   /**
-   * Generates `request` for `entry` on its channels and records every attempt under
-   * `generationId`. One call per image on transports that make one image per call, each routed
-   * (and failed over) on its own. `attempts`: when given, the attempt rows are pushed there for the
-   * caller to write with the generation's settlement (one statement); without it they are written
-   * here in a transaction of their own.
+   * Generates `request` for `entry` on its channels: one call per image on transports that make one
+   * image per call, each routed (and failed over) on its own. Resolves with the attempt rows of
+   * `generationId` on failure too (with the error, not thrown): their one writer is the caller, with
+   * the generation's settlement.
    */
-  async generate(
-    generationId: string,
-    entry: CatalogModel,
-    request: ProviderRequest,
-    clientSignal: AbortSignal,
-    journal?: TaskJournal,
-    attempts?: GenerationAttemptsTable[],
-  ): Promise<ProviderImage[]> {
+  async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal, journal?: TaskJournal): Promise<ChannelRun> {
     const settings = this.runtimes.settingsOf(entry.provider);
     const controller = new AbortController();
     let deadlinePassed = false;
@@ -102,28 +98,16 @@ export class ChannelFailover {
       const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
       if (failed) throw context.stopped ?? failed.reason;
       stats.record(true, this.deps.clock.now() - started);
-      return outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
+      const images = outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
+      return { ok: true, images, attempts: attemptRows(generationId, context.attempts) };
     } catch (error) {
       const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
       const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
       stats.record(!providerAtFault, this.deps.clock.now() - started);
-      throw failure;
+      return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts) };
     } finally {
       clearTimeout(timer);
       clientSignal.removeEventListener('abort', onClientGone);
-      const rows = attemptRows(generationId, context.attempts);
-      if (attempts) attempts.push(...rows);
-      else await this.recordAttempts(generationId, rows);
-    }
-  }
-
-  /** Writes attempt rows in a transaction of their own; a failure is logged, never thrown. */
-  async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
-    if (rows.length === 0) return;
-    try {
-      await this.deps.writes.run((trx) => repo.insertAttempts(trx, rows));
-    } catch (error) {
-      this.deps.logger.error({ err: error, generation_id: generationId }, 'could not record generation attempts');
     }
   }
 

@@ -1,8 +1,6 @@
 import type { CatalogModel } from '../config/catalog';
-import type { GenerationAttemptsTable } from '../db/schema';
-import type { ProviderImage } from '../providers/provider';
 import { ChannelDirectory, type Routable } from './channel-directory';
-import { ChannelFailover, type TaskJournal } from './channel-failover';
+import { ChannelFailover, type ChannelRun, type TaskJournal } from './channel-failover';
 import { type ChannelHealth, ChannelHealthMonitor, type ChannelTestOutcome, type ProviderHealthSummary } from './channel-health';
 import { type ChannelRouterDeps, ChannelRuntimes } from './channel-runtime';
 import { ChannelWaitLine } from './channel-wait-line';
@@ -44,14 +42,9 @@ export class ChannelRouter {
     this.directory.invalidate();
   }
 
-  /** See ChannelFailover.generate: the generation's calls, routed and failed over, and their attempts recorded. */
-  generate(...args: Parameters<ChannelFailover['generate']>): Promise<ProviderImage[]> {
+  /** See ChannelFailover.generate: the generation's calls, routed and failed over, with their attempt rows. */
+  generate(...args: Parameters<ChannelFailover['generate']>): Promise<ChannelRun> {
     return this.failover.generate(...args);
-  }
-
-  /** Writes attempt rows in a transaction of their own; a failure is logged, never thrown. */
-  recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
-    return this.failover.recordAttempts(generationId, rows);
   }
 
   /** See ChannelWaitLine.hasRoom: a hint for the durable worker, no slot is taken. */

@@ -86,8 +86,8 @@ export class GenerationRunner {
     const stored = JSON.parse(row.request) as StoredGenerationRequest;
     const { entry, request } = stored;
     const started = clock.now();
-    // The channel attempts, written with the settlement (the same transaction, or statement), or alone when there is none.
-    const attempts: GenerationAttemptsTable[] = [];
+    // The channel attempts, written here only: with the settlement (the same transaction, or statement), or alone when there is none.
+    let attempts: GenerationAttemptsTable[] = [];
     let attemptsWritten = false;
     let attemptsInBackground = false;
     const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable')) => {
@@ -131,10 +131,12 @@ export class GenerationRunner {
       throw error;
     }
     try {
-      const produced = await channels.generate(row.id, entry, request, signal, journal, attempts);
+      const run = await channels.generate(row.id, entry, request, signal, journal);
+      attempts = run.attempts;
+      if (!run.ok) throw run.error;
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
-        { generationId: row.id, provider: entry.provider, images: produced, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
+        { generationId: row.id, provider: entry.provider, images: run.images, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
         signal,
       );
       const latencyMs = elapsedMs(clock, started);
@@ -188,14 +190,24 @@ export class GenerationRunner {
         attemptsInBackground = true;
         // What the failed generation records is the plain outage: if this failure lands, nothing was charged.
         const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
-        void settleFailure(recorded).then(() => (attemptsWritten ? undefined : channels.recordAttempts(row.id, attempts)));
+        void settleFailure(recorded).then(() => (attemptsWritten ? undefined : this.recordAttempts(row.id, attempts)));
       } else {
         await settleFailure(error);
       }
       throw error;
     } finally {
       // Not settled here (the lease was lost, or settling failed): the attempts still go in.
-      if (!attemptsWritten && !attemptsInBackground) await channels.recordAttempts(row.id, attempts);
+      if (!attemptsWritten && !attemptsInBackground) await this.recordAttempts(row.id, attempts);
+    }
+  }
+
+  /** Attempt rows no settlement wrote, in a transaction of their own; a failure is logged, never thrown. */
+  private async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
+    if (rows.length === 0) return;
+    try {
+      await this.deps.writes.run((trx) => insertAttempts(trx, rows));
+    } catch (error) {
+      this.deps.logger.error({ err: error, generation_id: generationId }, 'could not record generation attempts');
     }
   }
 
