@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { TaskJournal } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
-import type { GenerationTasksTable } from '../db/schema';
+import type { GenerationTasksTable, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
@@ -24,6 +24,12 @@ export interface StoredGenerationRequest {
   mark_sends: boolean;
   /** The request's completion webhook (completion-webhooks.ts), when it asked for one. */
   webhook?: GenerationWebhook;
+}
+
+/** The request a generation row stores, for the worker that runs it (on any replica). */
+export function storedRequestOf(row: Pick<GenerationsTable, 'id' | 'request'>): StoredGenerationRequest {
+  if (row.request === null) throw new Error(`generation ${row.id} has no stored request`);
+  return JSON.parse(row.request) as StoredGenerationRequest;
 }
 
 /** Upstream calls a generation makes: one per image on one-image-per-call transports, else one. */

@@ -14,7 +14,7 @@ import { insertAttempts } from '../channels/channels.repository';
 import type { Clock } from '../shared/clock';
 import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
-import { GenerationTaskJournal, type StoredGenerationRequest, callsOf } from './durable';
+import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, storedRequestOf } from './durable';
 import { listGenerationTasks } from './durable.repository';
 import { LeaseLost, RunDeferred } from './generation-worker';
 import {
@@ -79,11 +79,10 @@ export class GenerationRunner {
    * an accepted visual task is polled again; a call sent but never acknowledged with a task id
    * (any Ark/images-API call, or a visual submit cut before its answer) cannot be resumed, and
    * sending it again could make the account pay twice, so the generation fails as `abandoned`.
+   * `stored`: the row's request as this process wrote it (the synchronous path), not parsed back.
    */
-  async execute(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
+  async execute(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest = storedRequestOf(row)): Promise<Omit<GenerationOutcome, 'credits'>> {
     const { clock, channels, metrics, writes, db } = this.deps;
-    if (row.request === null) throw new Error(`generation ${row.id} has no stored request`);
-    const stored = JSON.parse(row.request) as StoredGenerationRequest;
     const { entry, request } = stored;
     const started = clock.now();
     // The channel attempts, written here only: with the settlement (the same transaction, or statement), or alone when there is none.

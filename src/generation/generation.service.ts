@@ -148,8 +148,9 @@ export class GenerationService {
       const webhook = await this.webhookOf(key, input);
       slot = await holdConcurrencySlot(this.deps.leases, key);
       const n = input.n ?? 1;
-      const reservation = await this.reservations.reserve(key, entry, n, { ...this.storedRequest(entry, input, false), ...(webhook ? { webhook } : {}) });
-      const outcome = await this.runHeld(reservation.row, signal);
+      const stored = { ...this.storedRequest(entry, input, false), ...(webhook ? { webhook } : {}) };
+      const reservation = await this.reservations.reserve(key, entry, n, stored);
+      const outcome = await this.runHeld(reservation.row, signal, stored);
       return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
     } catch (error) {
       // Refusals after the limiter still tell the client its rate-limit state.
@@ -195,6 +196,7 @@ export class GenerationService {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const credits = (input.n ?? 1) * entry.credits_per_image;
+    const stored = this.storedRequest(entry, input, false);
     const row: GenerationsTable = {
       ...this.reservations.heldRow(now),
       id: newSortableId('gen', now),
@@ -207,10 +209,10 @@ export class GenerationService {
       period_started_at: now,
       created_at: now,
       usage_epoch: null,
-      request: JSON.stringify(this.storedRequest(entry, input, false)),
+      request: JSON.stringify(stored),
     };
     await writes.run((trx) => insertGeneration(trx, row));
-    const outcome = await this.runHeld(row, signal);
+    const outcome = await this.runHeld(row, signal, stored);
     return { ...outcome, credits };
   }
 
@@ -239,9 +241,9 @@ export class GenerationService {
   }
 
   /** Runs a row this process holds, for a client awaiting it; its disconnect aborts (fails and releases) the run. */
-  private async runHeld(row: GenerationsTable, signal: AbortSignal): Promise<Omit<GenerationOutcome, 'credits'>> {
+  private async runHeld(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest): Promise<Omit<GenerationOutcome, 'credits'>> {
     try {
-      return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.runner.execute(held, runSignal));
+      return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.runner.execute(held, runSignal, stored));
     } catch (error) {
       // Canceled (through any replica) or taken over while its client waited: it delivers nothing.
       if (error instanceof LeaseLost) throw await this.endedWhileRunning(row.id);
