@@ -333,12 +333,12 @@ const AB = flag('ab');
 /** BENCH_AB_NODE_FLAGS: node flags for the --ab process only (a paired A/B of V8 settings on one build). */
 const AB_NODE_FLAGS = (process.env.BENCH_AB_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
-/** A scratch database for the gateway, schema made by the gateway itself, seeded with `count` keys. */
-async function scratchDatabase(kind, count, providers) {
+/** A scratch database for the gateway, schema made by the gateway itself (`main`: another build's, for --ab), seeded with `count` keys. */
+async function scratchDatabase(kind, count, providers, main = 'dist/src/main.js') {
   if (kind === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-bench-'));
     const file = path.join(dir, 'gateway.db');
-    const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(file));
+    const { child } = await startProcess([main], gatewayEnv(file));
     await stop(child);
     return { url: file, keys: seedSqlite(file, count, count, providers), env: {}, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
   }
@@ -349,7 +349,7 @@ async function scratchDatabase(kind, count, providers) {
   await admin.query(`CREATE DATABASE ${name}`);
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
   const env = { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `${name}:`, DB_POOL_SIZE: '20' };
-  const { child } = await startProcess(['dist/src/main.js'], gatewayEnv(url, env));
+  const { child } = await startProcess([main], gatewayEnv(url, env));
   await stop(child);
   const keys = await seedPostgres(url, count, providers);
   return {
@@ -393,8 +393,10 @@ async function measureUpstream(name, kind) {
   const database = await scratchDatabase(kind, 1000, '["jimeng","local"]');
   const gateway = await startProcess(gatewayCommand(), upstreamEnv(database.url, fake.url, database.env));
   const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
-  const other = AB ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(database.url, fake.url, database.env)) : undefined;
-  if (other) await load(other.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
+  // --ab: the other build on a database of its own (its migrations may differ), seeded alike.
+  const abDatabase = AB ? await scratchDatabase(kind, 1000, '["jimeng","local"]', AB) : undefined;
+  const other = abDatabase ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(abDatabase.url, fake.url, abDatabase.env)) : undefined;
+  if (other) await load(other.url, abDatabase.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   // Warm-up: JIT, caches, connection pools.
   await load(gateway.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   await load(proxy.url, [], { ...gatewayOptions, connections: 10, seconds: 3 });
@@ -409,8 +411,8 @@ async function measureUpstream(name, kind) {
       paced: await paced(gateway.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: gateway.child.pid }),
       ...(other
         ? {
-            abMax: await load(other.url, database.keys, { ...gatewayOptions, pid: other.child.pid }),
-            abPaced: await paced(other.url, database.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: other.child.pid }),
+            abMax: await load(other.url, abDatabase.keys, { ...gatewayOptions, pid: other.child.pid }),
+            abPaced: await paced(other.url, abDatabase.keys, UPSTREAM_RATE, SECONDS, { body: UPSTREAM_BODY, pid: other.child.pid }),
           }
         : {}),
     };
@@ -437,6 +439,7 @@ async function measureUpstream(name, kind) {
   await stop(gateway.child);
   for (const p of [fake, proxy, portkey, other]) if (p) await stop(p.child);
   await database.drop();
+  await abDatabase?.drop();
   const m = (pick) => median(pairs.map(pick));
   return {
     date: new Date().toISOString(),
