@@ -4,6 +4,7 @@ import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/
 import { ATTEMPT_COLUMNS, insertAttempts } from '../channels/channels.repository';
 import type { Reservation } from '../keys/keys.repository';
 import { postgresText } from '../db/sql-text';
+import { keyRowColumns } from '../keys/rules/sql-value';
 import { keyUsableSql } from '../keys/rules/key-usability';
 import { periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
 import { crossesNoThresholdSql } from '../keys/rules/quota-thresholds';
@@ -166,15 +167,7 @@ const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(c
 /** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
 const NUMERIC_COLUMNS = new Set<string>(['images', 'credits', 'latency_ms', 'created_at', 'completed_at', 'lease_expires_at', 'started_at', 'cancel_requested', 'runs']);
 /** The key row's columns for the rules' SQL forms: qualified, since the batch form's UPDATE has a FROM. */
-const KEY_ROW = {
-  createdAt: sql.raw<number>('api_keys.created_at'),
-  periodDays: sql.raw<number>('api_keys.quota_period_days'),
-  periodStartedAt: sql.raw<number>('api_keys.period_started_at'),
-  creditsUsed: sql.raw<number>('api_keys.credits_used'),
-  status: sql.raw<string>('api_keys.status'),
-  expiresAt: sql.raw<number | null>('api_keys.expires_at'),
-  keyHash: sql.raw<string>('api_keys.key_hash'),
-};
+const KEY_ROW = keyRowColumns('api_keys');
 
 /** Where the reservation statement finds its inputs: parameters ($n) for one reservation, columns of `r` for a batch. */
 interface ReserveInputs {

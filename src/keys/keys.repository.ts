@@ -1,3 +1,4 @@
+import { keyRowColumns } from './rules/sql-value';
 import { type Kysely, sql, type Updateable } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import { forUpdate } from '../db/row-lock';
@@ -10,15 +11,7 @@ import { currentPeriodStartSql, periodStartNowSql, storedPeriodEndedSql, usedNow
 export type Db = Kysely<Database>;
 
 /** The api_keys columns the rules (./rules) read, for their SQL forms. */
-const KEY_ROW = {
-  createdAt: sql.ref<number>('created_at'),
-  periodDays: sql.ref<number>('quota_period_days'),
-  periodStartedAt: sql.ref<number>('period_started_at'),
-  creditsUsed: sql.ref<number>('credits_used'),
-  status: sql.ref<string>('status'),
-  expiresAt: sql.ref<number | null>('expires_at'),
-  keyHash: sql.ref<string>('key_hash'),
-};
+const KEY_ROW = keyRowColumns();
 
 export async function insertKey(db: Db, row: ApiKeyRow): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();

@@ -1,5 +1,6 @@
 import type { CatalogModel } from '../../src/config/catalog';
 import { ApiError } from '../../src/errors/api-error';
+import { thrownApiError } from '../helpers/thrown-api-error';
 import { GenerationAdmission } from '../../src/generation/admission';
 import { DEFAULT_ALERT_THRESHOLDS } from '../../src/keys/key-policy';
 import type { ClientKey } from '../../src/keys/key.model';
@@ -57,15 +58,6 @@ function key(overrides: Partial<ClientKey> = {}): ClientKey {
   };
 }
 
-function thrown(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return error as ApiError;
-  }
-  throw new Error('expected an ApiError');
-}
 
 describe('GenerationAdmission.modelFor', () => {
   const { admission } = fakes();
@@ -75,7 +67,7 @@ describe('GenerationAdmission.modelFor', () => {
   });
 
   it('an unknown model: 404 model_not_found, param model, listing the catalog', () => {
-    const error = thrown(() => admission.modelFor('nope'));
+    const error = thrownApiError(() => admission.modelFor('nope'));
     expect(error).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
     expect(error.message).toBe('Unknown model nope. Known models: local-1, seedream, dall-e.');
   });
@@ -85,13 +77,13 @@ describe('GenerationAdmission.modelFor', () => {
   });
 
   it('an unknown provider: 400 invalid_request, param provider, listing the registry (even for a known model)', () => {
-    const error = thrown(() => admission.modelFor('seedream', 'midjourney'));
+    const error = thrownApiError(() => admission.modelFor('seedream', 'midjourney'));
     expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'provider' });
     expect(error.message).toBe('Unknown provider midjourney. Known providers: local, jimeng, openai.');
   });
 
   it('a known model with another provider: 400 invalid_request, param provider', () => {
-    const error = thrown(() => admission.modelFor('seedream', 'openai'));
+    const error = thrownApiError(() => admission.modelFor('seedream', 'openai'));
     expect(error).toMatchObject({ code: 'invalid_request', param: 'provider', message: 'Model seedream is served by jimeng, not openai.' });
   });
 
@@ -160,11 +152,11 @@ describe('GenerationAdmission.refuseOverLimit', () => {
 
   it('over the limit: 429 rate_limited with Retry-After, counted in the metric', () => {
     const { admission, refusals } = fakes();
-    const error = thrown(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 17 }));
+    const error = thrownApiError(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 17 }));
     expect(error).toMatchObject({ code: 'rate_limited', status: 429, param: null, headers: { 'Retry-After': '17' } });
     expect(error.message).toBe('Rate limit of 30 requests per minute reached; retry in 17 s.');
     expect(refusals()).toBe(1);
-    thrown(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 1 }));
+    thrownApiError(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 1 }));
     expect(refusals()).toBe(2);
   });
 });

@@ -1,17 +1,9 @@
-import { ApiError } from '../../src/errors/api-error';
+import { thrownApiError } from '../helpers/thrown-api-error';
 import { decodeCursor, encodeCursor, pageOf } from '../../src/shared/cursor';
 
 /** Opaque keyset cursors over (created_at, id), newest first. */
 describe('cursors', () => {
-  function refusal(cursor: string, prefix: 'key' | 'gen' | 'adt' | 'aud' | 'whd' = 'key'): ApiError {
-    try {
-      decodeCursor(cursor, prefix);
-    } catch (error) {
-      expect(error).toBeInstanceOf(ApiError);
-      return error as ApiError;
-    }
-    throw new Error(`cursor ${cursor} was accepted`);
-  }
+  const refusal = (cursor: string, prefix: 'key' | 'gen' | 'adt' | 'aud' | 'whd' = 'key') => thrownApiError(() => decodeCursor(cursor, prefix));
   const raw = (text: string) => Buffer.from(text).toString('base64url');
 
   it('round-trips a position, for every id prefix', () => {

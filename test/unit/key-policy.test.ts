@@ -1,5 +1,6 @@
 import type { CatalogModel } from '../../src/config/catalog';
 import { ApiError } from '../../src/errors/api-error';
+import { thrownApiError } from '../helpers/thrown-api-error';
 import type { ConcurrencyLeases, HeldLease } from '../../src/keys/concurrency-leases';
 import {
   type ClientKeyPolicy,
@@ -24,16 +25,6 @@ const catalog: ReadonlyMap<string, CatalogModel> = new Map<string, CatalogModel>
   ['dall-e', { model: 'dall-e', provider: 'openai', upstream_model: 'dall-e-3', credits_per_image: 8, default_size: '1024x1024' }],
 ]);
 
-/** The ApiError `fn` throws (fails the test when it throws nothing or something else). */
-function thrown(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return error as ApiError;
-  }
-  throw new Error('expected an ApiError, nothing was thrown');
-}
 
 function policy(overrides: Partial<ClientKeyPolicy> = {}): ClientKeyPolicy {
   return { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, ...overrides };
@@ -61,14 +52,14 @@ describe('policyColumns', () => {
   });
 
   it('refuses an entry that is not an address or CIDR: 400 invalid_request, param allowed_ips, naming every bad entry', () => {
-    const error = thrown(() => policyColumns({ allowed_ips: ['10.0.0.0/8', '10.0.0.0/33', 'example.com', '2001:db8::/129'] }, catalog));
+    const error = thrownApiError(() => policyColumns({ allowed_ips: ['10.0.0.0/8', '10.0.0.0/33', 'example.com', '2001:db8::/129'] }, catalog));
     expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'allowed_ips' });
     expect(error.message).toBe('Not an IP address or CIDR: 10.0.0.0/33, example.com, 2001:db8::/129.');
   });
 
   it('checks allowed_models against the catalog: unknown ones are 400 invalid_request, param allowed_models', () => {
     expect(policyColumns({ allowed_models: ['seedream', 'local-1'] }, catalog)).toEqual({ allowed_models: '["seedream","local-1"]' });
-    const error = thrown(() => policyColumns({ allowed_models: ['seedream', 'nope', 'gpt-image-1'] }, catalog));
+    const error = thrownApiError(() => policyColumns({ allowed_models: ['seedream', 'nope', 'gpt-image-1'] }, catalog));
     expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'allowed_models' });
     expect(error.message).toBe('Unknown model nope, gpt-image-1. Known models: local-1, seedream, dall-e.');
   });
@@ -110,7 +101,7 @@ describe('newKeyPolicyColumns', () => {
   });
 
   it('refuses what policyColumns refuses', () => {
-    expect(thrown(() => newKeyPolicyColumns({ allowed_ips: ['nope'] }, catalog)).param).toBe('allowed_ips');
+    expect(thrownApiError(() => newKeyPolicyColumns({ allowed_ips: ['nope'] }, catalog)).param).toBe('allowed_ips');
   });
 });
 
@@ -156,15 +147,15 @@ describe('checkClientIp', () => {
   it('refuses everything else with 403 ip_not_allowed naming the address', () => {
     const allowedIps = ['203.0.113.0/24', '198.51.100.7', '2001:db8::/32'];
     for (const ip of ['203.0.114.0', '198.51.100.8', '2001:db9::1', 'unparsable:unknown']) {
-      const error = thrown(() => checkClientIp({ allowedIps }, ip));
+      const error = thrownApiError(() => checkClientIp({ allowedIps }, ip));
       expect(error).toMatchObject({ code: 'ip_not_allowed', status: 403, param: null });
       expect(error.message).toBe(`This key may not be used from ${ip}.`);
     }
-    expect(thrown(() => checkClientIp({ allowedIps }, '')).message).toBe('This key may not be used from an unknown address.');
+    expect(thrownApiError(() => checkClientIp({ allowedIps }, '')).message).toBe('This key may not be used from an unknown address.');
   });
 
   it('an empty list allows no address at all', () => {
-    expect(thrown(() => checkClientIp({ allowedIps: [] }, '127.0.0.1')).code).toBe('ip_not_allowed');
+    expect(thrownApiError(() => checkClientIp({ allowedIps: [] }, '127.0.0.1')).code).toBe('ip_not_allowed');
   });
 });
 
@@ -179,25 +170,25 @@ describe('checkModelPermitted', () => {
   it('a listed model passes; another is 403 model_not_allowed, param model, naming the allowed ones', () => {
     const key = { allowedProviders: all, policy: policy({ allowedModels: ['seedream', 'local-1'] }) };
     expect(() => checkModelPermitted(key, entry('seedream'))).not.toThrow();
-    const error = thrown(() => checkModelPermitted(key, entry('dall-e')));
+    const error = thrownApiError(() => checkModelPermitted(key, entry('dall-e')));
     expect(error).toMatchObject({ code: 'model_not_allowed', status: 403, param: 'model' });
     expect(error.message).toBe('This key may not use model dall-e (allowed: seedream, local-1).');
   });
 
   it('a provider the key does not allow: 403 provider_not_allowed, param model, naming the allowed providers', () => {
-    const error = thrown(() => checkModelPermitted({ allowedProviders: ['local', 'openai'], policy: policy() }, entry('seedream')));
+    const error = thrownApiError(() => checkModelPermitted({ allowedProviders: ['local', 'openai'], policy: policy() }, entry('seedream')));
     expect(error).toMatchObject({ code: 'provider_not_allowed', status: 403, param: 'model' });
     expect(error.message).toBe('This key may not use provider jimeng (allowed: local, openai).');
   });
 
   it('both refuse: the model list is checked first', () => {
     const key = { allowedProviders: ['local'], policy: policy({ allowedModels: ['local-1'] }) };
-    expect(thrown(() => checkModelPermitted(key, entry('seedream'))).code).toBe('model_not_allowed');
+    expect(thrownApiError(() => checkModelPermitted(key, entry('seedream'))).code).toBe('model_not_allowed');
   });
 
   it('a listed model of a provider the key does not allow is still refused', () => {
     const key = { allowedProviders: ['local'], policy: policy({ allowedModels: ['seedream'] }) };
-    expect(thrown(() => checkModelPermitted(key, entry('seedream'))).code).toBe('provider_not_allowed');
+    expect(thrownApiError(() => checkModelPermitted(key, entry('seedream'))).code).toBe('provider_not_allowed');
   });
 
   it('matches model ids exactly', () => {
@@ -232,15 +223,15 @@ describe('modelsForKey and modelForKey', () => {
   });
 
   it('modelForKey: 404 model_not_found for a model the catalog lacks, even when the key could not use it anyway', () => {
-    const error = thrown(() => modelForKey({ allowedProviders: [], policy: policy({ allowedModels: [] }) }, catalog, 'nope'));
+    const error = thrownApiError(() => modelForKey({ allowedProviders: [], policy: policy({ allowedModels: [] }) }, catalog, 'nope'));
     expect(error).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
     expect(error.message).toBe('Unknown model nope. Known models: local-1, seedream, dall-e.');
   });
 
   it('modelForKey: 403 model_not_allowed when the provider or allowed_models excludes it', () => {
-    const byProvider = thrown(() => modelForKey({ allowedProviders: ['local'], policy: policy() }, catalog, 'seedream'));
+    const byProvider = thrownApiError(() => modelForKey({ allowedProviders: ['local'], policy: policy() }, catalog, 'seedream'));
     expect(byProvider).toMatchObject({ code: 'model_not_allowed', status: 403, param: 'model', message: 'This key may not use model seedream.' });
-    const byModel = thrown(() => modelForKey({ allowedProviders: ['jimeng'], policy: policy({ allowedModels: ['local-1'] }) }, catalog, 'seedream'));
+    const byModel = thrownApiError(() => modelForKey({ allowedProviders: ['jimeng'], policy: policy({ allowedModels: ['local-1'] }) }, catalog, 'seedream'));
     expect(byModel).toMatchObject({ code: 'model_not_allowed', param: 'model' });
   });
 });
