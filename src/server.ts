@@ -292,7 +292,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     requestsStarted: () => connections.requestsStarted,
     busy: () => connections.busy(),
     idleMs: IDLE_COMPACTION_MS,
-    minFreeBytes: 32 * 2 ** 20,
+    minFreeBytes: config.idleCompactionMinFreeBytes,
     logger,
   });
   images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${publicListener.port}`);

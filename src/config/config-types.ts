@@ -65,6 +65,8 @@ export interface GatewayConfig {
   bodyTimeoutMs: number;
   /** A request's headers must have arrived this long after its connection (or previous request) began (slow headers). */
   headersTimeoutMs: number;
+  /** The idle compaction's full collection runs only when at least this much of the heap is free. */
+  idleCompactionMinFreeBytes: number;
   /** Open client connections on both listeners together; past it the stalest idle or stalled one is closed. */
   maxConnections: number;
   /** TRUSTED_PROXIES: CIDRs of proxies whose X-Forwarded-For is believed (key allowed_ips). */

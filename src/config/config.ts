@@ -242,6 +242,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     },
     bodyTimeoutMs: values.BODY_TIMEOUT_MS,
     headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
+    idleCompactionMinFreeBytes: values.IDLE_COMPACTION_MIN_FREE_MB * 2 ** 20,
     maxConnections: connections,
   };
 }

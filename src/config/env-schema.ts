@@ -68,6 +68,9 @@ export const envSchema = z.object({
   HEADERS_TIMEOUT_MS: declare(integer(100, 600_000).default(15_000), {
     description: "a request's headers must have fully arrived this long after it began, else the connection is closed (checked every tenth of it, at least every second)",
   }),
+  IDLE_COMPACTION_MIN_FREE_MB: declare(integer(0, 65_536).default(32), {
+    description: 'after 5 s with no request, one full garbage collection gives the heap back when at least this many MB of it are free (0: whenever the process goes idle after traffic)',
+  }),
   MAX_CONNECTIONS: declare(integer(16, 1_000_000).optional(), {
     description: 'open client connections, both listeners together (see Connections)',
     defaultText: 'open-files limit − 64 − `DB_POOL_SIZE`',
