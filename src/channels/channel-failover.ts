@@ -131,6 +131,11 @@ export class ChannelFailover {
         if (context.stopped !== undefined) throw context.stopped;
         // The journal refuses a call its generation may no longer send (canceled, or taken over).
         await journal?.sending(imageIndex, channel.id);
+        if (context.signal.aborted) {
+          // The request ended (client gone, canceled, deadline) before this call went out: it was not sent.
+          await journal?.unsent(imageIndex);
+          throw context.signal.reason;
+        }
       } catch (error) {
         if (leaseId !== undefined) await this.release(channel, leaseId);
         throw error;
@@ -155,11 +160,15 @@ export class ChannelFailover {
         else context.signal.addEventListener('abort', onRequestEnd, { once: true });
       }
       const attemptSignal = attempt?.signal ?? context.signal;
+      let reached = false;
       runtime.inFlight += 1;
       try {
         const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
         const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
-        const images = await client.generate({ ...request, upstreamModel, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
+        const onRequestSent = () => {
+          reached = true;
+        };
+        const images = await client.generate({ ...request, upstreamModel, onRequestSent, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
@@ -177,7 +186,12 @@ export class ChannelFailover {
           latencyMs: this.deps.clock.now() - started,
           startedAt: started,
         });
-        if (!moveOn) throw failure;
+        if (!moveOn) {
+          // The request ended (client gone, canceled) before the call was written to the upstream: it was not sent.
+          // Forgetting its mark may fail (database down): the mark then stands and the call is charged as sent.
+          if (context.signal.aborted && !reached) await context.journal?.unsent(imageIndex).catch(() => undefined);
+          throw failure;
+        }
         await context.journal?.unsent(imageIndex);
         lastError = failure as UpstreamError;
       } finally {

@@ -17,6 +17,8 @@ export interface ProviderRequest {
   resumeTaskId?: string;
   /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */
   onTaskAccepted?: (taskId: string) => Promise<void>;
+  /** Called when a billable call (a submit or a generation, not a poll) was written to the upstream: from then on it may have been accepted. */
+  onRequestSent?: () => void;
 }
 
 export interface ProviderImage {

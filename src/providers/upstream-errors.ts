@@ -104,12 +104,14 @@ export async function postJson(
   headers: Record<string, string>,
   signal: AbortSignal,
   publicOnly = false,
+  /** Called once the request was written to the upstream (upstream-http.ts). */
+  onSent?: () => void,
 ): Promise<{ status: number; json: unknown; retryAfterMs?: number }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const target = new URL(url);
   let answer: UpstreamAnswer;
   try {
-    answer = await post(target, text, headers, signal, publicOnly);
+    answer = await post(target, text, headers, signal, publicOnly, onSent);
   } catch (error) {
     if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
     const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';

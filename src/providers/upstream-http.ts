@@ -94,7 +94,7 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
  * POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted.
  * `publicOnly`: connect to public addresses only (a literal blocked address never reaches the lookup).
  */
-export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal, publicOnly = false): Promise<UpstreamAnswer> {
+export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);
@@ -106,6 +106,11 @@ export function post(url: URL, body: string, headers: Record<string, string>, si
       return;
     }
     let requestSent = false;
+    const sent = () => {
+      if (requestSent) return;
+      requestSent = true;
+      onSent?.();
+    };
     let abortCall: ((reason?: Error) => void) | undefined;
     let settled = false;
     let status = 0;
@@ -127,14 +132,14 @@ export function post(url: URL, body: string, headers: Record<string, string>, si
         if (signal.aborted) abort(signal.reason as Error);
       },
       onRequestSent() {
-        requestSent = true;
+        sent();
       },
       onBodySent() {
-        requestSent = true;
+        sent();
       },
       onHeaders(statusCode, rawHeaders) {
         // The upstream answered, so it read the request line at least.
-        requestSent = true;
+        sent();
         status = statusCode;
         responseHeaders = parseHeaders(rawHeaders);
         return true;

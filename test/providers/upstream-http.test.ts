@@ -47,4 +47,30 @@ describe('upstream hop: failures before and after the request was written', () =
     expect(answer.headers['retry-after']).toBe('3');
     expect(answer.body.toString()).toBe(body);
   });
+  it('reports the moment the request was written, and only then: a call aborted before it connected was never sent', async () => {
+    // Reads the request and never answers: the request is written, then the caller gives up.
+    const held: net.Socket[] = [];
+    const url = await listen((socket) => held.push(socket));
+    const post1 = new AbortController();
+    let written = false;
+    const call = post(url, '{"prompt":"x"}', {}, post1.signal, false, () => {
+      written = true;
+    }).catch((e: unknown) => e);
+    for (let i = 0; i < 200 && !written; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    post1.abort(new Error('client gone'));
+    expect(await call).toEqual(new Error('client gone'));
+    expect(written).toBe(true);
+
+    // Aborted in the same tick it was made: the connection is not up yet, so nothing was written.
+    const post2 = new AbortController();
+    let writtenEarly = false;
+    const early = post(url, '{"prompt":"x"}', {}, post2.signal, false, () => {
+      writtenEarly = true;
+    }).catch((e: unknown) => e);
+    post2.abort(new Error('client gone'));
+    expect(await early).toEqual(new Error('client gone'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(writtenEarly).toBe(false);
+    for (const socket of held) socket.destroy();
+  });
 });

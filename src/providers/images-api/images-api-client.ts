@@ -91,6 +91,7 @@ export class ImagesApiClient {
       { Authorization: `Bearer ${apiKey}` },
       signal,
       this.options.publicOnly,
+      request.onRequestSent,
     );
     const answer = (json ?? {}) as ImagesAnswer;
     if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer, retryAfterMs);

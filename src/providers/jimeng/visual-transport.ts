@@ -102,10 +102,10 @@ export class VisualTransport {
     registerAccountSecrets(options.credentials.accessKeyId, options.credentials.secretAccessKey);
   }
 
-  private async call(action: string, body: Record<string, unknown>, signal: AbortSignal): Promise<VisualAnswer> {
+  private async call(action: string, body: Record<string, unknown>, signal: AbortSignal, onSent?: () => void): Promise<VisualAnswer> {
     const text = JSON.stringify(body);
     const { url, headers } = signedVisualRequest(this.options.endpoint, { Action: action, Version: VERSION }, text, this.options.credentials);
-    const { status, json, retryAfterMs } = await postJson(PROVIDER, url, text, headers, signal, this.options.publicOnly);
+    const { status, json, retryAfterMs } = await postJson(PROVIDER, url, text, headers, signal, this.options.publicOnly, onSent);
     const answer = (json ?? {}) as VisualAnswer;
     if (answer.code !== 10000) throw visualError(answer, status, retryAfterMs);
     return answer;
@@ -137,7 +137,7 @@ export class VisualTransport {
 
   /** Submits one task; its id is the only handle on work the account is now billed for. */
   async submit(request: ProviderRequest, index: number, signal: AbortSignal): Promise<string> {
-    const submitted = await this.call('CVSync2AsyncSubmitTask', submitBody(request, index), signal);
+    const submitted = await this.call('CVSync2AsyncSubmitTask', submitBody(request, index), signal, request.onRequestSent);
     const taskId = submitted.data?.task_id;
     if (!taskId) throw upstream.failed(PROVIDER, 'the submit answer has no task_id');
     return taskId;
