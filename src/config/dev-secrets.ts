@@ -45,21 +45,33 @@ export function resolveDevSecrets(given: GivenSecrets, nodeEnv: string, database
   };
 }
 
-function write(file: string, content: string): void {
+/**
+ * The file's content, made by `make` and written once: of several processes starting at once from
+ * one checkout, one writes it (drafted aside, then linked into place: atomic, fails if present) and
+ * every process reads that one. `created`: this process wrote it.
+ */
+function createdOnce(file: string, make: () => string): { content: string; created: boolean } {
+  if (fs.existsSync(file)) return { content: fs.readFileSync(file, 'utf8').trim(), created: false };
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, content, { mode: 0o600 });
+  const draft = `${file}.${process.pid}.${randomBase62(8)}.tmp`;
+  fs.writeFileSync(draft, `${make()}\n`, { mode: 0o600 });
+  let created = false;
+  try {
+    fs.linkSync(draft, file);
+    created = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    fs.rmSync(draft, { force: true });
+  }
+  return { content: fs.readFileSync(file, 'utf8').trim(), created };
 }
 
 function adminSecret(production: boolean, directory: string, announce: Announce): string {
   if (production) throw new ConfigError('ADMIN_SECRET is required when NODE_ENV=production');
   const file = path.join(directory, 'admin-secret');
-  if (fs.existsSync(file)) {
-    announce(`Using the admin secret stored in ${file}`);
-    return fs.readFileSync(file, 'utf8').trim();
-  }
-  const secret = `adm_${randomBase62(40)}`;
-  write(file, `${secret}\n`);
-  announce(`Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n`);
+  const { content: secret, created } = createdOnce(file, () => `adm_${randomBase62(40)}`);
+  announce(created ? `Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n` : `Using the admin secret stored in ${file}`);
   return secret;
 }
 
@@ -67,33 +79,23 @@ function adminSecret(production: boolean, directory: string, announce: Announce)
 function serviceTokens(production: boolean, directory: string, announce: Announce): ServiceToken[] {
   if (production) throw new ConfigError('CF_ACCESS_CLIENT_ID and CF_ACCESS_CLIENT_SECRET are required when NODE_ENV=production');
   const file = path.join(directory, 'service-token');
-  if (fs.existsSync(file)) {
-    const [clientId, clientSecret] = fs.readFileSync(file, 'utf8').trim().split('\n');
-    if (clientId && clientSecret) {
-      announce(`Using the internal API service token stored in ${file}`);
-      return [{ clientId, clientSecret }];
-    }
-  }
-  const token = { clientId: `svc_${randomBase62(16)}.access`, clientSecret: randomBase62(48) };
-  write(file, `${token.clientId}\n${token.clientSecret}\n`);
+  const { content, created } = createdOnce(file, () => `svc_${randomBase62(16)}.access\n${randomBase62(48)}`);
+  const [clientId, clientSecret] = content.split('\n');
+  if (!clientId || !clientSecret) throw new ConfigError(`${file} must hold a service token's client id and secret, one per line (delete it to have one generated)`);
   announce(
-    `Generated a service token for the internal API (stored in ${file}, shown only now):\n\n    CF-Access-Client-Id: ${token.clientId}\n    CF-Access-Client-Secret: ${token.clientSecret}\n`,
+    created
+      ? `Generated a service token for the internal API (stored in ${file}, shown only now):\n\n    CF-Access-Client-Id: ${clientId}\n    CF-Access-Client-Secret: ${clientSecret}\n`
+      : `Using the internal API service token stored in ${file}`,
   );
-  return [token];
+  return [{ clientId, clientSecret }];
 }
 
 function sealingKeys(production: boolean, directory: string, announce: Announce): Buffer[] {
   if (production) throw new ConfigError('CHANNEL_SEALING_KEY is required when NODE_ENV=production (openssl rand -hex 32)');
   const file = path.join(directory, 'channel-sealing-key');
-  let raw: string;
-  if (fs.existsSync(file)) {
-    raw = fs.readFileSync(file, 'utf8').trim();
-  } else {
-    raw = randomBytes(32).toString('hex');
-    write(file, `${raw}\n`);
-    announce(`Generated a channel sealing key (stored in ${file}); set CHANNEL_SEALING_KEY to it on every replica.`);
-  }
-  const key = sealingKey(raw);
+  const { content, created } = createdOnce(file, () => randomBytes(32).toString('hex'));
+  if (created) announce(`Generated a channel sealing key (stored in ${file}); set CHANNEL_SEALING_KEY to it on every replica.`);
+  const key = sealingKey(content);
   if (key === undefined) throw new ConfigError(`${file} must hold a 32-byte CHANNEL_SEALING_KEY, as 64 hex characters or base64`);
   return [key];
 }
@@ -101,18 +103,7 @@ function sealingKeys(production: boolean, directory: string, announce: Announce)
 function imageSigningKey(production: boolean, directory: string, announce: Announce): string {
   if (production) throw new ConfigError('IMAGE_URL_SIGNING_KEY is required when NODE_ENV=production');
   const file = path.join(directory, 'image-url-key');
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  // Written aside, then linked into place (atomic, fails if present): of several processes
-  // starting at once, one key wins and every process reads that one.
-  const draft = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(draft, `${randomBase62(48)}\n`, { mode: 0o600 });
-  try {
-    fs.linkSync(draft, file);
-    announce(`Generated the image URL signing key (stored in ${file}); set IMAGE_URL_SIGNING_KEY to share one between replicas.`);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    fs.rmSync(draft, { force: true });
-  }
-  return fs.readFileSync(file, 'utf8').trim();
+  const { content, created } = createdOnce(file, () => randomBase62(48));
+  if (created) announce(`Generated the image URL signing key (stored in ${file}); set IMAGE_URL_SIGNING_KEY to share one between replicas.`);
+  return content;
 }
