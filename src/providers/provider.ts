@@ -1,3 +1,16 @@
+import type { InputImageFormat } from './upstream-models';
+
+/** An input image (reference or edit source), already read, sniffed and checked against the model's limits. */
+export interface ProviderInputImage {
+  bytes: Buffer;
+  format: InputImageFormat;
+  mimeType: string;
+  width: number;
+  height: number;
+  /** The gateway's signed URL serving these bytes, valid for the task's life: for upstreams that fetch their inputs. */
+  url?: string;
+}
+
 /** What the gateway asks a provider for, already resolved against the catalog. */
 export interface ProviderRequest {
   prompt: string;
@@ -13,6 +26,10 @@ export interface ProviderRequest {
   height: number;
   seed?: number;
   responseFormat: 'url' | 'b64_json';
+  /** Input images in the client's order (none for text-only requests). */
+  inputImages?: readonly ProviderInputImage[];
+  /** An edit's mask (same size as the first input; transparent where the image is to change). */
+  mask?: ProviderInputImage;
   /** An upstream task accepted earlier (by a process that died): poll it, never submit again. */
   resumeTaskId?: string;
   /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */

@@ -10,6 +10,30 @@ export interface SizeBounds {
   max_side?: number;
 }
 
+/** Image formats a model may take as inputs, named as the gateway sniffs them from the bytes. */
+export type InputImageFormat = 'png' | 'jpeg' | 'webp' | 'bmp' | 'tiff' | 'gif';
+
+/** What a model takes as input images (references, edits), as its upstream documents it. */
+export interface InputImageLimits {
+  /** Most input images per request. */
+  max_images: number;
+  formats: readonly InputImageFormat[];
+  /** Largest input image, in bytes. */
+  max_bytes: number;
+  /** Bounds on each input's width / height and pixel count. */
+  min_ratio?: number;
+  max_ratio?: number;
+  max_side?: number;
+  min_side?: number;
+  max_pixels?: number;
+  /** Inputs plus requested outputs at most this many (Ark Seedream: 15). */
+  max_inputs_plus_outputs?: number;
+  /** Whether it takes a mask (edits with a transparent area to repaint). */
+  mask: boolean;
+  /** How the upstream receives them: in the request body (`inline`: data URIs) or as URLs it fetches itself (`url`: the gateway's signed URLs). */
+  delivery: 'inline' | 'url';
+}
+
 /**
  * What each upstream model documents, in one table: the output sizes it takes and the optional
  * request fields it reads. The gateway refuses other sizes before charging, and sends an upstream
@@ -21,6 +45,8 @@ export interface UpstreamModelSpec {
   sizes?: SizeBounds;
   /** Optional fields it documents. `seed`: its largest value (the gateway's seed + image index is sent modulo max + 1). */
   params: { seed?: { max: number }; force_single?: true };
+  /** Input images it takes; none when absent. */
+  inputs?: InputImageLimits;
 }
 
 const INT32_MAX = 2_147_483_647;
