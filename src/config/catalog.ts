@@ -1,8 +1,8 @@
-import { type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+import { inputLimits } from './input-limits';
 
-export type { SizeBounds };
+export type { InputImageLimits, SizeBounds };
 
-/** Output sizes a model takes, inclusive (width / height for the ratio), as its upstream documents them. */
 /** One model a client may ask for, and how the gateway serves and prices it. */
 export interface CatalogModel {
   /** The id clients send as `model`. */
@@ -20,6 +20,8 @@ export interface CatalogModel {
   upstream_options?: Record<string, unknown>;
   /** Sizes other than these are refused with 400 before charging; by default the upstream model's (upstream-models.ts). */
   size_bounds?: SizeBounds;
+  /** Input images (references, edits) it takes; none when absent. By default the upstream model's (upstream-models.ts). */
+  input_limits?: InputImageLimits;
 }
 
 /** The upstream model's documented sizes (none for models the table does not know). */
@@ -28,10 +30,21 @@ function boundsOf(upstreamModel: string): { size_bounds?: SizeBounds } {
   return sizes ? { size_bounds: sizes } : {};
 }
 
+/** The upstream model's documented input images (none for models the table does not know, or that take none). */
+function inputsOf(upstreamModel: string): { input_limits?: InputImageLimits } {
+  const inputs = upstreamModelSpec(upstreamModel)?.inputs;
+  return inputs ? { input_limits: inputs } : {};
+}
+
+/** What the table documents for an upstream model the catalog does not list (trusted callers may address one). */
+export function upstreamLimitsOf(upstreamModel: string): Pick<CatalogModel, 'size_bounds' | 'input_limits'> {
+  return { ...boundsOf(upstreamModel), ...inputsOf(upstreamModel) };
+}
+
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
 
 export const DEFAULT_CATALOG: CatalogModel[] = [
-  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', ...boundsOf('local-1') },
+  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', ...upstreamLimitsOf('local-1') },
   // Jimeng 4.5 is Seedream 4.5, served through Ark (the visual API has no 4.5 req_key).
   {
     model: 'jimeng-4.5',
@@ -40,10 +53,10 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
     upstream_model: 'doubao-seedream-4-5-251128',
     credits_per_image: 4,
     default_size: '2048x2048',
-    ...boundsOf('doubao-seedream-4-5-251128'),
+    ...upstreamLimitsOf('doubao-seedream-4-5-251128'),
   },
-  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...boundsOf('jimeng_t2i_v40') },
-  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...boundsOf('jimeng_t2i_v31') },
+  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...upstreamLimitsOf('jimeng_t2i_v40') },
+  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...upstreamLimitsOf('jimeng_t2i_v31') },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {
@@ -96,6 +109,8 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
     if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
     const upstreamModel = e.upstream_model === undefined ? model : text('upstream_model');
     const bounds = e.size_bounds === undefined ? boundsOf(upstreamModel) : { size_bounds: sizeBounds(e.size_bounds, where) };
+    // `null` says the model takes no input images, whatever its upstream's table entry says.
+    const inputs = e.input_limits === undefined ? inputsOf(upstreamModel) : e.input_limits === null ? {} : { input_limits: inputLimits(e.input_limits, where) };
     const [width, height] = defaultSize.split('x').map(Number) as [number, number];
     const outside = bounds.size_bounds && sizeOutOfBounds(width, height, bounds.size_bounds);
     if (outside) throw new Error(`${where}: "default_size" ${defaultSize} is outside the model's size bounds (${outside})`);
@@ -108,6 +123,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
       ...bounds,
+      ...inputs,
     };
   });
 }

@@ -51,18 +51,59 @@ export interface UpstreamModelSpec {
 
 const INT32_MAX = 2_147_483_647;
 
+/**
+ * Upstream byte limits are written "10MB" / "15MB" without saying which megabyte: the decimal one
+ * is taken, so an input the gateway admits is one the upstream takes whichever it means.
+ */
+const MB = 1_000_000;
+
+/**
+ * Ark, Seedream 4.x `image` (volcengine.com/docs/82379/1541523, "image string/array"): up to 14;
+ * jpeg, png, webp, bmp, tiff, gif; width / height in 1/16…16; each side > 14 px; ≤ 10 MB;
+ * width × height ≤ 6000×6000 (36,000,000, the product, not each side); references + outputs ≤ 15
+ * per call (the gateway asks one image per call, so 14 inputs still fit). No mask parameter.
+ * Sent inline as data URIs: Ark also takes URLs, but inline needs no gateway reachable from Ark.
+ */
+const SEEDREAM_4_INPUTS: InputImageLimits = {
+  max_images: 14,
+  formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'],
+  max_bytes: 10 * MB,
+  min_ratio: 1 / 16,
+  max_ratio: 16,
+  min_side: 15,
+  max_pixels: 36_000_000,
+  max_inputs_plus_outputs: 15,
+  mask: false,
+  delivery: 'inline',
+};
+
 export const UPSTREAM_MODELS: readonly UpstreamModelSpec[] = [
-  // Built in: sides 16…1024 (LocalProvider), seed makes the picture deterministic.
-  { match: 'local-1', sizes: { min_pixels: 16 * 16, max_pixels: 1024 * 1024, min_ratio: 1 / 64, max_ratio: 64, min_side: 16, max_side: 1024 }, params: { seed: { max: 4_294_967_295 } } },
+  // Built in: sides 16…1024 (LocalProvider), seed makes the picture deterministic. Inputs (and a mask)
+  // change the picture deterministically (local.provider.ts), so the whole input path runs offline.
+  {
+    match: 'local-1',
+    sizes: { min_pixels: 16 * 16, max_pixels: 1024 * 1024, min_ratio: 1 / 64, max_ratio: 64, min_side: 16, max_side: 1024 },
+    params: { seed: { max: 4_294_967_295 } },
+    inputs: { max_images: 4, formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'], max_bytes: 10 * MB, mask: true, delivery: 'inline' },
+  },
   // Visual API, Jimeng 4.0: width × height in [1024², 4096²], width / height in [min_ratio, max_ratio] (default 1/3…3); no seed.
-  { match: 'jimeng_t2i_v40', sizes: { min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 3, max_ratio: 3 }, params: { force_single: true } },
-  // Visual API, Jimeng 3.1: seed (default -1), no force_single. Sizes: recommended 1328² (1K) to 2048² / 3024×1296 (2K);
-  // no official bound found, these follow the recommended table (re-check before narrowing them).
+  // `image_urls` ("即梦4.0" doc, 限制条件 and Body table): 0…10 URLs the API fetches itself; JPEG or PNG only; ≤ 15 MB;
+  // at most 4096×4096; width / height in 1/3…3; outputs ≤ 15 − inputs (force_single: one per task). No mask.
+  {
+    match: 'jimeng_t2i_v40',
+    sizes: { min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 3, max_ratio: 3 },
+    params: { force_single: true },
+    inputs: { max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15 * MB, min_ratio: 1 / 3, max_ratio: 3, max_side: 4096, max_inputs_plus_outputs: 15, mask: false, delivery: 'url' },
+  },
+  // Visual API, Jimeng 3.1: seed (default -1), no force_single, no input images (text to image only:
+  // its Body table is req_key, prompt, seed, width, height, use_pre_llm). Sizes: recommended 1328² (1K)
+  // to 2048² / 3024×1296 (2K); no official bound found, these follow the recommended table (re-check before narrowing them).
   { match: 'jimeng_t2i_v31', sizes: { min_pixels: 512 * 512, max_pixels: 2048 * 2048, min_ratio: 1 / 3, max_ratio: 3 }, params: { seed: { max: INT32_MAX } } },
   // Ark, Seedream 4.5 / 4.0: total pixels and ratio 1/16…16; `seed` is ignored by 4.x, so not sent.
-  { match: 'doubao-seedream-4-5-*', sizes: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: {} },
-  { match: 'doubao-seedream-4-0-*', sizes: { min_pixels: 921_600, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: {} },
-  // Ark models that take a seed (−1…2147483647); sizes not checked here.
+  { match: 'doubao-seedream-4-5-*', sizes: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: {}, inputs: SEEDREAM_4_INPUTS },
+  { match: 'doubao-seedream-4-0-*', sizes: { min_pixels: 921_600, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: {}, inputs: SEEDREAM_4_INPUTS },
+  // Ark models that take a seed (−1…2147483647); sizes not checked here. Their inputs (SeedEdit 3.0:
+  // one image) are not listed: a catalog entry may declare its own `input_limits`.
   { match: 'doubao-seedream-3-0-t2i-*', params: { seed: { max: INT32_MAX } } },
   { match: 'doubao-seededit-3-0-i2i-*', params: { seed: { max: INT32_MAX } } },
 ];
