@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type ReceivedImage, decodeDataUri, fetchInputImage } from './input-images';
 import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
 /**
@@ -53,9 +54,57 @@ function arkSizeRefusal(model: string, size: string): string | undefined {
   return `The parameter \`size\` specified in the request is not valid: image size must be within [${bounds.minPixels}, ${bounds.maxPixels}] pixels and its aspect ratio within [1/16, 16].`;
 }
 
+/**
+ * Ark's documented input images (kept apart from the gateway's table on purpose): which models take
+ * `image` and how many, the formats, bytes, sides and ratio. Seedream 3.0 t2i takes none.
+ */
+const ARK_INPUTS: Array<{ prefix: string; maxImages: number; formats: string[]; minRatio: number; maxRatio: number }> = [
+  { prefix: 'doubao-seedream-4-5-', maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 },
+  { prefix: 'doubao-seedream-4-0-', maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 },
+  { prefix: 'doubao-seededit-3-0-i2i-', maxImages: 1, formats: ['jpeg', 'png'], minRatio: 1 / 3, maxRatio: 3 },
+];
+const ARK_INPUT_MAX_BYTES = 10 * 1000 * 1000;
+const ARK_INPUT_MAX_PIXELS = 6000 * 6000;
+
+/** Why Ark would refuse these input images, or undefined when it takes them. */
+function arkInputRefusal(model: string, images: Array<ReceivedImage | undefined>): string | undefined {
+  const spec = ARK_INPUTS.find((s) => model.startsWith(s.prefix));
+  if (!spec) return `model ${model} does not support the parameter \`image\``;
+  if (images.length === 0 || images.length > spec.maxImages) return `\`image\` takes 1 to ${spec.maxImages} images for ${model} (got ${images.length})`;
+  // Reference images + outputs ≤ 15; one output per call without group output.
+  if (images.length + 1 > 15) return 'the number of reference images plus generated images must not exceed 15';
+  for (const [i, image] of images.entries()) {
+    if (!image) return `image ${i}: not a data:image/<format>;base64 URI or a URL serving an image`;
+    if (image.declared !== undefined && image.declared !== image.declared.toLowerCase()) return `image ${i}: the format in the data URI must be lower case`;
+    if (!image.format || !spec.formats.includes(image.format)) return `image ${i}: format ${image.format ?? 'unknown'} is not supported (${spec.formats.join(', ')})`;
+    if (image.bytes.length > ARK_INPUT_MAX_BYTES) return `image ${i}: larger than 10 MB`;
+    if (image.width !== undefined && image.height !== undefined) {
+      const ratio = image.width / image.height;
+      if (image.width <= 14 || image.height <= 14) return `image ${i}: width and height must be more than 14 px`;
+      if (ratio < spec.minRatio || ratio > spec.maxRatio) return `image ${i}: aspect ratio out of range`;
+      if (image.width * image.height > ARK_INPUT_MAX_PIXELS) return `image ${i}: more than 6000x6000 pixels`;
+    }
+  }
+  return undefined;
+}
+
+/** An `image` field's items, decoded (data URIs) or fetched (URLs); undefined for an item that is neither or serves no image. */
+async function receiveImages(field: unknown): Promise<Array<ReceivedImage | undefined>> {
+  const items = Array.isArray(field) ? field : [field];
+  return Promise.all(
+    items.map(async (item) => {
+      if (typeof item !== 'string') return undefined;
+      if (item.startsWith('data:')) return decodeDataUri(item);
+      return /^https?:\/\//.test(item) ? fetchInputImage(item) : undefined;
+    }),
+  );
+}
+
 export interface FakeImagesApi {
   url: string;
   requests: Array<Record<string, unknown>>;
+  /** The input images of each call that had an `image` field (and its `mask`), as the upstream read them. */
+  inputs: Array<{ prompt: string; images: Array<ReceivedImage | undefined>; mask?: ReceivedImage | undefined }>;
   /** The prompt of each call answered with images, one entry per image: what a real upstream bills, whether or not the caller still listened. */
   made: string[];
   /** Load seen by this account (authenticated calls only). */
@@ -80,6 +129,7 @@ type Mode = 'normal' | 'busy' | 'failing' | 'echo';
 
 export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
   const requests: Array<Record<string, unknown>> = [];
+  const inputs: FakeImagesApi['inputs'] = [];
   const made: string[] = [];
   const counters = new AccountCounters();
   const unauthorizedAt: number[] = [];
@@ -150,6 +200,15 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
     }
     const badSize = options.flavour === 'ark' ? arkSizeRefusal(String(body.model), size) : undefined;
     if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
+    if (body.image !== undefined || body.mask !== undefined) {
+      const images = body.image === undefined ? [] : await receiveImages(body.image);
+      const mask = body.mask === undefined ? undefined : (await receiveImages(body.mask))[0];
+      inputs.push({ prompt, images, ...(body.mask === undefined ? {} : { mask }) });
+      // Ark has no `mask` (refused above as undocumented); an OpenAI-compatible server reads both as images.
+      const received = body.mask === undefined ? images : [...images, mask];
+      const badImage = options.flavour === 'ark' ? arkInputRefusal(String(body.model), images) : received.some((image) => !image?.format) ? 'an input is not an image' : undefined;
+      if (badImage) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `The parameter \`image\` specified in the request is not valid: ${badImage}.`, param: 'image', type: 'BadRequest' } });
+    }
     const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const data = Array.from({ length: count }, (_, i) => ({
       ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
@@ -162,6 +221,7 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    inputs,
     made,
     counters,
     unauthorizedAt,

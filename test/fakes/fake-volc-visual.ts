@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type ReceivedImage, fetchInputImage } from './input-images';
 import { expectedVolcSignature } from './volc-signature';
 import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
 
@@ -15,6 +16,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
 export interface FakeVisual {
   url: string;
   requests: Array<{ action: string; body: Record<string, unknown> }>;
+  /** The `image_urls` of each task and what fetching each one gave (undefined: it served no 200), recorded once fetched. */
+  inputs: Array<{ taskId: string; prompt: string; urls: string[]; images: Array<ReceivedImage | undefined> }>;
   /** Tasks in flight at this account (submitted, not yet finished or failed) and submits per minute. */
   counters: AccountCounters;
   close(): Promise<void>;
@@ -30,6 +33,27 @@ const REQ_KEYS: Record<string, { minPixels: number; maxPixels: number; minRatio:
   jimeng_t2i_v40: { minPixels: 1024 * 1024, maxPixels: 4096 * 4096, minRatio: 1 / 3, maxRatio: 3, fields: ['image_urls', 'size', 'width', 'height', 'scale', 'force_single', 'min_ratio', 'max_ratio'] },
   jimeng_t2i_v31: { minPixels: 512 * 512, maxPixels: 2048 * 2048, minRatio: 1 / 3, maxRatio: 3, fields: ['seed', 'width', 'height', 'use_pre_llm'] },
 };
+/**
+ * Jimeng 4.0's input images ("即梦4.0" doc, 限制条件): 0…10 URLs it fetches; JPEG or PNG; ≤ 15 MB;
+ * at most 4096×4096; width / height in 1/3…3. Kept apart from the gateway's table on purpose.
+ */
+const V40_INPUTS = { maxImages: 10, formats: ['jpeg', 'png'], maxBytes: 15 * 1000 * 1000, maxSide: 4096, minRatio: 1 / 3, maxRatio: 3 };
+
+/** Why the task fails on these fetched inputs, or undefined when it can use them. */
+function inputFailure(images: Array<ReceivedImage | undefined>): string | undefined {
+  for (const [i, image] of images.entries()) {
+    if (!image) return `image_urls[${i}]: download failed`;
+    if (!image.format || !V40_INPUTS.formats.includes(image.format)) return `image_urls[${i}]: not a JPEG or PNG image`;
+    if (image.bytes.length > V40_INPUTS.maxBytes) return `image_urls[${i}]: larger than 15 MB`;
+    if (image.width !== undefined && image.height !== undefined) {
+      const ratio = image.width / image.height;
+      if (image.width > V40_INPUTS.maxSide || image.height > V40_INPUTS.maxSide) return `image_urls[${i}]: larger than 4096x4096`;
+      if (ratio < V40_INPUTS.minRatio || ratio > V40_INPUTS.maxRatio) return `image_urls[${i}]: aspect ratio out of [1/3, 3]`;
+    }
+  }
+  return undefined;
+}
+
 /** The fake's code for a parameter the upstream refuses (the real API's exact code for it is not documented). */
 const INVALID_PARAMETER = 50400;
 const MESSAGES: Record<number, string> = {
@@ -56,7 +80,9 @@ export interface FakeVisualOptions {
 
 export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0, options: FakeVisualOptions = {}): Promise<FakeVisual> {
   const requests: FakeVisual['requests'] = [];
-  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void }>();
+  const inputs: FakeVisual['inputs'] = [];
+  /** Each task's input fetch (started at submit, as the gateway's URLs are valid from then on): why it fails, if it does. */
+  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void; inputsFailure?: Promise<string | undefined> }>();
   const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
   const submitCounts = new Map<string, number>();
@@ -148,14 +174,31 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         busyCounts.set(prompt, seen + 1);
         return failure(res, 50429);
       }
+      const urls = body.image_urls;
+      if (urls !== undefined && (!Array.isArray(urls) || urls.length > V40_INPUTS.maxImages || !urls.every((u) => typeof u === 'string' && /^https?:\/\//.test(u)))) {
+        return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: 'image_urls must be 0 to 10 http(s) URLs', status: INVALID_PARAMETER });
+      }
       const taskId = `task-${nextTask++}`;
-      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height), finished: counters.start() });
+      // The API fetches the inputs itself while the task runs; a URL that serves no usable image fails the task.
+      const inputsFailure =
+        Array.isArray(urls) && urls.length > 0
+          ? Promise.all((urls as string[]).map(fetchInputImage)).then((images) => {
+              inputs.push({ taskId, prompt, urls: urls as string[], images });
+              return inputFailure(images);
+            })
+          : undefined;
+      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height), finished: counters.start(), ...(inputsFailure ? { inputsFailure } : {}) });
       return sendJson(res, 200, { code: 10000, data: { task_id: taskId }, message: 'Success', request_id: `fake-${taskId}`, status: 10000, time_elapsed: '5ms' });
     }
     if (action === 'CVSync2AsyncGetResult') {
       const task = tasks.get(String(body.task_id));
       if (!task || token(task.prompt, 'lost') !== undefined) {
         return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
+      }
+      const inputsFailed = task.inputsFailure && (await task.inputsFailure);
+      if (inputsFailed) {
+        task.finished();
+        return sendJson(res, 200, { code: INVALID_PARAMETER, data: null, message: `Invalid Parameter: ${inputsFailed}`, request_id: 'fake', status: INVALID_PARAMETER, time_elapsed: '1ms' });
       }
       const postCode = token(task.prompt, 'post-code');
       // [post-code-times:K]: only the prompt's first K tasks fail with post-code.
@@ -193,6 +236,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    inputs,
     counters,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();

@@ -1,4 +1,4 @@
-import type { ProviderImage, ProviderRequest } from '../provider';
+import type { ProviderImage, ProviderInputImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
 import { upstreamSeed } from '../upstream-models';
 
@@ -59,6 +59,28 @@ function imagesApiError(provider: string, status: number, answer: ImagesAnswer, 
   return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(status) });
 }
 
+/**
+ * How an input image travels: the gateway's signed URL when it has one (the intake gives one only
+ * to models whose inputs go by URL), else inline as `data:image/<format>;base64,…` (Ark wants the
+ * format in lower case, which the sniffed MIME type already is).
+ */
+function imageReference(image: ProviderInputImage): string {
+  return image.url ?? `data:${image.mimeType.toLowerCase()};base64,${image.bytes.toString('base64')}`;
+}
+
+/**
+ * The input fields of the body: `image` as one string for one input and an array for several (as
+ * Ark documents it, and OpenAI-compatible servers that take references read it); `mask` likewise
+ * (only sent for models whose catalog entry says they take one; Ark has none).
+ */
+export function inputFields(request: Pick<ProviderRequest, 'inputImages' | 'mask'>): Record<string, unknown> {
+  const images = request.inputImages ?? [];
+  return {
+    ...(images.length === 1 ? { image: imageReference(images[0]!) } : images.length > 1 ? { image: images.map(imageReference) } : {}),
+    ...(request.mask ? { mask: imageReference(request.mask) } : {}),
+  };
+}
+
 export class ImagesApiClient {
   constructor(private readonly options: ImagesApiOptions) {
     registerAccountSecrets(options.apiKey);
@@ -81,6 +103,7 @@ export class ImagesApiClient {
       {
         model: request.upstreamModel,
         prompt: request.prompt,
+        ...inputFields(request),
         size: `${request.width}x${request.height}`,
         response_format: request.responseFormat,
         ...(n > 1 ? { n } : {}),

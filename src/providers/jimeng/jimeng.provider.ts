@@ -11,7 +11,11 @@ export interface JimengSettings {
   ark?: { baseUrl: string; apiKey: string };
 }
 
-/** What Ark needs besides the OpenAI fields for Seedream. */
+/**
+ * What Ark needs besides the OpenAI fields for Seedream. `sequential_image_generation` defaults to
+ * `disabled` (one image per call) but is sent anyway: under `auto` a call with reference images may
+ * return, and bill, a group of images, which the gateway does not offer.
+ */
 export const JIMENG_ARK_EXTRA_BODY = { watermark: false, sequential_image_generation: 'disabled' };
 
 /**

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError } from '../../errors/api-error';
 import type { ProviderImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
 import { upstreamModelSpec, upstreamSeed } from '../upstream-models';
@@ -71,12 +72,31 @@ export function submitBody(request: ProviderRequest, index: number): Record<stri
   const seed = upstreamSeed(request.upstreamModel, request.seed, index);
   return {
     req_key: request.upstreamModel,
+    ...imageUrls(request),
     prompt: request.prompt,
     width: request.width,
     height: request.height,
     ...(seed !== undefined ? { seed } : {}),
     ...(params === undefined || params.force_single ? { force_single: true } : {}),
     ...request.upstreamOptions,
+  };
+}
+
+/**
+ * `image_urls`: the visual API fetches its inputs itself (no inline form is documented), so each
+ * input must carry the gateway's signed URL; the intake gives one to every input of a model whose
+ * delivery is `url`. A missing one (or a mask, which no req_key here takes) is the gateway's own
+ * fault, refused before anything is sent.
+ */
+function imageUrls(request: ProviderRequest): { image_urls?: string[] } {
+  if (request.mask) throw new ApiError('internal_error', `The visual API takes no mask (req_key ${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  const images = request.inputImages ?? [];
+  if (images.length === 0) return {};
+  return {
+    image_urls: images.map((image, i) => {
+      if (!image.url) throw new ApiError('internal_error', `Input image ${i + 1} has no gateway URL: req_key ${request.upstreamModel} fetches its inputs by URL, so the gateway must sign one for each.`);
+      return image.url;
+    }),
   };
 }
 

@@ -35,9 +35,10 @@ export class LocalProvider implements ImageProvider {
       });
     }
     const images: ProviderImage[] = [];
+    const inputs = inputsDigest(request);
     for (let index = 0; index < request.n; index += 1) {
       signal.throwIfAborted();
-      const png = this.mode === 'tiny' ? TINY_PNG : await render(request, index, signal);
+      const png = this.mode === 'tiny' ? TINY_PNG : await render(request, inputs, index, signal);
       images.push({
         b64Json: png.toString('base64'),
         width: this.mode === 'tiny' ? 1 : width,
@@ -49,13 +50,28 @@ export class LocalProvider implements ImageProvider {
 }
 
 /**
- * Soft blobs of colour on a gradient, all parameters drawn from a hash of prompt, seed and index.
+ * What the input images (and mask) contribute to the picture: a hash of their bytes in order, the
+ * mask apart, so the same inputs always give the same picture and any other inputs another one.
+ * Empty for a text-only request, which keeps its picture whatever inputs other requests had.
+ */
+function inputsDigest(request: ProviderRequest): string {
+  const images = request.inputImages ?? [];
+  if (images.length === 0 && !request.mask) return '';
+  const hash = createHash('sha256');
+  for (const image of images) hash.update(createHash('sha256').update(image.bytes).digest());
+  hash.update('\u0000mask\u0000');
+  if (request.mask) hash.update(createHash('sha256').update(request.mask.bytes).digest());
+  return hash.digest('hex');
+}
+
+/**
+ * Soft blobs of colour on a gradient, all parameters drawn from a hash of prompt, seed, index and inputs.
  * Rendered in slices with a turn of the event loop between them, and compressed off the loop: eight
  * parallel n=4 1024x1024 requests held the loop for over a second when this ran in one piece.
  */
-async function render(request: ProviderRequest, index: number, signal: AbortSignal): Promise<Buffer> {
+async function render(request: ProviderRequest, inputs: string, index: number, signal: AbortSignal): Promise<Buffer> {
   const { width, height } = request;
-  const digest = createHash('sha256').update(`${request.prompt}\u0000${request.seed ?? 0}\u0000${index}`).digest();
+  const digest = createHash('sha256').update(`${request.prompt}\u0000${request.seed ?? 0}\u0000${index}${inputs ? `\u0000${inputs}` : ''}`).digest();
   const byte = (i: number): number => digest[i % digest.length] as number;
   const blobs = Array.from({ length: 4 }, (_, b) => ({
     x: (byte(b * 5) / 255) * width,
