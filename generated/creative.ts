@@ -264,6 +264,7 @@ export interface components {
             credits_per_image: number;
             default_size: string;
             size_bounds?: components["schemas"]["SizeBounds"];
+            input_limits?: components["schemas"]["InputImageLimits"];
             /**
              * @description `degraded`: the provider circuit is open; `unconfigured`: credentials missing.
              * @enum {string}
@@ -428,6 +429,59 @@ export interface components {
             min_side?: number;
             /** @description Largest width and height, when the model bounds each side. */
             max_side?: number;
+        };
+        /**
+         * @description The input images (references, edits) a model takes, as its upstream documents them (all
+         *     bounds inclusive). Absent on a model that takes none. An input outside them is refused with
+         *     a 4xx before anything is charged.
+         * @example {
+         *       "max_images": 14,
+         *       "formats": [
+         *         "jpeg",
+         *         "png",
+         *         "webp",
+         *         "bmp",
+         *         "tiff",
+         *         "gif"
+         *       ],
+         *       "max_bytes": 10000000,
+         *       "min_ratio": 0.0625,
+         *       "max_ratio": 16,
+         *       "min_side": 15,
+         *       "max_pixels": 36000000,
+         *       "max_inputs_plus_outputs": 15,
+         *       "mask": false,
+         *       "delivery": "inline"
+         *     }
+         */
+        InputImageLimits: {
+            /** @description Most input images per request. */
+            max_images: number;
+            /** @description Formats it takes, as read from the bytes (not the declared content type). */
+            formats: ("png" | "jpeg" | "webp" | "bmp" | "tiff" | "gif")[];
+            /** @description Largest input image, in bytes. */
+            max_bytes: number;
+            /** @description Smallest width / height of an input. */
+            min_ratio?: number;
+            /** @description Largest width / height of an input. */
+            max_ratio?: number;
+            /** @description Smallest width and height of an input. */
+            min_side?: number;
+            /** @description Largest width and height of an input. */
+            max_side?: number;
+            /** @description Largest width × height of an input. */
+            max_pixels?: number;
+            /** @description Inputs plus images made by one upstream call at most this many (the gateway makes one image per call). */
+            max_inputs_plus_outputs?: number;
+            /** @description Whether it takes a `mask` (an edit's transparent area to repaint). */
+            mask: boolean;
+            /**
+             * @description How the upstream receives the inputs: `inline` in the request (data URIs); `url` as the
+             *     gateway's own signed URLs, which the upstream fetches itself, so the gateway's
+             *     `PUBLIC_BASE_URL` must be reachable from it.
+             * @enum {string}
+             */
+            delivery: "inline" | "url";
         };
         /**
          * @description Stable machine-readable error code.

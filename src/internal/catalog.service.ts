@@ -29,6 +29,7 @@ export class CatalogService {
           credits_per_image: entry.credits_per_image,
           default_size: entry.default_size,
           ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
+          ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
           status,
         };
       }),

@@ -139,6 +139,7 @@ function openAiModel(entry: CatalogModel): OpenAIModel {
     owned_by: entry.provider,
     default_size: entry.default_size,
     ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
+    ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
   };
 }
 

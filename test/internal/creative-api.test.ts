@@ -58,6 +58,10 @@ describe('internal creative API', () => {
     const byModel = Object.fromEntries(res.body.data.map((m: { model: string }) => [m.model, m]));
     expect(byModel['local-1']).toMatchObject({ provider: 'local', credits_per_image: 1, status: 'available' });
     expect(byModel['jimeng-4.5']).toMatchObject({ provider: 'jimeng', transport: 'ark', status: 'unconfigured', size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 } });
+    // The input images each takes, as on GET /v1/models/{model}; none for Jimeng 3.1.
+    expect(byModel['jimeng-4.5'].input_limits).toMatchObject({ max_images: 14, delivery: 'inline', mask: false });
+    expect(byModel['local-1'].input_limits).toMatchObject({ max_images: 4, mask: true });
+    expect(byModel['jimeng-3.1']).not.toHaveProperty('input_limits');
   });
 
   it('GET /api/v1/creative/providers (listProviders) reports circuit, error rate and latency', async () => {

@@ -189,6 +189,17 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
       expect((await t.api.send('get', '/v1/models/jimeng-4.5', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(403);
       expect((await t.api.send('get', '/v1/models')).status).toBe(401);
     });
+
+    it('each model publishes the input images it takes (input_limits), absent for a model that takes none', async () => {
+      const { key } = await t.createKey({ allowed_providers: ['local', 'jimeng'] });
+      const get = async (model: string) => (await t.api.send('get', `/v1/models/${model}`, { headers: { Authorization: `Bearer ${key}` } })).body;
+      expect((await get('local-1')).input_limits).toEqual({ max_images: 4, formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'], max_bytes: 10_000_000, mask: true, delivery: 'inline' });
+      // Jimeng 4.0 on the visual API fetches its inputs from the gateway's URLs.
+      expect((await get('jimeng-4.0')).input_limits).toMatchObject({ max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15_000_000, max_side: 4096, mask: false, delivery: 'url' });
+      expect(await get('jimeng-3.1')).not.toHaveProperty('input_limits');
+      const listed = (await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } })).body.data as Array<{ id: string; input_limits?: { max_images: number } }>;
+      expect(Object.fromEntries(listed.map((m) => [m.id, m.input_limits?.max_images ?? null]))).toEqual({ 'local-1': 4, 'jimeng-4.5': 14, 'jimeng-4.0': 10, 'jimeng-3.1': null });
+    });
   });
 });
 

@@ -94,7 +94,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('InvalidParameter');
   });
 
-  it('GET /v1/models publishes each model\'s default size and size bounds', async () => {
+  it('GET /v1/models publishes each model\'s default size, size bounds and input limits', async () => {
     const res = await t.api.send('get', '/v1/models/jimeng-4.5', { headers: { Authorization: `Bearer ${key}` } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -104,6 +104,18 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       owned_by: 'jimeng',
       default_size: '2048x2048',
       size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+      input_limits: {
+        max_images: 14,
+        formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'],
+        max_bytes: 10_000_000,
+        min_ratio: 1 / 16,
+        max_ratio: 16,
+        min_side: 15,
+        max_pixels: 36_000_000,
+        max_inputs_plus_outputs: 15,
+        mask: false,
+        delivery: 'inline',
+      },
     });
     const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
     expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);
