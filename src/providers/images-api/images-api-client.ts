@@ -61,11 +61,11 @@ function imagesApiError(provider: string, status: number, answer: ImagesAnswer, 
 
 /**
  * How an input image travels: the gateway's signed URL when it has one (the intake gives one only
- * to models whose inputs go by URL), else inline as `data:image/<format>;base64,…` (Ark wants the
- * format in lower case, which the sniffed MIME type already is).
+ * to models whose inputs go by URL), else inline as `data:image/<format>;base64,…` with the sniffed
+ * format's lower-case name, as Ark documents it.
  */
 function imageReference(image: ProviderInputImage): string {
-  return image.url ?? `data:${image.mimeType.toLowerCase()};base64,${image.bytes.toString('base64')}`;
+  return image.url ?? `data:image/${image.format};base64,${image.bytes.toString('base64')}`;
 }
 
 /**
