@@ -37,6 +37,12 @@ describe('migration 0018 (one leases table) on a database in use', () => {
       expect(await channels.takeLease('channel-probe', 'replica-b', now + 60_000, now)).toBe(false);
       await channels.endLeaseAt('channel-probe', 'replica-a', now, now);
       expect(await channels.takeLease('channel-probe', 'replica-b', now + 60_000, now)).toBe(true);
+
+      // Down and up again: the old tables come back (empty), then merge again.
+      await migrateToLatest(database.db as never, database.engine, '0017_admin_token_lineage_and_scopes');
+      await sql`INSERT INTO rate_limit_hits (key_id, at) VALUES ('key_b', ${now - 1_000})`.execute(db);
+      await migrateToLatest(database.db as never, database.engine);
+      expect(await new LeaseRateLimiter(store).peek('key_b', 3, now)).toEqual({ allowed: true, limit: 3, remaining: 2, resetSeconds: 59 });
     } finally {
       await database.close();
       await throwaway.drop();
