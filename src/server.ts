@@ -5,7 +5,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
 import { AuditService } from './audit/audit.service';
-import { createChannelLimitStore, MemoryLimitStore } from './channels/channel-limits';
+import { ChannelLimits, createChannelLimitStore } from './channels/channel-limits';
 import { registerChannelMetrics } from './channels/channel-metrics';
 import { ChannelRouter } from './channels/channel-router';
 import { CredentialSealer } from './channels/channel-sealing';
@@ -25,6 +25,7 @@ import { CatalogService } from './internal/catalog.service';
 import { createInternalApp } from './internal/internal.app';
 import { UsageService } from './internal/usage.service';
 import { createConcurrencyLeases } from './keys/concurrency-leases';
+import { MemoryLeaseStore } from './leases/memory-lease-store';
 import { KeysService } from './keys/keys.service';
 import { createKeyLookup } from './keys/key-cache';
 import { ConnectionGuard } from './http/connection-guard';
@@ -175,7 +176,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     environment: { channels: fromEnvironment, providers },
     resilience: config.providers.resilience,
     sharedLimits: createChannelLimitStore(redis, config.redisPrefix, health, database.db, database.engine),
-    localLimits: new MemoryLimitStore(),
+    localLimits: new ChannelLimits(new MemoryLeaseStore()),
     queueTimeoutMs: config.channels.queueTimeoutMs,
     queueMaxWaiters: config.channels.queueMaxWaiters,
     pollIntervalMs: config.channels.pollIntervalMs,

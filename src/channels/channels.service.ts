@@ -131,7 +131,6 @@ export class ChannelsService {
       credentials_hint: credentialsHint(input.credentials),
       created_at: now,
       updated_at: now,
-      cooldown_until: null,
     };
     await withAuditEvent(this.deps.db, audit, now, async (trx) => {
       await repo.insertChannel(trx, row);

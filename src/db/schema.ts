@@ -87,10 +87,16 @@ export interface GenerationTasksTable {
   sent_at: number;
 }
 
-/** One counted request per row, for the SQL rate limiter (rows older than the window are pruned). */
-export interface RateLimitHitsTable {
-  key_id: string;
-  at: number;
+/**
+ * One lease per row and scope (src/leases/): a counted request, a slot in flight, a call and its
+ * images, a cool-down, the probe lease. Rows past expires_at count for nothing and are pruned.
+ */
+export interface LeasesTable {
+  /** `owner:name`, e.g. `key:<id>:rpm`, `channel:<id>:concurrency`. */
+  scope: string;
+  lease_id: string;
+  units: number;
+  expires_at: number;
 }
 
 /** Stored first responses for Idempotency-Key retries (Stripe semantics), per caller scope. */
@@ -185,8 +191,6 @@ export interface ChannelsTable {
   credentials_hint: string;
   created_at: number;
   updated_at: number;
-  /** A busy answer's cool-down, shared by every replica (SQL limit store; Redis keeps its own). */
-  cooldown_until: number | null;
 }
 
 /** One upstream call made for a generation, on which channel, and how it ended. */
@@ -200,35 +204,6 @@ export interface GenerationAttemptsTable {
   error_code: string | null;
   latency_ms: number;
   started_at: number;
-}
-
-/** A concurrency slot held at a channel until released or expired (SQL limit store). */
-export interface ChannelLeasesTable {
-  lease_id: string;
-  channel_id: string;
-  expires_at: number;
-}
-
-/** One started call per row, for a channel's rpm and ipm windows (SQL limit store). */
-export interface ChannelCallsTable {
-  channel_id: string;
-  at: number;
-  images: number;
-}
-
-/** A named lease one replica holds at a time (the channel probe), when there is no Redis. */
-export interface SharedLeasesTable {
-  name: string;
-  holder: string;
-  expires_at: number;
-}
-
-/** One generation in flight for a key's max_concurrent, when leases are kept in SQL (no Redis). */
-export interface KeyLeasesTable {
-  lease_id: string;
-  key_id: string;
-  /** Renewed while the generation runs; a dead process's lease frees the slot once past. */
-  expires_at: number;
 }
 
 /** A receiver of events (Standard Webhooks). */
@@ -305,18 +280,14 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   key_webhook_secrets: KeyWebhookSecretsTable;
-  key_leases: KeyLeasesTable;
   admin_tokens: AdminTokensTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
-  rate_limit_hits: RateLimitHitsTable;
+  leases: LeasesTable;
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
   stored_images: StoredImagesTable;
   channels: ChannelsTable;
   generation_attempts: GenerationAttemptsTable;
   generation_tasks: GenerationTasksTable;
-  channel_leases: ChannelLeasesTable;
-  channel_calls: ChannelCallsTable;
-  shared_leases: SharedLeasesTable;
 }

@@ -11,7 +11,7 @@ export interface RateLimitDecision {
 
 /**
  * Requests-per-minute limiter. Exact: at most `limit` requests in any rolling 60 s
- * (sliding-window log). The in-memory implementation is exact on one instance.
+ * (sliding-window log). Exact across replicas on Redis or SQL; in memory, exact on one instance.
  */
 export interface RateLimiter {
   /** Counts the request when allowed. */
@@ -23,18 +23,10 @@ export interface RateLimiter {
 
 export const WINDOW_MS = 60_000;
 
-/**
- * The decision from a window holding `count` requests. `freesNextAt` is the time of the request
- * whose expiry frees the next slot: the oldest one, or when full the one `limit` back.
- */
-export function decisionFromWindow(limit: number, count: number, freesNextAt: number | undefined, now: number, allowed: boolean): RateLimitDecision {
-  const resetSeconds = freesNextAt === undefined ? 0 : Math.max(1, Math.ceil((freesNextAt + WINDOW_MS - now) / 1000));
+/** The decision from a window holding `count` requests, whose next slot frees at `freesAt` (see LeaseRateLimiter). */
+export function decisionFromWindow(limit: number, count: number, freesAt: number | undefined, now: number, allowed: boolean): RateLimitDecision {
+  const resetSeconds = freesAt === undefined ? 0 : Math.max(1, Math.ceil((freesAt - now) / 1000));
   return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds };
-}
-
-/** Index, oldest first, of the request whose expiry frees the next slot. */
-export function freesNextIndex(limit: number, count: number): number {
-  return count >= limit ? count - limit : 0;
 }
 
 /** IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. */

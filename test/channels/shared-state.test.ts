@@ -1,7 +1,10 @@
 import Redis from 'ioredis';
-import { type ChannelCaps, type ChannelLimitStore, MemoryLimitStore, RedisLimitStore, SqlLimitStore } from '../../src/channels/channel-limits';
+import { type ChannelCaps, ChannelLimits, type ChannelLimitStore } from '../../src/channels/channel-limits';
 import { type GatewayDatabase, openDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
+import { MemoryLeaseStore } from '../../src/leases/memory-lease-store';
+import { RedisLeaseStore } from '../../src/leases/redis-lease-store';
+import { SqlLeaseStore } from '../../src/leases/sql-lease-store';
 import { createThrowawayDatabase, sqliteOnly, testEngine } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
@@ -17,7 +20,7 @@ const stores: Array<[string, () => Promise<Stores>]> = [
   [
     'memory',
     async () => {
-      const store = new MemoryLimitStore();
+      const store = new ChannelLimits(new MemoryLeaseStore());
       return { a: store, b: store, cleanup: async () => undefined };
     },
   ],
@@ -27,35 +30,7 @@ const stores: Array<[string, () => Promise<Stores>]> = [
       const throwaway = await createThrowawayDatabase();
       const databases: GatewayDatabase[] = [openDatabase(throwaway.url), openDatabase(throwaway.url)];
       await migrateToLatest(databases[0]!.db as never, databases[0]!.engine);
-      // The SQL store keeps a channel's cool-down on its row.
-      for (const id of CHANNELS) {
-        await databases[0]!.db
-          .insertInto('channels')
-          .values({
-            id,
-            name: id,
-            provider: 'jimeng',
-            transport: 'ark',
-            base_url: 'http://127.0.0.1:1',
-            models: '[]',
-            priority: 0,
-            weight: 1,
-            status: 'enabled',
-            disabled_reason: null,
-            disabled_at: null,
-            max_concurrency: null,
-            rpm: null,
-            ipm: null,
-            timeout_ms: 1000,
-            credentials_sealed: 'v1.none',
-            credentials_hint: '...',
-            created_at: 0,
-            updated_at: 0,
-            cooldown_until: null,
-          })
-          .execute();
-      }
-      const [a, b] = databases.map((d) => new SqlLimitStore(d.db, d.engine));
+      const [a, b] = databases.map((d) => new ChannelLimits(new SqlLeaseStore(d.db, d.engine)));
       return {
         a: a!,
         b: b!,
@@ -71,7 +46,7 @@ const stores: Array<[string, () => Promise<Stores>]> = [
     async () => {
       const prefix = throwawayRedisPrefix();
       const connections = [0, 1].map(() => new Redis(TEST_REDIS_URL));
-      const [a, b] = connections.map((connection) => new RedisLimitStore(connection, prefix.prefix));
+      const [a, b] = connections.map((connection) => new ChannelLimits(new RedisLeaseStore(connection, prefix.prefix)));
       return {
         a: a!,
         b: b!,

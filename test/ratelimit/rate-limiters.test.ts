@@ -1,10 +1,11 @@
 import Redis from 'ioredis';
 import { type GatewayDatabase, openDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
-import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter';
+import { MemoryLeaseStore } from '../../src/leases/memory-lease-store';
+import { RedisLeaseStore } from '../../src/leases/redis-lease-store';
+import { SqlLeaseStore } from '../../src/leases/sql-lease-store';
+import { LeaseRateLimiter } from '../../src/ratelimit/lease-rate-limiter';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter';
-import { RedisRateLimiter } from '../../src/ratelimit/redis-rate-limiter';
-import { SqlRateLimiter } from '../../src/ratelimit/sql-rate-limiter';
 import { createThrowawayDatabase, sqliteOnly, testEngine, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
@@ -12,7 +13,7 @@ import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 type Store = { limiter: RateLimiter; cleanup(): Promise<void> };
 
 const stores: Array<[string, () => Promise<Store>]> = [
-  ['memory', async () => ({ limiter: new MemoryRateLimiter(), cleanup: async () => undefined })],
+  ['memory', async () => ({ limiter: new LeaseRateLimiter(new MemoryLeaseStore()), cleanup: async () => undefined })],
   [
     `sql (${testEngine})`,
     async () => {
@@ -20,7 +21,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       const database: GatewayDatabase = openDatabase(throwaway.url);
       await migrateToLatest(database.db as never, database.engine);
       return {
-        limiter: new SqlRateLimiter(database.db, database.engine),
+        limiter: new LeaseRateLimiter(new SqlLeaseStore(database.db, database.engine)),
         cleanup: async () => {
           await database.close();
           await throwaway.drop();
@@ -33,7 +34,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
     async () => {
       const prefix = throwawayRedisPrefix();
       const connection = new Redis(TEST_REDIS_URL);
-      const limiter = new RedisRateLimiter(connection, prefix.prefix);
+      const limiter = new LeaseRateLimiter(new RedisLeaseStore(connection, prefix.prefix));
       return {
         limiter,
         cleanup: async () => {

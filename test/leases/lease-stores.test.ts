@@ -1,0 +1,45 @@
+import Redis from 'ioredis';
+import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import { migrateToLatest } from '../../src/db/migrations';
+import { RedisLeaseStore } from '../../src/leases/redis-lease-store';
+import { SqlLeaseStore } from '../../src/leases/sql-lease-store';
+import { leaseStoreContract } from '../helpers/lease-store-contract';
+import { createThrowawayDatabase, sqliteOnly, testEngine } from '../helpers/test-database';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+
+/** The lease store's semantics (test/unit/memory-lease-store.test.ts) on the engines replicas share; two connections stand for two replicas. */
+describe(`SQL lease store (${testEngine})`, () => {
+  leaseStoreContract(async () => {
+    const throwaway = await createThrowawayDatabase();
+    const databases: GatewayDatabase[] = [openDatabase(throwaway.url), openDatabase(throwaway.url)];
+    await migrateToLatest(databases[0]!.db as never, databases[0]!.engine);
+    const [a, b] = databases.map((d) => new SqlLeaseStore(d.db, d.engine));
+    return {
+      a: a!,
+      b: b!,
+      concurrent: testEngine === 'postgres' ? [a!, b!] : [a!],
+      cleanup: async () => {
+        for (const d of databases) await d.close();
+        await throwaway.drop();
+      },
+    };
+  });
+});
+
+// Without Redis (npm run test:sqlite) it is left out.
+(sqliteOnly ? describe.skip : describe)('Redis lease store', () => {
+  leaseStoreContract(async () => {
+    const prefix = throwawayRedisPrefix();
+    const connections = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
+    const [a, b] = connections.map((connection) => new RedisLeaseStore(connection, prefix.prefix));
+    return {
+      a: a!,
+      b: b!,
+      concurrent: [a!, b!],
+      cleanup: async () => {
+        await Promise.all(connections.map((connection) => connection.quit()));
+        await prefix.drop();
+      },
+    };
+  });
+});
