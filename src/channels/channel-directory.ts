@@ -50,7 +50,7 @@ export class ChannelDirectory {
       const channel = channelFromRow(row);
       return { channel, client: this.clientFor(channel, row.credentials_sealed) };
     });
-    const fromEnvironment = this.deps.environment.channels.map((channel) => ({ channel, client: this.deps.environment.providers.get(channel.provider) }));
+    const fromEnvironment = this.deps.environment.channels.map((channel) => ({ channel, client: this.deps.environment.providers.environmentClient(channel.provider, channel.transport) }));
     const channels = [...fromEnvironment, ...fromApi];
     const live = new Set(rows.map((r) => r.id));
     for (const id of this.clients.keys()) if (!live.has(id)) this.clients.delete(id);

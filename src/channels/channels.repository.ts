@@ -1,8 +1,7 @@
 import type { Kysely, Updateable } from 'kysely';
-import { preparedQuery } from '../db/prepared-query';
-import type { ChannelsTable, Database, GenerationAttemptsTable } from '../db/schema';
+import type { ChannelsTable, Database } from '../db/schema';
 
-/** All SQL on channels and generation_attempts; each function one query, on any executor. */
+/** All SQL on channels; each function one query, on any executor. */
 export type Db = Kysely<Database>;
 
 export async function insertChannel(db: Db, row: ChannelsTable): Promise<void> {
@@ -41,36 +40,4 @@ export async function autoDisableChannel(db: Db, id: string, reason: string, now
 /** Replaces sealed credentials only if they are still the ones read (re-seal after a key rotation). */
 export async function resealCredentials(db: Db, id: string, previous: string, sealed: string): Promise<void> {
   await db.updateTable('channels').set({ credentials_sealed: sealed }).where('id', '=', id).where('credentials_sealed', '=', previous).execute();
-}
-
-export const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at'] as const satisfies ReadonlyArray<
-  keyof GenerationAttemptsTable
->;
-
-const insertAttemptQuery = preparedQuery<GenerationAttemptsTable & Record<string, unknown>, never>([...ATTEMPT_COLUMNS], (db, p) =>
-  db
-    .insertInto('generation_attempts')
-    .values(p)
-    .onConflict((oc) => oc.columns(['generation_id', 'seq']).doNothing()),
-);
-
-/**
- * Rows already there (a run taken over after its process died numbers its attempts from 0 again)
- * are kept: attempts are written with the settlement, which they must never make fail.
- */
-export async function insertAttempts(db: Db, rows: GenerationAttemptsTable[]): Promise<void> {
-  // Most generations make one attempt: that statement is prepared (every generation writes it).
-  if (rows.length === 1) {
-    await insertAttemptQuery(db, rows[0] as GenerationAttemptsTable & Record<string, unknown>);
-  } else if (rows.length > 1) {
-    await db
-      .insertInto('generation_attempts')
-      .values(rows)
-      .onConflict((oc) => oc.columns(['generation_id', 'seq']).doNothing())
-      .execute();
-  }
-}
-
-export async function listAttempts(db: Db, generationId: string): Promise<GenerationAttemptsTable[]> {
-  return db.selectFrom('generation_attempts').selectAll().where('generation_id', '=', generationId).orderBy('seq').execute();
 }

@@ -24,7 +24,7 @@ export class GenerationAdmission {
     const { catalog, providers } = this.deps;
     const entry = catalog.get(model);
     if (providerOverride !== undefined) {
-      if (!providers.get(providerOverride)) {
+      if (!providers.has(providerOverride)) {
         throw new ApiError('invalid_request', `Unknown provider ${providerOverride}. Known providers: ${[...providers.names()].join(', ')}.`, {
           param: 'provider',
         });

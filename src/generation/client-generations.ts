@@ -10,7 +10,8 @@ import type { ClientGeneration, GenerationResources } from './generation-resourc
 import type { GenerationWorker } from './generation-worker';
 import { creditsOf, imagesSentAtCancel } from './charges';
 import { markedCallIndexes } from './durable.repository';
-import { cancelGeneration, findGeneration, listGenerations } from './generations.repository';
+import { findGeneration, listGenerations } from './generations.repository';
+import { cancelGeneration } from './settlement.repository';
 
 type Schemas = components['schemas'];
 

@@ -13,9 +13,10 @@ export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker'> {
 /**
  * The generation feature, wired in dependency order: the runner first (what a run is), then the
  * worker that runs claimed rows with it, then the service that admits, reserves and hands rows to
- * the worker. The worker's lease owner is chosen here, so the runner marks its sends with it.
+ * the worker. The worker's lease owner is chosen here, so the runner marks its sends with it. The
+ * worker is started by the caller once the gateway listens (a takeover's images need its public URL).
  */
-export function createGeneration(deps: GenerationFeatureDeps): { service: GenerationService; worker: GenerationWorker } {
+export function createGeneration(deps: GenerationFeatureDeps): { service: GenerationService; worker: GenerationWorker; close: () => Promise<void> } {
   const { db, clock, logger, leaseMs } = deps;
   const owner = newLeaseOwner();
   const resources = new GenerationResources({ db, clock, images: deps.images });
@@ -23,5 +24,5 @@ export function createGeneration(deps: GenerationFeatureDeps): { service: Genera
   const runner = new GenerationRunner({ ...deps, owner, completionWebhooks });
   const worker = new GenerationWorker({ db, engine: deps.engine, clock, logger, leaseMs, owner, ...deps.worker, execute: (row, signal) => runner.execute(row, signal) });
   const service = new GenerationService({ ...deps, worker }, { runner, resources, completionWebhooks });
-  return { service, worker };
+  return { service, worker, close: () => worker.stop() };
 }

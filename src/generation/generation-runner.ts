@@ -10,24 +10,16 @@ import { dependencyApiError, DependencyUnavailableError, isDatabaseOutage, withC
 import { ClientDisconnected } from '../http/abort-on-disconnect';
 import type { ImagesService } from '../images/images.service';
 import type { GatewayMetrics } from '../metrics/metrics';
-import { insertAttempts } from '../channels/channels.repository';
 import type { Clock } from '../shared/clock';
 import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, storedRequestOf } from './durable';
 import { listGenerationTasks } from './durable.repository';
+import { insertAttempts } from './attempts.repository';
 import { LeaseLost, RunDeferred } from './generation-worker';
-import {
-  completeGeneration,
-  failGeneration,
-  findGeneration,
-  recordUnbilled,
-  refundUnsentCalls,
-  reservesInOneStatement,
-  type Settlement,
-  settleGeneration,
-  settleGenerations,
-} from './generations.repository';
+import { findGeneration } from './generations.repository';
+import { reservesInOneStatement } from './reservations.repository';
+import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleGeneration, settleGenerations } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 
 export interface GenerationRunnerDeps {

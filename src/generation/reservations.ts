@@ -14,7 +14,8 @@ import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
 import type { StoredGenerationRequest } from './durable';
-import { insertGeneration, type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './generations.repository';
+import { insertGeneration } from './generations.repository';
+import { type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './reservations.repository';
 
 export interface ReservationsDeps {
   db: Kysely<Database>;

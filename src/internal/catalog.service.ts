@@ -38,14 +38,14 @@ export class CatalogService {
 
   async providerHealth(): Promise<Schemas['ProviderHealth'][]> {
     return Promise.all(
-      this.providers.all().map(async (provider) => {
-        const transports = [...new Set([...this.catalog.values()].filter((m) => m.provider === provider.name).map((m) => m.transport))];
-        const configured = transports.length === 0 ? this.channels.isConfigured(provider.name) : Promise.all(transports.map((t) => this.channels.isConfigured(provider.name, t)));
+      [...this.providers.names()].map(async (name) => {
+        const transports = [...new Set([...this.catalog.values()].filter((m) => m.provider === name).map((m) => m.transport))];
+        const configured = transports.length === 0 ? this.channels.isConfigured(name) : Promise.all(transports.map((t) => this.channels.isConfigured(name, t)));
         const result = await configured;
         return {
-          name: provider.name,
+          name,
           configured: Array.isArray(result) ? result.some(Boolean) : result,
-          ...(await this.channels.providerHealth(provider.name)),
+          ...(await this.channels.providerHealth(name)),
         };
       }),
     );

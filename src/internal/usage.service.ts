@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { components } from '../../generated/creative';
 import type { Database, GenerationsTable } from '../db/schema';
-import { listAttempts } from '../channels/channels.repository';
 import { ApiError } from '../errors/api-error';
+import { listAttempts } from '../generation/attempts.repository';
 import { aggregateUsage, findGeneration, listGenerations } from '../generation/generations.repository';
 import { toIso, toIsoOrNull } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';

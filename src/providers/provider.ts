@@ -48,12 +48,9 @@ export interface ProviderImage {
 }
 
 /**
- * An image-generation backend. Implementations throw ApiError with a provider_* (or
- * content) code on failure and must stop work when `signal` aborts.
+ * Speaks one wire format with one account's credentials (built by wire-client.ts). Implementations
+ * throw ApiError with a provider_* (or content) code on failure and must stop work when `signal` aborts.
  */
-export interface ImageProvider {
-  readonly name: string;
-  /** Whether it has what it needs (credentials) to serve models over `transport`. */
-  isConfigured(transport?: string): boolean;
+export interface WireClient {
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]>;
 }

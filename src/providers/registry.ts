@@ -1,22 +1,37 @@
-import type { ImageProvider } from './provider';
+import type { WireClient } from './provider';
+import type { WireFormat } from './wire-client';
 
-/** Providers by name, as configured by environment variables. The names are what keys list in `allowed_providers`. */
+/** A client of one of the environment's accounts: `provider` over `format`. */
+export interface EnvironmentAccountClient {
+  provider: string;
+  format: WireFormat;
+  client: WireClient;
+}
+
+/**
+ * The providers this gateway knows by name (what keys list in `allowed_providers`, whether or not
+ * the environment configures an account for them), and the clients of the environment's accounts.
+ */
 export class ProviderRegistry {
-  private readonly providers = new Map<string, ImageProvider>();
+  private readonly known: ReadonlySet<string>;
 
-  constructor(providers: ImageProvider[]) {
-    for (const provider of providers) this.providers.set(provider.name, provider);
+  constructor(
+    names: Iterable<string>,
+    private readonly accounts: readonly EnvironmentAccountClient[] = [],
+  ) {
+    this.known = new Set(names);
   }
 
-  get(name: string): ImageProvider | undefined {
-    return this.providers.get(name);
-  }
-
-  all(): ImageProvider[] {
-    return [...this.providers.values()];
+  has(name: string): boolean {
+    return this.known.has(name);
   }
 
   names(): ReadonlySet<string> {
-    return new Set(this.providers.keys());
+    return this.known;
+  }
+
+  /** The client of the environment's account for `provider` over `format`; undefined when the environment configures none. */
+  environmentClient(provider: string, format: string): WireClient | undefined {
+    return this.accounts.find((account) => account.provider === provider && account.format === format)?.client;
   }
 }

@@ -1,12 +1,13 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import pino from 'pino';
-import { insertAttempts } from '../../src/channels/channels.repository';
+import { insertAttempts } from '../../src/generation/attempts.repository';
 import { openDatabase, type GatewayDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
 import { preparedQuery } from '../../src/db/prepared-query';
 import { DependencyHealth } from '../../src/health/dependency-health';
-import { completeGeneration, insertGeneration } from '../../src/generation/generations.repository';
+import { insertGeneration } from '../../src/generation/generations.repository';
+import { completeGeneration } from '../../src/generation/settlement.repository';
 import { generationRow } from '../helpers/generation-rows';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 

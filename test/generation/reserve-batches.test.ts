@@ -1,6 +1,7 @@
 import type { GatewayDatabase } from '../../src/db/database';
 import type { ApiKeysTable, GenerationsTable } from '../../src/db/schema';
-import { findGeneration, type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from '../../src/generation/generations.repository';
+import { findGeneration } from '../../src/generation/generations.repository';
+import { type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from '../../src/generation/reservations.repository';
 import { generationRow, migratedDatabase } from '../helpers/generation-rows';
 import { testEngine } from '../helpers/test-database';
 

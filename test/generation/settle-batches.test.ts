@@ -1,7 +1,8 @@
 import type { GatewayDatabase } from '../../src/db/database';
 import type { GenerationAttemptsTable, GenerationsTable } from '../../src/db/schema';
-import { listAttempts } from '../../src/channels/channels.repository';
-import { findGeneration, insertGeneration, settleGeneration, settleGenerations } from '../../src/generation/generations.repository';
+import { listAttempts } from '../../src/generation/attempts.repository';
+import { findGeneration, insertGeneration } from '../../src/generation/generations.repository';
+import { settleGeneration, settleGenerations } from '../../src/generation/settlement.repository';
 import { generationRow, migratedDatabase } from '../helpers/generation-rows';
 import { testEngine } from '../helpers/test-database';
 

@@ -1,5 +1,5 @@
 import { rawConnection } from '../helpers/raw-http';
-import { connectionsCheckingIntervalMs } from '../../src/server';
+import { connectionsCheckingIntervalMs } from '../../src/http/listeners';
 import { ADMIN_SECRET, SERVICE_TOKEN, type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 /** Request head for a JSON POST that announces `length` bytes of body. */

@@ -70,7 +70,7 @@ async function evaluate(row: Record<string, Column>, expressions: Record<string,
 
 /**
  * PostgreSQL: the same, with the expressions as text (postgresText) and `now` as `$1::bigint`, as
- * the reservation statement of generations.repository.ts writes them.
+ * the reservation statement of reservations.repository.ts writes them.
  */
 async function evaluateText(
   row: Record<string, Column>,

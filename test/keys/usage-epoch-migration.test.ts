@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
-import { failGeneration } from '../../src/generation/generations.repository';
+import { failGeneration } from '../../src/generation/settlement.repository';
 import { createThrowawayDatabase } from '../helpers/test-database';
 
 describe('migration 0006 (usage epochs) on a database in use', () => {

@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError } from '../../src/errors/api-error';
-import { JimengProvider } from '../../src/providers/jimeng/jimeng.provider';
 import { LocalProvider } from '../../src/providers/local/local.provider';
 import { encodePng } from '../../src/providers/local/png';
-import { OpenAiCompatibleProvider } from '../../src/providers/openai-compatible/openai-compatible.provider';
-import type { ProviderInputImage, ProviderRequest } from '../../src/providers/provider';
+import type { ProviderInputImage, ProviderRequest, WireClient } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
+import { wireClient } from '../../src/providers/wire-client';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 
@@ -33,17 +32,19 @@ const gif = (width: number, height: number): ProviderInputImage => {
   return { bytes, format: 'gif', mimeType: 'image/gif', width, height };
 };
 
+/** Test upstreams listen on 127.0.0.1. */
+const settings = { pollIntervalMs: 5, publicOnly: false };
 const signal = () => new AbortController().signal;
 const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inline', () => {
   let ark: FakeImagesApi;
   let openai: FakeImagesApi;
-  let jimeng: JimengProvider;
+  let jimeng: WireClient;
   beforeAll(async () => {
     ark = await startFakeImagesApi({ apiKey: 'ark-key', flavour: 'ark' });
     openai = await startFakeImagesApi({ apiKey: 'sk-test', flavour: 'openai' });
-    jimeng = new JimengProvider({ ark: { baseUrl: `${ark.url}/api/v3`, apiKey: 'ark-key' } });
+    jimeng = wireClient({ format: 'ark', provider: 'jimeng', baseUrl: `${ark.url}/api/v3`, credentials: { api_key: 'ark-key' } }, settings);
   });
   afterAll(async () => {
     await ark.close();
@@ -131,7 +132,7 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
   });
 
   it('OpenAI-compatible: `image` and `mask` as data URIs, `n` in one call', async () => {
-    const provider = new OpenAiCompatibleProvider('selfhosted', { baseUrl: `${openai.url}/v1`, apiKey: 'sk-test' });
+    const provider = wireClient({ format: 'images-api', provider: 'selfhosted', baseUrl: `${openai.url}/v1`, credentials: { api_key: 'sk-test' } }, settings);
     const [source, mask] = [png(32, 32, 1), png(32, 32, 255)];
     const images = await provider.generate(
       { prompt: 'edit it', upstreamModel: 'gpt-image-1', n: 2, width: 1024, height: 1024, responseFormat: 'b64_json', inputImages: [source!], mask: mask! },
@@ -151,7 +152,7 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
 describe('the visual API (Jimeng 4.0): image_urls are gateway URLs the upstream fetches', () => {
   const credentials = { accessKeyId: 'AKtest', secretAccessKey: 'secret-for-tests' };
   let fake: FakeVisual;
-  let provider: JimengProvider;
+  let provider: WireClient;
   /** Stands in for the gateway's signed input URLs: GET /inputs/<name> serves what `served` holds. */
   let files: http.Server;
   let filesUrl: string;
@@ -160,7 +161,7 @@ describe('the visual API (Jimeng 4.0): image_urls are gateway URLs the upstream 
 
   beforeAll(async () => {
     fake = await startFakeVisual(credentials);
-    provider = new JimengProvider({ visual: { endpoint: fake.url, credentials, pollIntervalMs: 5 } });
+    provider = wireClient({ format: 'visual', provider: 'jimeng', baseUrl: fake.url, credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey } }, settings);
     files = http.createServer((req, res) => {
       fetched.push(req.url ?? '');
       const file = served.get(new URL(req.url ?? '/', 'http://x').pathname);

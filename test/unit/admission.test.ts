@@ -5,7 +5,6 @@ import { GenerationAdmission } from '../../src/generation/admission';
 import { DEFAULT_ALERT_THRESHOLDS } from '../../src/keys/key-policy';
 import type { ClientKey } from '../../src/keys/key.model';
 import type { GatewayMetrics } from '../../src/metrics/metrics';
-import type { ImageProvider } from '../../src/providers/provider';
 import { ProviderRegistry } from '../../src/providers/registry';
 import { UPSTREAM_MODELS } from '../../src/providers/upstream-models';
 import type { RateLimitDecision, RateLimiter } from '../../src/ratelimit/rate-limiter';
@@ -17,10 +16,6 @@ const catalog: ReadonlyMap<string, CatalogModel> = new Map<string, CatalogModel>
   ['seedream', { model: 'seedream', provider: 'jimeng', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 4, default_size: '2048x2048', transport: 'ark' }],
   ['dall-e', { model: 'dall-e', provider: 'openai', upstream_model: 'dall-e-3', credits_per_image: 8, default_size: '1024x1024' }],
 ]);
-
-function provider(name: string): ImageProvider {
-  return { name, isConfigured: () => true, generate: async () => [] };
-}
 
 function fakes(decision: RateLimitDecision = { allowed: true, limit: 30, remaining: 29, resetSeconds: 60 }) {
   const consumed: Array<[string, number, number]> = [];
@@ -36,7 +31,7 @@ function fakes(decision: RateLimitDecision = { allowed: true, limit: 30, remaini
   const metrics = { rateLimitRefusals: { inc: () => void (refusals += 1) } } as unknown as GatewayMetrics;
   const admission = new GenerationAdmission({
     catalog,
-    providers: new ProviderRegistry([provider('local'), provider('jimeng'), provider('openai')]),
+    providers: new ProviderRegistry(['local', 'jimeng', 'openai']),
     rateLimiter,
     clock: { now: () => 1_700_000_000_000 },
     metrics,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../../errors/api-error';
-import type { ImageProvider, ProviderImage, ProviderRequest } from '../provider';
+import type { ProviderImage, ProviderRequest, WireClient } from '../provider';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { encodePng, encodePngOffLoop } from './png';
 
@@ -18,14 +18,8 @@ const TINY_PNG = encodePng(1, 1, new Uint8Array([64, 128, 192]));
  * It always hands over the bytes (base64); the gateway's image store turns them into its own URL
  * when the client asked for `url`.
  */
-export class LocalProvider implements ImageProvider {
-  readonly name = 'local';
-
+export class LocalProvider implements WireClient {
   constructor(private readonly mode: 'render' | 'tiny' = 'render') {}
-
-  isConfigured(): boolean {
-    return true;
-  }
 
   async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     const { width, height } = request;

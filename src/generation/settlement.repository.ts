@@ -1,0 +1,243 @@
+import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import { preparedQuery } from '../db/prepared-query';
+import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
+import { releaseCredits } from '../keys/keys.repository';
+import { ATTEMPT_COLUMNS, insertAttempts } from './attempts.repository';
+import { ACTIVE_STATUSES } from './generations.repository';
+
+/**
+ * The settlement's SQL: how an active generation ends (succeeded, failed, canceled) and what its key
+ * is charged. Success writes the attempt rows in the same atomic step (settleGeneration,
+ * settleGenerations); failure and cancel release the credits not kept (failGeneration, cancelGeneration).
+ */
+type Db = Kysely<Database>;
+
+const completeGenerationQuery = preparedQuery<
+  { id: string; status: string; errorCode: string | null; errorMessage: string | null; latencyMs: number | null; completedAt: number },
+  never
+>(['id', 'status', 'errorCode', 'errorMessage', 'latencyMs', 'completedAt'], (db, p) =>
+  db
+    .updateTable('generations')
+    .set({ status: p.status, error_code: p.errorCode, error_message: p.errorMessage, latency_ms: p.latencyMs, completed_at: p.completedAt, lease_owner: null, lease_expires_at: null })
+    .where('id', '=', p.id)
+    .where('status', 'in', ['queued', 'running']),
+);
+
+/**
+ * Settles an active (queued or running) generation; false when it was no longer active (settled
+ * elsewhere: canceled, abandoned by the sweeper, or finished by a worker that took it over), so
+ * the caller must not release its credits again.
+ */
+export async function completeGeneration(
+  db: Db,
+  id: string,
+  outcome: { status: 'succeeded' | 'failed' | 'canceled'; errorCode: string | null; errorMessage?: string | null; latencyMs: number | null; completedAt: number },
+): Promise<boolean> {
+  const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
+  return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/** The settlement statement on PostgreSQL, by number of attempt rows. */
+const settleStatements = new Map<number, string>();
+
+function settleStatement(attempts: number): string {
+  let text = settleStatements.get(attempts);
+  if (text === undefined) {
+    const rows = Array.from({ length: attempts }, (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`);
+    text =
+      (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), ` : 'WITH ') +
+      `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
+      `WHERE id = $1 AND status IN ('queued', 'running') RETURNING 1) SELECT count(*)::int AS n FROM u`;
+    settleStatements.set(attempts, text);
+  }
+  return text;
+}
+
+/**
+ * completeGeneration() with the generation's attempt rows written in the same atomic step: on
+ * PostgreSQL one statement (the attempts are inserted whether or not the row was still active:
+ * they record calls that were made, whoever settled the generation), on SQLite two in the caller's transaction. Run it through `writes.single`.
+ */
+export async function settleGeneration(db: Db, id: string, outcome: Settlement['outcome'], attempts: readonly GenerationAttemptsTable[]): Promise<boolean> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
+    await insertAttempts(db, [...attempts]);
+    return completeGeneration(db, id, outcome);
+  }
+  const parameters: unknown[] = [id, outcome.status, outcome.errorCode, null, outcome.latencyMs, outcome.completedAt];
+  for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column]);
+  const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
+  return Number(result.rows[0]?.n ?? 0) === 1;
+}
+
+/** One settlement of settleGenerations(): what settleGeneration() takes. */
+export interface Settlement {
+  id: string;
+  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number };
+  attempts: readonly GenerationAttemptsTable[];
+}
+
+/** PostgreSQL types of the attempt columns, for unnest() of their arrays. */
+const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
+  generation_id: 'text',
+  seq: 'int',
+  image_index: 'int',
+  channel_id: 'text',
+  outcome: 'text',
+  error_code: 'text',
+  latency_ms: 'int',
+  started_at: 'bigint',
+};
+const SETTLE_MANY_STATEMENT =
+  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS s(id, status, latency_ms, completed_at)), ` +
+  `a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) SELECT * FROM unnest(${ATTEMPT_COLUMNS.map((column, i) => `$${5 + i}::${ATTEMPT_TYPES[column]}[]`).join(', ')}) ` +
+  `ON CONFLICT (generation_id, seq) DO NOTHING), ` +
+  // The rows locked in id order first, as lease renewals (an IN list on the primary key) lock them: the two never deadlock.
+  `l AS (SELECT id FROM generations WHERE id IN (SELECT id FROM s) ORDER BY id FOR NO KEY UPDATE), ` +
+  `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
+  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') RETURNING g.id) ` +
+  `SELECT id FROM u`;
+
+/**
+ * settleGeneration() for several generations in ONE PostgreSQL statement (the request path's
+ * settlements batched by StatementBatcher): each settles exactly as it would alone, since each
+ * touches only its own generation row and attempt rows. Answers, in order, whether each was settled.
+ */
+export async function settleGenerations(db: Db, settlements: readonly Settlement[]): Promise<boolean[]> {
+  const columns: unknown[][] = [[], [], [], []];
+  const attemptColumns: unknown[][] = ATTEMPT_COLUMNS.map(() => []);
+  for (const { id, outcome, attempts } of settlements) {
+    columns[0]!.push(id);
+    columns[1]!.push(outcome.status);
+    columns[2]!.push(outcome.latencyMs);
+    columns[3]!.push(outcome.completedAt);
+    for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column]));
+  }
+  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(SETTLE_MANY_STATEMENT, [...columns, ...attemptColumns]));
+  const settled = new Set(result.rows.map((row) => row.id));
+  return settlements.map((settlement) => settled.has(settlement.id));
+}
+
+/**
+ * Fails (or cancels) an active generation and gives its credits back to the book they were charged to, in one
+ * transaction: the request's own failure path and the sweeper both come here, and whichever marks
+ * the row first releases; the other changes nothing. False when the row was no longer pending.
+ */
+export async function failGeneration(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  outcome: {
+    errorCode: string;
+    errorMessage?: string | null;
+    latencyMs: number | null;
+    completedAt: number;
+    status?: 'failed' | 'canceled';
+    /** Credits the key keeps (a disconnect after upstream calls were sent: src/generation/charges.ts); the rest is released. */
+    chargedCredits?: number;
+    unbilled?: Unbilled;
+  },
+): Promise<boolean> {
+  const failed = await completeGenerationQuery(trx, {
+    id: generation.id,
+    status: outcome.status ?? 'failed',
+    errorCode: outcome.errorCode,
+    errorMessage: outcome.errorMessage ?? null,
+    latencyMs: outcome.latencyMs,
+    completedAt: outcome.completedAt,
+  });
+  if (Number(failed.numAffectedRows ?? 0) !== 1) return false;
+  await keepAndRelease(trx, generation, outcome.chargedCredits ?? 0);
+  if (outcome.unbilled) await recordUnbilled(trx, generation.id, outcome.unbilled);
+  return true;
+}
+
+/** Images made upstream that no key paid for, and why (src/generation/charges.ts). */
+export interface Unbilled {
+  images: number;
+  reason: string;
+}
+
+/** Records the operator's loss on an ended generation. */
+export async function recordUnbilled(db: Db, id: string, unbilled: Unbilled): Promise<void> {
+  await db.updateTable('generations').set({ unbilled_images: unbilled.images, unbilled_reason: unbilled.reason }).where('id', '=', id).execute();
+}
+
+/** The key keeps `charged` of the generation's reserved credits; the rest goes back to the book they were charged to. */
+async function keepAndRelease(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  charged: number,
+  errorMessage?: string,
+): Promise<void> {
+  if (charged > 0) {
+    await trx
+      .updateTable('generations')
+      .set({ charged_credits: charged, ...(errorMessage !== undefined ? { error_message: errorMessage } : {}) })
+      .where('id', '=', generation.id)
+      .execute();
+  }
+  // Internal generations (no key) reserved nothing.
+  if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
+    await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
+  }
+}
+
+/**
+ * Cancels an active generation in the caller's transaction, or answers undefined when it had already
+ * ended. The conditional update decides against a finishing run, a sweeper or another cancel exactly
+ * once; `charge` is then asked, with the status the row was canceled from (its row locked by the
+ * update), how many credits the key keeps; the rest is released.
+ */
+export async function cancelGeneration(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  outcome: { errorMessage: (chargedCredits: number) => string; completedAt: number },
+  charge: (from: 'queued' | 'running') => Promise<number>,
+): Promise<{ chargedCredits: number } | undefined> {
+  for (const from of ACTIVE_STATUSES) {
+    const result = await trx
+      .updateTable('generations')
+      .set({
+        status: 'canceled',
+        error_code: 'canceled',
+        error_message: outcome.errorMessage(0),
+        latency_ms: null,
+        completed_at: outcome.completedAt,
+        lease_owner: null,
+        lease_expires_at: null,
+        cancel_requested: 1,
+      })
+      .where('id', '=', generation.id)
+      .where('status', '=', from)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) continue;
+    const chargedCredits = Math.min(await charge(from), generation.credits);
+    await keepAndRelease(trx, generation, chargedCredits, outcome.errorMessage(chargedCredits));
+    return { chargedCredits };
+  }
+  return undefined;
+}
+
+/**
+ * A canceled synchronous run that learned of its cancel before sending all its calls: the cancel kept
+ * every image's credits (the database cannot know what a synchronous run sent), so the run, which
+ * knows, gives back the credits of the calls it never sent. Conditional, so it lowers the charge once.
+ */
+export async function refundUnsentCalls(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  sentCredits: number,
+): Promise<number> {
+  const row = await trx.selectFrom('generations').select('charged_credits').where('id', '=', generation.id).where('status', '=', 'canceled').executeTakeFirst();
+  const charged = Number(row?.charged_credits ?? 0);
+  if (charged <= sentCredits) return 0;
+  const result = await trx
+    .updateTable('generations')
+    .set({ charged_credits: sentCredits })
+    .where('id', '=', generation.id)
+    .where('status', '=', 'canceled')
+    .where('charged_credits', '=', charged)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return 0;
+  if (generation.key_id !== null && generation.usage_epoch !== null) await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
+  return charged - sentCredits;
+}
