@@ -32,7 +32,9 @@ export interface ProviderImage {
 
 /**
  * An image-generation backend. Implementations throw ApiError with a provider_* (or
- * content) code on failure and must stop work when `signal` aborts.
+ * content) code on failure and must stop work when `signal` aborts. An abort listener added to
+ * `signal` is removed once the call is done: `signal` is derived (AbortSignal.any), and Node keeps a
+ * derived signal with a listener on it alive until one of its sources aborts.
  */
 export interface ImageProvider {
   readonly name: string;
