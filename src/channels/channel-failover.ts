@@ -68,16 +68,16 @@ export class ChannelFailover {
    */
   async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal, journal?: TaskJournal): Promise<ChannelRun> {
     const settings = this.runtimes.settingsOf(entry.provider);
-    const controller = new AbortController();
+    // A controller of its own, not AbortSignal.timeout: the deadline aborts with provider_timeout, the
+    // reason the calls and the attempt rows see.
+    const deadline = new AbortController();
     let deadlinePassed = false;
     const timer = setTimeout(() => {
       deadlinePassed = true;
-      controller.abort(this.timeoutError(entry.provider, settings.timeoutMs));
+      deadline.abort(this.timeoutError(entry.provider, settings.timeoutMs));
     }, settings.timeoutMs);
-    const onClientGone = () => controller.abort(clientSignal.reason);
-    if (clientSignal.aborted) onClientGone();
-    else clientSignal.addEventListener('abort', onClientGone, { once: true });
-    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal: controller.signal, attempts: [], journal };
+    const signal = AbortSignal.any([clientSignal, deadline.signal]);
+    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal };
     const started = this.deps.clock.now();
     const stats = this.runtimes.statsOf(entry.provider);
     try {
@@ -107,7 +107,6 @@ export class ChannelFailover {
       return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts) };
     } finally {
       clearTimeout(timer);
-      clientSignal.removeEventListener('abort', onClientGone);
     }
   }
 
@@ -146,20 +145,15 @@ export class ChannelFailover {
       const attemptMs = Math.max(1, Math.min(channel.timeoutMs, remainingMs));
       // A channel deadline that ends no earlier than the request's needs no timer or signal of its
       // own: the request's ends the attempt first (its timer was set first, for the same moment).
-      const attempt = channel.timeoutMs < remainingMs ? new AbortController() : undefined;
+      const attemptDeadline = channel.timeoutMs < remainingMs ? new AbortController() : undefined;
       let attemptTimedOut = false;
       const timer =
-        attempt &&
+        attemptDeadline &&
         setTimeout(() => {
           attemptTimedOut = true;
-          attempt.abort(this.timeoutError(channel.provider, attemptMs));
+          attemptDeadline.abort(this.timeoutError(channel.provider, attemptMs));
         }, attemptMs);
-      const onRequestEnd = () => attempt?.abort(context.signal.reason);
-      if (attempt) {
-        if (context.signal.aborted) onRequestEnd();
-        else context.signal.addEventListener('abort', onRequestEnd, { once: true });
-      }
-      const attemptSignal = attempt?.signal ?? context.signal;
+      const attemptSignal = attemptDeadline ? AbortSignal.any([context.signal, attemptDeadline.signal]) : context.signal;
       let reached = false;
       runtime.inFlight += 1;
       try {
@@ -195,10 +189,7 @@ export class ChannelFailover {
         await context.journal?.unsent(imageIndex);
         lastError = failure as UpstreamError;
       } finally {
-        if (attempt) {
-          clearTimeout(timer);
-          context.signal.removeEventListener('abort', onRequestEnd);
-        }
+        clearTimeout(timer);
         runtime.inFlight -= 1;
         if (leaseId !== undefined) await this.release(channel, leaseId);
       }

@@ -1,4 +1,3 @@
-import type { RateLimitDecision } from '../ratelimit/rate-limiter';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 
 export interface ApiErrorOptions {
@@ -16,8 +15,6 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly details: Record<string, string>;
   readonly headers: Record<string, string>;
-  /** The key's rate-limit state when the refusal came after the limiter counted the request. */
-  rateLimit?: RateLimitDecision;
 
   constructor(
     readonly code: ErrorCode,

@@ -1,7 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
-import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { ApiError } from './api-error';
 import { dependencyApiError } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
@@ -75,7 +73,7 @@ export function sendError(res: Response, error: ApiError): void {
 
 /** The one place errors become responses: always the envelope, never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return async (err, req, res, _next) => {
+  return (err, req, res, _next) => {
     let apiError = toApiError(err);
     if (!apiError) {
       logger.error({ err, request_id: res.locals.requestId, method: req.method, path: req.path }, 'unhandled error');
@@ -85,9 +83,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
-    if (apiError.rateLimit) setRateLimitHeaders(res, apiError.rateLimit);
-    // A failing dependency is not asked again for the headers: that would double the wait.
-    else if (apiError.code !== 'dependency_unavailable') await ensureRateLimitHeaders(res);
     sendError(res, apiError);
   };
 }

@@ -5,7 +5,7 @@ import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderRegistry } from '../providers/registry';
 import { upstreamModelSpec } from '../providers/upstream-models';
-import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
+import type { RateLimitDecision, RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 
 export interface GenerationAdmissionDeps {
@@ -51,11 +51,16 @@ export class GenerationAdmission {
     return entry;
   }
 
-  /** The key's model and provider checks, then its RPM: the same for every way a key submits work. */
-  async admitForKey(key: ClientKey, model: string): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
+  /**
+   * The key's model and provider checks, then its RPM: the same for every way a key submits work.
+   * The count's decision goes to `rateLimit` (the x-rate-limited layer's holder) for the response headers.
+   */
+  async admitForKey(key: ClientKey, model: string, rateLimit?: RateLimitHolder): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
     const entry = this.modelFor(model);
     checkModelPermitted(key, entry);
-    return { entry, decision: await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now()) };
+    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    rateLimit?.record(decision);
+    return { entry, decision };
   }
 
   /** A request over its key's RPM: refused, counted, with when to retry. */

@@ -178,17 +178,13 @@ export class GenerationWorker {
     return controller !== undefined;
   }
 
-  /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run. */
+  /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run, as does `signal` (its client's). */
   private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
-    const onClientGone = () => controller.abort(signal?.reason);
-    if (signal?.aborted) onClientGone();
-    else signal?.addEventListener('abort', onClientGone, { once: true });
     this.local.add(row.id, controller);
     try {
-      return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
+      return (await (execute ?? this.deps.execute)(row, signal ? AbortSignal.any([signal, controller.signal]) : controller.signal)) as T;
     } finally {
-      signal?.removeEventListener('abort', onClientGone);
       this.local.delete(row.id);
       const waiters = this.settleWaiters.get(row.id);
       this.settleWaiters.delete(row.id);

@@ -5,7 +5,7 @@ import type { GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
 import { parsePrefer } from '../http/prefer';
 import type { ClientKey } from '../keys/key.model';
-import type { RateLimitDecision } from '../ratelimit/rate-limiter';
+import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './generation-resource';
 import { secretResource } from './completion-webhooks';
 import { type GenerateImageInput, type GenerationService, generationSummary } from './generation.service';
@@ -33,7 +33,6 @@ interface Accepted {
   status: 202;
   body: ClientGeneration;
   headers: Record<string, string>;
-  rateLimit: RateLimitDecision;
 }
 
 /**
@@ -46,39 +45,36 @@ async function submitAsync(
   key: ClientKey,
   input: GenerateImageInput,
   prefer: { respondAsync: boolean; waitSeconds: number },
-): Promise<{ done: ClientGeneration; creditsRemaining: number; rateLimit: RateLimitDecision } | Accepted> {
-  const submitted = await generation.submitForKey(key, input);
+  rateLimit: RateLimitHolder,
+): Promise<{ done: ClientGeneration; creditsRemaining: number } | Accepted> {
+  const submitted = await generation.submitForKey(key, input, rateLimit);
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await generation.clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await generation.resources.resource(row);
-  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining, rateLimit: submitted.rateLimit };
+  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining };
   if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
-    const error = new ApiError(resource.error.code as ErrorCode, resource.error.message);
-    error.rateLimit = submitted.rateLimit;
-    throw error;
+    throw new ApiError(resource.error.code as ErrorCode, resource.error.message);
   }
   const applied = [...(prefer.respondAsync ? ['respond-async'] : []), ...waitApplied(prefer)].join(', ');
   return {
     status: 202,
     body: resource,
     headers: { Location: fillPath(gatewayOperations.getGeneration.path, { id: row.id }), 'Preference-Applied': applied },
-    rateLimit: submitted.rateLimit,
   };
 }
 
 /** The client generation operations: the gateway's own shape and OpenAI's, and generations as resources. */
 export function generationHandlers(generation: GenerationService): GenerationHandlers {
   return {
-    generateImage: async ({ principal, body, signal, header }) => {
+    generateImage: async ({ principal, body, signal, header, rateLimit }) => {
       const prefer = parsePrefer(header('prefer'));
       if (prefer) {
-        const outcome = await submitAsync(generation, principal.key, body, prefer);
+        const outcome = await submitAsync(generation, principal.key, body, prefer, rateLimit);
         if (!('done' in outcome)) return outcome;
         const { done } = outcome;
         return {
           status: 200,
           ...doneHeaders(prefer),
-          rateLimit: outcome.rateLimit,
           body: {
             id: done.id,
             created: Math.floor(Date.parse(done.created_at) / 1000),
@@ -89,10 +85,9 @@ export function generationHandlers(generation: GenerationService): GenerationHan
           },
         };
       }
-      const outcome = await generation.generateForKey(principal.key, body, signal);
+      const outcome = await generation.generateForKey(principal.key, body, signal, rateLimit);
       return {
         status: 200,
-        rateLimit: outcome.rateLimit,
         body: {
           ...generationSummary(outcome),
           usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining },
@@ -101,7 +96,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
     },
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
-    createImageOpenAI: async ({ principal, body, signal, header }) => {
+    createImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
       const { prompt, model, n, size, response_format, webhook, webhook_events_filter } = body;
       const input = {
         prompt,
@@ -114,12 +109,11 @@ export function generationHandlers(generation: GenerationService): GenerationHan
       };
       const prefer = parsePrefer(header('prefer'));
       if (prefer) {
-        const outcome = await submitAsync(generation, principal.key, input, prefer);
+        const outcome = await submitAsync(generation, principal.key, input, prefer, rateLimit);
         if (!('done' in outcome)) return outcome;
         return {
           status: 200,
           ...doneHeaders(prefer),
-          rateLimit: outcome.rateLimit,
           body: {
             created: Math.floor(Date.parse(outcome.done.created_at) / 1000),
             data: (outcome.done.data ?? []).map((image) => ({
@@ -130,10 +124,9 @@ export function generationHandlers(generation: GenerationService): GenerationHan
           },
         };
       }
-      const outcome = await generation.generateForKey(principal.key, input, signal);
+      const outcome = await generation.generateForKey(principal.key, input, signal, rateLimit);
       return {
         status: 200,
-        rateLimit: outcome.rateLimit,
         body: {
           created: outcome.created,
           data: outcome.images.map((image) => ({

@@ -13,7 +13,7 @@ import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderRegistry } from '../providers/registry';
 import { checkSize } from '../providers/upstream-models';
-import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
+import type { RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
@@ -65,8 +65,6 @@ export interface GenerationDeps {
 export interface KeyGenerationOutcome extends GenerationOutcome {
   /** Credits left on the key in this period, after this charge. */
   creditsRemaining: number;
-  /** The key's rate-limit state after counting this request (for the response headers). */
-  rateLimit: RateLimitDecision;
 }
 
 /** What the gateway's and the internal API's generation responses share (all but `usage`). */
@@ -139,9 +137,9 @@ export class GenerationService {
     return webhook;
   }
 
-  /** The gateway's path: a client key pays, within its rate limit and quota. */
-  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
-    const { entry, decision } = await this.admission.admitForKey(key, input.model);
+  /** The gateway's path: a client key pays, within its rate limit and quota. `rateLimit` receives the count's decision. */
+  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
+    const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
     let slot: HeldLease | undefined;
     try {
       this.admission.refuseOverLimit(decision);
@@ -151,11 +149,7 @@ export class GenerationService {
       const stored = { ...this.storedRequest(entry, input, false), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, n, stored);
       const outcome = await this.runHeld(reservation.row, signal, stored);
-      return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
-    } catch (error) {
-      // Refusals after the limiter still tell the client its rate-limit state.
-      if (error instanceof ApiError) error.rateLimit ??= decision;
-      throw error;
+      return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
     } finally {
       await slot?.release();
     }
@@ -167,24 +161,19 @@ export class GenerationService {
    * generation is queued and a worker (this process's first: woken now) runs it when its model's
    * channels have room. The key's max_concurrent bounds synchronous requests only.
    */
-  async submitForKey(key: ClientKey, input: GenerateImageInput): Promise<{ row: GenerationsTable; creditsRemaining: number; rateLimit: RateLimitDecision }> {
-    const { entry, decision } = await this.admission.admitForKey(key, input.model);
-    try {
-      this.admission.refuseOverLimit(decision);
-      const queued = await countQueuedGenerations(this.deps.db, key.id);
-      if (queued >= this.deps.maxQueuedPerKey) {
-        throw new ApiError('too_many_queued_generations', `This key already has ${queued} generations queued; retry when some have started.`, {
-          headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.deps.pollMs / 1000))) },
-        });
-      }
-      const webhook = await this.webhookOf(key, input);
-      const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, { ...this.storedRequest(entry, input, true), ...(webhook ? { webhook } : {}) }, false);
-      this.deps.worker.wake();
-      return { row: reservation.row, creditsRemaining: reservation.creditsRemaining, rateLimit: decision };
-    } catch (error) {
-      if (error instanceof ApiError) error.rateLimit ??= decision;
-      throw error;
+  async submitForKey(key: ClientKey, input: GenerateImageInput, rateLimit?: RateLimitHolder): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
+    const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
+    this.admission.refuseOverLimit(decision);
+    const queued = await countQueuedGenerations(this.deps.db, key.id);
+    if (queued >= this.deps.maxQueuedPerKey) {
+      throw new ApiError('too_many_queued_generations', `This key already has ${queued} generations queued; retry when some have started.`, {
+        headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.deps.pollMs / 1000))) },
+      });
     }
+    const webhook = await this.webhookOf(key, input);
+    const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, { ...this.storedRequest(entry, input, true), ...(webhook ? { webhook } : {}) }, false);
+    this.deps.worker.wake();
+    return { row: reservation.row, creditsRemaining: reservation.creditsRemaining };
   }
 
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */

@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/principal';
+import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 
 declare global {
   namespace Express {
@@ -11,8 +12,8 @@ declare global {
       parsedParams?: Record<string, unknown>;
       /** A HEAD request shown to the validator as GET. */
       headRequest?: boolean;
-      /** x-rate-limited operations: adds rate-limit headers to a response that did not reach the limiter. */
-      addRateLimitHeaders?: () => Promise<void>;
+      /** x-rate-limited operations: where the request's count is recorded for its rate-limit headers (rate-limit-headers.middleware.ts). */
+      rateLimit?: RateLimitHolder;
     }
   }
 }

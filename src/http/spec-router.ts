@@ -1,7 +1,6 @@
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../errors/api-error';
-import { setRateLimitHeaders } from '../ratelimit/rate-limiter';
 import { parseTimestamp } from '../shared/rfc3339';
 import { abortOnDisconnect } from './abort-on-disconnect';
 import { refuseNul } from './base-app';
@@ -211,14 +210,14 @@ function adapt(operationId: string, handler: unknown): RequestHandler {
       principal: principalOf(res),
       requestId: res.locals.requestId,
       clientIp: req.socket.remoteAddress ?? '',
+      rateLimit: res.locals.rateLimit,
       get signal() {
         signal ??= abortOnDisconnect(res);
         return signal;
       },
       header: (name: string) => req.get(name),
     } as unknown as OperationRequest<never, Principal>;
-    const response = (await run(request)) as { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; rateLimit?: Parameters<typeof setRateLimitHeaders>[1] };
-    if (response.rateLimit) setRateLimitHeaders(res, response.rateLimit);
+    const response = (await run(request)) as { status: number; body: unknown; headers?: Record<string, string>; contentType?: string };
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
     if (response.status === 204) res.end();

@@ -13,7 +13,6 @@ import {
 } from './idempotency.repository';
 import { canonicalJson } from './canonical-json';
 import { parsePrefer } from '../http/prefer';
-import { ensureRateLimitHeaders } from '../ratelimit/rate-limit-headers.middleware';
 import { openResponse, sealResponse } from './response-sealing';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -80,7 +79,6 @@ export function idempotency(deps: { db: Kysely<Database>; clock: Clock; logger: 
         if (record.state !== 'done') {
           throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry shortly.');
         }
-        await ensureRateLimitHeaders(res);
         res.setHeader('Idempotent-Replayed', 'true');
         if (record.response_location) res.setHeader('Location', record.response_location);
         res

@@ -50,6 +50,8 @@ export interface ProviderImage {
 /**
  * Speaks one wire format with one account's credentials (built by wire-client.ts). Implementations
  * throw ApiError with a provider_* (or content) code on failure and must stop work when `signal` aborts.
+ * An abort listener added to `signal` is removed once the call is done: `signal` is derived
+ * (AbortSignal.any), and Node keeps a derived signal with a listener on it alive until a source aborts.
  */
 export interface WireClient {
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]>;

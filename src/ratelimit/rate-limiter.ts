@@ -1,5 +1,3 @@
-import type { Response } from 'express';
-
 /** Result of one rate-limit check for a key. */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -7,6 +5,15 @@ export interface RateLimitDecision {
   remaining: number;
   /** Seconds until the oldest counted request leaves the window (0 when none is counted). */
   resetSeconds: number;
+}
+
+/**
+ * Where one request's count is kept for its response's rate-limit headers: the x-rate-limited layer
+ * (rate-limit-headers.middleware.ts) hands it to the handler, the count records its decision in it,
+ * and the layer alone writes the headers from it.
+ */
+export interface RateLimitHolder {
+  record(decision: RateLimitDecision): void;
 }
 
 /**
@@ -27,13 +34,4 @@ export const WINDOW_MS = 60_000;
 export function decisionFromWindow(limit: number, count: number, freesAt: number | undefined, now: number, allowed: boolean): RateLimitDecision {
   const resetSeconds = freesAt === undefined ? 0 : Math.max(1, Math.ceil((freesAt - now) / 1000));
   return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds };
-}
-
-/** IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. */
-export function setRateLimitHeaders(res: Response, decision: RateLimitDecision): void {
-  res.setHeader('RateLimit-Policy', `"rpm";q=${decision.limit};w=60`);
-  res.setHeader('RateLimit', `"rpm";r=${decision.remaining};t=${decision.resetSeconds}`);
-  res.setHeader('X-RateLimit-Limit', String(decision.limit));
-  res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
-  res.setHeader('X-RateLimit-Reset', String(decision.resetSeconds));
 }

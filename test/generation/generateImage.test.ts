@@ -59,6 +59,20 @@ describe('POST /images/generate (generateImage)', () => {
       expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
     });
 
+    it('every answer carries the rate-limit state: as counted after the count (503, 200, 202, 402), looked up before it (404)', async () => {
+      const { key } = await t.createKey({ rate_limit_rpm: 9, credits_quota: 4, allowed_providers: ['local', 'jimeng'] });
+      const answer = async (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        const res = await t.api.send('post', '/images/generate', { body, headers: { Authorization: `Bearer ${key}`, ...headers } });
+        return [res.status, res.headers['ratelimit-policy'], res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-remaining']];
+      };
+      const policy = '"rpm";q=9;w=60';
+      expect(await answer({ prompt: 'a cat', model: 'jimeng-4.5' })).toEqual([503, policy, '9', '8']);
+      expect(await answer(localRequest())).toEqual([200, policy, '9', '7']);
+      expect(await answer(localRequest({ model: 'nope' }))).toEqual([404, policy, '9', '7']);
+      expect(await answer(localRequest(), { Prefer: 'respond-async' })).toEqual([202, policy, '9', '6']);
+      expect(await answer(localRequest({ n: 4 }))).toEqual([402, policy, '9', '5']);
+    });
+
     it('records the usage row and last_used_at', async () => {
       const { id, key } = await t.createKey();
       const res = await t.api.client(key, localRequest({ n: 3 }));

@@ -28,6 +28,16 @@ describe('Idempotency-Key', () => {
     expect(await used(id)).toBe(2);
   });
 
+  it('a replay carries the key\'s rate-limit state, looked up: the replay is not counted', async () => {
+    const { key } = await t.createKey({ rate_limit_rpm: 5 });
+    const first = await generate(key, 'limited-1', localRequest());
+    const retry = await generate(key, 'limited-1', localRequest());
+    const state = (res: typeof first) => [res.headers['ratelimit-policy'], res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-remaining']];
+    expect(state(first)).toEqual(['"rpm";q=5;w=60', '5', '4']);
+    expect([retry.headers['idempotent-replayed'], ...state(retry)]).toEqual(['true', '"rpm";q=5;w=60', '5', '4']);
+    expect(retry.headers['ratelimit']).toMatch(/^"rpm";r=4;t=\d+$/);
+  });
+
   it('the same key with a different body is 422 idempotency_key_reused', async () => {
     const { id, key } = await t.createKey();
     await generate(key, 'order-2', localRequest());

@@ -57,6 +57,21 @@ describe('slow and oversized request bodies cannot hold connections', () => {
     }
   });
 
+  it('a client key\'s body trickling in past BODY_TIMEOUT_MS on a rate-limited operation is 408 as it is: no rate-limit headers, the connection closes', async () => {
+    const { key } = await t.createKey();
+    const connection = await rawConnection(t.gateway.url, `${postHead('/images/generate', 1000, { Authorization: `Bearer ${key}` })}{`);
+    const trickle = setInterval(() => connection.socket.write(' '), 100);
+    try {
+      const res = await connection.response();
+      expect([res.status, JSON.parse(res.body).error.code]).toEqual([408, 'request_timeout']);
+      expect(Object.keys(res.headers).filter((name) => name.toLowerCase().includes('ratelimit'))).toEqual([]);
+      expect(res.headers.connection).toBe('close');
+      expect(await connection.closedByServer()).toBe(true);
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
   it('a complete body keeps its keep-alive connection', async () => {
     const body = JSON.stringify({ name: 'kept', owner: 'o@example.com', credits_quota: 1, quota_period_days: 1 });
     const connection = await rawConnection(t.gateway.url, `${postHead('/admin/keys', Buffer.byteLength(body), admin)}${body}`);
