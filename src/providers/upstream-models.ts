@@ -53,7 +53,12 @@ const INT32_MAX = 2_147_483_647;
 
 export const UPSTREAM_MODELS: readonly UpstreamModelSpec[] = [
   // Built in: sides 16…1024 (LocalProvider), seed makes the picture deterministic.
-  { match: 'local-1', sizes: { min_pixels: 16 * 16, max_pixels: 1024 * 1024, min_ratio: 1 / 64, max_ratio: 64, min_side: 16, max_side: 1024 }, params: { seed: { max: 4_294_967_295 } } },
+  {
+    match: 'local-1',
+    sizes: { min_pixels: 16 * 16, max_pixels: 1024 * 1024, min_ratio: 1 / 64, max_ratio: 64, min_side: 16, max_side: 1024 },
+    params: { seed: { max: 4_294_967_295 } },
+    inputs: { max_images: 4, formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'], max_bytes: 10 * 1024 * 1024, mask: true, delivery: 'inline' },
+  },
   // Visual API, Jimeng 4.0: width × height in [1024², 4096²], width / height in [min_ratio, max_ratio] (default 1/3…3); no seed.
   { match: 'jimeng_t2i_v40', sizes: { min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 3, max_ratio: 3 }, params: { force_single: true } },
   // Visual API, Jimeng 3.1: seed (default -1), no force_single. Sizes: recommended 1328² (1K) to 2048² / 3024×1296 (2K);
