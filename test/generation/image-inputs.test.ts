@@ -1,4 +1,7 @@
-import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import type { StoredImagesTable } from '../../src/db/schema';
+import { newSortableId } from '../../src/shared/ids';
+import { generationRow } from '../helpers/generation-rows';
+import { type TestGateway, SERVICE_TOKEN, startTestGateway } from '../helpers/test-gateway';
 import { claimedPng, dataUri, testPng } from '../helpers/test-images';
 import { until } from '../helpers/until';
 
@@ -110,6 +113,43 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       const refused = await t.api.client(key, { prompt: 'x', model: 'local-1', size: '32x32', images: [imageId] });
       expect(refused.status).toBe(404);
       expect(refused.body.error.code).toBe('image_input_not_found');
+    });
+  });
+
+  describe('takeover', () => {
+    it('a generation taken over from a replica that died runs with the inputs its request stored, read back by id', async () => {
+      const clientId = SERVICE_TOKEN['CF-Access-Client-Id'];
+      const first = await t.internal.service('post', '/api/v1/creative/images/generations', {
+        prompt: 'taken over',
+        model: 'local-1',
+        size: '32x32',
+        images: [dataUri(testPng(12, 12)), dataUri(testPng(30, 10, { shade: 1 }))],
+      });
+      expect(first.status).toBe(200);
+      const row = await t.gateway.database.db.selectFrom('generations').select(['request', 'client_id']).where('id', '=', first.body.id).executeTakeFirstOrThrow();
+      const inputIds = (await storedRequestOf(first.body.id)).inputs!.images.map((image) => image.id);
+      // The same stored request, held by a replica whose lease lapsed mid-run.
+      const orphanId = newSortableId('gen', Date.now());
+      await t.gateway.database.db
+        .insertInto('generations')
+        .values(generationRow(orphanId, { client_id: row.client_id ?? clientId, request: row.request, status: 'running', lease_owner: 'replica-that-died', lease_expires_at: Date.now() - 1000, started_at: Date.now() - 5000, created_at: Date.now() - 5000, runs: 1 }))
+        .execute();
+      const read: string[] = [];
+      const images = t.gateway.images;
+      const readBytes = images.readBytes.bind(images);
+      images.readBytes = async (stored: StoredImagesTable) => {
+        read.push(stored.id);
+        return readBytes(stored);
+      };
+      try {
+        await until(async () => {
+          const taken = await t.gateway.database.db.selectFrom('generations').select(['status', 'runs']).where('id', '=', orphanId).executeTakeFirstOrThrow();
+          return taken.status === 'succeeded' && Number(taken.runs) === 2;
+        }, 'the takeover to succeed');
+      } finally {
+        images.readBytes = readBytes;
+      }
+      expect(read).toEqual(inputIds);
     });
   });
 

@@ -81,7 +81,12 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     const edit = (params: Record<string, unknown>) =>
       client(key)
         .images.edit({ prompt: 'x', model: 'local-1', size: '32x32', ...params } as unknown as EditParams)
-        .catch((error: unknown) => error as InstanceType<typeof OpenAI.APIError>);
+        .then(
+          () => {
+            throw new Error('expected a refusal');
+          },
+          (error: unknown) => error as InstanceType<typeof OpenAI.APIError>,
+        );
     const tooMany = await edit({ image: await Promise.all(Array.from({ length: 5 }, (_, i) => toFile(testPng(4, 4), `${i}.png`))) });
     expect(tooMany).toBeInstanceOf(OpenAI.BadRequestError);
     expect([tooMany.code, tooMany.param]).toEqual(['image_input_unsupported', 'images']);

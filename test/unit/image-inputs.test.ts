@@ -3,7 +3,9 @@ import { GATEWAY_INPUT_LIMITS, checkInputCounts, checkInputImage, checkMask, inp
 import { decodedLength, inputSourceOf } from '../../src/images/inputs/input-source';
 import { loadOpenApiDocument } from '../../src/http/openapi-document';
 import type { InputImageLimits } from '../../src/providers/upstream-models';
-import { claimedPng, headerOnly, testPng } from '../helpers/test-images';
+import { ImagesService } from '../../src/images/images.service';
+import { InputImages } from '../../src/images/inputs/input-images';
+import { claimedPng, dataUri, headerOnly, testPng } from '../helpers/test-images';
 import { thrownApiError } from '../helpers/thrown-api-error';
 
 const ARK_LIKE: InputImageLimits = { max_images: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], max_bytes: 10 * 1024 * 1024, min_ratio: 1 / 16, max_ratio: 16, min_side: 15, max_pixels: 36_000_000, max_inputs_plus_outputs: 15, mask: false, delivery: 'inline' };
@@ -104,5 +106,30 @@ describe('input limits (pure)', () => {
     expect(inputImages.description).toContain(`${GATEWAY_INPUT_LIMITS.maxTotalBytes.toLocaleString('en-US')} bytes`);
     expect(inputImages.description).toContain(GATEWAY_INPUT_LIMITS.maxPixels.toLocaleString('en-US'));
     expect(text).toContain(`${GATEWAY_INPUT_LIMITS.maxBodyBytes.toLocaleString('en-US')} bytes`);
+  });
+});
+
+describe('inputs fetched by the upstream (delivery url) need a public PUBLIC_BASE_URL', () => {
+  const imagesWith = (deps: Partial<ConstructorParameters<typeof ImagesService>[0]>) => new ImagesService(deps as ConstructorParameters<typeof ImagesService>[0]);
+
+  it('ImagesService says why its URLs are not reachable from outside', () => {
+    expect(imagesWith({}).publicUrlProblem()).toMatch(/PUBLIC_BASE_URL is not set/);
+    expect(imagesWith({ publicBaseUrl: 'http://localhost:8080' }).publicUrlProblem()).toMatch(/loopback, private/);
+    expect(imagesWith({ publicBaseUrl: 'http://10.1.2.3' }).publicUrlProblem()).toMatch(/loopback, private/);
+    expect(imagesWith({ publicBaseUrl: 'https://gw.example.com' }).publicUrlProblem()).toBeUndefined();
+    // Upstreams declared private reach the gateway wherever it listens.
+    const learnt = imagesWith({ upstreamsArePrivate: true });
+    expect(learnt.publicUrlProblem()).toBeDefined();
+    learnt.usePublicBaseUrl('http://127.0.0.1:8080');
+    expect(learnt.publicUrlProblem()).toBeUndefined();
+  });
+
+  it('the intake refuses a url-delivery model with 422 image_input_public_url_required naming the setting, before reading any input', async () => {
+    const inputs = new InputImages({ images: imagesWith({ publicBaseUrl: 'http://127.0.0.1:8080' }) });
+    const refusal = await inputs.intake({ kind: 'key', id: 'key_x' }, 'jimeng-4.0', JIMENG_LIKE, 1, { images: ['https://127.0.0.1/never-fetched.png'] }).catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ code: 'image_input_public_url_required', param: 'images', message: expect.stringContaining('PUBLIC_BASE_URL') });
+    // Inline models do not need it.
+    const inline = await new InputImages({ images: imagesWith({}) }).intake({ kind: 'key', id: 'key_x' }, 'm', ARK_LIKE, 1, { images: [dataUri(testPng(20, 20))] });
+    expect(inline?.images[0]?.header).toMatchObject({ format: 'png', width: 20, height: 20 });
   });
 });
