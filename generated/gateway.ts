@@ -1047,8 +1047,8 @@ export interface components {
          *     `InputImages`' limits (at most 16, 15 MiB each and the model's `max_bytes`, 50 MiB in all).
          */
         OpenAIImageEditRequest: {
-            /** @description The image(s) to edit or take as references, in order. */
-            image: string | string[];
+            /** @description The image(s) to edit or take as references, in order: one file part per image, each named `image` (or `image[]`). */
+            image: string[];
             /**
              * Format: binary
              * @description A PNG with alpha, the size of the first image (models with `input_limits.mask` only).
@@ -1873,11 +1873,18 @@ export interface components {
          *     with image inputs; a declared `Content-Length` over it is refused before any of the body is
          *     read, and the connection closed): `payload_too_large`. Or an input image is over its byte
          *     limit (counted while reading) or its pixel bound (read from its header, before decoding):
-         *     `image_input_too_large`, `param` names the item. Not charged.
+         *     `image_input_too_large`, `param` names the item. Not charged. The rate-limit headers come
+         *     with `image_input_too_large` (the request was counted), not with `payload_too_large`.
          */
         GenerationPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 [name: string]: unknown;
             };
             content: {

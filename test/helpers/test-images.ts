@@ -100,3 +100,39 @@ export const headerOnly = {
 };
 
 export const dataUri = (bytes: Buffer, type = 'image/png') => `data:${type};base64,${bytes.toString('base64')}`;
+
+export type MultipartPart = { name: string; value: string } | { name: string; filename: string; bytes: Buffer; type?: string };
+
+/** A multipart/form-data body as any client frames it (raw, for tests that send odd ones too). */
+export function multipartBody(parts: MultipartPart[], boundary = 'cgw-boundary-7MA4YWxkTrZu0gW'): { body: Buffer; contentType: string } {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const disposition = 'filename' in part ? `form-data; name="${part.name}"; filename="${part.filename}"` : `form-data; name="${part.name}"`;
+    const type = 'filename' in part ? `\r\nContent-Type: ${part.type ?? 'application/octet-stream'}` : '';
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`), 'filename' in part ? part.bytes : Buffer.from(part.value), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/**
+ * A real 24-bit BMP whose every byte is below 0x80 (for paths that carry bodies as UTF-8 text, such
+ * as Prism's proxy): grey pixels, bottom-up rows. Large sizes only claim their size (a bomb's header).
+ */
+export function asciiSafeBmp(width: number, height: number): Buffer {
+  const rowBytes = Math.ceil((width * 3) / 4) * 4;
+  const pixels = width * height <= 64 * 64 ? Buffer.alloc(rowBytes * height, 0x40) : Buffer.alloc(0);
+  const b = Buffer.alloc(54);
+  b.write('BM', 0, 'latin1');
+  b.writeUInt32LE(54 + pixels.length, 2);
+  b.writeUInt32LE(54, 10);
+  b.writeUInt32LE(40, 14);
+  b.writeInt32LE(width, 18);
+  b.writeInt32LE(height, 22);
+  b.writeUInt16LE(1, 26);
+  b.writeUInt16LE(24, 28);
+  b.writeUInt32LE(pixels.length, 34);
+  const bytes = Buffer.concat([b, pixels]);
+  if (bytes.some((byte) => byte >= 0x80)) throw new Error(`asciiSafeBmp(${width}, ${height}) has a byte over 0x7f`);
+  return bytes;
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import busboy from 'busboy';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../../errors/api-error';
-import { jsonBody } from '../../http/base-app';
+import { jsonBody, refuseNul } from '../../http/base-app';
 import type { OpenApiDocument } from '../../http/openapi-document';
 import { type DeclaredLayer, operationsOf } from '../../http/spec-router';
 import { GATEWAY_INPUT_LIMITS } from './input-limits';
@@ -138,6 +138,13 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
       }
       if (IMAGE_FIELDS.has(name) || name === 'mask') {
         fail(new ApiError('invalid_request', `${name}: send the image as a file part (with a filename), not as a text field.`, { param: name }));
+        return;
+      }
+      try {
+        refuseNul(name, name);
+        refuseNul(value, name);
+      } catch (refusal) {
+        fail(refusal as ApiError);
         return;
       }
       fields[name] = value;
