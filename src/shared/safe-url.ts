@@ -103,6 +103,8 @@ export interface GuardedFetchOptions {
   timeoutMs: number;
   allowPrivate: boolean;
   signal?: AbortSignal;
+  /** Certificate authorities to trust instead of the system's (tests with a self-signed server). */
+  ca?: string | Buffer;
 }
 
 const MAX_GUARDED_REDIRECTS = 3;
@@ -138,7 +140,8 @@ function getOnce(url: string, options: GuardedFetchOptions, signal: AbortSignal)
       const timedOut = error.name === 'AbortError' || error.name === 'TimeoutError';
       reject(new GuardedFetchError('unreachable', timedOut ? timeoutMessage : `${url} could not be fetched: ${error.message.slice(0, 300)}`));
     };
-    const request = https.get(url, { lookup: guardedLookup(options.allowPrivate), signal, headers: { 'user-agent': 'creative-gateway-image-inputs', accept: 'image/*' } }, (response) => {
+    const tls = options.ca ? { ca: options.ca } : {};
+    const request = https.get(url, { lookup: guardedLookup(options.allowPrivate), signal, ...tls, headers: { 'user-agent': 'creative-gateway-image-inputs', accept: 'image/*' } }, (response) => {
       const status = response.statusCode ?? 0;
       if (status >= 300 && status < 400 && response.headers.location) {
         response.resume();
