@@ -121,6 +121,8 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     expect([textImage.status, textImage.body.error.code]).toEqual([400, 'invalid_request']);
     const streaming = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').field('stream', 'true').attach('image', testPng(4, 4), 'a.png'));
     expect([streaming.status, streaming.body.error.code]).toEqual([400, 'invalid_request']);
+    const seventeen = await rawEdit(key, (req) => Array.from({ length: 18 }, (_, i) => i).reduce((at, i) => at.attach('image', testPng(2, 2), `${i}.png`), req.field('prompt', 'x').field('model', 'local-1')));
+    expect([seventeen.status, seventeen.body.error.code, seventeen.body.error.param]).toEqual([400, 'invalid_request', 'image']);
     const badN = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').field('n', '9').attach('image', testPng(4, 4), 'a.png'));
     expect([badN.status, badN.body.error.param]).toEqual([400, 'n']);
     expect(await creditsUsed(id)).toBe(0);

@@ -149,7 +149,8 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
       }
       fields[name] = value;
     });
-    parser.on('filesLimit', () => fail(new ApiError('image_input_unsupported', `At most ${GATEWAY_INPUT_LIMITS.maxImages} images and one mask per request.`, { param: 'images' })));
+    // As the JSON form's `maxItems`: over the gateway's own bound is a malformed request (a model's smaller bound is image_input_unsupported).
+    parser.on('filesLimit', () => fail(new ApiError('invalid_request', `image: at most ${GATEWAY_INPUT_LIMITS.maxImages} images and one mask per request.`, { param: 'image' })));
     parser.on('fieldsLimit', () => fail(new ApiError('invalid_request', `At most ${MAX_FIELDS} text fields per request.`)));
     parser.on('error', (error: Error) => fail(new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}.`)));
     parser.on('close', () => {
