@@ -8,7 +8,7 @@ import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
-import type { InputImages, RequestedInputs } from '../images/inputs/input-images';
+import type { CheckedInputs, InputImages, RequestedInputs, StoredInputs } from '../images/inputs/input-images';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
@@ -153,8 +153,10 @@ export class GenerationService {
       this.admission.refuseOverLimit(decision);
       const webhook = await this.webhookOf(key, input);
       const request = this.storedRequest(entry, input, false);
-      const { generationId, inputs } = await this.takeInputs({ kind: 'key', id: key.id }, entry, input, signal);
+      const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input, signal);
       slot = await holdConcurrencySlot(this.deps.leases, key);
+      // Stored only once the request holds its slot: a request refused for concurrency stores nothing.
+      const { generationId, inputs } = await this.keepInputs(checked);
       const n = input.n ?? 1;
       const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
@@ -187,7 +189,7 @@ export class GenerationService {
       }
       const webhook = await this.webhookOf(key, input);
       const request = this.storedRequest(entry, input, true);
-      const { generationId, inputs } = await this.takeInputs({ kind: 'key', id: key.id }, entry, input);
+      const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'key', id: key.id }, entry, input));
       const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, stored, false, generationId);
       this.deps.worker.wake();
@@ -208,7 +210,7 @@ export class GenerationService {
     const now = clock.now();
     const credits = (input.n ?? 1) * entry.credits_per_image;
     const request = this.storedRequest(entry, input, false);
-    const { generationId, inputs } = await this.takeInputs({ kind: 'service', id: clientId }, entry, input, signal);
+    const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal));
     const stored = { ...request, ...(inputs ? { inputs } : {}) };
     const row: GenerationsTable = {
       ...this.reservations.heldRow(now),
@@ -229,15 +231,17 @@ export class GenerationService {
     return { ...outcome, credits };
   }
 
+  /** The request's input images, read and checked against the model's limits: the 4xx refusals, before anything is stored or reserved. */
+  private checkInputs(owner: ImageOwner, entry: CatalogModel, input: GenerationInput, signal?: AbortSignal) {
+    return this.deps.inputs.intake(owner, entry.model, upstreamModelSpec(entry.upstream_model)?.inputs, input.n ?? 1, input, signal);
+  }
+
   /**
-   * The request's input images, read and checked against the model's limits, then stored under the
-   * generation's id (chosen here, so the reservation that follows uses it). Refusals are 4xx before
-   * anything is reserved; a reservation refused after this leaves the stored inputs to expire.
+   * The checked inputs stored under the generation's id, chosen here so the reservation that
+   * follows uses it; a reservation refused after this leaves the stored inputs to expire unseen.
    */
-  private async takeInputs(owner: ImageOwner, entry: CatalogModel, input: GenerationInput, signal?: AbortSignal) {
+  private async keepInputs(checked: CheckedInputs | undefined): Promise<{ generationId: string; inputs?: StoredInputs }> {
     const generationId = newSortableId('gen', this.deps.clock.now());
-    const limits = upstreamModelSpec(entry.upstream_model)?.inputs;
-    const checked = await this.deps.inputs.intake(owner, entry.model, limits, input.n ?? 1, input, signal);
     return { generationId, ...(checked ? { inputs: await this.deps.inputs.keep(generationId, checked) } : {}) };
   }
 
