@@ -69,11 +69,17 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     ]);
   });
 
-  it('the asynchronous form (Prefer: respond-async) answers 202 and runs with the uploads', async () => {
+  it('the asynchronous form (Prefer: respond-async) answers 202, and with wait=N the result, run with the uploads', async () => {
     const { key } = await t.createKey();
     const res = await rawEdit(key, (req) => req.set('Prefer', 'respond-async').field('prompt', 'later').field('model', 'local-1').field('size', '32x32').attach('image', testPng(8, 8), 'a.png'));
     expect(res.status).toBe(202);
     expect(res.body.status).toMatch(/queued|running|succeeded/);
+    // wait=N: answered in the OpenAI shape once the worker ran it with the uploads.
+    const waited = await rawEdit(key, (req) => req.set('Prefer', 'respond-async, wait=10').field('prompt', 'soon').field('model', 'local-1').field('size', '32x32').field('response_format', 'b64_json').attach('image', testPng(8, 8), 'a.png'));
+    expect(waited.status).toBe(200);
+    expect(waited.headers['preference-applied']).toBe('wait=10');
+    expect(Object.keys(waited.body).sort()).toEqual(['created', 'data']);
+    expect(waited.body.data[0]).toMatchObject({ b64_json: expect.any(String), revised_prompt: 'soon' });
   });
 
   it('refusals reach the SDK as its typed errors, nothing charged', async () => {
