@@ -301,6 +301,9 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            /** @description As the gateway's `images` (GenerateImageRequest), with the same limits and codes; an `img_` id must name an image this service stored (its generations' outputs or inputs). */
+            images?: components["schemas"]["InputImages"];
+            mask?: components["schemas"]["InputMask"];
         };
         InternalGenerationResponse: {
             id: string;
@@ -487,7 +490,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -535,6 +538,52 @@ export interface components {
                 charged?: "no" | "unknown";
             };
         };
+        /**
+         * @description One input image, as one of:
+         *     an `https://` URL the gateway downloads (public addresses only: a name that resolves to a
+         *     loopback, private, link-local or metadata address is refused, redirects are not followed
+         *     there, at most the model's byte limit, within 10 s: else 422 `image_input_unreachable`);
+         *     a `data:image/<format>;base64,<bytes>` URI;
+         *     or the id (`img_...`) of an image this same key already has in the gateway's store (an
+         *     output, or an input of an earlier request), until its retention ends (else 404 `image_input_not_found`).
+         *     The format is read from the bytes, never from the URI or a header.
+         * @example https://images.example.com/cat.png
+         * @example data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==
+         * @example img_2x7Qd9mKp3LrT8vWzY4nB1
+         */
+        InputImage: string;
+        /**
+         * @description Reference or source images, in order (edits, style transfer, several subjects in one
+         *     picture). Limits, all checked before anything is reserved or charged (a refused request
+         *     costs nothing):
+         *     at most 16 here, and at most the model's `input_limits.max_images` (`GET /v1/models/{model}`;
+         *     e.g. Seedream 4.x 14, Jimeng 4.0 10, `local-1` 4);
+         *     each image at most its model's `max_bytes` and never over 15 MiB (15,728,640 bytes), all
+         *     inputs and the mask together at most 50 MiB (52,428,800 bytes): 413 `image_input_too_large`,
+         *     counted while reading, so an over-limit upload is never buffered whole;
+         *     width × height at most the model's `max_pixels` and never over 36,000,000, read from the
+         *     image header before any decoding: 413 `image_input_too_large`;
+         *     formats PNG, JPEG, WebP, GIF, BMP or TIFF as the model lists them, sides and aspect ratio
+         *     within the model's bounds, inputs + `n` within `max_inputs_plus_outputs`: else 400
+         *     `image_input_unsupported` with `param` naming the item (`images[2]`);
+         *     bytes that are no image, or a malformed data URI: 400 `image_input_invalid`.
+         *     A model that takes no images answers 400 `image_input_unsupported`, `param` `images`. A
+         *     model whose upstream fetches its inputs itself (`input_limits.delivery` `url`, Jimeng 4.0)
+         *     receives the gateway's own signed URLs, valid as long as the stored input; when the
+         *     gateway's `PUBLIC_BASE_URL` is unset or not public (localhost, a private address) it is
+         *     refused with 422 `image_input_public_url_required`, unless the operator declares its
+         *     upstreams to be on the gateway's own network (`CHANNEL_ALLOW_PRIVATE_UPSTREAMS`). Inputs are stored like generated
+         *     images (same store and retention, readable by no other key) and credits are per image
+         *     generated: inputs cost nothing.
+         */
+        InputImages: components["schemas"]["InputImage"][];
+        /**
+         * @description An edit's mask, in the same forms as `images` items: a PNG with an alpha channel, the size
+         *     of the first image, transparent where the image is to change. Only with `images`, and only
+         *     on models whose `input_limits.mask` is true (else 400 `image_input_unsupported`, `param`
+         *     `mask`); counted in the 50 MiB of all inputs.
+         */
+        InputMask: components["schemas"]["InputImage"];
         GeneratedImage: {
             /** @description The gateway's signed image URL (when `response_format` is `url`); it expires with the image's retention. */
             url?: string;
@@ -603,8 +652,10 @@ export interface components {
             };
         };
         /**
-         * @description The request breaks the contract (`invalid_request`, `param` names the field), or the
-         *     provider refused the prompt (`content_policy_violation`). Not charged.
+         * @description The request breaks the contract (`invalid_request`, `param` names the field), an input
+         *     image is unreadable (`image_input_invalid`) or outside the model's limits
+         *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
+         *     (`content_policy_violation`). Not charged.
          */
         GenerationRefused: {
             headers: {
@@ -615,7 +666,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No such model in the catalog. */
+        /** @description No such model in the catalog, or an `img_` input the caller does not have in the gateway's store. */
         ModelNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -636,8 +687,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is larger than the gateway accepts (a declared `Content-Length` over the limit is refused before any of the body is read, and the connection closed). */
-        PayloadTooLarge: {
+        /**
+         * @description The body is larger than the gateway accepts (`payload_too_large`), or an input image is
+         *     over its byte limit or pixel bound (`image_input_too_large`, `param` names the item). Not charged.
+         */
+        ImageInputTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -656,8 +710,12 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The provider generated an image but withheld it (output moderation). Credits released. */
-        OutputModerated: {
+        /**
+         * @description The provider generated an image but withheld it (`output_moderated`, credits released), an
+         *     `https` input could not be fetched safely (`image_input_unreachable`), or the model needs its
+         *     inputs as URLs its upstream fetches and `PUBLIC_BASE_URL` is not public (`image_input_public_url_required`).
+         */
+        InternalGenerationUnprocessable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -883,9 +941,9 @@ export interface operations {
             403: components["responses"]["InvalidServiceToken"];
             404: components["responses"]["ModelNotFound"];
             408: components["responses"]["RequestTimeout"];
-            413: components["responses"]["PayloadTooLarge"];
+            413: components["responses"]["ImageInputTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["OutputModerated"];
+            422: components["responses"]["InternalGenerationUnprocessable"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];

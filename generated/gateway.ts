@@ -46,6 +46,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/images/edits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Edit images (OpenAI-compatible)
+         * @description OpenAI's `POST /v1/images/edits`, so `client.images.edit(...)` of the OpenAI SDKs works
+         *     with `baseURL` set to this gateway's `/v1`: a `multipart/form-data` body with one or more
+         *     `image` files (`image[]` is the same field, as the SDKs send arrays), `prompt`, `model`,
+         *     and optionally `n`, `size`, `response_format`, `mask`, `user`. It is `POST /images/generate`
+         *     with `images` (and `mask`) taken from the uploaded files: the same keys, quotas, limits,
+         *     asynchronous form (`Prefer`), error envelope and input limits (`InputImages` in the
+         *     reference: count, bytes per file and in all, formats, pixel bounds, each checked before
+         *     anything is charged, the byte limits while the upload streams in). Other OpenAI fields
+         *     (`quality`, `background`, `input_fidelity`, `output_format`, ...) are accepted and ignored;
+         *     `stream: true` and `partial_images` above 0 are refused with 400.
+         */
+        post: operations["editImageOpenAI"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/generations": {
         parameters: {
             query?: never;
@@ -1009,6 +1038,45 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description OpenAI's edit request as `multipart/form-data` (every non-file field is text on the wire,
+         *     so `n` is the digits). Honoured: `image` (one or more files, also sent as `image[]`),
+         *     `prompt`, `model`, `n`, `size` (`auto` = the model's default), `response_format`, `mask`.
+         *     Accepted and ignored: `user`, `quality`, `background`, `input_fidelity`, `output_format`,
+         *     `output_compression` and any other text field. Files other than `image` / `image[]` /
+         *     `mask` are refused with 400. The body as a whole is at most 72 MiB; the files follow
+         *     `InputImages`' limits (at most 16, 15 MiB each and the model's `max_bytes`, 50 MiB in all).
+         */
+        OpenAIImageEditRequest: {
+            /** @description The image(s) to edit or take as references, in order: one file part per image, each named `image` (or `image[]`). */
+            image: string[];
+            /**
+             * Format: binary
+             * @description A PNG with alpha, the size of the first image (models with `input_limits.mask` only).
+             */
+            mask?: string;
+            prompt: string;
+            model: string;
+            /** @description Number of images, 1 to 4 (default 1). */
+            n?: string;
+            size?: string;
+            /** @enum {string} */
+            response_format?: "url" | "b64_json";
+            /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
+            user?: string;
+            /**
+             * @description Streaming is not supported; `true` is refused with 400 (`param` is `stream`).
+             * @enum {string}
+             */
+            stream?: "false";
+            /**
+             * @description Partial images need streaming; anything but 0 is refused with 400.
+             * @enum {string}
+             */
+            partial_images?: "0";
+        } & {
+            [key: string]: unknown;
+        };
         WebhookSigningSecret: {
             /** @enum {string} */
             object: "webhook_secret";
@@ -1320,6 +1388,52 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * @description One input image, as one of:
+         *     an `https://` URL the gateway downloads (public addresses only: a name that resolves to a
+         *     loopback, private, link-local or metadata address is refused, redirects are not followed
+         *     there, at most the model's byte limit, within 10 s: else 422 `image_input_unreachable`);
+         *     a `data:image/<format>;base64,<bytes>` URI;
+         *     or the id (`img_...`) of an image this same key already has in the gateway's store (an
+         *     output, or an input of an earlier request), until its retention ends (else 404 `image_input_not_found`).
+         *     The format is read from the bytes, never from the URI or a header.
+         * @example https://images.example.com/cat.png
+         * @example data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==
+         * @example img_2x7Qd9mKp3LrT8vWzY4nB1
+         */
+        InputImage: string;
+        /**
+         * @description Reference or source images, in order (edits, style transfer, several subjects in one
+         *     picture). Limits, all checked before anything is reserved or charged (a refused request
+         *     costs nothing):
+         *     at most 16 here, and at most the model's `input_limits.max_images` (`GET /v1/models/{model}`;
+         *     e.g. Seedream 4.x 14, Jimeng 4.0 10, `local-1` 4);
+         *     each image at most its model's `max_bytes` and never over 15 MiB (15,728,640 bytes), all
+         *     inputs and the mask together at most 50 MiB (52,428,800 bytes): 413 `image_input_too_large`,
+         *     counted while reading, so an over-limit upload is never buffered whole;
+         *     width × height at most the model's `max_pixels` and never over 36,000,000, read from the
+         *     image header before any decoding: 413 `image_input_too_large`;
+         *     formats PNG, JPEG, WebP, GIF, BMP or TIFF as the model lists them, sides and aspect ratio
+         *     within the model's bounds, inputs + `n` within `max_inputs_plus_outputs`: else 400
+         *     `image_input_unsupported` with `param` naming the item (`images[2]`);
+         *     bytes that are no image, or a malformed data URI: 400 `image_input_invalid`.
+         *     A model that takes no images answers 400 `image_input_unsupported`, `param` `images`. A
+         *     model whose upstream fetches its inputs itself (`input_limits.delivery` `url`, Jimeng 4.0)
+         *     receives the gateway's own signed URLs, valid as long as the stored input; when the
+         *     gateway's `PUBLIC_BASE_URL` is unset or not public (localhost, a private address) it is
+         *     refused with 422 `image_input_public_url_required`, unless the operator declares its
+         *     upstreams to be on the gateway's own network (`CHANNEL_ALLOW_PRIVATE_UPSTREAMS`). Inputs are stored like generated
+         *     images (same store and retention, readable by no other key) and credits are per image
+         *     generated: inputs cost nothing.
+         */
+        InputImages: components["schemas"]["InputImage"][];
+        /**
+         * @description An edit's mask, in the same forms as `images` items: a PNG with an alpha channel, the size
+         *     of the first image, transparent where the image is to change. Only with `images`, and only
+         *     on models whose `input_limits.mask` is true (else 400 `image_input_unsupported`, `param`
+         *     `mask`); counted in the 50 MiB of all inputs.
+         */
+        InputMask: components["schemas"]["InputImage"];
+        /**
          * Format: uri
          * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
          *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
@@ -1368,6 +1482,8 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            images?: components["schemas"]["InputImages"];
+            mask?: components["schemas"]["InputMask"];
             webhook?: components["schemas"]["GenerationWebhookUrl"];
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
@@ -1398,7 +1514,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -1709,8 +1825,10 @@ export interface components {
             };
         };
         /**
-         * @description The request breaks the contract (`invalid_request`, `param` names the field), or the
-         *     provider refused the prompt (`content_policy_violation`). Not charged.
+         * @description The request breaks the contract (`invalid_request`, `param` names the field), an input
+         *     image is unreadable (`image_input_invalid`) or outside the model's limits
+         *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
+         *     (`content_policy_violation`). Not charged.
          */
         GenerationRefusedRateLimited: {
             headers: {
@@ -1759,7 +1877,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No such model in the catalog. */
+        /** @description No such model in the catalog, or an `img_` input this key does not have in the gateway's store. */
         ModelNotFoundRateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -1806,8 +1924,34 @@ export interface components {
             };
         };
         /**
+         * @description The body is larger than the gateway accepts for this operation (72 MiB = 75,497,472 bytes
+         *     with image inputs; a declared `Content-Length` over it is refused before any of the body is
+         *     read, and the connection closed): `payload_too_large`. Or an input image is over its byte
+         *     limit (counted while reading) or its pixel bound (read from its header, before decoding):
+         *     `image_input_too_large`, `param` names the item. Not charged. The rate-limit headers come
+         *     with `image_input_too_large` (the request was counted), not with `payload_too_large`.
+         */
+        GenerationPayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenChecked"];
+                RateLimit: components["headers"]["RateLimitWhenChecked"];
+                "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The provider generated an image but withheld it (`output_moderated`, credits released),
-         *     or the Idempotency-Key was used with a different request (`idempotency_key_reused`).
+         *     the Idempotency-Key was used with a different request (`idempotency_key_reused`), an
+         *     `https` input could not be fetched safely (`image_input_unreachable`), or the model needs
+         *     its inputs as URLs its upstream fetches and `PUBLIC_BASE_URL` is not public
+         *     (`image_input_public_url_required`). Not charged.
          */
         GenerationUnprocessableRateLimited: {
             headers: {
@@ -1969,7 +2113,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No such model in the catalog. */
+        /** @description No such model in the catalog, or an `img_` input the caller does not have in the gateway's store. */
         ModelNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -2204,7 +2348,7 @@ export interface operations {
             404: components["responses"]["ModelNotFoundRateLimited"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUseRateLimited"];
-            413: components["responses"]["PayloadTooLarge"];
+            413: components["responses"]["GenerationPayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaTypeRateLimited"];
             422: components["responses"]["GenerationUnprocessableRateLimited"];
             429: components["responses"]["ClientThrottled"];
@@ -2273,6 +2417,74 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyKeyInUseRateLimited"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaTypeRateLimited"];
+            422: components["responses"]["GenerationUnprocessableRateLimited"];
+            429: components["responses"]["ClientThrottled"];
+            500: components["responses"]["InternalErrorRateLimited"];
+            502: components["responses"]["ProviderErrorRateLimited"];
+            503: components["responses"]["ProviderUnavailableRateLimited"];
+            504: components["responses"]["ProviderTimeoutRateLimited"];
+        };
+    };
+    editImageOpenAI: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
+                 *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
+                 *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
+                 * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `respond-async`: answer 202 at once with the queued generation and its
+                 *     `Location`; poll `GET /generations/{id}`. `wait=N` (N at most 60, alone or with
+                 *     `respond-async`): answer 200 with the result if the generation finishes within N seconds,
+                 *     else 202. Without it the request is answered when the generation ends, as before. Quota,
+                 *     rate limits and a per-key cap on queued generations (429 `too_many_queued_generations`)
+                 *     apply at submission.
+                 * @example respond-async, wait=10
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["OpenAIImageEditRequest"];
+            };
+        };
+        responses: {
+            /** @description Images generated from the inputs and credits charged. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Preference-Applied": components["headers"]["PreferenceAppliedWait"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIImageResponse"];
+                };
+            };
+            202: components["responses"]["GenerationAccepted"];
+            400: components["responses"]["GenerationRefusedRateLimited"];
+            401: components["responses"]["ClientUnauthorized"];
+            402: components["responses"]["QuotaExceededRateLimited"];
+            403: components["responses"]["ClientForbiddenRateLimited"];
+            404: components["responses"]["ModelNotFoundRateLimited"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["IdempotencyKeyInUseRateLimited"];
+            413: components["responses"]["GenerationPayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaTypeRateLimited"];
             422: components["responses"]["GenerationUnprocessableRateLimited"];
             429: components["responses"]["ClientThrottled"];

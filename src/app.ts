@@ -17,6 +17,7 @@ import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
 import type { ReadinessService } from './health/readiness';
 import { imageHandlers } from './images/images.handlers';
+import { imageInputsSupport } from './images/inputs/multipart-body';
 import type { ImagesService } from './images/images.service';
 import { createBaseApp, jsonBody } from './http/base-app';
 import { docsPageHandler } from './http/docs';
@@ -85,7 +86,8 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
   };
-  const app = createBaseApp(deps, 'public');
+  const imageInputs = imageInputsSupport(deps.document);
+  const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'public');
   const { router } = specRouter({
     document: deps.document,
     handlers,
@@ -93,6 +95,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     layers: {
       'x-rate-limited': { stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
       'x-idempotent': { stage: 'after-validation', handler: idempotency(deps) },
+      'x-image-inputs': imageInputs.layer,
     },
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),

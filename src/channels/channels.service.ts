@@ -5,7 +5,7 @@ import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
 import { newId } from '../shared/ids';
-import { resolvedUrlProblem } from '../webhooks/safe-url';
+import { resolvedUrlProblem } from '../shared/safe-url';
 import type { ChannelRouter } from './channel-router';
 import type { CredentialSealer } from './channel-sealing';
 import {

@@ -60,7 +60,7 @@ export const envSchema = z.object({
   MODEL_CATALOG_FILE: declare(text.optional(), { description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)', defaultText: 'built in' }),
   LOCAL_PROVIDER_MODE: declare(text.default('render'), { description: '`tiny` makes the local provider answer a fixed 1x1 PNG (benchmarks)' }),
   BODY_LIMIT_BYTES: declare(integer(1024, 10_485_760).default(65_536), {
-    description: 'largest request body (413 past it; a larger `Content-Length` is refused before the body is read)',
+    description: 'largest request body (413 past it; a larger `Content-Length` is refused before the body is read); operations that take image inputs (`POST /images/generate`, `POST /v1/images/edits`, the internal generation) take up to 72 MiB',
   }),
   BODY_TIMEOUT_MS: declare(integer(100, 600_000).default(10_000), {
     description: 'a request body must have fully arrived this long after its headers, else 408 `request_timeout` and the connection is closed',

@@ -150,9 +150,11 @@ export interface AuditEventsTable {
 export interface StoredImagesTable {
   id: string;
   generation_id: string;
-  /** Index of the image within its generation's answer. */
+  /** Index of the image within its generation's answer (outputs) or request (inputs). */
   position: number;
-  /** image/png | image/jpeg | image/webp, from the bytes. */
+  /** 'output' (generated), 'input' (an image of the request's `images`) or 'mask'. */
+  role: 'output' | 'input' | 'mask';
+  /** image/png | image/jpeg | image/webp, from the bytes (inputs also image/gif | image/bmp | image/tiff). */
   content_type: string;
   byte_size: number;
   /** Hex SHA-256 of the bytes: the ETag. */

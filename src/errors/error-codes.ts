@@ -58,4 +58,10 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   webhook_endpoint_not_found: { status: 404, type: 'not_found_error' },
   too_many_queued_generations: { status: 429, type: 'rate_limit_error' },
   generation_finished: { status: 409, type: 'invalid_request_error' },
+  image_input_invalid: { status: 400, type: 'invalid_request_error' },
+  image_input_unsupported: { status: 400, type: 'invalid_request_error' },
+  image_input_not_found: { status: 404, type: 'not_found_error' },
+  image_input_too_large: { status: 413, type: 'invalid_request_error' },
+  image_input_unreachable: { status: 422, type: 'invalid_request_error' },
+  image_input_public_url_required: { status: 422, type: 'invalid_request_error' },
 };

@@ -1,10 +1,9 @@
-import type { CatalogModel } from '../config/catalog';
+import { type CatalogModel, upstreamLimitsOf } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
 import { checkModelPermitted } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ProviderRegistry } from '../providers/registry';
-import { upstreamModelSpec } from '../providers/upstream-models';
 import type { RateLimitDecision, RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 
@@ -41,7 +40,7 @@ export class GenerationAdmission {
           credits_per_image: 0,
           default_size: '1024x1024',
           ...(providerOverride === 'jimeng' ? { transport: model.startsWith('jimeng_') ? 'visual' : 'ark' } : {}),
-          ...(upstreamModelSpec(model)?.sizes ? { size_bounds: upstreamModelSpec(model)?.sizes } : {}),
+          ...upstreamLimitsOf(model),
         };
       }
     }

@@ -6,7 +6,7 @@ import type { Clock } from '../shared/clock';
 import { toIso } from '../shared/clock';
 import { randomBase62 } from '../shared/ids';
 import { eventBody, pendingDelivery } from '../events/outbox';
-import { urlProblem } from '../webhooks/safe-url';
+import { urlProblem } from '../shared/safe-url';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';
 

@@ -1,11 +1,12 @@
 import type { DatabaseEngine } from '../db/database';
+import { InputImages } from '../images/inputs/input-images';
 import { CompletionWebhooks } from './completion-webhooks';
 import { GenerationResources } from './generation-resource';
 import { GenerationRunner } from './generation-runner';
 import { GenerationWorker, type GenerationWorkerDeps, newLeaseOwner } from './generation-worker';
 import { type GenerationDeps, GenerationService } from './generation.service';
 
-export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker'> {
+export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker' | 'inputs'> {
   engine: DatabaseEngine;
   worker: Pick<GenerationWorkerDeps, 'pollMs' | 'maxRunning' | 'modelsWithRoom'>;
 }
@@ -19,10 +20,11 @@ export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker'> {
 export function createGeneration(deps: GenerationFeatureDeps): { service: GenerationService; worker: GenerationWorker; close: () => Promise<void> } {
   const { db, clock, logger, leaseMs } = deps;
   const owner = newLeaseOwner();
+  const inputs = new InputImages({ images: deps.images });
   const resources = new GenerationResources({ db, clock, images: deps.images });
   const completionWebhooks = deps.webhooks && new CompletionWebhooks({ clock, ...deps.webhooks, resource: (trx, row) => resources.resource(row, trx) });
-  const runner = new GenerationRunner({ ...deps, owner, completionWebhooks });
+  const runner = new GenerationRunner({ ...deps, owner, completionWebhooks, inputs });
   const worker = new GenerationWorker({ db, engine: deps.engine, clock, logger, leaseMs, owner, ...deps.worker, execute: (row, signal) => runner.execute(row, signal) });
-  const service = new GenerationService({ ...deps, worker }, { runner, resources, completionWebhooks });
+  const service = new GenerationService({ ...deps, worker, inputs }, { runner, resources, completionWebhooks });
   return { service, worker, close: () => worker.stop() };
 }

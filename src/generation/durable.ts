@@ -3,6 +3,7 @@ import type { TaskJournal } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
 import type { GenerationTasksTable, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
+import type { StoredInputs } from '../images/inputs/input-images';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
@@ -13,7 +14,9 @@ import { LeaseLost } from './generation-worker';
 export interface StoredGenerationRequest {
   /** The catalog entry as it was at submission (the internal API may address models the catalog lacks). */
   entry: CatalogModel;
-  request: Omit<ProviderRequest, 'resumeTaskId' | 'onTaskAccepted'>;
+  request: Omit<ProviderRequest, 'resumeTaskId' | 'onTaskAccepted' | 'inputImages' | 'mask'>;
+  /** The request's input images, by id in the image store: each run reads the same bytes back (input-images.ts). */
+  inputs?: StoredInputs;
   /** Keep b64_json images in the store too: the result is read later, not handed over in this response. */
   keep_base64: boolean;
   /**

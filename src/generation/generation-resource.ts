@@ -50,6 +50,7 @@ export class GenerationResources {
       .selectFrom('stored_images')
       .selectAll()
       .where('generation_id', '=', generationId)
+      .where('role', '=', 'output')
       .where('deleted_at', 'is', null)
       .where('expires_at', '>', now)
       .orderBy('position')

@@ -9,6 +9,7 @@ import { ApiError } from '../errors/api-error';
 import { dependencyApiError, DependencyUnavailableError, isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
 import { ClientDisconnected } from '../http/abort-on-disconnect';
 import type { ImagesService } from '../images/images.service';
+import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
 import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
@@ -30,6 +31,8 @@ export interface GenerationRunnerDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   images: ImagesService;
+  /** Reads a stored request's input images back for the provider. */
+  inputs: InputImages;
   /** The lease owner of this process's runs (its worker's): the task journal marks sends with it. */
   owner: string;
   completionWebhooks: CompletionWebhooks | undefined;
@@ -122,7 +125,9 @@ export class GenerationRunner {
       throw error;
     }
     try {
-      const run = await channels.generate(row.id, entry, request, signal, journal);
+      // Read back by id on every run: a takeover sends exactly the inputs the request gave.
+      const providerRequest = stored.inputs ? { ...request, ...(await this.deps.inputs.resolve(stored.inputs)) } : request;
+      const run = await channels.generate(row.id, entry, providerRequest, signal, journal);
       attempts = run.attempts;
       if (!run.ok) throw run.error;
       // Stored before success is recorded: an image the client cannot get is never charged.

@@ -8,11 +8,12 @@ import type { ClientKey } from '../keys/key.model';
 import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './generation-resource';
 import { secretResource } from './completion-webhooks';
-import { type GenerateImageInput, type GenerationService, generationSummary } from './generation.service';
+import { uploadedFiles } from '../images/inputs/multipart-body';
+import { type GenerationInput, type GenerationService, generationSummary } from './generation.service';
 
 type GenerationHandlers = Pick<
   GatewayHandlers,
-  'generateImage' | 'createImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration' | 'getWebhookSigningSecret'
+  'generateImage' | 'createImageOpenAI' | 'editImageOpenAI' | 'listGenerations' | 'getGeneration' | 'cancelGeneration' | 'getWebhookSigningSecret'
 >;
 
 // Parsed where the idempotency layer can read it too (the asynchronous form is part of a request's fingerprint).
@@ -43,7 +44,7 @@ interface Accepted {
 async function submitAsync(
   generation: GenerationService,
   key: ClientKey,
-  input: GenerateImageInput,
+  input: GenerationInput,
   prefer: { respondAsync: boolean; waitSeconds: number },
   rateLimit: RateLimitHolder,
 ): Promise<{ done: ClientGeneration; creditsRemaining: number } | Accepted> {
@@ -60,6 +61,45 @@ async function submitAsync(
     status: 202,
     body: resource,
     headers: { Location: fillPath(gatewayOperations.getGeneration.path, { id: row.id }), 'Preference-Applied': applied },
+  };
+}
+
+/** A generation answered in OpenAI's image shape (generations and edits alike), synchronously or as `Prefer` asks. */
+async function openAIAnswer(
+  generation: GenerationService,
+  key: ClientKey,
+  input: GenerationInput,
+  prefer: ReturnType<typeof parsePrefer>,
+  signal: AbortSignal,
+  rateLimit: RateLimitHolder,
+) {
+  if (prefer) {
+    const outcome = await submitAsync(generation, key, input, prefer, rateLimit);
+    if (!('done' in outcome)) return outcome;
+    return {
+      status: 200 as const,
+      ...doneHeaders(prefer),
+      body: {
+        created: Math.floor(Date.parse(outcome.done.created_at) / 1000),
+        data: (outcome.done.data ?? []).map((image) => ({
+          ...(image.url !== undefined ? { url: image.url } : {}),
+          ...(image.b64_json !== undefined ? { b64_json: image.b64_json } : {}),
+          revised_prompt: input.prompt,
+        })),
+      },
+    };
+  }
+  const outcome = await generation.generateForKey(key, input, signal, rateLimit);
+  return {
+    status: 200 as const,
+    body: {
+      created: outcome.created,
+      data: outcome.images.map((image) => ({
+        ...(image.url !== undefined ? { url: image.url } : {}),
+        ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
+        revised_prompt: input.prompt,
+      })),
+    },
   };
 }
 
@@ -107,35 +147,24 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         ...(webhook !== undefined ? { webhook } : {}),
         ...(webhook_events_filter !== undefined ? { webhook_events_filter } : {}),
       };
-      const prefer = parsePrefer(header('prefer'));
-      if (prefer) {
-        const outcome = await submitAsync(generation, principal.key, input, prefer, rateLimit);
-        if (!('done' in outcome)) return outcome;
-        return {
-          status: 200,
-          ...doneHeaders(prefer),
-          body: {
-            created: Math.floor(Date.parse(outcome.done.created_at) / 1000),
-            data: (outcome.done.data ?? []).map((image) => ({
-              ...(image.url !== undefined ? { url: image.url } : {}),
-              ...(image.b64_json !== undefined ? { b64_json: image.b64_json } : {}),
-              revised_prompt: prompt,
-            })),
-          },
-        };
-      }
-      const outcome = await generation.generateForKey(principal.key, input, signal, rateLimit);
-      return {
-        status: 200,
-        body: {
-          created: outcome.created,
-          data: outcome.images.map((image) => ({
-            ...(image.url !== undefined ? { url: image.url } : {}),
-            ...(image.b64Json !== undefined ? { b64_json: image.b64Json } : {}),
-            revised_prompt: prompt,
-          })),
-        },
+      return openAIAnswer(generation, principal.key, input, parsePrefer(header('prefer')), signal, rateLimit);
+    },
+
+    // OpenAI's `POST /v1/images/edits`: the uploaded files become the generation's input images.
+    editImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
+      const { prompt, model, n, size, response_format } = body;
+      const files = uploadedFiles(body);
+      if (!files || files.images.length === 0) throw new ApiError('invalid_request', 'image: send at least one image file.', { param: 'image' });
+      const input: GenerationInput = {
+        prompt,
+        model,
+        n: n === undefined ? 1 : Number(n),
+        ...(response_format !== undefined ? { response_format } : {}),
+        ...(size && size !== 'auto' ? { size } : {}),
+        images: files.images,
+        ...(files.mask ? { mask: files.mask } : {}),
       };
+      return openAIAnswer(generation, principal.key, input, parsePrefer(header('prefer')), signal, rateLimit);
     },
 
     listGenerations: async ({ principal, query }) => ({ status: 200, body: await generation.clients.list(principal.key.id, query) }),

@@ -7,6 +7,8 @@ import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
+import type { ImageOwner } from '../images/images.repository';
+import type { CheckedInputs, InputImages, RequestedInputs, StoredInputs } from '../images/inputs/input-images';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
@@ -29,6 +31,8 @@ import { countQueuedGenerations, findGeneration, insertGeneration } from './gene
 import { Reservations } from './reservations';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
+/** A generation request as the handlers pass it: the JSON API's fields, inputs also as uploaded files' bytes (OpenAI edits). */
+export type GenerationInput = Omit<GenerateImageInput, 'images' | 'mask'> & RequestedInputs;
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
 
 export interface GenerationDeps {
@@ -50,6 +54,8 @@ export interface GenerationDeps {
   /** PostgreSQL: the longest one database operation may take; a batched statement's queue counts in it. */
   databaseBudgetMs?: number;
   images: ImagesService;
+  /** Reads, checks and stores a request's input images (before its reservation). */
+  inputs: InputImages;
   db: Kysely<Database>;
   /** This process's worker: runs the rows the sync path inserts already claimed by it. */
   worker: GenerationWorker;
@@ -129,7 +135,7 @@ export class GenerationService {
   }
 
   /** The request's completion webhook, checked; its key's signing secret exists before any delivery needs it. */
-  private async webhookOf(key: ClientKey, input: GenerateImageInput) {
+  private async webhookOf(key: ClientKey, input: GenerationInput) {
     if (input.webhook === undefined && input.webhook_events_filter === undefined) return undefined;
     if (!this.completionWebhooks) throw new ApiError('invalid_request', 'Completion webhooks are not available here.', { param: 'webhook' });
     const webhook = this.completionWebhooks.validate(input);
@@ -138,16 +144,20 @@ export class GenerationService {
   }
 
   /** The gateway's path: a client key pays, within its rate limit and quota. `rateLimit` receives the count's decision. */
-  async generateForKey(key: ClientKey, input: GenerateImageInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
+  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
     const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
     let slot: HeldLease | undefined;
     try {
       this.admission.refuseOverLimit(decision);
       const webhook = await this.webhookOf(key, input);
+      const request = this.storedRequest(entry, input, false);
+      const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input, signal);
       slot = await holdConcurrencySlot(this.deps.leases, key);
+      // Stored only once the request holds its slot: a request refused for concurrency stores nothing.
+      const { generationId, inputs } = await this.keepInputs(checked);
       const n = input.n ?? 1;
-      const stored = { ...this.storedRequest(entry, input, false), ...(webhook ? { webhook } : {}) };
-      const reservation = await this.reservations.reserve(key, entry, n, stored);
+      const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
+      const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
       const outcome = await this.runHeld(reservation.row, signal, stored);
       return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
     } finally {
@@ -161,7 +171,7 @@ export class GenerationService {
    * generation is queued and a worker (this process's first: woken now) runs it when its model's
    * channels have room. The key's max_concurrent bounds synchronous requests only.
    */
-  async submitForKey(key: ClientKey, input: GenerateImageInput, rateLimit?: RateLimitHolder): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
+  async submitForKey(key: ClientKey, input: GenerationInput, rateLimit?: RateLimitHolder): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
     const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
     this.admission.refuseOverLimit(decision);
     const queued = await countQueuedGenerations(this.deps.db, key.id);
@@ -171,13 +181,16 @@ export class GenerationService {
       });
     }
     const webhook = await this.webhookOf(key, input);
-    const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, { ...this.storedRequest(entry, input, true), ...(webhook ? { webhook } : {}) }, false);
+    const request = this.storedRequest(entry, input, true);
+    const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'key', id: key.id }, entry, input));
+    const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
+    const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, stored, false, generationId);
     this.deps.worker.wake();
     return { row: reservation.row, creditsRemaining: reservation.creditsRemaining };
   }
 
   /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
-  async generateForService(clientId: string, input: GenerateImageInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
+  async generateForService(clientId: string, input: GenerationInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
     if (input.webhook !== undefined || input.webhook_events_filter !== undefined) {
       throw new ApiError('invalid_request', 'Completion webhooks belong to client keys; the internal API has none.', { param: 'webhook' });
     }
@@ -185,10 +198,12 @@ export class GenerationService {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const credits = (input.n ?? 1) * entry.credits_per_image;
-    const stored = this.storedRequest(entry, input, false);
+    const request = this.storedRequest(entry, input, false);
+    const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal));
+    const stored = { ...request, ...(inputs ? { inputs } : {}) };
     const row: GenerationsTable = {
       ...this.reservations.heldRow(now),
-      id: newSortableId('gen', now),
+      id: generationId,
       key_id: null,
       client_id: clientId,
       model: entry.model,
@@ -205,8 +220,22 @@ export class GenerationService {
     return { ...outcome, credits };
   }
 
+  /** The request's input images, read and checked against the model's limits: the 4xx refusals, before anything is stored or reserved. */
+  private checkInputs(owner: ImageOwner, entry: CatalogModel, input: GenerationInput, signal?: AbortSignal) {
+    return this.deps.inputs.intake(owner, entry.model, entry.input_limits, input, signal);
+  }
+
+  /**
+   * The checked inputs stored under the generation's id, chosen here so the reservation that
+   * follows uses it; a reservation refused after this leaves the stored inputs to expire unseen.
+   */
+  private async keepInputs(checked: CheckedInputs | undefined): Promise<{ generationId: string; inputs?: StoredInputs }> {
+    const generationId = newSortableId('gen', this.deps.clock.now());
+    return { generationId, ...(checked ? { inputs: await this.deps.inputs.keep(generationId, checked) } : {}) };
+  }
+
   /** What a worker needs to run the generation later, on any replica. */
-  private storedRequest(entry: CatalogModel, input: GenerateImageInput, background: boolean): StoredGenerationRequest {
+  private storedRequest(entry: CatalogModel, input: GenerationInput, background: boolean): StoredGenerationRequest {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     // Refused here, before the reservation: a size the upstream would refuse is never charged nor sent.
     checkSize(entry.model, width, height, entry.size_bounds);

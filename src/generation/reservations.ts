@@ -73,11 +73,11 @@ export class Reservations {
     };
   }
 
-  async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true) {
+  /** `generationId`: chosen by the caller when something (its stored input images) already names it. */
+  async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true, generationId = newSortableId('gen', this.deps.clock.now())) {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const cost = n * entry.credits_per_image;
-    const generationId = newSortableId('gen', now);
     const request = JSON.stringify(stored);
     const reservationFailed = (error: unknown): unknown => {
       if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;

@@ -1,4 +1,4 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 import { ApiError } from '../errors/api-error';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
@@ -12,7 +12,7 @@ import { requestContext } from './request-context';
  * with a body it never finishes), and the Scalar bundle (a public static asset).
  */
 export function createBaseApp(
-  deps: { logger: Logger; metrics: GatewayMetrics; bodyLimitBytes: number; bodyTimeoutMs: number },
+  deps: { logger: Logger; metrics: GatewayMetrics; bodyLimitBytes: number; bodyTimeoutMs: number; bodyLimitFor?: (req: Request) => number | undefined },
   listener: 'public' | 'internal',
 ): Express {
   const app = express();
@@ -21,7 +21,7 @@ export function createBaseApp(
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
   app.use(requestContext(deps, listener));
-  app.use(bodyDeadline({ bodyLimitBytes: deps.bodyLimitBytes, bodyTimeoutMs: deps.bodyTimeoutMs }));
+  app.use(bodyDeadline({ bodyLimitBytes: deps.bodyLimitBytes, bodyTimeoutMs: deps.bodyTimeoutMs, ...(deps.bodyLimitFor ? { bodyLimitFor: deps.bodyLimitFor } : {}) }));
   app.use(STATIC_ASSETS_PREFIX, staticAssetsRouter());
   return app;
 }

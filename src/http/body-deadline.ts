@@ -5,6 +5,8 @@ import { sendError } from '../errors/error-handler';
 
 export interface BodyDeadlineOptions {
   bodyLimitBytes: number;
+  /** A larger limit for some requests (operations that take image inputs), or undefined for bodyLimitBytes. */
+  bodyLimitFor?: (req: Request) => number | undefined;
   /** How long a body may take to arrive after its headers (BODY_TIMEOUT_MS). */
   bodyTimeoutMs: number;
 }
@@ -37,8 +39,9 @@ export function bodyDeadline(options: BodyDeadlineOptions): RequestHandler {
     if (!hasBody(req) || req.complete) return next();
     closeWhenAnsweredEarly(req, res);
     const declared = Number(req.headers['content-length']);
-    if (declared > options.bodyLimitBytes) {
-      sendError(res, new ApiError('payload_too_large', `The request body is ${declared} bytes; the limit is ${options.bodyLimitBytes}.`));
+    const limit = options.bodyLimitFor?.(req) ?? options.bodyLimitBytes;
+    if (declared > limit) {
+      sendError(res, new ApiError('payload_too_large', `The request body is ${declared} bytes; the limit is ${limit}.`));
       return;
     }
     const deadline = setTimeout(() => {

@@ -45,5 +45,6 @@ export async function createImagesService(
     limits: { maxBytes: images.maxBytes, timeoutMs: images.fetchTimeoutMs },
     hostsByProvider: imageHostsByProvider(config),
     publicBaseUrl: images.publicBaseUrl,
+    upstreamsArePrivate: config.channels.allowPrivateUpstreams,
   });
 }

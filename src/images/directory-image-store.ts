@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { ImageContentType } from './image-bytes';
+import type { StoredImageContentType } from './image-bytes';
 import { type ByteRange, type ImageStore, assertImageId } from './image-store';
 
 /**
@@ -22,7 +22,7 @@ export class DirectoryImageStore implements ImageStore {
     return path.join(this.directory, id.slice(-2), id);
   }
 
-  async put(id: string, bytes: Buffer, _contentType: ImageContentType): Promise<void> {
+  async put(id: string, bytes: Buffer, _contentType: StoredImageContentType): Promise<void> {
     const target = this.pathOf(id);
     await fs.promises.mkdir(path.dirname(target), { recursive: true });
     const temporary = `${target}.${randomUUID()}.tmp`;

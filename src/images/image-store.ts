@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { ImageContentType } from './image-bytes';
+import type { StoredImageContentType } from './image-bytes';
 
 /** Bytes first..last, both inclusive (HTTP's byte ranges). */
 export interface ByteRange {
@@ -18,7 +18,7 @@ export interface ImageStore {
   /** For logs and /readyz-style reporting. */
   readonly description: string;
   /** Stores the bytes under `id`, replacing any; resolves once they are durable. */
-  put(id: string, bytes: Buffer, contentType: ImageContentType): Promise<void>;
+  put(id: string, bytes: Buffer, contentType: StoredImageContentType): Promise<void>;
   /** The bytes (or one range of them); undefined when nothing is stored under `id`. */
   read(id: string, range?: ByteRange): Promise<Readable | undefined>;
   /** Removes the bytes; removing what is not there is not an error (sweepers may race). */

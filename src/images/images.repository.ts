@@ -3,9 +3,25 @@ import type { Database, StoredImagesTable } from '../db/schema';
 
 type Db = Kysely<Database>;
 
+/** Who may name a stored image as an input: the key (or service) whose generation stored it. */
+export type ImageOwner = { kind: 'key'; id: string } | { kind: 'service'; id: string };
+
 /** All SQL on stored_images. */
 export async function insertStoredImages(db: Db, rows: StoredImagesTable[]): Promise<void> {
   if (rows.length > 0) await db.insertInto('stored_images').values(rows).execute();
+}
+
+/** An image whose generation belongs to `owner` (a client key, or an internal service's client id), live at `now`. */
+export async function findOwnedImage(db: Db, id: string, owner: ImageOwner, now: number): Promise<StoredImagesTable | undefined> {
+  return db
+    .selectFrom('stored_images')
+    .innerJoin('generations', 'generations.id', 'stored_images.generation_id')
+    .selectAll('stored_images')
+    .where('stored_images.id', '=', id)
+    .where(owner.kind === 'key' ? 'generations.key_id' : 'generations.client_id', '=', owner.id)
+    .where('stored_images.deleted_at', 'is', null)
+    .where('stored_images.expires_at', '>', now)
+    .executeTakeFirst();
 }
 
 export async function findStoredImage(db: Db, id: string): Promise<StoredImagesTable | undefined> {

@@ -10,11 +10,21 @@ import { fillPath } from '../http/operation-path';
 import type { ProviderImage } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
-import { type ImageContentType, sniffImageType } from './image-bytes';
+import { type ImageContentType, type StoredImageContentType, sniffImageType } from './image-bytes';
 import { type FetchLimits, HostAllowList, fetchUpstreamImage } from './image-fetch';
 import type { ByteRange, ImageStore } from './image-store';
 import type { ImageUrlSigner } from './image-url-signer';
-import { expireGenerationImages, findExpiredImageIds, findStoredImage, insertStoredImages, markImagesDeleted, purgeImageTombstones } from './images.repository';
+import { urlProblem } from '../shared/safe-url';
+import {
+  expireGenerationImages,
+  findExpiredImageIds,
+  findOwnedImage,
+  findStoredImage,
+  type ImageOwner,
+  insertStoredImages,
+  markImagesDeleted,
+  purgeImageTombstones,
+} from './images.repository';
 
 /** How long a swept image's row stays, so URLs on replicas with lagging clocks still answer 410. */
 const TOMBSTONE_MS = 86_400_000;
@@ -33,6 +43,8 @@ export interface ImagesDeps {
   hostsByProvider: ReadonlyMap<string, HostAllowList>;
   /** Scheme, host and port clients reach this gateway at (no trailing slash); may be set after listening. */
   publicBaseUrl?: string;
+  /** CHANNEL_ALLOW_PRIVATE_UPSTREAMS: upstreams live on the gateway's network, so they reach it at a private address too. */
+  upstreamsArePrivate?: boolean;
 }
 
 export interface PersistRequest {
@@ -48,6 +60,16 @@ export interface PersistRequest {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** An image to store, with what its row records. */
+export interface StoredImageBytes {
+  bytes: Buffer;
+  contentType: StoredImageContentType;
+  role: StoredImagesTable['role'];
+  position: number;
+  width: number;
+  height: number;
+}
 
 /** `bytes` is empty for base64 images that are only checked, not kept. */
 interface TakenImage {
@@ -92,16 +114,31 @@ export class ImagesService {
   }
 
   private async keep(generationId: string, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
+    return this.storeImages(
+      generationId,
+      taken.map(({ bytes, contentType }, position) => ({ bytes, contentType, role: 'output', position, ...sizeOf(position) })),
+      'The generated images could not be stored; nothing was charged. Try again later.',
+    );
+  }
+
+  /** Stores a request's input images (and mask) under the generation that takes them, with the same retention as outputs. */
+  async keepInputs(generationId: string, images: StoredImageBytes[]): Promise<StoredImagesTable[]> {
+    return this.storeImages(generationId, images, 'The input images could not be stored; nothing was charged. Try again later.');
+  }
+
+  private async storeImages(generationId: string, images: StoredImageBytes[], refusal: string): Promise<StoredImagesTable[]> {
     const { clock, retentionMs, store, writes, logger } = this.deps;
     const now = clock.now();
-    const rows: StoredImagesTable[] = taken.map(({ bytes, contentType }, position) => ({
+    const rows: StoredImagesTable[] = images.map(({ bytes, contentType, role, position, width, height }) => ({
       id: newSortableId('img', now),
       generation_id: generationId,
       position,
+      role,
       content_type: contentType,
       byte_size: bytes.length,
       sha256: createHash('sha256').update(bytes).digest('hex'),
-      ...sizeOf(position),
+      width,
+      height,
       created_at: now,
       expires_at: now + retentionMs,
       deleted_at: null,
@@ -109,12 +146,44 @@ export class ImagesService {
     // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
     await writes.run((trx) => insertStoredImages(trx, rows));
     try {
-      await Promise.all(rows.map((row, i) => store.put(row.id, (taken[i] as TakenImage).bytes, row.content_type as ImageContentType)));
+      await Promise.all(rows.map((row, i) => store.put(row.id, (images[i] as StoredImageBytes).bytes, row.content_type as StoredImageContentType)));
     } catch (error) {
-      logger.error({ err: error, generation_id: generationId, store: store.description }, 'could not store generated images');
-      throw new ApiError('image_storage_unavailable', 'The generated images could not be stored; nothing was charged. Try again later.');
+      logger.error({ err: error, generation_id: generationId, store: store.description }, 'could not store images');
+      throw new ApiError('image_storage_unavailable', refusal);
     }
     return rows;
+  }
+
+  /** A live image of `owner`'s generations (for `img_` inputs); undefined for another's, an unknown or an expired one. */
+  async findOwned(imageId: string, owner: ImageOwner): Promise<StoredImagesTable | undefined> {
+    return findOwnedImage(this.deps.db, imageId, owner, this.deps.clock.now());
+  }
+
+  /** A stored image that is still kept (not past its retention, not swept). */
+  async findStored(imageId: string): Promise<StoredImagesTable | undefined> {
+    const row = await findStoredImage(this.deps.db, imageId);
+    return row && row.deleted_at === null && Number(row.expires_at) > this.deps.clock.now() ? row : undefined;
+  }
+
+  /** A stored image's whole bytes (inputs are bounded: at most GATEWAY_INPUT_LIMITS.maxImageBytes). */
+  async readBytes(row: StoredImagesTable): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.read(row)) chunks.push(Buffer.from(chunk as Buffer));
+    return Buffer.concat(chunks);
+  }
+
+  /**
+   * Why upstreams could not fetch this gateway's image URLs, or undefined: PUBLIC_BASE_URL unset
+   * (the address learnt when listening is this host's), or a loopback, private or link-local address;
+   * both are fine when the operator declares its upstreams private (CHANNEL_ALLOW_PRIVATE_UPSTREAMS).
+   */
+  publicUrlProblem(): string | undefined {
+    const configured = this.deps.publicBaseUrl;
+    // Upstreams on the gateway's own network (CHANNEL_ALLOW_PRIVATE_UPSTREAMS) reach it at any address it serves on.
+    if (this.deps.upstreamsArePrivate) return this.publicBaseUrl ? undefined : 'the gateway does not know its address yet';
+    if (!configured) return 'PUBLIC_BASE_URL is not set';
+    const problem = urlProblem(configured, false);
+    return problem ? `PUBLIC_BASE_URL (${configured}) ${problem}` : undefined;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { ImageContentType } from './image-bytes';
+import type { StoredImageContentType } from './image-bytes';
 import { type ByteRange, type ImageStore, assertImageId } from './image-store';
 
 export interface S3ImageStoreSettings {
@@ -38,7 +38,7 @@ export class S3ImageStore implements ImageStore {
     return `${this.settings.prefix}${id}`;
   }
 
-  async put(id: string, bytes: Buffer, contentType: ImageContentType): Promise<void> {
+  async put(id: string, bytes: Buffer, contentType: StoredImageContentType): Promise<void> {
     await this.client.send(
       new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id), Body: bytes, ContentType: contentType, ContentLength: bytes.length }),
     );

@@ -10,6 +10,7 @@ import type { GenerationService } from '../generation/generation.service';
 import { healthHandlers } from '../health/health.handlers';
 import type { ReadinessService } from '../health/readiness';
 import { createBaseApp, jsonBody } from '../http/base-app';
+import { imageInputsSupport } from '../images/inputs/multipart-body';
 import { docsPageHandler } from '../http/docs';
 import type { CreativeHandlers } from '../http/handler-maps';
 import type { OpenApiDocument } from '../http/openapi-document';
@@ -54,7 +55,8 @@ export function createInternalApp(deps: InternalAppDeps): Express {
     // The page embeds the spec, so the browser needs no second authenticated request.
     getCreativeApiReference: docsPageHandler({ document: deps.document, title: 'Creative Gateway internal API' }),
   };
-  const app = createBaseApp(deps, 'internal');
+  const imageInputs = imageInputsSupport(deps.document);
+  const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'internal');
   const { router } = specRouter({
     document: deps.document,
     handlers,
@@ -62,7 +64,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
       'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens),
       CfAccessJwt: accessJwtGuard({ config: deps.accessJwt, clock: deps.clock, logger: deps.logger }),
     },
-    layers: {},
+    layers: { 'x-image-inputs': imageInputs.layer },
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),
   });

@@ -1,7 +1,7 @@
 import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { isBlockedAddress } from '../webhooks/safe-url';
+import { isBlockedAddress } from '../shared/safe-url';
 
 /**
  * The upstream hop: one process-wide undici Agent (a keep-alive pool per origin, no cap on connections:

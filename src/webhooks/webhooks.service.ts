@@ -8,7 +8,7 @@ import { type Clock, toIso, toIsoOrNull } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { randomBase62 } from '../shared/ids';
 import { type Db, emitEvent } from '../events/outbox';
-import { urlProblem } from './safe-url';
+import { urlProblem } from '../shared/safe-url';
 import type { WebhookSecrets } from './secret-sealing';
 import { generateWebhookSecret } from './signing';
 

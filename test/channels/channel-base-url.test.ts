@@ -3,7 +3,7 @@ import os from 'node:os';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type ThrowawayDatabase, createThrowawayDatabase } from '../helpers/test-database';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
-import { isBlockedAddress } from '../../src/webhooks/safe-url';
+import { isBlockedAddress } from '../../src/shared/safe-url';
 
 /**
  * Issue #29 §4: a token that may write channels must not be able to send a channel's stored key to a

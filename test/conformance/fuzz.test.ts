@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { closeClient, exchange } from './http-client';
+import { multipartRequests } from './multipart-arbitraries';
 import { ResponseChecker } from './response-checker';
 import { type JsonSchema, ODD_STRINGS, SpecArbitraries } from './spec-arbitraries';
 import { type ConformanceTarget, conformanceTarget } from './target';
@@ -31,7 +32,7 @@ interface FuzzRequest {
   method: string;
   path: string;
   headers: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -140,6 +141,8 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
           { weight: 8, arbitrary: fc.constant('application/json') },
           { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'application/merge-patch+json', '') },
         );
+        // Operations that take multipart bodies (OpenAI edits) get them, with their boundary, most of the time.
+        const form = operation.requestBody?.content['multipart/form-data'] ? multipartRequests() : undefined;
         const requestMethod = fc.oneof({ weight: 12, arbitrary: fc.constant(method.toUpperCase()) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE', 'POST') });
         const extraHeaders = fc.record(
           {
@@ -148,8 +151,11 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
           },
           { requiredKeys: [] },
         );
+        const payload: fc.Arbitrary<{ body: string | Buffer | undefined; type: string }> = form
+          ? fc.oneof({ weight: 4, arbitrary: form.map(({ body, contentType }) => ({ body, type: contentType })) }, { weight: 1, arbitrary: fc.tuple(body, contentType).map(([b, type]) => ({ body: b, type })) })
+          : fc.tuple(body, contentType).map(([b, type]) => ({ body: b, type }));
         perOperation.push(
-          fc.tuple(requestMethod, path, query, body, contentType, credentials(operation), extraHeaders).map(([m, p, q, b, type, auth, extra]) => {
+          fc.tuple(requestMethod, path, query, payload, credentials(operation), extraHeaders).map(([m, p, q, { body: b, type }, auth, extra]) => {
             const headers: Record<string, string> = { ...auth, ...extra };
             if (b !== undefined && m !== 'GET' && m !== 'HEAD' && type) headers['Content-Type'] = type;
             return { api, method: m, path: `${p}${q}`, headers, body: m === 'GET' || m === 'HEAD' ? undefined : b };
@@ -174,7 +180,8 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
         const key = `${req.api} ${res.status}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         const found = checkers[req.api].check(res);
-        if (found.length > 0) problems.push(...found.map((p) => `${p}\n    request: ${JSON.stringify(req).slice(0, 400)}\n    response: ${res.text.slice(0, 300)}`));
+        const shown = Buffer.isBuffer(req.body) ? { ...req, body: `${req.body.length} bytes: ${req.body.toString('latin1').slice(0, 300)}` } : req;
+        if (found.length > 0) problems.push(...found.map((p) => `${p}\n    request: ${JSON.stringify(shown).slice(0, 400)}\n    response: ${res.text.slice(0, 300)}`));
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );

@@ -8,7 +8,7 @@ const agent = new http.Agent({ keepAlive: false });
  * One raw HTTP exchange: the path goes out exactly as given (odd encodings included), any method,
  * any body with any content type.
  */
-export function exchange(baseUrl: string, request: { method: string; path: string; headers?: Record<string, string>; body?: string }): Promise<CheckedResponse> {
+export function exchange(baseUrl: string, request: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<CheckedResponse> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { asciiSafeBmp, claimedPng, dataUri, type MultipartPart, multipartBody, testPng } from '../helpers/test-images';
 import { closeClient, exchange } from './http-client';
 import { type ConformanceTarget, type Json, conformanceTarget } from './target';
 
@@ -37,6 +38,13 @@ const NOT_YET_SCRIPTED_STATUSES = new Set(['408', '503']);
 const NOT_YET_SCRIPTED_PAIRS = new Set([
   'generateImage 202',
   'createImageOpenAI 202',
+  'editImageOpenAI 202',
+  // Edits provoke provider failures only on a model with inputs behind the fake upstream (the
+  // upstream side's input limits, issue #27); covered on local-1 by test/generation/openai-edits.test.ts.
+  'editImageOpenAI 409',
+  'editImageOpenAI 502',
+  'editImageOpenAI 503',
+  'editImageOpenAI 504',
   'listGenerations 200',
   'listGenerations 400',
   'listGenerations 401',
@@ -137,7 +145,7 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
   });
 
   /** One request through Prism; records its violations and the (operation, status) it covers. */
-  async function call(api: 'gateway' | 'creative', operationId: string, expected: number, request: { method: string; path: string; headers?: Record<string, string>; body?: unknown; raw?: string }) {
+  async function call(api: 'gateway' | 'creative', operationId: string, expected: number, request: { method: string; path: string; headers?: Record<string, string>; body?: unknown; raw?: string | Buffer }) {
     const body = request.raw ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
     const headers: Record<string, string> = { ...(body !== undefined && !request.headers?.['Content-Type'] ? { 'Content-Type': 'application/json' } : {}), ...request.headers };
     const res = await exchange(prism[api]!.url, { method: request.method, path: request.path, headers, body });
@@ -185,7 +193,13 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       await generate(402, local, broke.auth);
       await generate(403, { ...local, model: 'jimeng-4.0' }, localOnly.auth);
       await generate(404, { ...local, model: 'no-such-model' });
-      await generate(413, { ...local, prompt: big });
+      // generateImage takes image inputs (a 72 MiB body): its 413s are the inputs' (a pixel bomb by its header).
+      await generate(413, operationId === 'generateImage' ? { ...local, images: [dataUri(claimedPng(9000, 9000))] } : { ...local, prompt: big });
+      if (operationId === 'generateImage') {
+        await generate(400, { ...local, images: [dataUri(Buffer.from('not an image'))] });
+        await generate(404, { ...local, images: ['img_notStoredAnywhere0'] });
+        await generate(422, { ...local, images: ['https://127.0.0.1/a.png'] });
+      }
       await generate(415, undefined, { ...main.auth, 'Content-Type': 'text/plain' }, 'hello');
       await generate(200, local, { ...main.auth, 'Idempotency-Key': `${operationId}-reused` });
       await generate(422, { ...local, prompt: 'another' }, { ...main.auth, 'Idempotency-Key': `${operationId}-reused` });
@@ -206,6 +220,33 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       for (let i = 0; i < 200 && !target.visual?.requests.some((r) => JSON.stringify(r.body).includes(prompt)); i++) await new Promise((r) => setTimeout(r, 10));
       await generate(409, { prompt, model: 'jimeng-4.0' }, { ...main.auth, 'Idempotency-Key': `${operationId}-in-use` });
       await first;
+    }
+
+    // OpenAI edits: multipart bodies. Prism's proxy carries bodies as text, so the files are BMPs
+    // whose bytes are all ASCII (a PNG's are not); the mask (PNG with alpha) is left to
+    // test/generation/openai-edits.test.ts.
+    {
+      const edit = (expected: number, parts: MultipartPart[], headers: Record<string, string> = main.auth) => {
+        const { body, contentType } = multipartBody(parts);
+        return call('gateway', 'editImageOpenAI', expected, { method: 'POST', path: '/v1/images/edits', headers: { ...headers, 'Content-Type': contentType }, raw: body });
+      };
+      const image = (bytes: Buffer = asciiSafeBmp(16, 16), name = 'image') => ({ name, filename: 'a.bmp', bytes, type: 'image/bmp' });
+      const fields = (overrides: Record<string, string> = {}) => Object.entries({ prompt: 'edit me', model: 'local-1', size: '32x32', response_format: 'b64_json', ...overrides }).map(([name, value]) => ({ name, value }));
+      await edit(200, [...fields(), image()]);
+      await edit(200, [...fields({ n: '2' }), image(asciiSafeBmp(16, 16), 'image[]'), image(asciiSafeBmp(4, 4), 'image[]')]);
+      await edit(400, [...fields(), image(Buffer.from('not an image'))]);
+      await edit(400, fields());
+      await edit(401, [...fields(), image()], {});
+      await edit(402, [...fields(), image()], broke.auth);
+      await edit(403, [...fields({ model: 'jimeng-4.0' }), image()], localOnly.auth);
+      await edit(404, [...fields({ model: 'no-such-model' }), image()]);
+      await edit(413, [...fields(), image(asciiSafeBmp(9000, 9000))]);
+      await call('gateway', 'editImageOpenAI', 415, { method: 'POST', path: '/v1/images/edits', headers: { ...main.auth, 'Content-Type': 'application/json' }, raw: JSON.stringify({ prompt: 'p', model: 'local-1' }) });
+      await edit(200, [...fields(), image()], { ...main.auth, 'Idempotency-Key': 'editImageOpenAI-reused' });
+      await edit(422, [...fields(), image(asciiSafeBmp(10, 10))], { ...main.auth, 'Idempotency-Key': 'editImageOpenAI-reused' });
+      const slowLimit = await createKey({ rate_limit_rpm: 1 });
+      await edit(200, [...fields(), image()], slowLimit.auth);
+      await edit(429, [...fields(), image()], slowLimit.auth);
     }
 
     const keyPath = `/admin/keys/${main.id}`;
@@ -355,7 +396,10 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     await generate(401, { prompt: 'p', model: 'local-1' }, {});
     await generate(403, { prompt: 'p', model: 'local-1' }, wrong);
     await generate(404, { prompt: 'p', model: 'no-such-model' });
-    await generate(413, { prompt: 'x'.repeat(70_000), model: 'local-1' });
+    await generate(200, { prompt: 'a boat, again', model: 'local-1', size: '32x32', images: [dataUri(testPng(8, 8))] });
+    await generate(413, { prompt: 'a bomb', model: 'local-1', images: [dataUri(claimedPng(9000, 9000))] });
+    await generate(404, { prompt: 'p', model: 'local-1', images: ['img_notStoredAnywhere0'] });
+    await generate(422, { prompt: 'p', model: 'local-1', images: ['https://10.0.0.1/a.png'] });
     await generate(415, undefined, { ...token, 'Content-Type': 'text/plain' }, 'x');
     if (target.local) {
       await generate(422, { prompt: 'withhold [post-code:50511]', model: 'jimeng-4.0' });

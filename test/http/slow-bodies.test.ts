@@ -18,14 +18,17 @@ describe('slow and oversized request bodies cannot hold connections', () => {
   afterAll(() => t.close());
 
   it.each([
-    ['an unauthenticated client', '/images/generate', {}],
-    ['the admin', '/admin/keys', admin],
-  ])('a Content-Length over BODY_LIMIT_BYTES from %s is 413 before any body byte is sent, and the connection closes', async (_who, path, headers) => {
-    const connection = await rawConnection(t.gateway.url, postHead(path, 65_537, headers));
+    ['an unauthenticated client', '/v1/images/generations', {}, 65_536],
+    ['the admin', '/admin/keys', admin, 65_536],
+    // Operations that take image inputs (x-image-inputs) have the larger limit of GATEWAY_INPUT_LIMITS.maxBodyBytes.
+    ['an unauthenticated client of an operation with image inputs', '/images/generate', {}, 75_497_472],
+    ['an unauthenticated client of OpenAI edits', '/v1/images/edits', {}, 75_497_472],
+  ])('a Content-Length over the body limit from %s is 413 before any body byte is sent, and the connection closes', async (_who, path, headers, limit) => {
+    const connection = await rawConnection(t.gateway.url, postHead(path, limit + 1, headers));
     const res = await connection.response();
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual({
-      error: { code: 'payload_too_large', message: expect.stringContaining('65536'), type: 'invalid_request_error', param: null, request_id: res.headers['x-request-id'] },
+      error: { code: 'payload_too_large', message: expect.stringContaining(String(limit)), type: 'invalid_request_error', param: null, request_id: res.headers['x-request-id'] },
     });
     expect(res.headers.connection).toBe('close');
     expect(await connection.closedByServer()).toBe(true);

@@ -17,6 +17,7 @@ import { migration as m0015 } from './0015_completion_webhooks';
 import { migration as m0016 } from './0016_generation_charges';
 import { migration as m0017 } from './0017_admin_token_lineage_and_scopes';
 import { migration as m0018 } from './0018_leases';
+import { migration as m0019 } from './0019_stored_image_roles';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -45,6 +46,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0016_generation_charges', m0016],
   ['0017_admin_token_lineage_and_scopes', m0017],
   ['0018_leases', m0018],
+  ['0019_stored_image_roles', m0019],
 ];
 
 /** The migrations for an engine, keyed by name in order. */
