@@ -301,7 +301,7 @@ export interface WebhookAttemptsTable {
 
 /**
  * One hour's usage of one key on one model, provider and channel, per outcome (0018), written in
- * each settlement's transaction (src/usage/usage-rollups.repository.ts). Plus lat_00 ... lat_47:
+ * each settlement's transaction (src/usage/usage-rollups.repository.ts), like the other two rollup tables. Plus lat_00 ... lat_47:
  * the latency histogram of its delivered generations (src/usage/latency-histogram.ts).
  */
 export interface UsageRollupsTable {
@@ -318,15 +318,20 @@ export interface UsageRollupsTable {
   requests: number;
   images: number;
   credits: number;
-  [latencyColumn: `lat_${string}`]: number;
+  /** NULL for an empty bucket. */
+  [latencyColumn: `lat_${string}`]: number | null;
 }
 
 /** usage_rollups without the key: the same sums per model, provider and channel. */
 export type UsageRollupTotalsTable = Omit<UsageRollupsTable, 'key_id'>;
 
+/** usage_rollups per UTC day and key, over every model, provider and channel. */
+export type UsageKeyDaysTable = Omit<UsageRollupsTable, 'hour_start' | 'model' | 'provider' | 'channel_id'> & { day_start: number };
+
 export interface Database {
   usage_rollups: UsageRollupsTable;
   usage_rollup_totals: UsageRollupTotalsTable;
+  usage_key_days: UsageKeyDaysTable;
   webhook_endpoints: WebhookEndpointsTable;
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;

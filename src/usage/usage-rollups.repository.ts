@@ -3,50 +3,68 @@ import type { Database } from '../db/schema';
 import { LATENCY_BUCKETS, LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
 
 /**
- * The write side of usage analytics: every settlement of a client key's generation adds its hourly
- * rollup rows (usage_rollups per key, usage_rollup_totals without the key) in the settlement's own
- * transaction or statement, so the rollups hold exactly what the books were charged, and survive
- * whatever the books survive. Upserts add to the row (INSERT ... ON CONFLICT DO UPDATE), so
- * concurrent settlements of one hour never lose a count. Internal generations (no key) are left out.
+ * The write side of usage analytics: every settlement of a client key's generation adds to the
+ * rollup tables (usage_rollups per hour and key, usage_rollup_totals per hour without the key,
+ * usage_key_days per day and key) in the settlement's own transaction or statement, so the rollups
+ * hold exactly what the books were charged, and survive whatever the books survive. Upserts add to
+ * the row (INSERT ... ON CONFLICT DO UPDATE), so concurrent settlements never lose a count.
+ * Internal generations (no key) are left out.
  *
  * What a settled generation adds: one request of its status and error code ('' for none); a
  * success its images and credits and its latency to the histogram; a failure or cancel the credits
  * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). The
  * channel is the one of its last recorded attempt ('' for cancels: their attempts may be written
- * after the cancel, and a later refund must land on the same row). The hour is completed_at's.
+ * after the cancel, and a later refund must land on the same row). The hour and day are completed_at's.
  */
 type Db = Kysely<Database>;
 
-const KEYED = ['hour_start', 'key_id', 'model', 'provider', 'channel_id', 'status', 'error_code'] as const;
-const TOTALS = KEYED.filter((column) => column !== 'key_id');
-const COUNTS = ['requests', 'images', 'credits'] as const;
 const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const COUNTS = ['requests', 'images', 'credits'] as const;
 
-function onConflict(table: string, dimensions: readonly string[], measures: readonly string[]): string {
-  return ` ON CONFLICT (${dimensions.join(', ')}) DO UPDATE SET ${measures.map((column) => `${column} = ${table}.${column} + excluded.${column}`).join(', ')}`;
+interface RollupTable {
+  name: string;
+  dimensions: readonly string[];
 }
 
-/** A settled generation row's contribution, as SELECT expressions over `generations g`, in KEYED then COUNTS order. */
-function generationSelect(refundParameter: string | undefined): string[] {
-  return [
-    `g.completed_at - g.completed_at % ${HOUR_MS}`,
-    'g.key_id',
-    'g.model',
-    'g.provider',
-    `CASE WHEN g.status = 'canceled' THEN '' ELSE COALESCE((SELECT a.channel_id FROM generation_attempts a WHERE a.generation_id = g.id ORDER BY a.seq DESC LIMIT 1), '') END`,
-    'g.status',
-    `COALESCE(g.error_code, '')`,
-    refundParameter === undefined ? '1' : '0',
-    refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
-    refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
-  ];
+const TABLES: readonly RollupTable[] = [
+  { name: 'usage_rollups', dimensions: ['hour_start', 'key_id', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
+  { name: 'usage_rollup_totals', dimensions: ['hour_start', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
+  { name: 'usage_key_days', dimensions: ['day_start', 'key_id', 'status', 'error_code'] },
+];
+
+/** Adds the new row's measures to the stored one; histogram buckets stay NULL while empty. */
+function onConflict(table: RollupTable, measures: readonly string[]): string {
+  const add = (column: string) =>
+    LATENCY_COLUMNS.includes(column)
+      ? `${column} = CASE WHEN excluded.${column} IS NULL THEN ${table.name}.${column} ELSE COALESCE(${table.name}.${column}, 0) + excluded.${column} END`
+      : `${column} = ${table.name}.${column} + excluded.${column}`;
+  return ` ON CONFLICT (${table.dimensions.join(', ')}) DO UPDATE SET ${measures.map(add).join(', ')}`;
+}
+
+/** A settled generation row's contribution, by rollup column, as expressions over `generations g`. */
+function generationExpressions(refundParameter: string | undefined): Record<string, string> {
+  return {
+    hour_start: `g.completed_at - g.completed_at % ${HOUR_MS}`,
+    day_start: `g.completed_at - g.completed_at % ${DAY_MS}`,
+    key_id: 'g.key_id',
+    model: 'g.model',
+    provider: 'g.provider',
+    channel_id: `CASE WHEN g.status = 'canceled' THEN '' ELSE COALESCE((SELECT a.channel_id FROM generation_attempts a WHERE a.generation_id = g.id ORDER BY a.seq DESC LIMIT 1), '') END`,
+    status: 'g.status',
+    error_code: `COALESCE(g.error_code, '')`,
+    requests: refundParameter === undefined ? '1' : '0',
+    images: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
+    credits: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
+  };
 }
 
 const statements = new Map<string, string[]>();
 
 /**
- * The statements adding one settled generation (or a refund) to both tables: one on PostgreSQL
- * (a CTE feeds both upserts), two on SQLite. `latency`: the histogram column to count it in.
+ * The statements adding one settled generation (or a refund) to every rollup table: one on
+ * PostgreSQL (a CTE feeds the upserts), one per table on SQLite. `latencyBucket`: the histogram
+ * bucket to count it in.
  */
 function rowStatements(postgres: boolean, latencyBucket: number | undefined, refund: boolean): string[] {
   const cacheKey = `${postgres}:${latencyBucket ?? '-'}:${refund}`;
@@ -55,24 +73,19 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
   const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
   const measures = [...COUNTS, ...latency];
   const p = (i: number) => (postgres ? `$${i}` : '?');
-  const expressions = [...generationSelect(refund ? p(2) : undefined), ...latency.map(() => '1')];
+  const expressions: Record<string, string> = { ...generationExpressions(refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) };
   const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
-  const keyedColumns = [...KEYED, ...measures];
-  const totalColumns = [...TOTALS, ...measures];
+  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measures];
   let built: string[];
   if (postgres) {
-    const source = `src AS (SELECT ${expressions.map((expression, i) => `${expression} AS ${keyedColumns[i]}`).join(', ')} ${where})`;
-    built = [
-      `WITH ${source}, k AS (INSERT INTO usage_rollups (${keyedColumns.join(', ')}) SELECT ${keyedColumns.join(', ')} FROM src` +
-        `${onConflict('usage_rollups', KEYED, measures)}) ` +
-        `INSERT INTO usage_rollup_totals (${totalColumns.join(', ')}) SELECT ${totalColumns.join(', ')} FROM src${onConflict('usage_rollup_totals', TOTALS, measures)}`,
-    ];
+    const source = `src AS (SELECT ${Object.entries(expressions).map(([column, expression]) => `${expression} AS ${column}`).join(', ')} ${where})`;
+    const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
+    const upsert = (table: RollupTable) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measures)}`;
+    built = [`WITH ${[source, ...others.reverse().map((table, i) => `u${i} AS (${upsert(table)})`)].join(', ')} ${upsert(last)}`];
   } else {
-    const totalsExpressions = expressions.filter((_, i) => keyedColumns[i] !== 'key_id');
-    built = [
-      `INSERT INTO usage_rollups (${keyedColumns.join(', ')}) SELECT ${expressions.join(', ')} ${where}${onConflict('usage_rollups', KEYED, measures)}`,
-      `INSERT INTO usage_rollup_totals (${totalColumns.join(', ')}) SELECT ${totalsExpressions.join(', ')} ${where}${onConflict('usage_rollup_totals', TOTALS, measures)}`,
-    ];
+    built = TABLES.map(
+      (table) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).map((column) => expressions[column]).join(', ')} ${where}${onConflict(table, measures)}`,
+    );
   }
   statements.set(cacheKey, built);
   return built;
@@ -89,7 +102,7 @@ export async function addSettledGenerationUsage(trx: Db, generationId: string, l
   for (const text of rowStatements(postgres, bucket, false)) await trx.executeQuery(CompiledQuery.raw(text, [generationId]));
 }
 
-/** Takes a canceled generation's refund of unsent calls off the rollup row its cancel added (same hour and dimensions). */
+/** Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same hour, day and dimensions). */
 export async function subtractRefundedUsage(trx: Db, generationId: string, refundedCredits: number): Promise<void> {
   if (refundedCredits <= 0) return;
   const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
@@ -112,7 +125,7 @@ export function rollupChannelOf(attempts: ReadonlyArray<{ seq: number; channel_i
 }
 
 /**
- * CTEs for PostgreSQL's one-statement settlements: both rollup upserts from the generations the
+ * CTEs for PostgreSQL's one-statement settlements: the rollup upserts from the generations the
  * statement settled. `settled`: a CTE of the updated rows (RETURNING id, key_id, model, provider,
  * images, credits, completed_at), `from`: what to select from (it, or it joined to the batch's
  * inputs), `channel` and `latencyBucket`: expressions for each settled row. Rows are summed per
@@ -125,16 +138,24 @@ export function settledUsageCtes(options: { settled: string; from: string; chann
     'count(*)',
     `sum(${u}.images)`,
     `sum(${u}.credits)`,
-    ...Array.from({ length: LATENCY_BUCKETS }, (_, bucket) => `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 ELSE 0 END)`),
+    ...Array.from({ length: LATENCY_BUCKETS }, (_, bucket) => `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 END)`),
   ];
-  const hour = `${u}.completed_at - ${u}.completed_at % ${HOUR_MS}`;
-  const keyed =
-    `usage_k AS (INSERT INTO usage_rollups (${[...KEYED, ...measures].join(', ')}) ` +
-    `SELECT ${hour}, ${u}.key_id, ${u}.model, ${u}.provider, ${options.channel}, 'succeeded', '', ${sums.join(', ')} FROM ${options.from} ` +
-    `WHERE ${u}.key_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5${onConflict('usage_rollups', KEYED, measures)})`;
-  const totals =
-    `usage_t AS (INSERT INTO usage_rollup_totals (${[...TOTALS, ...measures].join(', ')}) ` +
-    `SELECT ${hour}, ${u}.model, ${u}.provider, ${options.channel}, 'succeeded', '', ${sums.join(', ')} FROM ${options.from} ` +
-    `WHERE ${u}.key_id IS NOT NULL GROUP BY 1, 2, 3, 4${onConflict('usage_rollup_totals', TOTALS, measures)})`;
-  return `${keyed}, ${totals}`;
+  const value: Record<string, string> = {
+    hour_start: `${u}.completed_at - ${u}.completed_at % ${HOUR_MS}`,
+    day_start: `${u}.completed_at - ${u}.completed_at % ${DAY_MS}`,
+    key_id: `${u}.key_id`,
+    model: `${u}.model`,
+    provider: `${u}.provider`,
+    channel_id: options.channel,
+    status: `'succeeded'`,
+    error_code: `''`,
+  };
+  return TABLES.map((table, i) => {
+    const grouped = table.dimensions.filter((column) => column !== 'status' && column !== 'error_code');
+    return (
+      `usage_${i} AS (INSERT INTO ${table.name} (${[...table.dimensions, ...measures].join(', ')}) ` +
+      `SELECT ${[...table.dimensions.map((column) => value[column]), ...sums].join(', ')} FROM ${options.from} ` +
+      `WHERE ${u}.key_id IS NOT NULL GROUP BY ${grouped.map((column) => value[column]).join(', ')}${onConflict(table, measures)})`
+    );
+  }).join(', ');
 }

@@ -5,9 +5,11 @@ import { DAY_MS, type SortValue, type UsageBucket, type UsageDimension, type Usa
 
 /**
  * The read side of usage analytics: sums over the rollup tables (never raw generation rows). A
- * question about keys, owners or metadata reads usage_rollups (joined to api_keys for owner and
- * metadata, as they are now); any other reads usage_rollup_totals, whose size does not grow with
- * the number of keys. Grouped values are '' where a row has none (no channel, no such metadata).
+ * question about keys, owners or metadata over whole days, without model, provider or channel,
+ * reads usage_key_days; another about keys, owners or metadata reads usage_rollups (both joined to
+ * api_keys for owner and metadata, as they are now); any other reads usage_rollup_totals, whose size
+ * does not grow with the number of keys. Grouped values are '' where a row has none (no channel, no
+ * such metadata).
  */
 type Db = Kysely<Database>;
 
@@ -63,12 +65,25 @@ function readsKeys(selection: UsageSelection): boolean {
   );
 }
 
+/** The table a selection reads, and its time column (an hour's or a day's start). */
+function sourceOf(selection: UsageSelection): { table: string; time: string } {
+  if (!readsKeys(selection)) return { table: 'usage_rollup_totals', time: 'hour_start' };
+  const { filters, range } = selection;
+  const keyDimensionsOnly =
+    selection.dimensions.every((d) => d.kind === 'key' || d.kind === 'owner' || d.kind === 'metadata') &&
+    filters.model === undefined &&
+    filters.provider === undefined &&
+    filters.channelId === undefined;
+  const wholeDays = range.from % DAY_MS === 0 && range.to % DAY_MS === 0 && selection.bucket !== 'hour';
+  return keyDimensionsOnly && wholeDays ? { table: 'usage_key_days', time: 'day_start' } : { table: 'usage_rollups', time: 'hour_start' };
+}
+
 function joinsKeyRows(selection: UsageSelection): boolean {
   return selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'metadata') || selection.filters.owner !== undefined || selection.filters.metadata !== undefined;
 }
 
 function bucketExpression(selection: UsageSelection): RawBuilder<number> | undefined {
-  const hour = sql.ref('r.hour_start');
+  const hour = sql.ref(`r.${sourceOf(selection).time}`);
   if (selection.bucket === 'hour') return sql<number>`${hour}`;
   if (selection.bucket === 'day') return sql<number>`(${hour} - ${hour} % ${sql.lit(DAY_MS)})`;
   if (selection.bucket === 'month') {
@@ -107,11 +122,12 @@ function groupExpressions(selection: UsageSelection): RawBuilder<SortValue>[] {
 
 /** The rollup rows in range and filters, with the grouped values as g0, g1, ... */
 function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; values: SortValue[][] }): RawBuilder<unknown> {
-  const keyed = readsKeys(selection);
+  const source = sourceOf(selection);
   const groups = groupExpressions(selection);
   const { filters } = selection;
   const range = narrow?.range ?? selection.range;
-  const conditions: RawBuilder<unknown>[] = [sql`r.hour_start >= ${range.from}`, sql`r.hour_start < ${range.to}`];
+  const time = sql.ref(`r.${source.time}`);
+  const conditions: RawBuilder<unknown>[] = [sql`${time} >= ${range.from}`, sql`${time} < ${range.to}`];
   if (filters.keyId !== undefined) conditions.push(sql`r.key_id = ${filters.keyId}`);
   if (filters.model !== undefined) conditions.push(sql`r.model = ${filters.model}`);
   if (filters.provider !== undefined) conditions.push(sql`r.provider = ${filters.provider}`);
@@ -124,7 +140,7 @@ function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; v
     if (i === 0 && selection.bucket !== undefined) return;
     conditions.push(sql`${expression} IN (${sql.join(values.map((v) => sql`${v}`))})`);
   });
-  const table = keyed ? sql`usage_rollups r` : sql`usage_rollup_totals r`;
+  const table = sql`${sql.table(source.table)} r`;
   const join = joinsKeyRows(selection) ? sql` JOIN api_keys k ON k.id = r.key_id` : sql``;
   const selected = groups.length === 0 ? [sql`0 AS g0`] : groups.map((expression, i) => sql`${expression} AS ${sql.raw(`g${i}`)}`);
   return sql`SELECT ${sql.join(selected)}, r.* FROM ${table}${join} WHERE ${sql.join(conditions, sql` AND `)}`;

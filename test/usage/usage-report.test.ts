@@ -7,6 +7,7 @@ import type { GenerationsTable } from '../../src/db/schema';
 import { findGeneration, refundUnsentCalls } from '../../src/generation/generations.repository';
 
 const HOUR = 3_600_000;
+const DAY = 86_400_000;
 
 interface UsageRow {
   bucket_start?: string;
@@ -107,6 +108,11 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   const range = () => `from=${new Date(hourOf(t.clock.now()) - HOUR).toISOString()}&to=${new Date(hourOf(t.clock.now()) + 2 * HOUR).toISOString()}`;
   const usage = async (query: string, headers = bearer(adminSecret())) => t.api.send('get', `/admin/usage?${range()}${query}`, { headers });
   const adminSecret = () => 'test-admin-secret-0123456789';
+  /** Whole days around now: questions about keys, owners and metadata then read the per-day table (usage_key_days). */
+  const overDays = (query: string) => {
+    const day = t.clock.now() - (t.clock.now() % DAY);
+    return t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, { headers: bearer(adminSecret()) });
+  };
 
   async function usedCredits(): Promise<Map<string, number>> {
     const rows = await t.gateway.database.db.selectFrom('api_keys').select(['id', 'credits_used']).execute();
@@ -127,6 +133,10 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect(byKey.get(keys.alice2.id)).toMatchObject({ requests: 3, succeeded: 1, failed: 0, canceled: 2, images_delivered: 1, credits_charged: 2, failures: { canceled: 2 } });
     expect(byKey.get(keys.bob.id)).toMatchObject({ requests: 3, succeeded: 1, failed: 0, canceled: 2, images_delivered: 1, credits_charged: 8, failures: { canceled: 2 } });
     expect(Object.keys(byKey.get(keys.alice1.id)?.failures ?? {})).toHaveLength(1);
+    // The same from the per-day table, and per owner and team too.
+    expect((await overDays('&group_by=key')).body.data).toEqual(rows);
+    expect((await overDays('&group_by=owner,metadata.team')).body.data).toEqual((await usage('&group_by=owner,metadata.team')).body.data);
+    expect((await overDays('&group_by=key&order=credits_desc&limit=1&bucket=month')).body.data[0]).toMatchObject({ key_id: keys.bob.id, credits_charged: 8 });
   });
 
   it('without group_by: one row summing the range, with latency percentiles of the delivered generations', async () => {
@@ -229,6 +239,7 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     const after = ((await usage(`&key_id=${keys.bob.id}`)).body.data as UsageRow[])[0];
     expect(after).toMatchObject({ requests: before?.requests, canceled: before?.canceled, credits_charged: (before?.credits_charged ?? 0) - 1 });
     expect(after?.credits_charged).toBe((await usedCredits()).get(keys.bob.id));
+    expect((await overDays(`&key_id=${keys.bob.id}`)).body.data).toEqual([after]);
   });
 
   it('needs the admin secret or a token with usage:read: 401 without, 403 insufficient_scope without the scope', async () => {
