@@ -1,11 +1,13 @@
 // The analytics row of `npm run bench` (issue #28 §1): GET /admin/usage on PostgreSQL with KEYS keys and rollups
 // equal to GENERATIONS generations over DAYS days, seeded directly with generate_series (no generation is run).
 // Times, through the HTTP API (median of ROUNDS, after one warm-up each): a DAYS-day daily query grouped by model
-// (target <= 100 ms) and the top 20 keys by credits over the same range (target <= 200 ms).
+// (target <= 100 ms) and the top 20 keys by credits over the same range (target <= 200 ms), both over the last DAYS
+// whole UTC days (today included).
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const HOUR = 3_600_000;
+const DAY = 86_400_000;
 const MODELS = [
   ['seedream-4.0', 'jimeng', 'chn_envJimengArk'],
   ['seedream-4.5', 'jimeng', 'chn_envJimengArk'],
@@ -47,7 +49,7 @@ export async function seedAnalytics(url, { keys, generations, days, now }) {
          CASE WHEN s < 93 THEN '' WHEN s < 95 THEN 'provider_timeout' WHEN s < 97 THEN 'provider_error' ELSE 'canceled' END AS error_code,
          r AS requests, CASE WHEN s < 93 THEN r * (1 + m % 2) ELSE 0 END AS images,
          CASE WHEN s < 93 THEN r * (1 + m % 2) * (m + 1) * 10 WHEN s >= 97 THEN r ELSE 0 END AS credits,
-         ${[28, 29, 30, 31, 32, 33, 34, 35].map((b) => `CASE WHEN s < 93 AND lb = ${b} THEN r ELSE 0 END AS l${b}`).join(', ')}
+         ${[28, 29, 30, 31, 32, 33, 34, 35].map((b) => `CASE WHEN s < 93 AND lb = ${b} THEN r END AS l${b}`).join(', ')}
        FROM (
          SELECT h, (j % 4) AS m, floor(random() * 100)::int AS s, 1 + (j % 5) AS r, 28 + floor(random() * 8)::int AS lb
          FROM generate_series(1, $3) AS h, generate_series(1, $4) AS j
@@ -63,15 +65,30 @@ export async function seedAnalytics(url, { keys, generations, days, now }) {
        sum(lat_28), sum(lat_29), sum(lat_30), sum(lat_31), sum(lat_32), sum(lat_33), sum(lat_34), sum(lat_35)
      FROM usage_rollups GROUP BY 1, 2, 3, 4, 5, 6`,
   );
+  await client.query(
+    `INSERT INTO usage_key_days (day_start, key_id, status, error_code, requests, images, credits,
+       lat_28, lat_29, lat_30, lat_31, lat_32, lat_33, lat_34, lat_35)
+     SELECT hour_start - hour_start % ${DAY}, key_id, status, error_code, sum(requests), sum(images), sum(credits),
+       sum(lat_28), sum(lat_29), sum(lat_30), sum(lat_31), sum(lat_32), sum(lat_33), sum(lat_34), sum(lat_35)
+     FROM usage_rollups GROUP BY 1, 2, 3, 4`,
+  );
+  await client.query('VACUUM ANALYZE usage_key_days');
   await client.query('VACUUM ANALYZE usage_rollups');
   await client.query('VACUUM ANALYZE usage_rollup_totals');
   await client.query('ANALYZE api_keys');
   const { rows } = await client.query(
     `SELECT (SELECT count(*) FROM usage_rollups)::bigint AS rollups, (SELECT count(*) FROM usage_rollup_totals)::bigint AS totals,
-       (SELECT sum(requests) FROM usage_rollups)::bigint AS generations`,
+       (SELECT count(*) FROM usage_key_days)::bigint AS key_days, (SELECT sum(requests) FROM usage_rollups)::bigint AS generations`,
   );
   await client.end();
-  return { rollupRows: Number(rows[0].rollups), totalRows: Number(rows[0].totals), generations: Number(rows[0].generations), seedSeconds: Math.round((Date.now() - started) / 1000), end };
+  return {
+    rollupRows: Number(rows[0].rollups),
+    totalRows: Number(rows[0].totals),
+    keyDayRows: Number(rows[0].key_days),
+    generations: Number(rows[0].generations),
+    seedSeconds: Math.round((Date.now() - started) / 1000),
+    end,
+  };
 }
 
 async function timed(url, path, adminSecret) {
@@ -94,8 +111,9 @@ export async function measureAnalytics(options, bench) {
     console.log('analytics seeded', JSON.stringify(seeded));
     const { child, url } = await bench.startProcess(['dist/src/main.js'], bench.gatewayEnv(database.url, database.env));
     try {
-      const from = new Date(seeded.end - options.days * 24 * HOUR + HOUR).toISOString();
-      const to = new Date(seeded.end + HOUR).toISOString();
+      const today = seeded.end - (seeded.end % DAY);
+      const from = new Date(today - (options.days - 1) * DAY).toISOString();
+      const to = new Date(today + DAY).toISOString();
       const queries = {
         dailyByModel: `/admin/usage?from=${from}&to=${to}&bucket=day&group_by=model&limit=1000`,
         topKeys: `/admin/usage?from=${from}&to=${to}&group_by=key&order=credits_desc&limit=20`,

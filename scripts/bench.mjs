@@ -939,7 +939,7 @@ function writeReport(r) {
     .join('\n');
   const a = r.analytics;
   const analytics = a
-    ? `| ${a.keys.toLocaleString('en')} | ${a.generations.toLocaleString('en')} over ${a.days} days | ${a.rollupRows.toLocaleString('en')} / ${a.totalRows.toLocaleString('en')} | **${a.dailyByModel.medianMs}** (${a.dailyByModel.rows} rows) | **${a.topKeys.medianMs}** | ${a.rounds} | ${a.seedSeconds} | ${a.date.slice(0, 16)} |`
+    ? `| ${a.keys.toLocaleString('en')} | ${a.generations.toLocaleString('en')} over ${a.days} days | ${a.rollupRows.toLocaleString('en')} / ${a.totalRows.toLocaleString('en')} / ${(a.keyDayRows ?? 0).toLocaleString('en')} | **${a.dailyByModel.medianMs}** (${a.dailyByModel.rows} rows) | **${a.topKeys.medianMs}** | ${a.rounds} | ${a.seedSeconds} | ${a.date.slice(0, 16)} |`
     : '| not measured | | | | | | | |';
   const text = `# Benchmarks
 
@@ -1027,7 +1027,7 @@ seeded straight into the gateway's tables with \`generate_series\` (skewed keys,
 through the HTTP API with the admin secret, the median of N timed requests after one warm-up: a daily query over the whole range
 grouped by model (target <= 100 ms) and the top 20 keys by credits over the same range (target <= 200 ms). Times in ms.
 
-| keys | generations | rollup rows (per key / totals) | daily by model | top 20 keys | rounds | seed s | measured |
+| keys | generations | rollup rows (per hour and key / per hour / per day and key) | daily by model | top 20 keys | rounds | seed s | measured |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 ${analytics}
 `;
