@@ -465,7 +465,7 @@ export interface paths {
          *
          *     **Where the numbers come from.** Every settlement of a generation made with a client key
          *     (success, failure, partial failure, cancel, disconnect, whether run synchronously or by a
-         *     worker) writes its hourly rollup row in the same transaction as the key's credits, so the
+         *     worker) writes its rollup rows in the same transaction as the key's credits, so the
          *     sums are exact: `credits_charged` over a key's generations equals what its book was charged.
          *     A request counts in the hour it was settled (a synchronous run's refund of the calls it had
          *     not sent when canceled counts in the hour of the cancel). Answers read rollups only, never
