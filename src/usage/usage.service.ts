@@ -16,7 +16,7 @@ import {
   type SortValue,
   type UsageDimension,
 } from './usage-query';
-import { type UsageOrder, type UsageSelection, type UsageTotalsRow, sortOf, usageDetails, usageTotals } from './usage.repository';
+import { type UsageOrder, type UsageSelection, type UsageTotalsRow, sortOf, usageDetails, usageTotals, withAnalyticsMemory } from './usage.repository';
 
 type Schemas = components['schemas'];
 export type UsageReport = Schemas['UsageReport'];
@@ -44,6 +44,10 @@ export class UsageReportService {
   constructor(private readonly db: Kysely<Database>) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
+    return withAnalyticsMemory(this.db, (db) => this.reportFrom(db, query));
+  }
+
+  private async reportFrom(db: Kysely<Database>, query: UsageReportQuery): Promise<UsageReport> {
     const bucket = query.bucket;
     const range = parseRange(query.from, query.to, bucket);
     const dimensions = parseGroupBy(query.group_by);
@@ -67,7 +71,7 @@ export class UsageReportService {
     const fingerprint = queryFingerprint(asked);
     const sort = sortOf(selection, order);
     const position = query.cursor === undefined ? undefined : decodeUsageCursor(query.cursor, fingerprint, sort.length);
-    const rows = await usageTotals(this.db, selection, order, limit, position);
+    const rows = await usageTotals(db, selection, order, limit, position);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const nextCursor = rows.length > limit && last ? encodeUsageCursor(fingerprint, sortValuesOf(last, order)) : null;
@@ -75,12 +79,12 @@ export class UsageReportService {
     if (page.length === 0 && bucket === undefined && dimensions.length === 0) {
       return { data: [{ ...emptySums(), latency_ms: latencyPercentiles([]) }], next_cursor: null };
     }
-    const details = await this.detailsOf(selection, page);
+    const details = await this.detailsOf(db, selection, page);
     return { data: page.map((row) => this.toRow(selection, row, details.get(groupKey(row.groups)))), next_cursor: nextCursor };
   }
 
   /** The page's failures by code and latency histograms, by group. */
-  private async detailsOf(selection: UsageSelection, page: UsageTotalsRow[]): Promise<Map<string, { failures: Record<string, number>; latency: number[] }>> {
+  private async detailsOf(db: Kysely<Database>, selection: UsageSelection, page: UsageTotalsRow[]): Promise<Map<string, { failures: Record<string, number>; latency: number[] }>> {
     const byGroup = new Map<string, { failures: Record<string, number>; latency: number[] }>();
     if (page.length === 0) return byGroup;
     const columns = page[0]?.groups.length ?? 0;
@@ -91,7 +95,7 @@ export class UsageReportService {
       range = { from: Math.max(range.from, Math.min(...starts)), to: Math.min(range.to, bucketEndOf(Math.max(...starts), selection.bucket)) };
     }
     const wanted = new Set(page.map((row) => groupKey(row.groups)));
-    for (const detail of await usageDetails(this.db, selection, { range, values })) {
+    for (const detail of await usageDetails(db, selection, { range, values })) {
       const key = groupKey(detail.groups);
       if (!wanted.has(key)) continue;
       const entry = byGroup.get(key) ?? { failures: {}, latency: new Array<number>(LATENCY_BUCKETS).fill(0) };
