@@ -129,7 +129,8 @@ export function rollupChannelOf(attempts: ReadonlyArray<{ seq: number; channel_i
  * statement settled. `settled`: a CTE of the updated rows (RETURNING id, key_id, model, provider,
  * images, credits, completed_at), `from`: what to select from (it, or it joined to the batch's
  * inputs), `channel` and `latencyBucket`: expressions for each settled row. Rows are summed per
- * rollup row first: one statement may not update a row twice.
+ * rollup row first (one statement may not update a row twice), and written in key order. The tables
+ * are written in one order everywhere (per hour and key, per hour, per day and key).
  */
 export function settledUsageCtes(options: { settled: string; from: string; channel: string; latencyBucket: string }): string {
   const u = options.settled;
@@ -155,7 +156,9 @@ export function settledUsageCtes(options: { settled: string; from: string; chann
     return (
       `usage_${i} AS (INSERT INTO ${table.name} (${[...table.dimensions, ...measures].join(', ')}) ` +
       `SELECT ${[...table.dimensions.map((column) => value[column]), ...sums].join(', ')} FROM ${options.from} ` +
-      `WHERE ${u}.key_id IS NOT NULL GROUP BY ${grouped.map((column) => value[column]).join(', ')}${onConflict(table, measures)})`
+      `WHERE ${u}.key_id IS NOT NULL GROUP BY ${grouped.map((column) => value[column]).join(', ')} ` +
+      // In key order: concurrent settlement statements then lock shared rows (an hour's totals) in one order, never deadlocking.
+      `ORDER BY ${grouped.map((column) => value[column]).join(', ')}${onConflict(table, measures)})`
     );
   }).join(', ');
 }
