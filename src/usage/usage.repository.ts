@@ -185,9 +185,12 @@ function exactSum(expression: RawBuilder<unknown>): RawBuilder<number> {
 /** Memory for one analytics query's aggregation on PostgreSQL (a hash over every key of a range), so it does not spill to disk. */
 const ANALYTICS_WORK_MEM = '64MB';
 
-/** Runs `read` with the memory its aggregations need: in a transaction with work_mem raised on PostgreSQL, as it is on SQLite. */
-export async function withAnalyticsMemory<T>(db: Db, read: (db: Db) => Promise<T>): Promise<T> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return read(db);
+/**
+ * Runs `read` with the memory its aggregations need: a question about keys on PostgreSQL runs in a
+ * transaction with work_mem raised (SQLite needs nothing; the per-hour totals have few groups).
+ */
+export async function withAnalyticsMemory<T>(db: Db, selection: UsageSelection, read: (db: Db) => Promise<T>): Promise<T> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter) || !readsKeys(selection)) return read(db);
   return db.transaction().execute(async (trx) => {
     await sql`SELECT set_config('work_mem', ${ANALYTICS_WORK_MEM}, true)`.execute(trx);
     return read(trx);

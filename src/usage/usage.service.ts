@@ -44,27 +44,12 @@ export class UsageReportService {
   constructor(private readonly db: Kysely<Database>) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
-    return withAnalyticsMemory(this.db, (db) => this.reportFrom(db, query));
+    const selection = selectionOf(query);
+    return withAnalyticsMemory(this.db, selection, (db) => this.reportFrom(db, selection, query));
   }
 
-  private async reportFrom(db: Kysely<Database>, query: UsageReportQuery): Promise<UsageReport> {
-    const bucket = query.bucket;
-    const range = parseRange(query.from, query.to, bucket);
-    const dimensions = parseGroupBy(query.group_by);
-    const selection: UsageSelection = {
-      range,
-      bucket,
-      months: bucket === 'month' ? monthStarts(range) : [],
-      dimensions,
-      filters: {
-        keyId: query.key_id,
-        owner: query.owner,
-        model: query.model,
-        provider: query.provider,
-        channelId: query.channel_id,
-        metadata: parseMetadataFilter(query.metadata),
-      },
-    };
+  private async reportFrom(db: Kysely<Database>, selection: UsageSelection, query: UsageReportQuery): Promise<UsageReport> {
+    const { bucket, dimensions } = selection;
     const order: UsageOrder = query.order ?? 'bucket';
     const limit = query.limit ?? DEFAULT_LIMIT;
     const { cursor: _cursor, limit: _limit, ...asked } = query;
@@ -169,6 +154,26 @@ export class UsageReportService {
     ]);
     return csvDocument(header, rows);
   }
+}
+
+/** The parameters as a selection of rollups; 400 for a bad range, group_by or metadata filter. */
+function selectionOf(query: UsageReportQuery): UsageSelection {
+  const bucket = query.bucket;
+  const range = parseRange(query.from, query.to, bucket);
+  return {
+    range,
+    bucket,
+    months: bucket === 'month' ? monthStarts(range) : [],
+    dimensions: parseGroupBy(query.group_by),
+    filters: {
+      keyId: query.key_id,
+      owner: query.owner,
+      model: query.model,
+      provider: query.provider,
+      channelId: query.channel_id,
+      metadata: parseMetadataFilter(query.metadata),
+    },
+  };
 }
 
 function dimensionValue(row: UsageReportRow, dimension: UsageDimension): string | null {
