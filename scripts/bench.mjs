@@ -3,7 +3,8 @@
 // The local provider runs in `tiny` mode (a fixed 1x1 PNG) so the provider costs ~0.
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
-// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow), --rounds N, --seconds S,
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow, slow-pg, analytics), --rounds N, --seconds S,
+// --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
@@ -15,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import autocannon from 'autocannon';
+import { measureAnalytics } from './bench-analytics.mjs';
 
 const require = createRequire(import.meta.url);
 const root = path.resolve(import.meta.dirname, '..');
@@ -26,7 +28,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow', 'slow-pg'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow', 'slow-pg', 'analytics'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -36,6 +38,7 @@ if (process.env.BENCH_SKIP_PG) {
   ONLY.delete('postgres');
   ONLY.delete('upstream-pg');
   ONLY.delete('slow-pg');
+  ONLY.delete('analytics');
 }
 const ADMIN_SECRET = 'bench-admin-secret-0123456789';
 const SERVICE = { id: 'bench.access', secret: 'bench-service-secret-0123' };
@@ -832,6 +835,19 @@ async function main() {
     console.log('slow-pg', JSON.stringify(results.slowPg));
     save();
   }
+  if (ONLY.has('analytics')) {
+    const analytics = await measureAnalytics(
+      {
+        keys: Number(flag('analytics-keys') ?? 100_000),
+        generations: Number(flag('analytics-generations') ?? 10_000_000),
+        days: Number(flag('analytics-days') ?? 90),
+        rounds: Number(flag('rounds') ?? 9),
+      },
+      { startProcess, stop, gatewayEnv, scratchDatabase, median, adminSecret: ADMIN_SECRET },
+    );
+    results.analytics = analytics;
+    save();
+  }
   if (ONLY.has('sqlite10k') || ONLY.has('sqlite1m') || ONLY.has('postgres')) {
     // Baseline: bare Express 5 answering the same JSON body; it runs beside every local-provider setup.
     const baseline = await startProcess(['scripts/bench-baseline.cjs'], {});
@@ -921,6 +937,10 @@ function writeReport(r) {
           : `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.burstP99} |`,
     )
     .join('\n');
+  const a = r.analytics;
+  const analytics = a
+    ? `| ${a.keys.toLocaleString('en')} | ${a.generations.toLocaleString('en')} over ${a.days} days | ${a.rollupRows.toLocaleString('en')} / ${a.totalRows.toLocaleString('en')} / ${(a.keyDayRows ?? 0).toLocaleString('en')} | **${a.dailyByModel.medianMs}** (${a.dailyByModel.rows} rows) | **${a.topKeys.medianMs}** | ${a.rounds} | ${a.seedSeconds} | ${a.date.slice(0, 16)} |`
+    : '| not measured | | | | | | | |';
   const text = `# Benchmarks
 
 Written by \`npm run bench\` (scripts/bench.mjs); the numbers below are from its last run.
@@ -999,6 +1019,17 @@ never more than the channel's cap at once (and reaches it). KB per request = the
 | replicas | requests | upstream delay | channel cap | answers | max at once / calls at the upstream | exact | RSS MB before -> peak | KB per request | event-loop p99 ms | seconds | measured |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${slowPg}
+
+## Usage analytics (GET /admin/usage on PostgreSQL, rollups only)
+
+\`npm run bench -- --only analytics\` (scripts/bench-analytics.mjs). Keys and hourly rollups equal to the generations below are
+seeded straight into the gateway's tables with \`generate_series\` (skewed keys, 4 models, successes, failures and cancels); then,
+through the HTTP API with the admin secret, the median of N timed requests after one warm-up: a daily query over the whole range
+grouped by model (target <= 100 ms) and the top 20 keys by credits over the same range (target <= 200 ms). Times in ms.
+
+| keys | generations | rollup rows (per hour and key / per hour / per day and key) | daily by model | top 20 keys | rounds | seed s | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+${analytics}
 `;
   // Keep the hand-written analysis below the generated tables across runs.
   const previous = fs.existsSync(path.join(root, 'BENCHMARKS.md')) ? fs.readFileSync(path.join(root, 'BENCHMARKS.md'), 'utf8') : '';

@@ -37,6 +37,7 @@ import { closeRedis, connectionSettled, createRedisClient, pingRedis } from './r
 import { CidrSet } from './shared/cidr';
 import { type Clock, systemClock } from './shared/clock';
 import { CloserStack } from './shared/closer-stack';
+import { UsageReportService } from './usage/usage.service';
 import { createWebhooks } from './webhooks/create-webhooks';
 
 export interface RunningGateway {
@@ -212,6 +213,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       intervalMs: 60_000,
       logger,
       images,
+      generationRetentionMs: config.generationRetentionMs,
       ...(completionWebhooks ? { onSettled: (trx, id) => completionWebhooks.emit(trx, id) } : {}),
     }),
   );
@@ -241,6 +243,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: webhooks.admin,
+    usage: new UsageReportService(db),
   });
   const internalApp = createInternalApp({
     ...common,

@@ -27,30 +27,53 @@ export function adminConnection(url: string | undefined): AdminConnection {
   throw new UsageError('Set ADMIN_TOKEN or ADMIN_SECRET (or run from the directory where `npm start` created data/admin-secret).');
 }
 
-/** One admin API call; the parsed JSON body (undefined for 204), or ApiCallError with the API's own message. */
-export async function callAdminApi<T>(connection: AdminConnection, method: string, route: string, body?: unknown): Promise<T> {
-  let response: Response;
+/** Sends one admin API call; a failure to reach the gateway is ApiCallError. */
+async function send(connection: AdminConnection, method: string, route: string, body: unknown, accept?: string): Promise<Response> {
   try {
-    response = await fetch(`${connection.url}${route}`, {
+    return await fetch(`${connection.url}${route}`, {
       method,
-      headers: { Authorization: `Bearer ${connection.adminSecret}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: `Bearer ${connection.adminSecret}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        ...(accept === undefined ? {} : { Accept: accept }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     throw new ApiCallError(`cannot reach the gateway at ${connection.url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
   }
-  const text = await response.text();
-  if (response.status === 204) return undefined as T;
+}
+
+/** The API's error answer as ApiCallError, with its own code and message. */
+function refusal(connection: AdminConnection, response: Response, text: string): ApiCallError {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
+    return new ApiCallError(`${response.status}: the gateway at ${connection.url} answered something that is not JSON`);
+  }
+  const error = (json as Partial<components['schemas']['Error']>).error;
+  return new ApiCallError(error ? `${response.status} ${error.code}: ${error.message}` : `${response.status}: ${text.slice(0, 200)}`);
+}
+
+/** One admin API call; the parsed JSON body (undefined for 204), or ApiCallError with the API's own message. */
+export async function callAdminApi<T>(connection: AdminConnection, method: string, route: string, body?: unknown): Promise<T> {
+  const response = await send(connection, method, route, body);
+  const text = await response.text();
+  if (response.status === 204) return undefined as T;
+  if (!response.ok) throw refusal(connection, response, text);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
     throw new ApiCallError(`${response.status}: the gateway at ${connection.url} answered something that is not JSON`);
   }
-  if (!response.ok) {
-    const error = (json as Partial<components['schemas']['Error']>).error;
-    throw new ApiCallError(error ? `${response.status} ${error.code}: ${error.message}` : `${response.status}: ${text.slice(0, 200)}`);
-  }
-  return json as T;
+}
+
+/** A GET answered as text in `accept` (e.g. text/csv), with the response headers. */
+export async function callAdminApiText(connection: AdminConnection, route: string, accept: string): Promise<{ text: string; headers: Headers }> {
+  const response = await send(connection, 'GET', route, undefined, accept);
+  const text = await response.text();
+  if (!response.ok) throw refusal(connection, response, text);
+  return { text, headers: response.headers };
 }

@@ -7,6 +7,7 @@ import { registerAuditCommands } from './commands/audit';
 import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
 import { registerTokenCommands } from './commands/tokens';
+import { registerUsageCommands } from './commands/usage';
 import { registerWebhookCommands } from './commands/webhooks';
 
 /**
@@ -19,6 +20,7 @@ const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [
   registerWebhookCommands,
   registerTokenCommands,
   registerAuditCommands,
+  registerUsageCommands,
 ];
 
 /** Exit codes: 0 success and --help/--version, 1 the API refused or could not be reached, 2 usage. */

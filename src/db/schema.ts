@@ -276,7 +276,39 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
 }
 
+/**
+ * One hour's usage of one key on one model, provider and channel, per outcome (0018), written in
+ * each settlement's transaction (src/usage/usage-rollups.repository.ts), like the other two rollup tables. Plus lat_00 ... lat_47:
+ * the latency histogram of its delivered generations (src/usage/latency-histogram.ts).
+ */
+export interface UsageRollupsTable {
+  hour_start: number;
+  key_id: string;
+  model: string;
+  provider: string;
+  /** The channel of the generation's last upstream attempt; '' when none (cancels, no call recorded). */
+  channel_id: string;
+  /** 'succeeded' | 'failed' | 'canceled' */
+  status: string;
+  /** '' for successes. */
+  error_code: string;
+  requests: number;
+  images: number;
+  credits: number;
+  /** NULL for an empty bucket. */
+  [latencyColumn: `lat_${string}`]: number | null;
+}
+
+/** usage_rollups without the key: the same sums per model, provider and channel. */
+export type UsageRollupTotalsTable = Omit<UsageRollupsTable, 'key_id'>;
+
+/** usage_rollups per UTC day and key, over every model, provider and channel. */
+export type UsageKeyDaysTable = Omit<UsageRollupsTable, 'hour_start' | 'model' | 'provider' | 'channel_id'> & { day_start: number };
+
 export interface Database {
+  usage_rollups: UsageRollupsTable;
+  usage_rollup_totals: UsageRollupTotalsTable;
+  usage_key_days: UsageKeyDaysTable;
   webhook_endpoints: WebhookEndpointsTable;
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;

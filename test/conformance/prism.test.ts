@@ -322,6 +322,14 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     await call('gateway', 'listAuditEvents', 401, { method: 'GET', path: '/admin/audit-events' });
     await call('gateway', 'listAuditEvents', 403, { method: 'GET', path: '/admin/audit-events', headers: keysReader.auth });
 
+    // Usage analytics (JSON and CSV).
+    const usageRange = 'from=2026-11-01T00:00:00Z&to=2026-11-08T00:00:00Z';
+    await call('gateway', 'getUsageReport', 200, { method: 'GET', path: `/admin/usage?${usageRange}&bucket=day&group_by=owner,model&order=credits_desc`, headers: admin });
+    await call('gateway', 'getUsageReport', 200, { method: 'GET', path: `/admin/usage?${usageRange}&group_by=key`, headers: { ...admin, Accept: 'text/csv' } });
+    await call('gateway', 'getUsageReport', 400, { method: 'GET', path: `/admin/usage?${usageRange}&group_by=colour`, headers: admin });
+    await call('gateway', 'getUsageReport', 401, { method: 'GET', path: `/admin/usage?${usageRange}` });
+    await call('gateway', 'getUsageReport', 403, { method: 'GET', path: `/admin/usage?${usageRange}`, headers: keysReader.auth });
+
     // Webhook endpoints. The endpoint is disabled before its test event, so nothing is sent to it
     // (no request leaves this machine).
     const hook = { url: 'https://hooks.example.com/prism', event_types: ['key.expiring'] };

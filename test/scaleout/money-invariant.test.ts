@@ -114,5 +114,13 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
     });
     expect(mismatches).toEqual([]);
     expect(submits.length).toBe(creditsCharged / CREDITS_PER_IMAGE + Number(unbilled.images ?? 0));
+    // Issue #28: the usage rollups, written with each settlement on whichever replica, hold exactly the books.
+    const used = new Map((await observer.db.selectFrom('api_keys').select(['id', 'credits_used']).execute()).map((k) => [k.id, Number(k.credits_used)]));
+    for (const table of ['usage_rollups', 'usage_key_days'] as const) {
+      const sums = await observer.db.selectFrom(table).select((eb) => ['key_id', eb.fn.sum<number>('credits').as('credits')]).groupBy('key_id').execute();
+      expect(new Map(sums.map((row) => [row.key_id, Number(row.credits)]))).toEqual(new Map(keys.map(({ id }) => [id, used.get(id)])));
+    }
+    const totals = await observer.db.selectFrom('usage_rollup_totals').select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('requests').as('requests')]).executeTakeFirstOrThrow();
+    expect([Number(totals.credits), Number(totals.requests)]).toEqual([creditsCharged, rows.length]);
   }, 120_000);
 });

@@ -1,0 +1,164 @@
+import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import type { Database } from '../db/schema';
+import { LATENCY_BUCKETS, LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
+
+/**
+ * The write side of usage analytics: every settlement of a client key's generation adds to the
+ * rollup tables (usage_rollups per hour and key, usage_rollup_totals per hour without the key,
+ * usage_key_days per day and key) in the settlement's own transaction or statement, so the rollups
+ * hold exactly what the books were charged, and survive whatever the books survive. Upserts add to
+ * the row (INSERT ... ON CONFLICT DO UPDATE), so concurrent settlements never lose a count.
+ * Internal generations (no key) are left out.
+ *
+ * What a settled generation adds: one request of its status and error code ('' for none); a
+ * success its images and credits and its latency to the histogram; a failure or cancel the credits
+ * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). The
+ * channel is the one of its last recorded attempt ('' for cancels: their attempts may be written
+ * after the cancel, and a later refund must land on the same row). The hour and day are completed_at's.
+ */
+type Db = Kysely<Database>;
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const COUNTS = ['requests', 'images', 'credits'] as const;
+
+interface RollupTable {
+  name: string;
+  dimensions: readonly string[];
+}
+
+const TABLES: readonly RollupTable[] = [
+  { name: 'usage_rollups', dimensions: ['hour_start', 'key_id', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
+  { name: 'usage_rollup_totals', dimensions: ['hour_start', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
+  { name: 'usage_key_days', dimensions: ['day_start', 'key_id', 'status', 'error_code'] },
+];
+
+/** Adds the new row's measures to the stored one; histogram buckets stay NULL while empty. */
+function onConflict(table: RollupTable, measures: readonly string[]): string {
+  const add = (column: string) =>
+    LATENCY_COLUMNS.includes(column)
+      ? `${column} = CASE WHEN excluded.${column} IS NULL THEN ${table.name}.${column} ELSE COALESCE(${table.name}.${column}, 0) + excluded.${column} END`
+      : `${column} = ${table.name}.${column} + excluded.${column}`;
+  return ` ON CONFLICT (${table.dimensions.join(', ')}) DO UPDATE SET ${measures.map(add).join(', ')}`;
+}
+
+/** A settled generation row's contribution, by rollup column, as expressions over `generations g`. */
+function generationExpressions(refundParameter: string | undefined): Record<string, string> {
+  return {
+    hour_start: `g.completed_at - g.completed_at % ${HOUR_MS}`,
+    day_start: `g.completed_at - g.completed_at % ${DAY_MS}`,
+    key_id: 'g.key_id',
+    model: 'g.model',
+    provider: 'g.provider',
+    channel_id: `CASE WHEN g.status = 'canceled' THEN '' ELSE COALESCE((SELECT a.channel_id FROM generation_attempts a WHERE a.generation_id = g.id ORDER BY a.seq DESC LIMIT 1), '') END`,
+    status: 'g.status',
+    error_code: `COALESCE(g.error_code, '')`,
+    requests: refundParameter === undefined ? '1' : '0',
+    images: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
+    credits: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
+  };
+}
+
+const statements = new Map<string, string[]>();
+
+/**
+ * The statements adding one settled generation (or a refund) to every rollup table: one on
+ * PostgreSQL (a CTE feeds the upserts), one per table on SQLite. `latencyBucket`: the histogram
+ * bucket to count it in.
+ */
+function rowStatements(postgres: boolean, latencyBucket: number | undefined, refund: boolean): string[] {
+  const cacheKey = `${postgres}:${latencyBucket ?? '-'}:${refund}`;
+  const cached = statements.get(cacheKey);
+  if (cached) return cached;
+  const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
+  const measures = [...COUNTS, ...latency];
+  const p = (i: number) => (postgres ? `$${i}` : '?');
+  const expressions: Record<string, string> = { ...generationExpressions(refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) };
+  const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
+  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measures];
+  let built: string[];
+  if (postgres) {
+    const source = `src AS (SELECT ${Object.entries(expressions).map(([column, expression]) => `${expression} AS ${column}`).join(', ')} ${where})`;
+    const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
+    const upsert = (table: RollupTable) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measures)}`;
+    built = [`WITH ${[source, ...others.reverse().map((table, i) => `u${i} AS (${upsert(table)})`)].join(', ')} ${upsert(last)}`];
+  } else {
+    built = TABLES.map(
+      (table) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).map((column) => expressions[column]).join(', ')} ${where}${onConflict(table, measures)}`,
+    );
+  }
+  statements.set(cacheKey, built);
+  return built;
+}
+
+/**
+ * Adds a just-settled generation to the rollups, in the settlement's transaction `trx` (after its
+ * row took its final status, error code and charged credits). `latencyMs`: a success's run
+ * latency, counted in the histogram.
+ */
+export async function addSettledGenerationUsage(trx: Db, generationId: string, latencyMs: number | null): Promise<void> {
+  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
+  const bucket = latencyMs === null ? undefined : latencyBucketOf(latencyMs);
+  for (const text of rowStatements(postgres, bucket, false)) await trx.executeQuery(CompiledQuery.raw(text, [generationId]));
+}
+
+/** Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same hour, day and dimensions). */
+export async function subtractRefundedUsage(trx: Db, generationId: string, refundedCredits: number): Promise<void> {
+  if (refundedCredits <= 0) return;
+  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
+  for (const text of rowStatements(postgres, undefined, true)) {
+    // SQLite binds in the order of the text, where the refund comes before the id.
+    await trx.executeQuery(CompiledQuery.raw(text, postgres ? [generationId, refundedCredits] : [refundedCredits, generationId]));
+  }
+}
+
+/** The histogram bucket of a success's latency, as the PostgreSQL settlement statements pass it. */
+export function latencyBucketParameter(latencyMs: number | null): number | null {
+  return latencyMs === null ? null : latencyBucketOf(latencyMs);
+}
+
+/** The channel a success's rollup names: its last attempt's, '' without attempts. */
+export function rollupChannelOf(attempts: ReadonlyArray<{ seq: number; channel_id: string }>): string {
+  let last: { seq: number; channel_id: string } | undefined;
+  for (const attempt of attempts) if (last === undefined || attempt.seq > last.seq) last = attempt;
+  return last?.channel_id ?? '';
+}
+
+/**
+ * CTEs for PostgreSQL's one-statement settlements: the rollup upserts from the generations the
+ * statement settled. `settled`: a CTE of the updated rows (RETURNING id, key_id, model, provider,
+ * images, credits, completed_at), `from`: what to select from (it, or it joined to the batch's
+ * inputs), `channel` and `latencyBucket`: expressions for each settled row. Rows are summed per
+ * rollup row first (one statement may not update a row twice), and written in key order. The tables
+ * are written in one order everywhere (per hour and key, per hour, per day and key).
+ */
+export function settledUsageCtes(options: { settled: string; from: string; channel: string; latencyBucket: string }): string {
+  const u = options.settled;
+  const measures = [...COUNTS, ...LATENCY_COLUMNS];
+  const sums = [
+    'count(*)',
+    `sum(${u}.images)`,
+    `sum(${u}.credits)`,
+    ...Array.from({ length: LATENCY_BUCKETS }, (_, bucket) => `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 END)`),
+  ];
+  const value: Record<string, string> = {
+    hour_start: `${u}.completed_at - ${u}.completed_at % ${HOUR_MS}`,
+    day_start: `${u}.completed_at - ${u}.completed_at % ${DAY_MS}`,
+    key_id: `${u}.key_id`,
+    model: `${u}.model`,
+    provider: `${u}.provider`,
+    channel_id: options.channel,
+    status: `'succeeded'`,
+    error_code: `''`,
+  };
+  return TABLES.map((table, i) => {
+    const grouped = table.dimensions.filter((column) => column !== 'status' && column !== 'error_code');
+    return (
+      `usage_${i} AS (INSERT INTO ${table.name} (${[...table.dimensions, ...measures].join(', ')}) ` +
+      `SELECT ${[...table.dimensions.map((column) => value[column]), ...sums].join(', ')} FROM ${options.from} ` +
+      `WHERE ${u}.key_id IS NOT NULL GROUP BY ${grouped.map((column) => value[column]).join(', ')} ` +
+      // In key order: concurrent settlement statements then lock shared rows (an hour's totals) in one order, never deadlocking.
+      `ORDER BY ${grouped.map((column) => value[column]).join(', ')}${onConflict(table, measures)})`
+    );
+  }).join(', ');
+}

@@ -1,0 +1,59 @@
+import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { cliRunner } from './cli-harness';
+
+const HOUR = 3_600_000;
+
+describe('admin CLI: usage (getUsageReport)', () => {
+  let t: TestGateway;
+  let keyId = '';
+  beforeAll(async () => {
+    t = await startTestGateway();
+    const { id, key } = await t.createKey({ owner: 'cli@example.com', metadata: { team: 'a,b' } });
+    keyId = id;
+    for (const n of [1, 2]) expect((await t.api.client(key, localRequest({ n }))).status).toBe(200);
+  });
+  afterAll(() => t.close());
+  const { cli, json, usageError, help } = cliRunner(() => t);
+  const range = () => {
+    const hour = Date.now() - (Date.now() % HOUR);
+    return ['--from', new Date(hour - HOUR).toISOString(), '--to', new Date(hour + HOUR).toISOString()];
+  };
+
+  it('usage --help prints help and exits 0', async () => {
+    await help(['usage', '--help']);
+  });
+
+  it.each([
+    [['usage', '--from', '2026-11-01T00:30:00Z'], /must be a whole UTC hour/],
+    [['usage', '--bucket', 'week'], /Allowed choices are hour, day, month/],
+    [['usage', '--limit', 'ten'], /'ten' is invalid/],
+  ])('usage error %j exits 2', async (args, message) => {
+    await usageError(args, message);
+  });
+
+  it('--json prints the API answer; the default range (the last 7 days) includes what was just made', async () => {
+    const report = await json(['usage', '--group-by', 'key']);
+    expect(report.data).toEqual([expect.objectContaining({ key_id: keyId, requests: 2, succeeded: 2, images_delivered: 3, credits_charged: 3 })]);
+    expect(report.next_cursor).toBeNull();
+  });
+
+  it('a table with the grouped columns and the sums', async () => {
+    const out = await cli(['usage', ...range(), '--group-by', 'owner,metadata.team', '--bucket', 'hour', '--limit', '1']);
+    expect(out.code).toBe(0);
+    const [header, row] = out.stdout.split('\n');
+    expect(header).toMatch(/^BUCKET\s+OWNER\s+METADATA\.TEAM\s+REQUESTS\s+OK\s+FAILED\s+CANCELED\s+IMAGES\s+CREDITS\s+P50_MS\s+P95_MS\s+P99_MS\s+FAILURES$/);
+    expect(row).toMatch(/^\S+Z\s+cli@example\.com\s+a,b\s+2\s+2\s+0\s+0\s+3\s+3\s+\d+\s+\d+\s+\d+$/);
+  });
+
+  it('--csv prints the API\'s CSV (quoted where needed)', async () => {
+    const out = await cli(['usage', ...range(), '--group-by', 'metadata.team', '--csv']);
+    expect(out).toMatchObject({ code: 0, stderr: '' });
+    expect(out.stdout).toMatch(/^metadata\.team,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,3,3,\d+,\d+,\d+,\r\n$/);
+  });
+
+  it('an API refusal exits 1 with its message', async () => {
+    const out = await cli(['usage', '--from', '2026-11-02T00:00:00Z', '--to', '2026-11-01T00:00:00Z']);
+    expect(out).toMatchObject({ code: 1, stdout: '' });
+    expect(out.stderr).toMatch(/400 invalid_request: to: must be after from/);
+  });
+});
