@@ -21,6 +21,7 @@ export const gatewayOperations = {
   createAdminToken: {"method":"post","path":"/admin/tokens","security":[["AdminSecret"]],"extensions":{}},
   getAdminToken: {"method":"get","path":"/admin/tokens/{id}","security":[["AdminSecret"]],"extensions":{}},
   revokeAdminToken: {"method":"delete","path":"/admin/tokens/{id}","security":[["AdminSecret"]],"extensions":{}},
+  getAdminIdentity: {"method":"get","path":"/admin/whoami","security":[["AdminSecret"]],"extensions":{}},
   listAuditEvents: {"method":"get","path":"/admin/audit-events","security":[["AdminSecret"]],"extensions":{}},
   listChannels: {"method":"get","path":"/admin/channels","security":[["AdminSecret"]],"extensions":{}},
   createChannel: {"method":"post","path":"/admin/channels","security":[["AdminSecret"]],"extensions":{"x-idempotent":true}},
@@ -38,6 +39,8 @@ export const gatewayOperations = {
   listWebhookDeliveries: {"method":"get","path":"/admin/webhooks/{id}/deliveries","security":[["AdminSecret"]],"extensions":{}},
   getOpenApiDocument: {"method":"get","path":"/openapi.json","security":[],"extensions":{}},
   getApiReference: {"method":"get","path":"/docs","security":[],"extensions":{}},
+  getConsole: {"method":"get","path":"/console","security":[],"extensions":{}},
+  getConsoleFile: {"method":"get","path":"/console/{file}","security":[],"extensions":{}},
   getLiveness: {"method":"get","path":"/healthz","security":[],"extensions":{}},
   getReadiness: {"method":"get","path":"/readyz","security":[],"extensions":{}},
 } as const;

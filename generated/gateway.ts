@@ -426,6 +426,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own scopes
+         * @description Who the credentials are (`root` for the admin secret, else the admin token's id) and the
+         *     scopes they hold, so a tool such as the console offers only what they allow. Any admin
+         *     credential may read its own; no scope is needed. The admin secret answers every scope and
+         *     `expires_at: null`.
+         */
+        get: operations["getAdminIdentity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/audit-events": {
         parameters: {
             query?: never;
@@ -722,6 +745,53 @@ export interface paths {
          * @description Scalar rendering of this document. Works offline; its script is served by the gateway.
          */
         get: operations["getApiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator console
+         * @description The operator console, a single-page app in the browser built from `console/` (`npm run build`)
+         *     and served by the gateway on the same origin as the admin API, with nothing from another
+         *     origin (`Content-Security-Policy: default-src 'self'`, no inline script). It asks for an admin
+         *     token (`hyadm_...`) or the admin secret and calls the admin operations with it; the page itself
+         *     needs no credentials. 404 `not_found` when the console was not built.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator console file or page
+         * @description One of the console's built files (scripts, styles, fonts: their names carry a hash of their
+         *     content, so they are served `Cache-Control: public, max-age=31536000, immutable`), or, for a
+         *     name without an extension (a page of the console such as `keys`), the console's HTML page.
+         *     404 `not_found` for a file the build does not have.
+         */
+        get: operations["getConsoleFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1245,6 +1315,20 @@ export interface components {
          * @enum {string}
          */
         AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "tokens:write";
+        AdminIdentity: {
+            /** @description `root` for the admin secret, else the admin token's id (what audit events name). */
+            actor: string;
+            /** @enum {string} */
+            kind: "admin_secret" | "admin_token";
+            /** @description The admin token's name; null for the admin secret. */
+            name: string | null;
+            scopes: components["schemas"]["AdminScope"][];
+            /**
+             * Format: date-time
+             * @description When the admin token expires; null for the admin secret or a token without expiry.
+             */
+            expires_at: string | null;
+        };
         /** @enum {string} */
         AdminTokenStatus: "active" | "revoked" | "expired";
         CreateAdminTokenRequest: {
@@ -1595,6 +1679,16 @@ export interface components {
         };
         /** @description No usable API key. */
         ClientUnauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No such console file, or the console was not built (`npm run build`). */
+        ConsoleFileNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -2891,6 +2985,30 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getAdminIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminIdentity"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listAuditEvents: {
         parameters: {
             query?: {
@@ -3435,6 +3553,63 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console's HTML page (`Cache-Control: no-cache`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html>...</html> */
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["ConsoleFileNotFound"];
+        };
+    };
+    getConsoleFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A built file's name, or a console page.
+                 * @example keys
+                 */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its content type, or the console's HTML page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "text/javascript": string;
+                    "text/css": string;
+                    "image/svg+xml": string;
+                    "font/woff2": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["ConsoleFileNotFound"];
         };
     };
     getLiveness: {

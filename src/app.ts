@@ -10,6 +10,7 @@ import { adminGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
 import { channelHandlers } from './channels/channels.handlers';
+import { consoleHandlers } from './console/console.handlers';
 import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
 import { generationHandlers } from './generation/generation.handlers';
@@ -84,6 +85,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
+    ...consoleHandlers(),
   };
   const app = createBaseApp(deps, 'public');
   const { router } = specRouter({
