@@ -23,6 +23,7 @@ export const gatewayOperations = {
   revokeAdminToken: {"method":"delete","path":"/admin/tokens/{id}","security":[["AdminSecret"]],"extensions":{}},
   getAdminIdentity: {"method":"get","path":"/admin/whoami","security":[["AdminSecret"]],"extensions":{}},
   listAuditEvents: {"method":"get","path":"/admin/audit-events","security":[["AdminSecret"]],"extensions":{}},
+  getUsageReport: {"method":"get","path":"/admin/usage","security":[["AdminSecret"]],"extensions":{}},
   listChannels: {"method":"get","path":"/admin/channels","security":[["AdminSecret"]],"extensions":{}},
   createChannel: {"method":"post","path":"/admin/channels","security":[["AdminSecret"]],"extensions":{"x-idempotent":true}},
   getChannel: {"method":"get","path":"/admin/channels/{id}","security":[["AdminSecret"]],"extensions":{}},

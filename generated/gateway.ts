@@ -472,6 +472,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage analytics
+         * @description What client keys consumed over `[from, to)`: credits charged, images delivered, requests by
+         *     outcome, failures by error code and latency percentiles, summed per group. Groups are any
+         *     combination of `group_by` dimensions and, with `bucket`, a UTC time bucket; without either,
+         *     one row sums the whole range. Filters narrow the same dimensions.
+         *
+         *     **Where the numbers come from.** Every settlement of a generation made with a client key
+         *     (success, failure, partial failure, cancel, disconnect, whether run synchronously or by a
+         *     worker) writes its hourly rollup row in the same transaction as the key's credits, so the
+         *     sums are exact: `credits_charged` over a key's generations equals what its book was charged.
+         *     A request counts in the hour it was settled (a cancel's later refund of unsent calls
+         *     counts in the hour of the refund). Answers read rollups only, never raw generation rows, so
+         *     they do not depend on `GENERATION_RETENTION_DAYS`.
+         *
+         *     **What is counted.** `requests` counts admitted requests (those that reserved credits) once
+         *     settled; refusals before admission (400, 401, 402, 403, 429) are not counted. Generations of
+         *     the internal creative API (no client key) are not included. A generation's `channel` is the
+         *     channel of its last upstream attempt (null when no call was recorded, e.g. canceled while
+         *     queued). `owner` and `metadata.<name>` are the key's values at query time.
+         *
+         *     **Latency.** Each rollup keeps a fixed log-scale histogram of the run latencies of delivered
+         *     (succeeded) generations: bucket 0 is below 16 ms, then each bucket is 2^(1/3) (about 1.26)
+         *     times wider than the last, the last open-ended from about 13.9 minutes. Percentiles are read
+         *     from the summed histograms of a group and reported as the geometric middle of the bucket that
+         *     holds them: within about 12% of the exact value.
+         *
+         *     **Ranges.** `from` and `to` are whole UTC hours (minutes, seconds and fractions zero), `to`
+         *     after `from`, at most 366 days apart; with `bucket=hour` at most 31 days. Month buckets are
+         *     calendar months; a bucket that the range cuts counts only the part inside it.
+         *
+         *     **Pages and CSV.** Rows come `limit` at a time in `order`; pass `next_cursor` as `cursor` with
+         *     the same other parameters for the next page. With `Accept: text/csv` the same page is CSV
+         *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
+         *     `failed`, `canceled`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
+         *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
+         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page).
+         */
+        get: operations["getUsageReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/channels": {
         parameters: {
             query?: never;
@@ -1314,7 +1368,54 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
+        /** @enum {string} */
+        UsageBucket: "hour" | "day" | "month";
+        /**
+         * @default bucket
+         * @enum {string}
+         */
+        UsageOrder: "bucket" | "credits_desc" | "requests_desc" | "images_desc";
+        /** @description Run latency percentiles of the group's delivered generations, in milliseconds (within about 12%); null without any. */
+        UsageLatency: {
+            p50: number | null;
+            p95: number | null;
+            p99: number | null;
+        };
+        /**
+         * @description One group's sums. The dimension properties appear exactly when grouped by them
+         *     (`bucket_start` with `bucket`); a dimension a request did not have is null.
+         */
+        UsageReportRow: {
+            bucket_start?: components["schemas"]["Timestamp"];
+            key_id?: string;
+            owner?: string | null;
+            model?: string;
+            provider?: string;
+            channel_id?: string | null;
+            /** @description The grouped metadata entries of the key, by name (null when the key has no such entry). */
+            metadata?: {
+                [key: string]: string | null;
+            };
+            /** @description Admitted requests settled in the range: succeeded + failed + canceled. */
+            requests: number;
+            succeeded: number;
+            failed: number;
+            /** @description Canceled by the client, or ended by its disconnect. */
+            canceled: number;
+            images_delivered: number;
+            /** @description What the keys were charged: successes, plus what cancels and disconnects kept. */
+            credits_charged: number;
+            /** @description Failed and canceled requests by error code (`canceled` for cancels and disconnects). */
+            failures: {
+                [key: string]: number;
+            };
+            latency_ms: components["schemas"]["UsageLatency"];
+        };
+        UsageReport: {
+            data: components["schemas"]["UsageReportRow"][];
+            next_cursor: string | null;
+        };
         AdminIdentity: {
             /** @description `root` for the admin secret, else the admin token's id (what audit events name). */
             actor: string;
@@ -3047,6 +3148,84 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    getUsageReport: {
+        parameters: {
+            query: {
+                /**
+                 * @description Start of the range (inclusive), a whole UTC hour.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from: components["schemas"]["Timestamp"];
+                /**
+                 * @description End of the range (exclusive), a whole UTC hour.
+                 * @example 2026-11-08T00:00:00Z
+                 */
+                to: components["schemas"]["Timestamp"];
+                /** @description Group by UTC hour, day or calendar month as well; rows then carry `bucket_start`. */
+                bucket?: components["schemas"]["UsageBucket"];
+                /**
+                 * @description Dimensions to group by, comma-separated, each at most once: `key`, `owner`, `model`,
+                 *     `provider`, `channel`, `metadata.<name>` (a key metadata entry; up to 3 of them).
+                 * @example owner,model
+                 */
+                group_by?: string;
+                /** @description Only this key. */
+                key_id?: string;
+                /** @description Only keys of this owner (exact match). */
+                owner?: string;
+                /** @description Only this model. */
+                model?: string;
+                /** @description Only this provider. */
+                provider?: string;
+                /** @description Only generations whose last attempt was on this channel. */
+                channel_id?: string;
+                /**
+                 * @description Only keys whose `metadata` has this entry, written `name:value` (e.g. `team:design`);
+                 *     exact match on both, as in `GET /admin/keys`.
+                 * @example team:design
+                 */
+                metadata?: string;
+                /**
+                 * @description `bucket` (the default): by `bucket_start`, then the grouped dimensions, ascending.
+                 *     `credits_desc`, `requests_desc`, `images_desc`: largest first (ties by the grouped
+                 *     dimensions), e.g. the top keys by spend with `group_by=key&order=credits_desc&limit=20`.
+                 */
+                order?: components["schemas"]["UsageOrder"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of usage rows, as JSON or (with `Accept: text/csv`) as CSV. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description CSV only, the cursor of the next page; absent on the last page. */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                    /**
+                     * @example model,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures
+                     *     seedream-4.0,120,114,4,2,190,1920,6350,12700,16000,provider_timeout=3;provider_error=1;canceled=2
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     listChannels: {

@@ -31,6 +31,8 @@ import type { CatalogModel } from './config/catalog';
 import { keyHandlers } from './keys/keys.handlers';
 import { modelHandlers } from './keys/models.handlers';
 import type { CidrSet } from './shared/cidr';
+import { usageHandlers } from './usage/usage.handlers';
+import type { UsageReportService } from './usage/usage.service';
 import { webhookHandlers } from './webhooks/webhooks.handlers';
 import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
@@ -64,6 +66,7 @@ export interface GatewayAppDeps {
   /** How the client-key guard finds keys (cached on PostgreSQL + Redis). */
   keyLookup?: KeyLookup;
   webhooks: WebhooksService;
+  usage: UsageReportService;
 }
 
 /**
@@ -81,6 +84,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...channelHandlers(deps.channels),
     ...modelHandlers(deps.catalog),
     ...webhookHandlers(deps.webhooks),
+    ...usageHandlers(deps.usage),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),

@@ -5,6 +5,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
 import { AuditService } from './audit/audit.service';
+import { UsageReportService } from './usage/usage.service';
 import { createChannelLimitStore, MemoryLimitStore } from './channels/channel-limits';
 import { registerChannelMetrics } from './channels/channel-metrics';
 import { ChannelRouter } from './channels/channel-router';
@@ -271,6 +272,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: new WebhooksService(database.db, clock, config.webhooks.allowPrivateNetworks, webhookSecrets, () => dispatcher.poke()),
+    usage: new UsageReportService(database.db),
   });
   const internalApp = createInternalApp({
     ...common,

@@ -20,6 +20,7 @@ export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
   'webhooks:read',
   'webhooks:write',
   'audit:read',
+  'usage:read',
   'tokens:write',
 ];
 
