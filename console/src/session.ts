@@ -5,7 +5,7 @@ const STORAGE_KEY = 'creative-gateway.console.admin-token';
 export interface Session {
   identity: Schemas['AdminIdentity'];
   /** What the scopes allow; the server enforces them anyway. */
-  can(scope: AdminScope | 'usage:read'): boolean;
+  can(scope: AdminScope): boolean;
 }
 
 function sessionOf(identity: Schemas['AdminIdentity']): Session {

@@ -96,7 +96,7 @@ export function OnceSecret(props: { label: string; value: string; onDismiss: () 
     }
   };
   return (
-    <section class="secret" aria-label={props.label}>
+    <section class="secret">
       <h3>{props.label}</h3>
       <p>Shown only this once: store it now.</p>
       <output aria-label={props.label} class="secret-value">

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
 import { Checkbox, ErrorNote, Field, OnceSecret, Select, formatTime, listOf, useAction, useLoad } from '../ui';
-import { KeySparkline } from './usage';
+import { Sparkline, useKeySparklines } from './usage';
 
 type Key = Schemas['Key'];
 
@@ -208,6 +208,8 @@ export function KeysPage({ session }: { session: Session }) {
       keys.reload();
     });
   const editingKey = keys.data?.data.find((k) => k.id === editing?.id);
+  const showUsage = session.can('usage:read');
+  const sparklines = useKeySparklines(showUsage ? (keys.data?.data ?? []).map((k) => k.id) : []);
   return (
     <>
       <form
@@ -252,7 +254,7 @@ export function KeysPage({ session }: { session: Session }) {
             <th scope="col">RPM</th>
             <th scope="col">Hint</th>
             <th scope="col">Last used</th>
-            {session.can('usage:read') && <th scope="col">Last 30 days</th>}
+            {showUsage && <th scope="col">Last 30 days</th>}
             {writable && <th scope="col">Actions</th>}
           </tr>
         </thead>
@@ -272,9 +274,9 @@ export function KeysPage({ session }: { session: Session }) {
                 <code>{key.hint}</code>
               </td>
               <td>{formatTime(key.last_used_at)}</td>
-              {session.can('usage:read') && (
+              {showUsage && (
                 <td>
-                  <KeySparkline keyId={key.id} name={key.name} />
+                  <Sparkline values={sparklines?.get(key.id)} name={key.name} />
                 </td>
               )}
               {writable && (
