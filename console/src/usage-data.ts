@@ -1,24 +1,10 @@
 import type { operations } from '../../generated/gateway';
 import { type Schemas, api, dataOf } from './api';
 
-export type UsageRow = Schemas['UsageReportRow'];
-export type Dimension = 'model' | 'key' | 'owner' | 'channel' | 'provider';
-export type Metric = 'credits_charged' | 'requests' | 'images_delivered' | 'failed';
+import type { UsageRow } from './usage-series';
+
+export { type Dimension, type Metric, type Series, type UsageRow, groupOf, rangeOf, seriesOf } from './usage-series';
 export type Bucket = Schemas['UsageBucket'];
-
-const HOUR_MS = 3_600_000;
-
-/** `[from, to)` in whole UTC hours ending with the current hour, as GET /admin/usage requires. */
-export function rangeOf(hours: number, now = Date.now()): { from: string; to: string } {
-  const to = Math.ceil(now / HOUR_MS) * HOUR_MS;
-  return { from: new Date(to - hours * HOUR_MS).toISOString(), to: new Date(to).toISOString() };
-}
-
-/** The group a row belongs to, as shown (null dimensions read "(none)"). */
-export function groupOf(row: UsageRow, dimension: Dimension): string {
-  const value = { model: row.model, key: row.key_id, owner: row.owner, channel: row.channel_id, provider: row.provider }[dimension];
-  return value ?? '(none)';
-}
 
 type Query = operations['getUsageReport']['parameters']['query'];
 type Report = Schemas['UsageReport'];
@@ -56,26 +42,3 @@ export async function usageCsv(query: Query, maxPages = 50): Promise<string> {
   return csv;
 }
 
-export interface Series {
-  /** Bucket starts, unix seconds (uPlot's x axis). */
-  times: number[];
-  groups: Array<{ name: string; values: number[]; total: number }>;
-}
-
-/** Rows into one series per group over the buckets seen, missing buckets 0, largest total first. */
-export function seriesOf(rows: UsageRow[], dimension: Dimension, metric: Metric, maxGroups = 8): Series {
-  const times = [...new Set(rows.map((row) => Date.parse(row.bucket_start ?? '')))].sort((a, b) => a - b);
-  const index = new Map(times.map((time, i) => [time, i]));
-  const byGroup = new Map<string, number[]>();
-  for (const row of rows) {
-    const name = groupOf(row, dimension);
-    const values = byGroup.get(name) ?? new Array<number>(times.length).fill(0);
-    values[index.get(Date.parse(row.bucket_start ?? ''))!]! += row[metric];
-    byGroup.set(name, values);
-  }
-  const groups = [...byGroup.entries()]
-    .map(([name, values]) => ({ name, values, total: values.reduce((sum, v) => sum + v, 0) }))
-    .sort((a, b) => b.total - a.total || a.name.localeCompare(b.name))
-    .slice(0, maxGroups);
-  return { times: times.map((time) => time / 1000), groups };
-}
