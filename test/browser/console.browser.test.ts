@@ -211,10 +211,27 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await keyRow(page, 'console-made').getByRole('cell', { name: '0 / 500' }).waitFor();
     expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body.credits_quota).toBe(500);
 
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Edit policy' }).click();
+    const policy = page.getByRole('form', { name: 'Policy of console-made' });
+    await policy.getByLabel('Requests per minute').fill('90');
+    await policy.getByLabel('Allowed models').fill('local-1');
+    await policy.getByRole('button', { name: 'Save policy' }).click();
+    await keyRow(page, 'console-made').getByRole('cell', { name: '90', exact: true }).waitFor();
+    expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body).toMatchObject({ rate_limit_rpm: 90, allowed_models: ['local-1'] });
+
+    // Rotate: the new secret shown once; the old one refused.
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Rotate' }).click();
+    const rotated = (await page.getByLabel('New key').textContent())?.trim() ?? '';
+    expect(rotated).toMatch(/^hyai_/);
+    expect(rotated).not.toBe(secret);
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(secret) })).status).toBe(401);
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(rotated) })).status).toBe(200);
+    await page.getByRole('button', { name: 'Done' }).click();
+
     await keyRow(page, 'console-made').getByRole('button', { name: 'Disable' }).click();
     await keyRow(page, 'console-made').getByRole('button', { name: 'Enable' }).waitFor();
     expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body.status).toBe('disabled');
-    expect((await t.api.send('get', '/v1/models', { headers: bearer(secret) })).body.error.code).toBe('key_disabled');
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(rotated) })).body.error.code).toBe('key_disabled');
     await screenshot(page, 'keys');
 
     // Channels: add one on the fake Ark account, and test it.
@@ -304,7 +321,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 180_000);
 
-  it('Usage: a chart whose numbers are the analytics API\'s (GET /admin/usage), and its CSV export is the API\'s CSV', async () => {
+  it('Usage: a chart whose numbers are the analytics API\'s (GET /admin/usage, getUsageReport), and its CSV export is the API\'s CSV', async () => {
     const client = await t.createKey({ name: 'usage traffic', owner: 'charts@example.com', allowed_providers: ['local'], credits_quota: 1000 });
     for (const [prompt, n] of [['one', 1], ['two', 2], ['three', 1]] as const) {
       expect((await t.api.client(client.key, { prompt, model: 'local-1', size: '64x64', n, response_format: 'b64_json' })).status).toBe(200);
