@@ -17,7 +17,7 @@ const buildConsole = '<rootDir>/test/helpers/global-setup-console.js';
 const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
 const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
 // Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
-const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks'];
+const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks', 'usage'];
 
 const projects = [
   { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

@@ -490,19 +490,20 @@ export interface paths {
          *     (success, failure, partial failure, cancel, disconnect, whether run synchronously or by a
          *     worker) writes its hourly rollup row in the same transaction as the key's credits, so the
          *     sums are exact: `credits_charged` over a key's generations equals what its book was charged.
-         *     A request counts in the hour it was settled (a cancel's later refund of unsent calls
-         *     counts in the hour of the refund). Answers read rollups only, never raw generation rows, so
-         *     they do not depend on `GENERATION_RETENTION_DAYS`.
+         *     A request counts in the hour it was settled (a synchronous run's refund of the calls it had
+         *     not sent when canceled counts in the hour of the cancel). Answers read rollups only, never
+         *     raw generation rows, so they do not depend on `GENERATION_RETENTION_DAYS`.
          *
          *     **What is counted.** `requests` counts admitted requests (those that reserved credits) once
          *     settled; refusals before admission (400, 401, 402, 403, 429) are not counted. Generations of
          *     the internal creative API (no client key) are not included. A generation's `channel` is the
-         *     channel of its last upstream attempt (null when no call was recorded, e.g. canceled while
-         *     queued). `owner` and `metadata.<name>` are the key's values at query time.
+         *     channel of its last upstream attempt (null when no call was recorded, and for cancels and
+         *     disconnects, whose attempts may be recorded after them). `owner` and `metadata.<name>` are
+         *     the key's values at query time.
          *
          *     **Latency.** Each rollup keeps a fixed log-scale histogram of the run latencies of delivered
          *     (succeeded) generations: bucket 0 is below 16 ms, then each bucket is 2^(1/3) (about 1.26)
-         *     times wider than the last, the last open-ended from about 13.9 minutes. Percentiles are read
+         *     times wider than the last, the last open-ended from about 11 minutes. Percentiles are read
          *     from the summed histograms of a group and reported as the geometric middle of the bucket that
          *     holds them: within about 12% of the exact value.
          *

@@ -243,6 +243,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     intervalMs: 60_000,
     logger,
     images,
+    generationRetentionMs: config.generationRetentionMs,
     ...(completionWebhooks ? { onSettled: (trx, id) => completionWebhooks.emit(trx, id) } : {}),
   });
 

@@ -55,6 +55,8 @@ export interface GatewayConfig {
   serviceTokens: ServiceToken[];
   /** Extra wait beyond the slowest provider deadline before a pending generation counts as abandoned. */
   sweepGraceMs: number;
+  /** GENERATION_RETENTION_DAYS in milliseconds; undefined (0 days) keeps generation rows forever. */
+  generationRetentionMs: number | undefined;
   /** Cloudflare Access JWTs accepted on the internal API beside service tokens; undefined = not accepted. */
   accessJwt: AccessJwtConfig | undefined;
   /** Stored images and their signed URLs (docs/clients/image-storage.md). */

@@ -202,6 +202,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
     readinessFailureWindowMs: values.READINESS_FAILURE_WINDOW_MS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     sweepGraceMs: values.SWEEP_GRACE_MS,
+    generationRetentionMs: values.GENERATION_RETENTION_DAYS === 0 ? undefined : values.GENERATION_RETENTION_DAYS * 86_400_000,
     internalPort: values.INTERNAL_PORT,
     serviceTokens: secrets.serviceTokens,
     accessJwt,

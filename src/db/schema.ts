@@ -299,7 +299,34 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
 }
 
+/**
+ * One hour's usage of one key on one model, provider and channel, per outcome (0018), written in
+ * each settlement's transaction (src/usage/usage-rollups.repository.ts). Plus lat_00 ... lat_47:
+ * the latency histogram of its delivered generations (src/usage/latency-histogram.ts).
+ */
+export interface UsageRollupsTable {
+  hour_start: number;
+  key_id: string;
+  model: string;
+  provider: string;
+  /** The channel of the generation's last upstream attempt; '' when none (cancels, no call recorded). */
+  channel_id: string;
+  /** 'succeeded' | 'failed' | 'canceled' */
+  status: string;
+  /** '' for successes. */
+  error_code: string;
+  requests: number;
+  images: number;
+  credits: number;
+  [latencyColumn: `lat_${string}`]: number;
+}
+
+/** usage_rollups without the key: the same sums per model, provider and channel. */
+export type UsageRollupTotalsTable = Omit<UsageRollupsTable, 'key_id'>;
+
 export interface Database {
+  usage_rollups: UsageRollupsTable;
+  usage_rollup_totals: UsageRollupTotalsTable;
   webhook_endpoints: WebhookEndpointsTable;
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -9,6 +9,7 @@ import { keyUsableSql } from '../keys/rules/key-usability';
 import { periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
 import { crossesNoThresholdSql } from '../keys/rules/quota-thresholds';
 import { releaseCredits } from '../keys/keys.repository';
+import { addSettledGenerationUsage, latencyBucketParameter, rollupChannelOf, settledUsageCtes, subtractRefundedUsage } from '../usage/usage-rollups.repository';
 
 /**
  * Rows of the partial index generations_active_idx. Every query of the workers and the sweeper
@@ -78,20 +79,28 @@ export async function completeGeneration(
   outcome: { status: 'succeeded' | 'failed' | 'canceled'; errorCode: string | null; errorMessage?: string | null; latencyMs: number | null; completedAt: number },
 ): Promise<boolean> {
   const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
-  return Number(result.numAffectedRows ?? 0) === 1;
+  const settled = Number(result.numAffectedRows ?? 0) === 1;
+  if (settled) await addSettledGenerationUsage(db, id, outcome.status === 'succeeded' ? outcome.latencyMs : null);
+  return settled;
 }
 
 /** The settlement statement on PostgreSQL, by number of attempt rows. */
 const settleStatements = new Map<number, string>();
 
+/** What the settlement statements' UPDATE returns: the usage rollups' inputs. */
+const SETTLED_COLUMNS = 'id, key_id, model, provider, images, credits, completed_at';
+
 function settleStatement(attempts: number): string {
   let text = settleStatements.get(attempts);
   if (text === undefined) {
+    // The rollup's channel and latency bucket follow the attempt rows' parameters.
+    const usage = 7 + attempts * ATTEMPT_COLUMNS.length;
     const rows = Array.from({ length: attempts }, (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`);
     text =
       (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), ` : 'WITH ') +
       `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
-      `WHERE id = $1 AND status IN ('queued', 'running') RETURNING 1) SELECT count(*)::int AS n FROM u`;
+      `WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${SETTLED_COLUMNS}), ` +
+      `${settledUsageCtes({ settled: 'u', from: 'u', channel: `$${usage}::text`, latencyBucket: `$${usage + 1}::int` })} SELECT count(*)::int AS n FROM u`;
     settleStatements.set(attempts, text);
   }
   return text;
@@ -109,6 +118,7 @@ export async function settleGeneration(db: Db, id: string, outcome: Settlement['
   }
   const parameters: unknown[] = [id, outcome.status, outcome.errorCode, null, outcome.latencyMs, outcome.completedAt];
   for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column]);
+  parameters.push(rollupChannelOf(attempts), latencyBucketParameter(outcome.latencyMs));
   const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
   return Number(result.rows[0]?.n ?? 0) === 1;
 }
@@ -132,13 +142,16 @@ const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   started_at: 'bigint',
 };
 const SETTLE_MANY_STATEMENT =
-  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS s(id, status, latency_ms, completed_at)), ` +
+  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $${5 + ATTEMPT_COLUMNS.length}::text[], $${6 + ATTEMPT_COLUMNS.length}::int[]) ` +
+  `AS s(id, status, latency_ms, completed_at, channel_id, latency_bucket)), ` +
   `a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) SELECT * FROM unnest(${ATTEMPT_COLUMNS.map((column, i) => `$${5 + i}::${ATTEMPT_TYPES[column]}[]`).join(', ')}) ` +
   `ON CONFLICT (generation_id, seq) DO NOTHING), ` +
   // The rows locked in id order first, as lease renewals (an IN list on the primary key) lock them: the two never deadlock.
   `l AS (SELECT id FROM generations WHERE id IN (SELECT id FROM s) ORDER BY id FOR NO KEY UPDATE), ` +
   `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
-  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') RETURNING g.id) ` +
+  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') ` +
+  `RETURNING ${SETTLED_COLUMNS.split(', ').map((column) => `g.${column}`).join(', ')}), ` +
+  `${settledUsageCtes({ settled: 'u', from: 'u JOIN s ON s.id = u.id', channel: 's.channel_id', latencyBucket: 's.latency_bucket' })} ` +
   `SELECT id FROM u`;
 
 /**
@@ -149,14 +162,17 @@ const SETTLE_MANY_STATEMENT =
 export async function settleGenerations(db: Db, settlements: readonly Settlement[]): Promise<boolean[]> {
   const columns: unknown[][] = [[], [], [], []];
   const attemptColumns: unknown[][] = ATTEMPT_COLUMNS.map(() => []);
+  const usageColumns: unknown[][] = [[], []];
   for (const { id, outcome, attempts } of settlements) {
     columns[0]!.push(id);
     columns[1]!.push(outcome.status);
     columns[2]!.push(outcome.latencyMs);
     columns[3]!.push(outcome.completedAt);
     for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column]));
+    usageColumns[0]!.push(rollupChannelOf(attempts));
+    usageColumns[1]!.push(latencyBucketParameter(outcome.latencyMs));
   }
-  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(SETTLE_MANY_STATEMENT, [...columns, ...attemptColumns]));
+  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(SETTLE_MANY_STATEMENT, [...columns, ...attemptColumns, ...usageColumns]));
   const settled = new Set(result.rows.map((row) => row.id));
   return settlements.map((settlement) => settled.has(settlement.id));
 }
@@ -408,6 +424,7 @@ async function keepAndRelease(
   if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
     await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
   }
+  await addSettledGenerationUsage(trx, generation.id, null);
 }
 
 /**
@@ -468,6 +485,7 @@ export async function refundUnsentCalls(
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return 0;
   if (generation.key_id !== null && generation.usage_epoch !== null) await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
+  await subtractRefundedUsage(trx, generation.id, charged - sentCredits);
   return charged - sentCredits;
 }
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Database, GenerationsTable } from '../db/schema';
 import { pruneSettledTasks } from '../generation/durable.repository';
 import { failGeneration, findStalePendingGenerations } from '../generation/generations.repository';
+import { pruneOldGenerations } from './generation-retention';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
 import type { Clock } from '../shared/clock';
@@ -12,6 +13,8 @@ export interface SweepResult {
   idempotencyPruned: number;
   /** Stored images past their retention, deleted with their bytes. */
   imagesDeleted: number;
+  /** Settled generation rows past GENERATION_RETENTION_DAYS, deleted (the usage rollups stay). */
+  generationsPruned: number;
 }
 
 /**
@@ -31,6 +34,8 @@ export interface SweepDeps {
   images?: { sweep(): Promise<number> };
   /** Completion webhooks: queues a failed generation's delivery in the transaction that fails it. */
   onSettled?: (trx: Kysely<Database>, generationId: string) => Promise<boolean>;
+  /** GENERATION_RETENTION_DAYS in milliseconds: older settled generation rows are deleted; undefined keeps them. */
+  generationRetentionMs?: number;
 }
 
 /**
@@ -70,7 +75,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   const imagesDeleted = (await deps.images?.sweep()) ?? 0;
   // The upstream-call journal matters only while a generation may be taken over.
   await pruneSettledTasks(deps.db);
-  return { abandoned, idempotencyPruned, imagesDeleted };
+  const generationsPruned = deps.generationRetentionMs === undefined ? 0 : await pruneOldGenerations(deps.db, now - deps.generationRetentionMs);
+  return { abandoned, idempotencyPruned, imagesDeleted, generationsPruned };
 }
 
 /** Runs the sweep now and then every `intervalMs` until stopped. */
@@ -78,7 +84,7 @@ export async function startSweeper(deps: SweepDeps & { intervalMs: number; logge
   const run = async () => {
     try {
       const result = await sweepOnce(deps);
-      if (result.abandoned > 0 || result.idempotencyPruned > 0 || result.imagesDeleted > 0) deps.logger.info(result, 'sweep released abandoned work');
+      if (result.abandoned > 0 || result.idempotencyPruned > 0 || result.imagesDeleted > 0 || result.generationsPruned > 0) deps.logger.info(result, 'sweep released abandoned work');
     } catch (error) {
       deps.logger.error({ err: error }, 'sweep failed');
     }

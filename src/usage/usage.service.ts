@@ -1,22 +1,199 @@
 import type { Kysely } from 'kysely';
 import type { components, operations } from '../../generated/gateway';
 import type { Database } from '../db/schema';
+import { toIso } from '../shared/clock';
+import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
+import { csvDocument } from './usage-csv';
+import {
+  bucketEndOf,
+  decodeUsageCursor,
+  encodeUsageCursor,
+  monthStarts,
+  parseGroupBy,
+  parseMetadataFilter,
+  parseRange,
+  queryFingerprint,
+  type SortValue,
+  type UsageDimension,
+} from './usage-query';
+import { type UsageOrder, type UsageSelection, type UsageTotalsRow, sortOf, usageDetails, usageTotals } from './usage.repository';
 
 type Schemas = components['schemas'];
 export type UsageReport = Schemas['UsageReport'];
-export type UsageReportQuery = NonNullable<operations['getUsageReport']['parameters']['query']>;
+export type UsageReportRow = Schemas['UsageReportRow'];
+export type UsageReportQuery = operations['getUsageReport']['parameters']['query'];
+
+const DEFAULT_LIMIT = 100;
+
+/** A dimension's name in a row and in CSV. */
+function dimensionName(dimension: UsageDimension): string {
+  switch (dimension.kind) {
+    case 'key':
+      return 'key_id';
+    case 'channel':
+      return 'channel_id';
+    case 'metadata':
+      return `metadata.${dimension.name}`;
+    default:
+      return dimension.kind;
+  }
+}
 
 /** GET /admin/usage: usage summed from the rollups written with each settlement (never raw generation rows). */
 export class UsageReportService {
   constructor(private readonly db: Kysely<Database>) {}
 
-  // eslint-disable-next-line @typescript-eslint/require-await -- the rollup query lands with the rollups
-  async report(_query: UsageReportQuery): Promise<UsageReport> {
-    void this.db;
-    return { data: [], next_cursor: null };
+  async report(query: UsageReportQuery): Promise<UsageReport> {
+    const bucket = query.bucket;
+    const range = parseRange(query.from, query.to, bucket);
+    const dimensions = parseGroupBy(query.group_by);
+    const selection: UsageSelection = {
+      range,
+      bucket,
+      months: bucket === 'month' ? monthStarts(range) : [],
+      dimensions,
+      filters: {
+        keyId: query.key_id,
+        owner: query.owner,
+        model: query.model,
+        provider: query.provider,
+        channelId: query.channel_id,
+        metadata: parseMetadataFilter(query.metadata),
+      },
+    };
+    const order: UsageOrder = query.order ?? 'bucket';
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const { cursor: _cursor, limit: _limit, ...asked } = query;
+    const fingerprint = queryFingerprint(asked);
+    const sort = sortOf(selection, order);
+    const position = query.cursor === undefined ? undefined : decodeUsageCursor(query.cursor, fingerprint, sort.length);
+    const rows = await usageTotals(this.db, selection, order, limit, position);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor = rows.length > limit && last ? encodeUsageCursor(fingerprint, sortValuesOf(last, order)) : null;
+    // Without any group the range is one row, zeros included.
+    if (page.length === 0 && bucket === undefined && dimensions.length === 0) {
+      return { data: [{ ...emptySums(), latency_ms: latencyPercentiles([]) }], next_cursor: null };
+    }
+    const details = await this.detailsOf(selection, page);
+    return { data: page.map((row) => this.toRow(selection, row, details.get(groupKey(row.groups)))), next_cursor: nextCursor };
   }
 
-  toCsv(_report: UsageReport, _query: UsageReportQuery): string {
-    return '';
+  /** The page's failures by code and latency histograms, by group. */
+  private async detailsOf(selection: UsageSelection, page: UsageTotalsRow[]): Promise<Map<string, { failures: Record<string, number>; latency: number[] }>> {
+    const byGroup = new Map<string, { failures: Record<string, number>; latency: number[] }>();
+    if (page.length === 0) return byGroup;
+    const columns = page[0]?.groups.length ?? 0;
+    const values = Array.from({ length: columns }, (_, i) => [...new Set(page.map((row) => row.groups[i] as SortValue))]);
+    let range = selection.range;
+    if (selection.bucket !== undefined) {
+      const starts = values[0] as number[];
+      range = { from: Math.max(range.from, Math.min(...starts)), to: Math.min(range.to, bucketEndOf(Math.max(...starts), selection.bucket)) };
+    }
+    const wanted = new Set(page.map((row) => groupKey(row.groups)));
+    for (const detail of await usageDetails(this.db, selection, { range, values })) {
+      const key = groupKey(detail.groups);
+      if (!wanted.has(key)) continue;
+      const entry = byGroup.get(key) ?? { failures: {}, latency: new Array<number>(LATENCY_BUCKETS).fill(0) };
+      if (detail.status !== 'succeeded' && detail.requests > 0) {
+        const code = detail.errorCode === '' ? detail.status : detail.errorCode;
+        entry.failures[code] = (entry.failures[code] ?? 0) + detail.requests;
+      }
+      detail.latency.forEach((count, bucket) => (entry.latency[bucket] = (entry.latency[bucket] as number) + count));
+      byGroup.set(key, entry);
+    }
+    return byGroup;
   }
+
+  private toRow(selection: UsageSelection, row: UsageTotalsRow, detail: { failures: Record<string, number>; latency: number[] } | undefined): UsageReportRow {
+    const out: UsageReportRow = {
+      requests: row.requests,
+      succeeded: row.succeeded,
+      failed: row.failed,
+      canceled: row.canceled,
+      images_delivered: row.images,
+      credits_charged: row.credits,
+      failures: detail?.failures ?? {},
+      latency_ms: latencyPercentiles(detail?.latency ?? []),
+    };
+    let i = 0;
+    if (selection.bucket !== undefined) out.bucket_start = toIso(row.groups[i++] as number);
+    for (const dimension of selection.dimensions) {
+      const value = String(row.groups[i++]);
+      if (dimension.kind === 'key') out.key_id = value;
+      else if (dimension.kind === 'owner') out.owner = value === '' ? null : value;
+      else if (dimension.kind === 'model') out.model = value;
+      else if (dimension.kind === 'provider') out.provider = value;
+      else if (dimension.kind === 'channel') out.channel_id = value === '' ? null : value;
+      else out.metadata = { ...out.metadata, [dimension.name]: value === '' ? null : value };
+    }
+    return out;
+  }
+
+  /** The page as RFC 4180 CSV: the grouped dimensions, then the sums. */
+  toCsv(report: UsageReport, query: UsageReportQuery): string {
+    const dimensions = parseGroupBy(query.group_by);
+    const header = [
+      ...(query.bucket === undefined ? [] : ['bucket_start']),
+      ...dimensions.map(dimensionName),
+      'requests',
+      'succeeded',
+      'failed',
+      'canceled',
+      'images_delivered',
+      'credits_charged',
+      'latency_p50_ms',
+      'latency_p95_ms',
+      'latency_p99_ms',
+      'failures',
+    ];
+    const rows = report.data.map((row) => [
+      ...(query.bucket === undefined ? [] : [row.bucket_start ?? null]),
+      ...dimensions.map((dimension) => dimensionValue(row, dimension)),
+      row.requests,
+      row.succeeded,
+      row.failed,
+      row.canceled,
+      row.images_delivered,
+      row.credits_charged,
+      row.latency_ms.p50,
+      row.latency_ms.p95,
+      row.latency_ms.p99,
+      Object.entries(row.failures)
+        .map(([code, count]) => `${code}=${count}`)
+        .join(';'),
+    ]);
+    return csvDocument(header, rows);
+  }
+}
+
+function dimensionValue(row: UsageReportRow, dimension: UsageDimension): string | null {
+  switch (dimension.kind) {
+    case 'key':
+      return row.key_id ?? null;
+    case 'owner':
+      return row.owner ?? null;
+    case 'model':
+      return row.model ?? null;
+    case 'provider':
+      return row.provider ?? null;
+    case 'channel':
+      return row.channel_id ?? null;
+    case 'metadata':
+      return row.metadata?.[dimension.name] ?? null;
+  }
+}
+
+function emptySums(): Omit<UsageReportRow, 'latency_ms'> {
+  return { requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+}
+
+function groupKey(groups: readonly SortValue[]): string {
+  return JSON.stringify(groups);
+}
+
+/** The cursor's position: the order's measure if any, then the grouped values (as sortOf orders them). */
+function sortValuesOf(row: UsageTotalsRow, order: UsageOrder): SortValue[] {
+  const measure = order === 'credits_desc' ? row.credits : order === 'requests_desc' ? row.requests : order === 'images_desc' ? row.images : undefined;
+  return measure === undefined ? row.groups : [measure, ...row.groups];
 }

@@ -16,6 +16,7 @@ import { migration as m0014 } from './0014_channel_cooldowns_and_shared_leases';
 import { migration as m0015 } from './0015_completion_webhooks';
 import { migration as m0016 } from './0016_generation_charges';
 import { migration as m0017 } from './0017_admin_token_lineage_and_scopes';
+import { migration as m0018 } from './0018_usage_rollups';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -43,6 +44,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0015_completion_webhooks', m0015],
   ['0016_generation_charges', m0016],
   ['0017_admin_token_lineage_and_scopes', m0017],
+  ['0018_usage_rollups', m0018],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

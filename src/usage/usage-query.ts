@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import { ApiError } from '../errors/api-error';
+import { parseTimestamp } from '../shared/rfc3339';
+
+/**
+ * The pure side of GET /admin/usage: ranges, buckets, group-by dimensions, the page cursor.
+ * Times are epoch milliseconds; rollup rows start on whole UTC hours.
+ */
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+const MAX_RANGE_DAYS = 366;
+const MAX_HOUR_BUCKET_DAYS = 31;
+const MAX_METADATA_DIMENSIONS = 3;
+
+export type UsageBucket = 'hour' | 'day' | 'month';
+
+export type UsageDimension =
+  | { kind: 'key' }
+  | { kind: 'owner' }
+  | { kind: 'model' }
+  | { kind: 'provider' }
+  | { kind: 'channel' }
+  | { kind: 'metadata'; name: string };
+
+export interface UsageRange {
+  from: number;
+  to: number;
+}
+
+/** `from` and `to` as whole UTC hours, `to` after `from`, within the bounds the spec states. */
+export function parseRange(fromText: string, toText: string, bucket: UsageBucket | undefined): UsageRange {
+  const from = parseTimestamp(fromText, 'from');
+  const to = parseTimestamp(toText, 'to');
+  if (from % HOUR_MS !== 0) throw new ApiError('invalid_request', 'from: must be a whole UTC hour (minutes, seconds and fractions zero).', { param: 'from' });
+  if (to % HOUR_MS !== 0) throw new ApiError('invalid_request', 'to: must be a whole UTC hour (minutes, seconds and fractions zero).', { param: 'to' });
+  if (!(to > from)) throw new ApiError('invalid_request', 'to: must be after from.', { param: 'to' });
+  if (to - from > MAX_RANGE_DAYS * DAY_MS) throw new ApiError('invalid_request', `to: the range may span at most ${MAX_RANGE_DAYS} days.`, { param: 'to' });
+  if (bucket === 'hour' && to - from > MAX_HOUR_BUCKET_DAYS * DAY_MS) {
+    throw new ApiError('invalid_request', `bucket: hour buckets need a range of at most ${MAX_HOUR_BUCKET_DAYS} days.`, { param: 'bucket' });
+  }
+  return { from, to };
+}
+
+/** `key,model,metadata.team` into dimensions, each at most once, at most three metadata entries. */
+export function parseGroupBy(text: string | undefined): UsageDimension[] {
+  if (text === undefined || text === '') return [];
+  const seen = new Set<string>();
+  const dimensions: UsageDimension[] = [];
+  for (const part of text.split(',')) {
+    if (seen.has(part)) throw new ApiError('invalid_request', `group_by: ${part} is named twice.`, { param: 'group_by' });
+    seen.add(part);
+    const metadata = /^metadata\.([A-Za-z0-9_-]{1,40})$/.exec(part);
+    if (metadata) dimensions.push({ kind: 'metadata', name: metadata[1] as string });
+    else if (part === 'key' || part === 'owner' || part === 'model' || part === 'provider' || part === 'channel') dimensions.push({ kind: part });
+    else throw new ApiError('invalid_request', `group_by: ${part} is not a dimension (key, owner, model, provider, channel, metadata.<name>).`, { param: 'group_by' });
+  }
+  if (dimensions.filter((d) => d.kind === 'metadata').length > MAX_METADATA_DIMENSIONS) {
+    throw new ApiError('invalid_request', `group_by: at most ${MAX_METADATA_DIMENSIONS} metadata entries.`, { param: 'group_by' });
+  }
+  return dimensions;
+}
+
+/** `name:value` (the listKeys form) into its parts. */
+export function parseMetadataFilter(text: string | undefined): { name: string; value: string } | undefined {
+  if (text === undefined) return undefined;
+  const colon = text.indexOf(':');
+  const name = text.slice(0, colon);
+  if (colon < 1 || !/^[A-Za-z0-9_-]{1,40}$/.test(name)) throw new ApiError('invalid_request', 'metadata: write it name:value.', { param: 'metadata' });
+  return { name, value: text.slice(colon + 1) };
+}
+
+/** Starts of the calendar months (UTC) that [from, to) touches, the first at or before `from`. */
+export function monthStarts(range: UsageRange): number[] {
+  const first = new Date(range.from);
+  const starts: number[] = [];
+  for (let month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1); month < range.to; ) {
+    starts.push(month);
+    const at = new Date(month);
+    month = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+  }
+  return starts;
+}
+
+/** The start of the bucket an hour falls in: what the SQL bucket expression computes, for tests and the page bounds. */
+export function bucketStartOf(hourStart: number, bucket: UsageBucket): number {
+  if (bucket === 'hour') return hourStart - (hourStart % HOUR_MS);
+  if (bucket === 'day') return hourStart - (hourStart % DAY_MS);
+  const at = new Date(hourStart);
+  return Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+}
+
+/** The end of the bucket starting at `start`. */
+export function bucketEndOf(start: number, bucket: UsageBucket): number {
+  if (bucket === 'hour') return start + HOUR_MS;
+  if (bucket === 'day') return start + DAY_MS;
+  const at = new Date(start);
+  return Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+}
+
+/** A page position: the sort values of the last row, bound to the query it came from. */
+export type SortValue = string | number;
+
+export function queryFingerprint(parts: Record<string, unknown>): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
+}
+
+export function encodeUsageCursor(fingerprint: string, values: readonly SortValue[]): string {
+  return Buffer.from(JSON.stringify({ q: fingerprint, v: values })).toString('base64url');
+}
+
+export function decodeUsageCursor(cursor: string, fingerprint: string, length: number): SortValue[] {
+  const refuse = () => new ApiError('invalid_request', 'cursor: not one this API returned for these parameters.', { param: 'cursor' });
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+  } catch {
+    throw refuse();
+  }
+  const { q, v } = (decoded ?? {}) as { q?: unknown; v?: unknown };
+  if (q !== fingerprint || !Array.isArray(v) || v.length !== length || !v.every((x) => typeof x === 'string' || (typeof x === 'number' && Number.isSafeInteger(x)))) {
+    throw refuse();
+  }
+  return v as SortValue[];
+}

@@ -1,0 +1,203 @@
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { Database } from '../db/schema';
+import { LATENCY_COLUMNS } from './latency-histogram';
+import { DAY_MS, type SortValue, type UsageBucket, type UsageDimension, type UsageRange } from './usage-query';
+
+/**
+ * The read side of usage analytics: sums over the rollup tables (never raw generation rows). A
+ * question about keys, owners or metadata reads usage_rollups (joined to api_keys for owner and
+ * metadata, as they are now); any other reads usage_rollup_totals, whose size does not grow with
+ * the number of keys. Grouped values are '' where a row has none (no channel, no such metadata).
+ */
+type Db = Kysely<Database>;
+
+export interface UsageFilters {
+  keyId?: string;
+  owner?: string;
+  model?: string;
+  provider?: string;
+  channelId?: string;
+  metadata?: { name: string; value: string };
+}
+
+export interface UsageSelection {
+  range: UsageRange;
+  bucket?: UsageBucket;
+  /** Month starts covering the range (bucket = month). */
+  months: readonly number[];
+  dimensions: readonly UsageDimension[];
+  filters: UsageFilters;
+}
+
+export type UsageOrder = 'bucket' | 'credits_desc' | 'requests_desc' | 'images_desc';
+
+/** A group's sums from the ranking query; `groups` in the order bucket, then the dimensions. */
+export interface UsageTotalsRow {
+  groups: SortValue[];
+  requests: number;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+  images: number;
+  credits: number;
+}
+
+/** A group's outcome detail: requests by status and error code, and the latency histogram. */
+export interface UsageDetailRow {
+  groups: SortValue[];
+  status: string;
+  errorCode: string;
+  requests: number;
+  latency: number[];
+}
+
+const ORDER_MEASURE: Record<Exclude<UsageOrder, 'bucket'>, string> = { credits_desc: 'credits', requests_desc: 'requests', images_desc: 'images' };
+
+function readsKeys(selection: UsageSelection): boolean {
+  const { filters } = selection;
+  return (
+    selection.dimensions.some((d) => d.kind === 'key' || d.kind === 'owner' || d.kind === 'metadata') ||
+    filters.keyId !== undefined ||
+    filters.owner !== undefined ||
+    filters.metadata !== undefined
+  );
+}
+
+function joinsKeyRows(selection: UsageSelection): boolean {
+  return selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'metadata') || selection.filters.owner !== undefined || selection.filters.metadata !== undefined;
+}
+
+function bucketExpression(selection: UsageSelection): RawBuilder<number> | undefined {
+  const hour = sql.ref('r.hour_start');
+  if (selection.bucket === 'hour') return sql<number>`${hour}`;
+  if (selection.bucket === 'day') return sql<number>`(${hour} - ${hour} % ${sql.lit(DAY_MS)})`;
+  if (selection.bucket === 'month') {
+    // Calendar months without engine date functions: the range's month starts, as a CASE ladder.
+    const [first, ...rest] = selection.months;
+    if (first === undefined) return undefined;
+    if (rest.length === 0) return sql<number>`${sql.lit(first)}`;
+    const steps = rest.map((start, i) => sql`WHEN ${hour} < ${sql.lit(start)} THEN ${sql.lit(i === 0 ? first : (rest[i - 1] as number))}`);
+    return sql<number>`(CASE ${sql.join(steps, sql` `)} ELSE ${sql.lit(rest[rest.length - 1] as number)} END)`;
+  }
+  return undefined;
+}
+
+function dimensionExpression(dimension: UsageDimension): RawBuilder<string> {
+  switch (dimension.kind) {
+    case 'key':
+      return sql<string>`r.key_id`;
+    case 'owner':
+      return sql<string>`COALESCE(k.owner, '')`;
+    case 'model':
+      return sql<string>`r.model`;
+    case 'provider':
+      return sql<string>`r.provider`;
+    case 'channel':
+      return sql<string>`r.channel_id`;
+    case 'metadata':
+      return sql<string>`COALESCE(k.metadata ->> CAST(${dimension.name} AS text), '')`;
+  }
+}
+
+/** The grouped expressions, bucket first. */
+function groupExpressions(selection: UsageSelection): RawBuilder<SortValue>[] {
+  const bucket = bucketExpression(selection);
+  return [...(bucket ? [bucket] : []), ...selection.dimensions.map(dimensionExpression)];
+}
+
+/** The rollup rows in range and filters, with the grouped values as g0, g1, ... */
+function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; values: SortValue[][] }): RawBuilder<unknown> {
+  const keyed = readsKeys(selection);
+  const groups = groupExpressions(selection);
+  const { filters } = selection;
+  const range = narrow?.range ?? selection.range;
+  const conditions: RawBuilder<unknown>[] = [sql`r.hour_start >= ${range.from}`, sql`r.hour_start < ${range.to}`];
+  if (filters.keyId !== undefined) conditions.push(sql`r.key_id = ${filters.keyId}`);
+  if (filters.model !== undefined) conditions.push(sql`r.model = ${filters.model}`);
+  if (filters.provider !== undefined) conditions.push(sql`r.provider = ${filters.provider}`);
+  if (filters.channelId !== undefined) conditions.push(sql`r.channel_id = ${filters.channelId}`);
+  if (filters.owner !== undefined) conditions.push(sql`k.owner = ${filters.owner}`);
+  if (filters.metadata !== undefined) conditions.push(sql`k.metadata ->> CAST(${filters.metadata.name} AS text) = ${filters.metadata.value}`);
+  // A page's groups: each grouped value among the page's values (a superset the caller narrows).
+  narrow?.values.forEach((values, i) => {
+    const expression = groups[i] as RawBuilder<SortValue>;
+    if (i === 0 && selection.bucket !== undefined) return;
+    conditions.push(sql`${expression} IN (${sql.join(values.map((v) => sql`${v}`))})`);
+  });
+  const table = keyed ? sql`usage_rollups r` : sql`usage_rollup_totals r`;
+  const join = joinsKeyRows(selection) ? sql` JOIN api_keys k ON k.id = r.key_id` : sql``;
+  const selected = groups.length === 0 ? [sql`0 AS g0`] : groups.map((expression, i) => sql`${expression} AS ${sql.raw(`g${i}`)}`);
+  return sql`SELECT ${sql.join(selected)}, r.* FROM ${table}${join} WHERE ${sql.join(conditions, sql` AND `)}`;
+}
+
+function groupColumns(selection: UsageSelection): RawBuilder<unknown>[] {
+  const count = Math.max(1, groupExpressions(selection).length);
+  return Array.from({ length: count }, (_, i) => sql.raw(`g${i}`));
+}
+
+/** Rows after the cursor's position, for a sort whose columns each go up or down. */
+function after(sort: ReadonlyArray<{ column: string; descending: boolean }>, position: readonly SortValue[]): RawBuilder<unknown> {
+  const alternatives = sort.map((key, i) => {
+    const equal = sort.slice(0, i).map((earlier, j) => sql`${sql.ref(`a.${earlier.column}`)} = ${position[j]}`);
+    const beyond = sql`${sql.ref(`a.${key.column}`)} ${sql.raw(key.descending ? '<' : '>')} ${position[i]}`;
+    return sql`(${sql.join([...equal, beyond], sql` AND `)})`;
+  });
+  return sql`(${sql.join(alternatives, sql` OR `)})`;
+}
+
+/** The sort of a query: the order's measure (largest first) if any, then the grouped values ascending. */
+export function sortOf(selection: UsageSelection, order: UsageOrder): Array<{ column: string; descending: boolean }> {
+  const groups = groupColumnsNames(selection).map((column) => ({ column, descending: false }));
+  return order === 'bucket' ? groups : [{ column: ORDER_MEASURE[order], descending: true }, ...groups];
+}
+
+function groupColumnsNames(selection: UsageSelection): string[] {
+  return Array.from({ length: groupExpressions(selection).length }, (_, i) => `g${i}`);
+}
+
+const num = (value: unknown) => Number(value ?? 0);
+
+/** One page of groups with their sums, `limit + 1` rows (the extra one says a next page exists). */
+export async function usageTotals(db: Db, selection: UsageSelection, order: UsageOrder, limit: number, position?: readonly SortValue[]): Promise<UsageTotalsRow[]> {
+  const groups = groupColumns(selection);
+  const sort = sortOf(selection, order);
+  const totals = sql`SELECT ${sql.join(groups)}, sum(requests) AS requests,
+      sum(CASE WHEN status = 'succeeded' THEN requests ELSE 0 END) AS succeeded,
+      sum(CASE WHEN status = 'failed' THEN requests ELSE 0 END) AS failed,
+      sum(CASE WHEN status = 'canceled' THEN requests ELSE 0 END) AS canceled,
+      sum(images) AS images, sum(credits) AS credits
+    FROM (${filteredRows(selection)}) x GROUP BY ${sql.join(groups)}`;
+  const where = position === undefined || sort.length === 0 ? sql`` : sql` WHERE ${after(sort, position)}`;
+  const orderBy = sort.length === 0 ? sql`` : sql` ORDER BY ${sql.join(sort.map((key) => sql`${sql.ref(`a.${key.column}`)} ${sql.raw(key.descending ? 'DESC' : 'ASC')}`))}`;
+  const result = await sql<Record<string, unknown>>`SELECT * FROM (${totals}) a${where}${orderBy} LIMIT ${limit + 1}`.execute(db);
+  const names = groupColumnsNames(selection);
+  return result.rows.map((row) => ({
+    groups: names.map((name, i) => (i === 0 && selection.bucket !== undefined ? num(row[name]) : String(row[name]))),
+    requests: num(row.requests),
+    succeeded: num(row.succeeded),
+    failed: num(row.failed),
+    canceled: num(row.canceled),
+    images: num(row.images),
+    credits: num(row.credits),
+  }));
+}
+
+/**
+ * Outcome detail of a page's groups: rows per group, status and error code with the latency
+ * histogram. `range` narrows time to the page's buckets; the rows may include groups not on the
+ * page (each value is matched on its own), which the caller drops.
+ */
+export async function usageDetails(db: Db, selection: UsageSelection, page: { range: UsageRange; values: SortValue[][] }): Promise<UsageDetailRow[]> {
+  const groups = groupColumns(selection);
+  const latency = LATENCY_COLUMNS.map((column) => sql`sum(${sql.ref(column)}) AS ${sql.ref(column)}`);
+  const result = await sql<Record<string, unknown>>`SELECT ${sql.join(groups)}, status, error_code, sum(requests) AS requests, ${sql.join(latency)}
+    FROM (${filteredRows(selection, page)}) x GROUP BY ${sql.join(groups)}, status, error_code`.execute(db);
+  const names = groupColumnsNames(selection);
+  return result.rows.map((row) => ({
+    groups: names.map((name, i) => (i === 0 && selection.bucket !== undefined ? num(row[name]) : String(row[name]))),
+    status: String(row.status),
+    errorCode: String(row.error_code),
+    requests: num(row.requests),
+    latency: LATENCY_COLUMNS.map((column) => num(row[column])),
+  }));
+}

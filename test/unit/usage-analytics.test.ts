@@ -1,0 +1,141 @@
+import { ApiError } from '../../src/errors/api-error';
+import { LATENCY_BUCKETS, bucketValue, latencyBucketOf, latencyPercentiles, percentileOf } from '../../src/usage/latency-histogram';
+import { csvDocument, csvField } from '../../src/usage/usage-csv';
+import {
+  bucketEndOf,
+  bucketStartOf,
+  decodeUsageCursor,
+  encodeUsageCursor,
+  monthStarts,
+  parseGroupBy,
+  parseMetadataFilter,
+  parseRange,
+} from '../../src/usage/usage-query';
+import { prefersCsv } from '../../src/usage/usage.handlers';
+
+const at = (text: string) => Date.parse(text);
+
+function paramOf(run: () => unknown): string | null {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ApiError) return error.param;
+    throw error;
+  }
+  throw new Error('did not throw');
+}
+
+describe('latency histogram (issue #28: percentiles from summed rollup histograms)', () => {
+  it('buckets are ordered, bounded and cover every latency', () => {
+    expect(latencyBucketOf(0)).toBe(0);
+    expect(latencyBucketOf(15)).toBe(0);
+    expect(latencyBucketOf(16)).toBe(1);
+    expect(latencyBucketOf(19)).toBe(1);
+    expect(latencyBucketOf(20)).toBe(2);
+    expect(latencyBucketOf(2_147_483_647)).toBe(LATENCY_BUCKETS - 1);
+    let previous = 0;
+    let descending = 0;
+    for (let ms = 0; ms < 2_000_000; ms += 7) {
+      const bucket = latencyBucketOf(ms);
+      if (bucket < previous) descending += 1;
+      previous = bucket;
+    }
+    expect(descending).toBe(0);
+  });
+
+  it('the reported value is within 13% of every latency in its bucket from 100 ms up to the open last bucket (2^(1/6) - 1 = 12.2%, plus whole-millisecond bounds)', () => {
+    let worst = 0;
+    for (let ms = 100; ms < 660_000; ms += 3) worst = Math.max(worst, Math.abs(bucketValue(latencyBucketOf(ms)) - ms) / ms);
+    expect(worst).toBeLessThan(0.13);
+    expect(worst).toBeGreaterThan(0.1);
+  });
+
+  it('nearest-rank percentiles of a summed histogram; null when empty', () => {
+    const counts = new Array<number>(LATENCY_BUCKETS).fill(0);
+    expect(percentileOf(counts, 50)).toBeNull();
+    // 90 runs near 100 ms, 9 near 1 s, 1 near 10 s.
+    counts[latencyBucketOf(100)] = 90;
+    counts[latencyBucketOf(1000)] = 9;
+    counts[latencyBucketOf(10_000)] = 1;
+    const { p50, p95, p99 } = latencyPercentiles(counts);
+    expect(p50).toBe(bucketValue(latencyBucketOf(100)));
+    expect(p95).toBe(bucketValue(latencyBucketOf(1000)));
+    expect(p99).toBe(bucketValue(latencyBucketOf(1000)));
+    expect(percentileOf(counts, 100)).toBe(bucketValue(latencyBucketOf(10_000)));
+  });
+});
+
+describe('usage query parsing', () => {
+  it('ranges: whole hours, to after from, at most 366 days, hour buckets at most 31 days', () => {
+    expect(parseRange('2026-11-01T00:00:00Z', '2026-11-02T05:00:00+01:00', undefined)).toEqual({ from: at('2026-11-01T00:00:00Z'), to: at('2026-11-02T04:00:00Z') });
+    expect(paramOf(() => parseRange('2026-11-01T00:00:01Z', '2026-11-02T00:00:00Z', undefined))).toBe('from');
+    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-02T00:30:00Z', undefined))).toBe('to');
+    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z', undefined))).toBe('to');
+    expect(paramOf(() => parseRange('2025-01-01T00:00:00Z', '2026-01-02T01:00:00Z', 'day'))).toBe('to');
+    expect(parseRange('2025-01-01T00:00:00Z', '2026-01-02T00:00:00Z', 'day').to).toBe(at('2026-01-02T00:00:00Z'));
+    expect(paramOf(() => parseRange('2026-01-01T00:00:00Z', '2026-02-01T01:00:00Z', 'hour'))).toBe('bucket');
+    expect(paramOf(() => parseRange('yesterday', '2026-02-01T00:00:00Z', 'hour'))).toBe('from');
+  });
+
+  it('group_by: the five dimensions and metadata.<name>, each once, at most three metadata entries', () => {
+    expect(parseGroupBy(undefined)).toEqual([]);
+    expect(parseGroupBy('owner,model,metadata.team')).toEqual([{ kind: 'owner' }, { kind: 'model' }, { kind: 'metadata', name: 'team' }]);
+    expect(paramOf(() => parseGroupBy('model,model'))).toBe('group_by');
+    expect(paramOf(() => parseGroupBy('colour'))).toBe('group_by');
+    expect(paramOf(() => parseGroupBy('metadata.'))).toBe('group_by');
+    expect(paramOf(() => parseGroupBy('metadata.a,metadata.b,metadata.c,metadata.d'))).toBe('group_by');
+  });
+
+  it('metadata filter name:value (the value may hold colons)', () => {
+    expect(parseMetadataFilter('team:a:b')).toEqual({ name: 'team', value: 'a:b' });
+    expect(parseMetadataFilter('team:')).toEqual({ name: 'team', value: '' });
+    expect(paramOf(() => parseMetadataFilter(':x'))).toBe('metadata');
+  });
+
+  it('bucket math: UTC hours, days and calendar months (leap February included)', () => {
+    const hour = at('2028-02-29T17:00:00Z');
+    expect(bucketStartOf(hour, 'hour')).toBe(hour);
+    expect(bucketStartOf(hour, 'day')).toBe(at('2028-02-29T00:00:00Z'));
+    expect(bucketStartOf(hour, 'month')).toBe(at('2028-02-01T00:00:00Z'));
+    expect(bucketEndOf(at('2028-02-01T00:00:00Z'), 'month')).toBe(at('2028-03-01T00:00:00Z'));
+    expect(bucketEndOf(at('2028-12-01T00:00:00Z'), 'month')).toBe(at('2029-01-01T00:00:00Z'));
+    expect(monthStarts({ from: at('2026-11-15T00:00:00Z'), to: at('2027-01-01T01:00:00Z') })).toEqual([
+      at('2026-11-01T00:00:00Z'),
+      at('2026-12-01T00:00:00Z'),
+      at('2027-01-01T00:00:00Z'),
+    ]);
+    expect(monthStarts({ from: at('2026-11-01T00:00:00Z'), to: at('2026-12-01T00:00:00Z') })).toEqual([at('2026-11-01T00:00:00Z')]);
+  });
+
+  it('cursors round-trip only with the query they came from', () => {
+    const cursor = encodeUsageCursor('q1', [12, 'key_a', '']);
+    expect(decodeUsageCursor(cursor, 'q1', 3)).toEqual([12, 'key_a', '']);
+    expect(paramOf(() => decodeUsageCursor(cursor, 'q2', 3))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor(cursor, 'q1', 2))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor('%%%', 'q1', 3))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor(encodeUsageCursor('q1', [1.5]), 'q1', 1))).toBe('cursor');
+  });
+});
+
+describe('usage CSV (RFC 4180)', () => {
+  it('quotes fields with commas, quotes or line breaks, doubling quotes; null is empty; CRLF rows', () => {
+    expect(csvField('plain')).toBe('plain');
+    expect(csvField('a,b')).toBe('"a,b"');
+    expect(csvField('say "hi"')).toBe('"say ""hi"""');
+    expect(csvField('two\nlines')).toBe('"two\nlines"');
+    expect(csvField(null)).toBe('');
+    expect(csvField(42)).toBe('42');
+    expect(csvDocument(['owner', 'credits'], [['x,y', 3]])).toBe('owner,credits\r\n"x,y",3\r\n');
+  });
+
+  it('Accept: CSV when text/csv ranks above JSON', () => {
+    expect(prefersCsv(undefined)).toBe(false);
+    expect(prefersCsv('text/csv')).toBe(true);
+    expect(prefersCsv('application/json')).toBe(false);
+    expect(prefersCsv('*/*')).toBe(false);
+    expect(prefersCsv('text/csv, application/json')).toBe(true);
+    expect(prefersCsv('application/json, text/csv')).toBe(false);
+    expect(prefersCsv('application/json;q=0.5, text/csv')).toBe(true);
+    expect(prefersCsv('text/csv;q=0')).toBe(false);
+  });
+});
