@@ -5,6 +5,7 @@ import type { components } from '../../generated/gateway';
 export type UsageRow = components['schemas']['UsageReportRow'];
 export type Dimension = 'model' | 'key' | 'owner' | 'channel' | 'provider';
 export type Metric = 'credits_charged' | 'requests' | 'images_delivered' | 'failed';
+export type Bucket = components['schemas']['UsageBucket'];
 
 const HOUR_MS = 3_600_000;
 
@@ -20,15 +21,36 @@ export function groupOf(row: UsageRow, dimension: Dimension): string {
   return value ?? '(none)';
 }
 
+/** Every bucket start (ms) of `[from, to)`: UTC hours, days or calendar months, the first one holding `from`. */
+export function bucketStarts(from: string, to: string, bucket: Bucket): number[] {
+  const end = Date.parse(to);
+  const start = new Date(from);
+  if (bucket !== 'hour') start.setUTCHours(0, 0, 0, 0);
+  if (bucket === 'month') start.setUTCDate(1);
+  const starts: number[] = [];
+  for (let at = start; at.getTime() < end; ) {
+    starts.push(at.getTime());
+    at = new Date(at);
+    if (bucket === 'hour') at.setUTCHours(at.getUTCHours() + 1);
+    else if (bucket === 'day') at.setUTCDate(at.getUTCDate() + 1);
+    else at.setUTCMonth(at.getUTCMonth() + 1);
+  }
+  return starts;
+}
+
 export interface Series {
   /** Bucket starts, unix seconds (uPlot's x axis). */
   times: number[];
   groups: Array<{ name: string; values: number[]; total: number }>;
 }
 
-/** Rows into one series per group over the buckets seen, missing buckets 0, largest total first. */
-export function seriesOf(rows: UsageRow[], dimension: Dimension, metric: Metric, maxGroups = 8): Series {
-  const times = [...new Set(rows.map((row) => Date.parse(row.bucket_start ?? '')))].sort((a, b) => a - b);
+/**
+ * Rows into one series per group, largest total first, over `buckets` (bucket starts in ms; every
+ * bucket of the range, so a bucket without usage reads 0) or else the buckets the rows have.
+ */
+export function seriesOf(rows: UsageRow[], dimension: Dimension, metric: Metric, maxGroups = 8, buckets?: number[]): Series {
+  const seen = rows.map((row) => Date.parse(row.bucket_start ?? ''));
+  const times = [...new Set([...(buckets ?? []), ...seen])].sort((a, b) => a - b);
   const index = new Map(times.map((time, i) => [time, i]));
   const byGroup = new Map<string, number[]>();
   for (const row of rows) {

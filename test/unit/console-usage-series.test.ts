@@ -1,5 +1,5 @@
 import type { components } from '../../generated/gateway';
-import { groupOf, rangeOf, seriesOf } from '../../console/src/usage-series';
+import { bucketStarts, groupOf, rangeOf, seriesOf } from '../../console/src/usage-series';
 
 type Row = components['schemas']['UsageReportRow'];
 
@@ -39,5 +39,17 @@ describe("the console's usage series (what its Usage chart plots from GET /admin
     expect(seriesOf(rows, 'model', 'requests', 2).groups.map((g) => g.name)).toEqual(['c', 'b']);
     expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { channel_id: null }), 'channel')).toBe('(none)');
     expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { owner: 'ops@example.com' }), 'owner')).toBe('ops@example.com');
+  });
+
+  it('bucketStarts: every UTC hour, day or calendar month of the range, the first one holding its start', () => {
+    const iso = (times: number[]) => times.map((time) => new Date(time).toISOString());
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-26T01:00:00.000Z', 'hour'))).toEqual(['2026-11-25T22:00:00.000Z', '2026-11-25T23:00:00.000Z', '2026-11-26T00:00:00.000Z']);
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-27T01:00:00.000Z', 'day'))).toEqual(['2026-11-25T00:00:00.000Z', '2026-11-26T00:00:00.000Z', '2026-11-27T00:00:00.000Z']);
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2027-01-02T00:00:00.000Z', 'month'))).toEqual(['2026-11-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+  });
+
+  it('seriesOf over given buckets: a bucket without usage reads 0 for every group', () => {
+    const buckets = bucketStarts('2026-11-01T00:00:00.000Z', '2026-11-04T00:00:00.000Z', 'day');
+    expect(seriesOf([row('2026-11-02T00:00:00.000Z', 'a', 3)], 'model', 'credits_charged', 8, buckets).groups).toEqual([{ name: 'a', values: [0, 3, 0], total: 3 }]);
   });
 });

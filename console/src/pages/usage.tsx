@@ -3,7 +3,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Session } from '../session';
 import { ErrorNote, Field, Select, useAction, useLoad } from '../ui';
-import { type Bucket, type Dimension, type Metric, type Series, type UsageRow, groupOf, rangeOf, seriesOf, usageCsv, usageRows } from '../usage-data';
+import { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketStarts, groupOf, rangeOf, seriesOf, usageCsv, usageRows } from '../usage-data';
 
 const COLOURS = ['#0b57a4', '#b3261e', '#1d6b34', '#8a4b00', '#6b2fa3', '#00707a', '#a3306b', '#4d5661'];
 const RANGES: Array<[string, string]> = [
@@ -26,7 +26,7 @@ const DIMENSIONS: Array<[Dimension, string]> = [
   ['provider', 'Provider'],
 ];
 
-function Chart({ series, title }: { series: Series; title: string }) {
+function Chart({ series, title, range }: { series: Series; title: string; range: { from: string; to: string } }) {
   const host = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!host.current || series.times.length === 0) return;
@@ -35,6 +35,10 @@ function Chart({ series, title }: { series: Series; title: string }) {
         width: Math.max(320, host.current.clientWidth),
         height: 280,
         series: [{}, ...series.groups.map((group, i) => ({ label: group.name, stroke: COLOURS[i % COLOURS.length], width: 2, points: { show: series.times.length < 60 } }))],
+        scales: {
+          x: { time: true, range: [Date.parse(range.from) / 1000, Date.parse(range.to) / 1000] },
+          y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
         axes: [{}, { size: 60 }],
       },
       [series.times, ...series.groups.map((group) => group.values)],
@@ -56,9 +60,12 @@ export function UsagePage(_props: { session: Session }) {
     ...(applied.owner ? { owner: applied.owner } : {}),
     ...(applied.model ? { model: applied.model } : {}),
   });
-  const rows = useLoad(() => usageRows(query()), [applied]);
-  const series = rows.data ? seriesOf(rows.data, applied.dimension, applied.metric) : undefined;
-  const totals = rows.data ? totalsOf(rows.data, applied.dimension) : [];
+  const rows = useLoad(async () => {
+    const asked = query();
+    return { asked, rows: await usageRows(asked) };
+  }, [applied]);
+  const series = rows.data ? seriesOf(rows.data.rows, applied.dimension, applied.metric, 8, bucketStarts(rows.data.asked.from, rows.data.asked.to, applied.bucket)) : undefined;
+  const totals = rows.data ? totalsOf(rows.data.rows, applied.dimension) : [];
   const metricName = METRICS.find(([m]) => m === applied.metric)?.[1] ?? applied.metric;
   const dimensionName = DIMENSIONS.find(([d]) => d === applied.dimension)?.[1] ?? applied.dimension;
   const exportCsv = () =>
@@ -101,9 +108,9 @@ export function UsagePage(_props: { session: Session }) {
         </button>
       </form>
       <ErrorNote message={rows.error ?? csvError} />
-      {series && series.times.length === 0 && <p>No usage in this range.</p>}
-      {series && series.times.length > 0 && <Chart series={series} title={`${metricName} per ${applied.bucket} by ${dimensionName.toLowerCase()}`} />}
-      {rows.data && rows.data.length > 0 && (
+      {rows.data && rows.data.rows.length === 0 && <p>No usage in this range.</p>}
+      {series && rows.data && rows.data.rows.length > 0 && <Chart series={series} range={rows.data.asked} title={`${metricName} per ${applied.bucket} by ${dimensionName.toLowerCase()}`} />}
+      {rows.data && rows.data.rows.length > 0 && (
         <table aria-label={`Totals by ${dimensionName.toLowerCase()}`}>
           <thead>
             <tr>
@@ -154,9 +161,12 @@ function totalsOf(rows: UsageRow[], dimension: Dimension) {
 
 /** Each key's credits per day over the last 30 days, from one report for the Keys page. */
 export function useKeySparklines(keyIds: string[]): Map<string, number[]> | undefined {
-  const load = useLoad(async () => (keyIds.length === 0 ? [] : usageRows({ ...rangeOf(720), bucket: 'day', group_by: 'key' }, 5)), [keyIds.join(',')]);
+  const load = useLoad(async () => {
+    const range = rangeOf(720);
+    return { range, rows: keyIds.length === 0 ? [] : await usageRows({ ...range, bucket: 'day', group_by: 'key' }, 5) };
+  }, [keyIds.join(',')]);
   if (!load.data) return undefined;
-  const series = seriesOf(load.data, 'key', 'credits_charged', Number.MAX_SAFE_INTEGER);
+  const series = seriesOf(load.data.rows, 'key', 'credits_charged', Number.MAX_SAFE_INTEGER, bucketStarts(load.data.range.from, load.data.range.to, 'day'));
   return new Map(series.groups.map((group) => [group.name, group.values]));
 }
 
