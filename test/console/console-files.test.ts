@@ -56,6 +56,8 @@ describe('the operator console is served at /console (getConsole, getConsoleFile
       expect([file, res.status, res.headers['cache-control']]).toEqual([file, 200, 'public, max-age=31536000, immutable']);
       expect(res.headers['content-type']).toMatch(type);
       expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
+      // Only the headers the spec declares (no ETag / Last-Modified / Accept-Ranges).
+      expect([res.headers.etag, res.headers['last-modified'], res.headers['accept-ranges']]).toEqual([undefined, undefined, undefined]);
     }
   });
 
