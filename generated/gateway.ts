@@ -625,6 +625,113 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/channels/{id}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A channel's live health
+         * @description What the router knows of the channel right now: its calls in flight and its calls and
+         *     images in the current minute against `max_concurrency`, `rpm` and `ipm` (shared by every
+         *     replica for channels added through this API, per process for environment channels), its
+         *     busy cool-down, and this replica's circuit breaker and recent outcomes.
+         */
+        get: operations["getChannelHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List generations of every key
+         * @description Generations of every key (and of internal services: `key_id` null), newest first, `limit`
+         *     at a time. Pass `next_cursor` from a page as `cursor` to get the next one; `next_cursor` is
+         *     null on the last page.
+         */
+        get: operations["listAdminGenerations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get any key's generation
+         * @description The generation as its key holder reads it (images as signed URLs once it succeeded), with the key that created it.
+         */
+        get: operations["getAdminGeneration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel any key's generation
+         * @description The key holder's cancel (`POST /generations/{id}/cancel`), for any key: a `queued` or
+         *     `running` generation is canceled at once, by the one conditional update that also settles
+         *     runs, so either the cancel or the run's settlement wins; the key keeps the credits of the
+         *     upstream calls already sent and gets the rest back. A settled generation: 409
+         *     `generation_finished`. Recorded in the audit log (`generation.canceled`).
+         */
+        post: operations["cancelAdminGeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/webhooks": {
         parameters: {
             query?: never;
@@ -1072,6 +1179,57 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** @description A generation as its key holder reads it (ClientGeneration's fields), with the key that created it. */
+        AdminGeneration: {
+            id: components["schemas"]["ClientGeneration"]["id"];
+            object: components["schemas"]["ClientGeneration"]["object"];
+            status: components["schemas"]["ClientGenerationStatus"];
+            model: components["schemas"]["ClientGeneration"]["model"];
+            provider: components["schemas"]["ProviderName"];
+            created_at: components["schemas"]["Timestamp"];
+            started_at: components["schemas"]["ClientGeneration"]["started_at"];
+            completed_at: components["schemas"]["ClientGeneration"]["completed_at"];
+            error: components["schemas"]["ClientGeneration"]["error"];
+            data: components["schemas"]["ClientGeneration"]["data"];
+            usage: components["schemas"]["ClientGeneration"]["usage"];
+            /** @description The key that created it; null for an internal service's generation. */
+            key_id: string | null;
+        };
+        AdminGenerationList: {
+            data: components["schemas"]["AdminGeneration"][];
+            /** @description Null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description A channel's live state. Counts of the current minute are a sliding 60 s window. */
+        ChannelHealth: {
+            id: string;
+            status: components["schemas"]["ChannelStatus"];
+            /**
+             * @description This replica's circuit breaker.
+             * @enum {string}
+             */
+            circuit: "closed" | "open" | "half_open";
+            /** @description Calls holding a slot at the account now (all replicas; this replica's for environment channels). */
+            in_flight: number;
+            max_concurrency: number | null;
+            calls_this_minute: number;
+            rpm: number | null;
+            images_this_minute: number;
+            ipm: number | null;
+            /**
+             * Format: date-time
+             * @description End of a busy cool-down (an upstream 429); null when none.
+             */
+            cooling_down_until: string | null;
+            /** @description Calls in this replica's window (its last 200), the window of error_rate and latency_ms. */
+            calls: number;
+            error_rate: number;
+            latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
+        };
         ChannelTestResult: {
             /** @enum {string} */
             outcome: "ok" | "failed";
@@ -1369,7 +1527,7 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "generations:read" | "generations:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
         /** @enum {string} */
         UsageBucket: "hour" | "day" | "month";
         /**
@@ -1471,7 +1629,7 @@ export interface components {
          *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
          *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
-         *     `channel.tested` (a channel's credentials never appear: a replacement reads
+         *     `channel.tested`, `generation.canceled` (a channel's credentials never appear: a replacement reads
          *     `credentials: [redacted]`).
          */
         AuditAction: string;
@@ -3433,6 +3591,146 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    getChannelHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel's health. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelHealth"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAdminGenerations: {
+        parameters: {
+            query?: {
+                /** @description Only this key's generations. */
+                key_id?: string;
+                /** @description Only generations in this state. */
+                status?: components["schemas"]["ClientGenerationStatus"];
+                /** @description Only generations of this model. */
+                model?: string;
+                /** @description Created at or after this time. */
+                created_after?: components["schemas"]["Timestamp"];
+                /** @description Created before this time. */
+                created_before?: components["schemas"]["Timestamp"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of generations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGenerationList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    getAdminGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGeneration"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["GenerationNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    cancelAdminGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation, now `canceled`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGeneration"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["GenerationNotFound"];
+            409: components["responses"]["GenerationFinished"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
         };
     };
     listWebhookEndpoints: {

@@ -13,6 +13,7 @@ import { channelHandlers } from './channels/channels.handlers';
 import { consoleHandlers } from './console/console.handlers';
 import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
+import { adminGenerationHandlers } from './generation/admin-generations';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
@@ -77,6 +78,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const health = healthHandlers(deps.readiness);
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
+    ...adminGenerationHandlers(deps.generation, deps.clock),
     ...keyHandlers(deps.keys),
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),
