@@ -18,8 +18,7 @@ export function useCredential(value: string | undefined): void {
 export const api = createClient<paths>({ baseUrl: window.location.origin });
 api.use({
   onRequest({ request }) {
-    // A call that brings its own credential (a client key on the Generations page) keeps it.
-    if (credential && !request.headers.has('Authorization')) request.headers.set('Authorization', `Bearer ${credential}`);
+    if (credential) request.headers.set('Authorization', `Bearer ${credential}`);
     return request;
   },
 });

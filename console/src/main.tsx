@@ -11,13 +11,12 @@ import { type Session, resumeSession, signIn, signOut } from './session';
 import { ErrorNote, Field } from './ui';
 import './styles.css';
 
-/** The console's pages: path segment under /console/, link name, scope that opens it (none: any). */
+/** The console's pages: path segment under /console/, link name, scope that opens it. */
 const PAGES = [
   { path: 'keys', name: 'Keys', scope: 'keys:read', Page: KeysPage },
   { path: 'usage', name: 'Usage', scope: 'usage:read', Page: UsagePage },
   { path: 'channels', name: 'Channels', scope: 'channels:read', Page: ChannelsPage },
-  // Generations are read with a client key (no admin operation lists them).
-  { path: 'generations', name: 'Generations', scope: undefined, Page: GenerationsPage },
+  { path: 'generations', name: 'Generations', scope: 'generations:read', Page: GenerationsPage },
   { path: 'webhooks', name: 'Webhooks', scope: 'webhooks:read', Page: WebhooksPage },
   { path: 'audit-log', name: 'Audit log', scope: 'audit:read', Page: AuditPage },
   { path: 'admin-tokens', name: 'Admin tokens', scope: 'tokens:write', Page: TokensPage },
@@ -66,7 +65,7 @@ function App() {
   if (session === undefined) return <p role="status">Loading…</p>;
   if (session === null) return <SignIn onSignedIn={setSession} />;
 
-  const open = PAGES.filter((page) => page.scope === undefined || session.can(page.scope));
+  const open = PAGES.filter((page) => session.can(page.scope));
   const page = open.find((p) => p.path === path) ?? open[0]!;
   const navigate = (event: MouseEvent, to: string) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;

@@ -113,7 +113,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     ark = await startFakeImagesApi({ apiKey: 'ark-console-key', flavour: 'ark' });
     t = await startTestGateway({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
-    everything = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'channels:read', 'channels:write', 'webhooks:read', 'webhooks:write', 'audit:read', 'usage:read', 'tokens:write'], {
+    everything = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'channels:read', 'channels:write', 'generations:read', 'generations:write', 'webhooks:read', 'webhooks:write', 'audit:read', 'usage:read', 'tokens:write'], {
       name: 'console operator',
     });
   }, 60_000);
@@ -123,13 +123,13 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await ark?.close();
   });
 
-  it('a keys:read token is offered only what it may do: Keys (without Create key) and Generations; the admin secret gets a note that a scoped token is better', async () => {
+  it('a keys:read token is offered only what it may do: Keys (without Create key); the admin secret gets a note that a scoped token is better', async () => {
     const reader = await createAdminTokenVia(t.api, ['keys:read'], { name: 'key reader' });
     await t.createKey({ name: 'visible to readers', owner: 'reader@example.com' });
     const tab = await openConsole(browser, t.gateway.url);
     await signIn(tab, t.gateway.url, reader.token);
     const links = await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
-    expect(links).toEqual(['Keys', 'Generations']);
+    expect(links).toEqual(['Keys']);
     await tab.page.getByRole('rowheader', { name: 'visible to readers' }).waitFor();
     expect(await tab.page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await tab.page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
@@ -249,6 +249,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     const channelRow = keyRow(page, 'ark from the console');
     await channelRow.getByRole('button', { name: 'Test' }).click();
     await channelRow.getByRole('status').filter({ hasText: /^ok in \d+ ms$/ }).waitFor();
+    // Its live load against its limits (GET /admin/channels/{id}/health): nothing in flight, no cap.
+    await channelRow.getByText('0 / ∞ in flight').waitFor();
+    await channelRow.getByText(/breaker closed/).waitFor();
     expect(ark.made.length).toBe(1);
     const channel = (await t.api.admin('get', '/admin/channels')).body.data.find((c: { name: string }) => c.name === 'ark from the console');
     expect(channel).toMatchObject({ priority: 5, weight: 2, status: 'enabled' });
@@ -268,14 +271,20 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(queued.status).toBe(202);
     await ark.whenHeld('cancel');
 
-    // Generations: the key's generations, their images, and cancel the running one.
+    // Generations: every key's, filtered by the key; their images; cancel the running one (audited).
     await visit(tab, 'Generations');
-    await page.getByLabel('Client key').fill(client.key);
-    await page.getByRole('button', { name: 'Show generations' }).click();
     const running = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: queued.body.id }) });
+    await running.waitFor();
+    await page.getByLabel('Key id').fill(client.id);
+    await page.getByRole('button', { name: 'Show generations' }).click();
+    await page.locator('tbody tr').filter({ hasNotText: client.id }).first().waitFor({ state: 'detached' });
+    expect(await page.locator('tbody tr').count()).toBe(5);
     await running.getByRole('button', { name: 'Cancel' }).click();
     await running.locator('.badge', { hasText: 'canceled' }).waitFor();
     expect((await t.api.send('get', `/generations/${queued.body.id}`, { headers: bearer(client.key) })).body.status).toBe('canceled');
+    expect((await t.api.admin('get', `/admin/audit-events?action=generation.canceled&target=${queued.body.id}`)).body.data).toEqual([
+      expect.objectContaining({ actor: everything.id, target: queued.body.id }),
+    ]);
     ark.releaseHeld('cancel');
     // Images load from their signed URLs on this origin.
     const images = page.locator('td.thumbs img');
@@ -305,8 +314,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await visit(tab, 'Audit log');
     await page.getByLabel('Action').fill('key.quota_set');
     await Promise.all([page.waitForResponse((response) => response.url().includes('action=key.quota_set')), page.getByRole('button', { name: 'Filter' }).click()]);
+    // The response is in before the filtered page is drawn: wait for the one row.
+    await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
     await page.getByRole('cell', { name: created.id, exact: true }).waitFor();
-    expect(await page.locator('tbody tr').count()).toBe(1);
     a11y['audit log'] = await accessibilityViolations(page);
     await screenshot(page, 'audit-log');
 

@@ -122,8 +122,56 @@ function RoutingForm({ channel, onSaved }: { channel: Channel; onSaved: () => vo
   );
 }
 
+type Health = Schemas['ChannelHealth'];
+
+/** Each channel with its live health (GET /admin/channels/{id}/health); a channel deleted meanwhile has none. */
+async function channelsWithHealth(): Promise<Array<{ channel: Channel; health: Health | undefined }>> {
+  const channels = dataOf(await api.GET('/admin/channels')).data;
+  return Promise.all(
+    channels.map(async (channel) => {
+      const answer = await api.GET('/admin/channels/{id}/health', { params: { path: { id: channel.id } } });
+      return { channel, health: answer.data };
+    }),
+  );
+}
+
+const used = (count: number, cap: number | null) => `${count} / ${limitText(cap)}`;
+
+function HealthCell({ channel, health }: { channel: Channel; health: Health | undefined }) {
+  return (
+    <td>
+      <span class={`badge ${channel.status}`}>{channel.status}</span>
+      {channel.disabled_reason && <small> {channel.disabled_reason} ({formatTime(channel.disabled_at)})</small>}
+      {health && (
+        <small class="health">
+          {' '}
+          breaker {health.circuit.replace('_', '-')}
+          {health.calls > 0 && `, ${Math.round(health.error_rate * 100)}% errors of ${health.calls}`}
+          {health.latency_ms.p95 !== null && `, p95 ${Math.round(health.latency_ms.p95)} ms`}
+          {health.cooling_down_until && `, cooling down until ${formatTime(health.cooling_down_until)}`}
+        </small>
+      )}
+    </td>
+  );
+}
+
+function LoadCell({ channel, health }: { channel: Channel; health: Health | undefined }) {
+  if (!health) return <td>{`${limitText(channel.max_concurrency)} / ${limitText(channel.rpm)} / ${limitText(channel.ipm)}`}</td>;
+  return (
+    <td class="load">
+      <span>{used(health.in_flight, health.max_concurrency)} in flight</span>
+      <br />
+      <span>{used(health.calls_this_minute, health.rpm)} calls/min</span>
+      <br />
+      <span>{used(health.images_this_minute, health.ipm)} images/min</span>
+    </td>
+  );
+}
+
 export function ChannelsPage({ session }: { session: Session }) {
-  const channels = useLoad(async () => dataOf(await api.GET('/admin/channels')).data, []);
+  const listed = useLoad(channelsWithHealth, []);
+  const channels = { ...listed, data: listed.data?.map((entry) => entry.channel) };
+  const healthOf = (id: string) => listed.data?.find((entry) => entry.channel.id === id)?.health;
   const [adding, setAdding] = useState(false);
   const [editing, setEditing] = useState<string>();
   const [tests, setTests] = useState<Record<string, Schemas['ChannelTestResult']>>({});
@@ -158,7 +206,11 @@ export function ChannelsPage({ session }: { session: Session }) {
         />
       )}
       <ErrorNote message={channels.error ?? actionError} />
-      <p class="hint">In-flight counts per channel are not published by the admin API; the limits are shown.</p>
+      <div class="actions">
+        <button type="button" class="secondary small" onClick={channels.reload}>
+          Refresh health
+        </button>
+      </div>
       <table>
         <caption class="visually-hidden">Channels</caption>
         <thead>
@@ -169,7 +221,7 @@ export function ChannelsPage({ session }: { session: Session }) {
             <th scope="col">Health</th>
             <th scope="col">Priority</th>
             <th scope="col">Weight</th>
-            <th scope="col">Limits (concurrency / rpm / ipm)</th>
+            <th scope="col">Load vs limits</th>
             <th scope="col">Last test</th>
             {writable && <th scope="col">Actions</th>}
           </tr>
@@ -185,15 +237,10 @@ export function ChannelsPage({ session }: { session: Session }) {
                   {channel.provider} / {channel.transport}
                 </td>
                 <td>{channel.models.map((m) => m.model).join(', ')}</td>
-                <td>
-                  <span class={`badge ${channel.status}`}>{channel.status}</span>
-                  {channel.disabled_reason && <small> {channel.disabled_reason} ({formatTime(channel.disabled_at)})</small>}
-                </td>
+                <HealthCell channel={channel} health={healthOf(channel.id)} />
                 <td>{channel.priority}</td>
                 <td>{channel.weight}</td>
-                <td>
-                  {limitText(channel.max_concurrency)} / {limitText(channel.rpm)} / {limitText(channel.ipm)}
-                </td>
+                <LoadCell channel={channel} health={healthOf(channel.id)} />
                 <td>{result ? <span role="status">{result.outcome === 'ok' ? `ok in ${result.latency_ms} ms` : `failed: ${result.error_code ?? ''} ${result.message ?? ''}`}</span> : '—'}</td>
                 {writable && (
                   <td class="row-actions">
