@@ -315,8 +315,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.getByLabel('Action').fill('key.quota_set');
     await Promise.all([page.waitForResponse((response) => response.url().includes('action=key.quota_set')), page.getByRole('button', { name: 'Filter' }).click()]);
     // The response is in before the filtered page is drawn: wait for the one row.
-    await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
+    await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
     await page.getByRole('cell', { name: created.id, exact: true }).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(1);
     a11y['audit log'] = await accessibilityViolations(page);
     await screenshot(page, 'audit-log');
 
