@@ -4,7 +4,7 @@
 //                and the storage folders again on PostgreSQL + Redis (TEST_DB=postgres)
 //   processes    real processes from dist/ (built once by global setup): scaleout, dependency faults, CLI
 //   conformance  the spec-conformance stage against a gateway process, and the spec tools
-//   browser      the /docs page in Chromium
+//   browser      the /docs page and the operator console in Chromium (global setup builds the console)
 // `npm run test:sqlite` (TEST_SQLITE_ONLY=1) leaves out the PostgreSQL project.
 const base = {
   testEnvironment: 'node',
@@ -13,6 +13,7 @@ const base = {
   transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose)/)'],
 };
 const buildDist = '<rootDir>/test/helpers/global-setup.js';
+const buildConsole = '<rootDir>/test/helpers/global-setup-console.js';
 const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
 const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
 // Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
@@ -34,7 +35,7 @@ const projects = [
   },
   { ...base, displayName: 'processes', testMatch: [`<rootDir>/test/{${PROCESS_FOLDERS.join(',')}}/**/*.test.ts`], globalSetup: buildDist },
   { ...base, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'], globalSetup: buildDist },
-  { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
+  { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'], globalSetup: buildConsole },
 ];
 
 /** @type {import('jest').Config} */

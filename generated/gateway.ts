@@ -456,6 +456,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own scopes
+         * @description Who the credentials are (`root` for the admin secret, else the admin token's id) and the
+         *     scopes they hold, so a tool such as the console offers only what they allow. Any admin
+         *     credential may read its own; no scope is needed. The admin secret answers every scope and
+         *     `expires_at: null`.
+         */
+        get: operations["getAdminIdentity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/audit-events": {
         parameters: {
             query?: never;
@@ -626,6 +649,113 @@ export interface paths {
          *     (revoked credentials, no balance) auto-disables it. The answer is 200 either way.
          */
         post: operations["testChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/channels/{id}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A channel's live health
+         * @description What the router knows of the channel right now: its calls in flight and its calls and
+         *     images in the current minute against `max_concurrency`, `rpm` and `ipm` (shared by every
+         *     replica for channels added through this API, per process for environment channels), its
+         *     busy cool-down, and this replica's circuit breaker and recent outcomes.
+         */
+        get: operations["getChannelHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List generations of every key
+         * @description Generations of every key (and of internal services: `key_id` null), newest first, `limit`
+         *     at a time. Pass `next_cursor` from a page as `cursor` to get the next one; `next_cursor` is
+         *     null on the last page.
+         */
+        get: operations["listAdminGenerations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get any key's generation
+         * @description The generation as its key holder reads it (images as signed URLs once it succeeded), with the key that created it.
+         */
+        get: operations["getAdminGeneration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/generations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel any key's generation
+         * @description The key holder's cancel (`POST /generations/{id}/cancel`), for any key: a `queued` or
+         *     `running` generation is canceled at once, by the one conditional update that also settles
+         *     runs, so either the cancel or the run's settlement wins; the key keeps the credits of the
+         *     upstream calls already sent and gets the rest back. A settled generation: 409
+         *     `generation_finished`. Recorded in the audit log (`generation.canceled`).
+         */
+        post: operations["cancelAdminGeneration"];
         delete?: never;
         options?: never;
         head?: never;
@@ -807,6 +937,53 @@ export interface paths {
          * @description Scalar rendering of this document. Works offline; its script is served by the gateway.
          */
         get: operations["getApiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator console
+         * @description The operator console, a single-page app in the browser built from `console/` (`npm run build`)
+         *     and served by the gateway on the same origin as the admin API, with nothing from another
+         *     origin (`Content-Security-Policy: default-src 'self'`, no inline script). It asks for an admin
+         *     token (`hyadm_...`) or the admin secret and calls the admin operations with it; the page itself
+         *     needs no credentials. 404 `not_found` when the console was not built.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator console file or page
+         * @description One of the console's built files (scripts, styles, fonts: their names carry a hash of their
+         *     content, so they are served `Cache-Control: public, max-age=31536000, immutable`), or, for a
+         *     name without an extension (a page of the console such as `keys`), the console's HTML page.
+         *     404 `not_found` for a file the build does not have.
+         */
+        get: operations["getConsoleFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1031,6 +1208,57 @@ export interface components {
             source: "api" | "environment";
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A generation as its key holder reads it (ClientGeneration's fields), with the key that created it. */
+        AdminGeneration: {
+            id: components["schemas"]["ClientGeneration"]["id"];
+            object: components["schemas"]["ClientGeneration"]["object"];
+            status: components["schemas"]["ClientGenerationStatus"];
+            model: components["schemas"]["ClientGeneration"]["model"];
+            provider: components["schemas"]["ProviderName"];
+            created_at: components["schemas"]["Timestamp"];
+            started_at: components["schemas"]["ClientGeneration"]["started_at"];
+            completed_at: components["schemas"]["ClientGeneration"]["completed_at"];
+            error: components["schemas"]["ClientGeneration"]["error"];
+            data: components["schemas"]["ClientGeneration"]["data"];
+            usage: components["schemas"]["ClientGeneration"]["usage"];
+            /** @description The key that created it; null for an internal service's generation. */
+            key_id: string | null;
+        };
+        AdminGenerationList: {
+            data: components["schemas"]["AdminGeneration"][];
+            /** @description Null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description A channel's live state. Counts of the current minute are a sliding 60 s window. */
+        ChannelHealth: {
+            id: string;
+            status: components["schemas"]["ChannelStatus"];
+            /**
+             * @description This replica's circuit breaker.
+             * @enum {string}
+             */
+            circuit: "closed" | "open" | "half_open";
+            /** @description Calls holding a slot at the account now (all replicas; this replica's for environment channels). */
+            in_flight: number;
+            max_concurrency: number | null;
+            calls_this_minute: number;
+            rpm: number | null;
+            images_this_minute: number;
+            ipm: number | null;
+            /**
+             * Format: date-time
+             * @description End of a busy cool-down (an upstream 429); null when none.
+             */
+            cooling_down_until: string | null;
+            /** @description Calls in this replica's window (its last 200), the window of error_rate and latency_ms. */
+            calls: number;
+            error_rate: number;
+            latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
         };
         ChannelTestResult: {
             /** @enum {string} */
@@ -1369,7 +1597,7 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "generations:read" | "generations:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
         /** @enum {string} */
         UsageBucket: "hour" | "day" | "month";
         /**
@@ -1417,6 +1645,20 @@ export interface components {
             data: components["schemas"]["UsageReportRow"][];
             next_cursor: string | null;
         };
+        AdminIdentity: {
+            /** @description `root` for the admin secret, else the admin token's id (what audit events name). */
+            actor: string;
+            /** @enum {string} */
+            kind: "admin_secret" | "admin_token";
+            /** @description The admin token's name; null for the admin secret. */
+            name: string | null;
+            scopes: components["schemas"]["AdminScope"][];
+            /**
+             * Format: date-time
+             * @description When the admin token expires; null for the admin secret or a token without expiry.
+             */
+            expires_at: string | null;
+        };
         /** @enum {string} */
         AdminTokenStatus: "active" | "revoked" | "expired";
         CreateAdminTokenRequest: {
@@ -1457,7 +1699,7 @@ export interface components {
          *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
          *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
-         *     `channel.tested` (a channel's credentials never appear: a replacement reads
+         *     `channel.tested`, `generation.canceled` (a channel's credentials never appear: a replacement reads
          *     `credentials: [redacted]`).
          */
         AuditAction: string;
@@ -1868,6 +2110,16 @@ export interface components {
         };
         /** @description No usable API key. */
         ClientUnauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No such console file, or the console was not built (`npm run build`). */
+        ConsoleFileNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -3260,6 +3512,30 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getAdminIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminIdentity"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listAuditEvents: {
         parameters: {
             query?: {
@@ -3584,6 +3860,146 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getChannelHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Channel id (`chn_...`).
+                 * @example chn_3kT9mQ2xW7pL1vR8nB5cZ0
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel's health. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelHealth"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ChannelNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAdminGenerations: {
+        parameters: {
+            query?: {
+                /** @description Only this key's generations. */
+                key_id?: string;
+                /** @description Only generations in this state. */
+                status?: components["schemas"]["ClientGenerationStatus"];
+                /** @description Only generations of this model. */
+                model?: string;
+                /** @description Created at or after this time. */
+                created_after?: components["schemas"]["Timestamp"];
+                /** @description Created before this time. */
+                created_before?: components["schemas"]["Timestamp"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of generations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGenerationList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    getAdminGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGeneration"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["GenerationNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
+    cancelAdminGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Generation id (`gen_...`).
+                 * @example gen_2x7Qd9mKp3LrT8vWzY4nB1
+                 */
+                id: components["parameters"]["GenerationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation, now `canceled`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminGeneration"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["GenerationNotFound"];
+            409: components["responses"]["GenerationFinished"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["DependencyUnavailable"];
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: never;
@@ -3882,6 +4298,63 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console's HTML page (`Cache-Control: no-cache`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html>...</html> */
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["ConsoleFileNotFound"];
+        };
+    };
+    getConsoleFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A built file's name, or a console page.
+                 * @example keys
+                 */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its content type, or the console's HTML page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "text/javascript": string;
+                    "text/css": string;
+                    "image/svg+xml": string;
+                    "font/woff2": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            404: components["responses"]["ConsoleFileNotFound"];
         };
     };
     getLiveness: {

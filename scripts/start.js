@@ -38,4 +38,12 @@ if (built === 0 || newestChange(sources) > newestChange([path.join(root, 'dist/s
   const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
+// The console (console/, served at /console) is built the same way; without Vite (a production
+// install without dev dependencies) the gateway still starts, and /console answers 404 until it is built.
+const { consoleIsStale, buildConsole } = require('./build-console');
+if (consoleIsStale()) {
+  const status = buildConsole();
+  if (status === null) console.error('creative-gateway: the console is not built and Vite is not installed; /console answers 404 (run npm install, then npm run build)');
+  else if (status !== 0) process.exit(status);
+}
 require(entry);

@@ -10,8 +10,10 @@ import { adminGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
 import { channelHandlers } from './channels/channels.handlers';
+import { consoleHandlers } from './console/console.handlers';
 import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
+import { adminGenerationHandlers } from './generation/admin-generations';
 import { generationHandlers } from './generation/generation.handlers';
 import type { GenerationService } from './generation/generation.service';
 import { healthHandlers } from './health/health.handlers';
@@ -77,6 +79,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const health = healthHandlers(deps.readiness);
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
+    ...adminGenerationHandlers(deps.generation, deps.clock),
     ...keyHandlers(deps.keys),
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),
@@ -89,6 +92,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
+    ...consoleHandlers(),
   };
   const imageInputs = imageInputsSupport(deps.document);
   const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'public');

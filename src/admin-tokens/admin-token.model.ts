@@ -17,6 +17,8 @@ export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
   'keys:write',
   'channels:read',
   'channels:write',
+  'generations:read',
+  'generations:write',
   'webhooks:read',
   'webhooks:write',
   'audit:read',

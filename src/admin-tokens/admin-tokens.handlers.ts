@@ -4,7 +4,7 @@ import type { GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
 import type { AdminTokensService } from './admin-tokens.service';
 
-type AdminTokenHandlers = Pick<GatewayHandlers, 'createAdminToken' | 'listAdminTokens' | 'getAdminToken' | 'revokeAdminToken'>;
+type AdminTokenHandlers = Pick<GatewayHandlers, 'createAdminToken' | 'listAdminTokens' | 'getAdminToken' | 'revokeAdminToken' | 'getAdminIdentity'>;
 
 /** The /admin/tokens operations: each a thin call into AdminTokensService. */
 export function adminTokenHandlers(tokens: AdminTokensService): AdminTokenHandlers {
@@ -16,5 +16,6 @@ export function adminTokenHandlers(tokens: AdminTokensService): AdminTokenHandle
     listAdminTokens: async ({ query }) => ({ status: 200, body: await tokens.listTokens(query) }),
     getAdminToken: async ({ params }) => ({ status: 200, body: await tokens.getToken(params.id) }),
     revokeAdminToken: async (request) => ({ status: 200, body: await tokens.revokeToken(request.params.id, request.principal, auditContextOf(request)) }),
+    getAdminIdentity: async ({ principal }) => ({ status: 200, body: await tokens.identityOf(principal) }),
   };
 }

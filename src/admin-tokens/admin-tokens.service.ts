@@ -92,6 +92,13 @@ export class AdminTokensService {
     return toAdminTokenResource(row, this.clock.now());
   }
 
+  /** The caller's own identity and scopes (GET /admin/whoami): root holds every scope and never expires. */
+  async identityOf(principal: AdminPrincipal): Promise<Schemas['AdminIdentity']> {
+    if (principal.actor === 'root') return { actor: 'root', kind: 'admin_secret', name: null, scopes: [...principal.scopes], expires_at: null };
+    const token = await this.getToken(principal.actor);
+    return { actor: token.id, kind: 'admin_token', name: token.name, scopes: token.scopes, expires_at: token.expires_at };
+  }
+
   /**
    * Idempotent: revoking a revoked token changes (and records) nothing. Revokes the token's
    * descendants too (each with its own audit event): what a token minted dies with it. A token may

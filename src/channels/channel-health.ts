@@ -61,10 +61,12 @@ export class ChannelHealthMonitor {
     return { circuit, in_flight: inFlight, ...this.runtimes.statsOf(provider).snapshot() };
   }
 
-  async health(): Promise<ChannelHealth[]> {
+  /** Every channel's health, or only `channelId`'s. */
+  async health(channelId?: string): Promise<ChannelHealth[]> {
     const now = this.deps.clock.now();
+    const channels = (await this.directory.channels()).filter((r) => channelId === undefined || r.channel.id === channelId);
     return Promise.all(
-      (await this.directory.channels()).map(async ({ channel }) => {
+      channels.map(async ({ channel }) => {
         const runtime = this.runtimes.runtime(channel);
         const usage = await this.runtimes.limitsOf(channel).usage(channel.id, now);
         // The shared cool-down, or this replica's own (a store that could not be written).

@@ -67,8 +67,9 @@ export class ChannelRouter {
     return this.monitor.providerHealth(provider);
   }
 
-  health(): Promise<ChannelHealth[]> {
-    return this.monitor.health();
+  /** Every channel's health, or only `channelId`'s. */
+  health(channelId?: string): Promise<ChannelHealth[]> {
+    return this.monitor.health(channelId);
   }
 
   /** See ChannelHealthMonitor.test: one real call on the channel, outside its limits and breaker. */

@@ -2,11 +2,10 @@ import { gatewayOperations } from '../../generated/gateway.operations';
 import { auditContextOf } from '../audit/audit-log';
 import type { CreativeHandlers, GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
-import { toIsoOrNull } from '../shared/clock';
 import type { ChannelRouter } from './channel-router';
-import type { ChannelsService } from './channels.service';
+import { type ChannelsService, channelHealthResource } from './channels.service';
 
-type ChannelHandlers = Pick<GatewayHandlers, 'createChannel' | 'listChannels' | 'getChannel' | 'updateChannel' | 'deleteChannel' | 'testChannel'>;
+type ChannelHandlers = Pick<GatewayHandlers, 'createChannel' | 'listChannels' | 'getChannel' | 'getChannelHealth' | 'updateChannel' | 'deleteChannel' | 'testChannel'>;
 
 /** The /admin/channels operations: each a thin call into ChannelsService (mutations carry the audit context). */
 export function channelHandlers(channels: ChannelsService): ChannelHandlers {
@@ -17,6 +16,7 @@ export function channelHandlers(channels: ChannelsService): ChannelHandlers {
     },
     listChannels: async ({ query }) => ({ status: 200, body: await channels.list(query) }),
     getChannel: async ({ params }) => ({ status: 200, body: await channels.get(params.id) }),
+    getChannelHealth: async ({ params }) => ({ status: 200, body: await channels.health(params.id) }),
     updateChannel: async (request) => ({ status: 200, body: await channels.update(request.params.id, request.body, auditContextOf(request)) }),
     deleteChannel: async (request) => {
       await channels.delete(request.params.id, auditContextOf(request));
@@ -32,23 +32,7 @@ export function channelHealthHandlers(router: ChannelRouter): Pick<CreativeHandl
     listChannelHealth: async () => ({
       status: 200,
       body: {
-        data: (await router.health()).map(({ channel, circuit, usage, coolingUntil, stats }) => ({
-          id: channel.id,
-          name: channel.name,
-          provider: channel.provider,
-          status: channel.status,
-          circuit,
-          in_flight: usage.inFlight,
-          max_concurrency: channel.maxConcurrency,
-          calls_this_minute: usage.calls,
-          rpm: channel.rpm,
-          images_this_minute: usage.images,
-          ipm: channel.ipm,
-          cooling_down_until: toIsoOrNull(coolingUntil),
-          calls: stats.calls,
-          error_rate: stats.error_rate,
-          latency_ms: stats.latency_ms,
-        })),
+        data: (await router.health()).map((health) => ({ name: health.channel.name, provider: health.channel.provider, ...channelHealthResource(health) })),
       },
     }),
   };

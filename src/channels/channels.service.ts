@@ -3,10 +3,10 @@ import { type AuditChange, type AuditContext, REDACTED, recordAuditEvent, update
 import type { CatalogModel } from '../config/catalog';
 import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
-import type { Clock } from '../shared/clock';
+import { type Clock, toIsoOrNull } from '../shared/clock';
 import { newId } from '../shared/ids';
 import { resolvedUrlProblem } from '../shared/safe-url';
-import type { ChannelRouter } from './channel-router';
+import type { ChannelHealth, ChannelRouter } from './channel-router';
 import type { CredentialSealer } from './channel-sealing';
 import {
   type Channel,
@@ -24,6 +24,25 @@ type Schemas = components['schemas'];
 export type CreateChannelInput = Schemas['CreateChannelRequest'];
 export type UpdateChannelInput = Schemas['UpdateChannelRequest'];
 export type ChannelTestResult = Schemas['ChannelTestResult'];
+
+/** A channel's health as the admin API reads it (the internal API adds its name and provider). */
+export function channelHealthResource({ channel, circuit, usage, coolingUntil, stats }: ChannelHealth): Schemas['ChannelHealth'] {
+  return {
+    id: channel.id,
+    status: channel.status,
+    circuit,
+    in_flight: usage.inFlight,
+    max_concurrency: channel.maxConcurrency,
+    calls_this_minute: usage.calls,
+    rpm: channel.rpm,
+    images_this_minute: usage.images,
+    ipm: channel.ipm,
+    cooling_down_until: toIsoOrNull(coolingUntil),
+    calls: stats.calls,
+    error_rate: stats.error_rate,
+    latency_ms: stats.latency_ms,
+  };
+}
 
 function channelNotFound(id: string): ApiError {
   return new ApiError('channel_not_found', `No channel with id ${id}.`, { param: 'id' });
@@ -154,6 +173,19 @@ export class ChannelsService {
     const row = await repo.findChannelRow(this.deps.db, id);
     if (!row) throw channelNotFound(id);
     return toChannelResource(channelFromRow(row));
+  }
+
+  /** The channel's live health: in flight and this minute's calls against its limits, cool-down, this replica's breaker. */
+  async health(id: string): Promise<Schemas['ChannelHealth']> {
+    await this.get(id);
+    // A channel added or changed on another replica within the directory's cache second.
+    let [health] = await this.deps.router.health(id);
+    if (!health) {
+      this.deps.router.invalidate();
+      [health] = await this.deps.router.health(id);
+    }
+    if (!health) throw channelNotFound(id);
+    return channelHealthResource(health);
   }
 
   async update(id: string, input: UpdateChannelInput, audit: AuditContext): Promise<ChannelResource> {

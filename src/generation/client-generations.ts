@@ -66,25 +66,40 @@ export class ClientGenerations {
    * lease renewal (its next upstream call is refused before that); on this process it stops at once.
    */
   async cancel(keyId: string, id: string): Promise<ClientGeneration> {
-    const row = await this.find(keyId, id);
+    const row = await this.cancelRow(await this.find(keyId, id), { by: 'the key holder' });
+    return this.deps.resources.resource(row);
+  }
+
+  /**
+   * The one cancel path, the key holder's and an administrator's (admin-generations.ts): `by` names
+   * who canceled in the row's error message; `onCanceled` runs in the cancel's transaction when it
+   * wins (an administrator's audit event). 409 when the row had already settled. Returns the row after.
+   */
+  async cancelRow(
+    row: GenerationsTable,
+    options: { by: string; onCanceled?: (trx: Kysely<Database>, canceled: { from: 'queued' | 'running'; chargedCredits: number }) => Promise<void> },
+  ): Promise<GenerationsTable> {
     const { writes, clock } = this.deps;
+    const id = row.id;
     const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
     const canceled = await writes.run(async (trx) => {
       const errorMessage = (charged: number) =>
-        `Canceled by the key holder; ${charged > 0 ? `${charged} credits were charged for the upstream calls already sent` : 'its credits were released'}.`;
-      const settled = await cancelGeneration(trx, row, { errorMessage, completedAt: clock.now() }, async (from) =>
-        stored ? creditsOf(imagesSentAtCancel(stored, from, from === 'running' ? await markedCallIndexes(trx, id) : []), row) : 0,
-      );
+        `Canceled by ${options.by}; ${charged > 0 ? `${charged} credits were charged for the upstream calls already sent` : 'its credits were released'}.`;
+      let canceledFrom: 'queued' | 'running' = 'queued';
+      const settled = await cancelGeneration(trx, row, { errorMessage, completedAt: clock.now() }, async (from) => {
+        canceledFrom = from;
+        return stored ? creditsOf(imagesSentAtCancel(stored, from, from === 'running' ? await markedCallIndexes(trx, id) : []), row) : 0;
+      });
+      if (settled) await options.onCanceled?.(trx, { from: canceledFrom, chargedCredits: settled.chargedCredits });
       if (settled && (await this.deps.onSettled?.(trx, id))) return 'hooked';
       return settled !== undefined;
     });
     if (canceled === 'hooked') this.deps.afterSettled?.();
-    if (!canceled) {
-      const now = await this.find(keyId, id);
-      throw new ApiError('generation_finished', `Generation ${id} already ${now.status}; it cannot be canceled.`, { param: 'id' });
-    }
+    const after = await findGeneration(this.deps.db, id);
+    if (!after) throw new ApiError('generation_not_found', `No generation ${id}.`, { param: 'id' });
+    if (!canceled) throw new ApiError('generation_finished', `Generation ${id} already ${after.status}; it cannot be canceled.`, { param: 'id' });
     this.deps.worker.abortLocal(id);
-    return this.deps.resources.resource(await this.find(keyId, id));
+    return after;
   }
 
   /** Resolves when the generation settled or `ms` passed: an in-process wake-up, else a poll of the row. */

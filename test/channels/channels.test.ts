@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
+import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -344,6 +345,9 @@ describe('channels: upstream accounts', () => {
       const health = await t.internal.service('get', '/api/v1/creative/channels/health');
       expect(health.status).toBe(200);
       expect(health.body.data).toContainEqual(expect.objectContaining({ id: only.id, in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1 }));
+      const adminHealth = await t.api.admin('get', `/admin/channels/${only.id}/health`);
+      expect(adminHealth.status).toBe(200);
+      expect(adminHealth.body).toMatchObject({ id: only.id, status: 'enabled', circuit: 'closed', in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1, cooling_down_until: null });
       const refused = await generate('no slot left');
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('provider_busy');
@@ -367,6 +371,36 @@ describe('channels: upstream accounts', () => {
 
   it('401 without a service token on channel health', async () => {
     expect((await t.internal.send('get', '/api/v1/creative/channels/health')).status).toBe(401);
+  });
+
+  it('getChannelHealth: an idle channel against its limits; 400 bad id, 404 unknown, 401, 403 without channels:read', async () => {
+    const channel = await arkChannel(1, { max_concurrency: 4, rpm: 60, ipm: 90 });
+    const idle = await t.api.admin('get', `/admin/channels/${channel.id}/health`);
+    expect(idle.status).toBe(200);
+    expect(idle.body).toEqual({
+      id: channel.id,
+      status: 'enabled',
+      circuit: 'closed',
+      in_flight: 0,
+      max_concurrency: 4,
+      calls_this_minute: 0,
+      rpm: 60,
+      images_this_minute: 0,
+      ipm: 90,
+      cooling_down_until: null,
+      calls: 0,
+      error_rate: 0,
+      latency_ms: { p50: null, p95: null, p99: null },
+    });
+    expect((await t.api.admin('get', '/admin/channels/bad-id/health')).status).toBe(400);
+    const missing = await t.api.admin('get', '/admin/channels/chn_missing/health');
+    expect([missing.status, missing.body.error.code]).toEqual([404, 'channel_not_found']);
+    expect((await t.api.send('get', `/admin/channels/${channel.id}/health`)).status).toBe(401);
+    const keysReader = await createAdminTokenVia(t.api, ['keys:read']);
+    const refused = await t.api.send('get', `/admin/channels/${channel.id}/health`, { headers: bearer(keysReader.token) });
+    expect([refused.status, refused.body.error.code]).toEqual([403, 'insufficient_scope']);
+    const reader = await createAdminTokenVia(t.api, ['channels:read']);
+    expect((await t.api.send('get', `/admin/channels/${channel.id}/health`, { headers: bearer(reader.token) })).status).toBe(200);
   });
 });
 

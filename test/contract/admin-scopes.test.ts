@@ -12,9 +12,13 @@ function requirementsOf(document: typeof gateway, spec: { security?: Array<Recor
   return spec.security ?? (document.security as Array<Record<string, string[]>> | undefined) ?? [];
 }
 
+// getAdminIdentity (GET /admin/whoami) is the one admin operation without a scope: any admin
+// credential may read its own scopes (test/keys/admin-identity.test.ts).
+const SCOPELESS = new Set(['getAdminIdentity']);
 const adminOperations = operationsOf(gateway)
   .map((op) => ({ ...op, requirements: requirementsOf(gateway, op.spec) }))
-  .filter((op) => op.requirements.some((requirement) => 'AdminSecret' in requirement));
+  .filter((op) => op.requirements.some((requirement) => 'AdminSecret' in requirement))
+  .filter((op) => !SCOPELESS.has(op.operationId));
 
 describe('admin scopes: declared in the spec, published, enforced', () => {
   it('the code knows exactly the scopes the AdminScope enum publishes', () => {
@@ -24,6 +28,13 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
   it('every published scope opens at least one operation (issue #29 §8: usage:read opened none)', () => {
     const used = new Set(adminOperations.flatMap((op) => op.requirements.flatMap((requirement) => requirement.AdminSecret ?? [])));
     expect(publishedScopes.filter((scope) => !used.has(scope))).toEqual([]);
+  });
+
+  it('the scopeless admin operations declare AdminSecret with no scope', () => {
+    const declared = operationsOf(gateway)
+      .filter((op) => SCOPELESS.has(op.operationId))
+      .map((op) => [op.operationId, requirementsOf(gateway, op.spec)]);
+    expect(declared).toEqual([...SCOPELESS].map((id) => [id, [{ AdminSecret: [] }]]));
   });
 
   it('every admin operation declares exactly one scope, from the published enum', () => {

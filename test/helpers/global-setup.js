@@ -1,11 +1,15 @@
 // Global setup of the tiers that start gateway processes from dist/ (processes, conformance): builds
 // dist/ (`tsc -p tsconfig.build.json`, as `npm run build`) unless it was built from the same sources
-// already, as when `npm test` runs the conformance tier after the processes tier. Unit and integration
-// tests run the TypeScript sources in-process and never build.
+// already, as when `npm test` runs the conformance tier after the processes tier, and the console
+// (dist/console, as `npm run build`) when its sources changed. Unit and integration tests run the
+// TypeScript sources in-process and never build; the browser tier builds only the console
+// (global-setup-console.js).
 const { execFileSync } = require('node:child_process');
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+
+const { buildConsoleIfStale } = require('./global-setup-console');
 
 const root = path.resolve(__dirname, '../..');
 const stampFile = path.join(root, 'dist/.test-build-stamp');
@@ -28,6 +32,7 @@ function sourcesHash() {
 }
 
 module.exports = async () => {
+  buildConsoleIfStale();
   const sources = sourcesHash();
   // The stamp also holds main.js's mtime: a build from other sources since (`npm run build`) is seen.
   const current = () => `${sources} ${fs.statSync(mainJs).mtimeMs}`;

@@ -35,7 +35,7 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     .command('create')
     .description('issue an admin token with some scopes (its secret is printed once)')
     .requiredOption('--name <name>', 'what the token is for')
-    .requiredOption('--scopes <list>', 'comma-separated: keys:read, keys:write, channels:read, channels:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write', commaList('scope'))
+    .requiredOption('--scopes <list>', 'comma-separated: keys:read, keys:write, channels:read, channels:write, generations:read, generations:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write', commaList('scope'))
     .option('--expires-in-days <n>', 'expire the token after this many days', wholeNumber)
     .option('--expires-at <time>', 'expire the token at this time (ISO 8601)', timestamp)
     .action(async (options: { name: string; scopes: string[]; expiresInDays?: number; expiresAt?: string }, command: Command) => {

@@ -1,0 +1,134 @@
+import { useState } from 'preact/hooks';
+import { type Schemas, api, dataOf } from '../api';
+import type { Session } from '../session';
+import { ErrorNote, Field, Select, formatTime, useAction, useLoad } from '../ui';
+
+type Generation = Schemas['AdminGeneration'];
+type Filters = { keyId: string; status: string; model: string };
+
+const STATUSES: Array<[string, string]> = [['', 'Any'], ...(['queued', 'running', 'succeeded', 'failed', 'canceled'] as const).map((s): [string, string] => [s, s])];
+const PAGE_SIZE = 50;
+
+async function pageOf(filters: Filters, cursor?: string): Promise<Schemas['AdminGenerationList']> {
+  const query = {
+    limit: PAGE_SIZE,
+    ...(filters.keyId ? { key_id: filters.keyId } : {}),
+    ...(filters.status ? { status: filters.status as Generation['status'] } : {}),
+    ...(filters.model ? { model: filters.model } : {}),
+    ...(cursor ? { cursor } : {}),
+  };
+  return dataOf(await api.GET('/admin/generations', { params: { query } }));
+}
+
+/** Every key's generations (GET /admin/generations), filtered by key, status and model; cancel with generations:write. */
+export function GenerationsPage({ session }: { session: Session }) {
+  const [form, setForm] = useState<Filters>({ keyId: '', status: '', model: '' });
+  const [filters, setFilters] = useState<Filters>(form);
+  const [more, setMore] = useState<{ data: Generation[]; next: string | null }>();
+  const first = useLoad(() => pageOf(filters), [filters]);
+  const [actionError, run, busy] = useAction();
+  const writable = session.can('generations:write');
+  const set = (field: keyof Filters) => (value: string) => setForm({ ...form, [field]: value });
+  const generations = [...(first.data?.data ?? []), ...(more?.data ?? [])];
+  const next = more ? more.next : (first.data?.next_cursor ?? null);
+  const reload = () => {
+    setMore(undefined);
+    first.reload();
+  };
+  const loadMore = () =>
+    run(async () => {
+      if (!next) return;
+      const page = await pageOf(filters, next);
+      setMore({ data: [...(more?.data ?? []), ...page.data], next: page.next_cursor });
+    });
+  const cancel = (generation: Generation) =>
+    run(async () => {
+      dataOf(await api.POST('/admin/generations/{id}/cancel', { params: { path: { id: generation.id } } }));
+      reload();
+    });
+  return (
+    <>
+      <form
+        class="filters"
+        aria-label="Filter generations"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setMore(undefined);
+          setFilters({ keyId: form.keyId.trim(), status: form.status, model: form.model.trim() });
+          if (JSON.stringify(form) === JSON.stringify(filters)) first.reload();
+        }}
+      >
+        <Field label="Key id" value={form.keyId} onInput={set('keyId')} placeholder="key_…" />
+        <Select label="Status" value={form.status} options={STATUSES} onChange={set('status')} />
+        <Field label="Model" value={form.model} onInput={set('model')} />
+        <button type="submit" disabled={busy}>
+          Show generations
+        </button>
+      </form>
+      <ErrorNote message={first.error ?? actionError} />
+      <table>
+        <caption class="visually-hidden">Generations</caption>
+        <thead>
+          <tr>
+            <th scope="col">Id</th>
+            <th scope="col">Key</th>
+            <th scope="col">Status</th>
+            <th scope="col">Model</th>
+            <th scope="col">Created</th>
+            <th scope="col">Credits</th>
+            <th scope="col">Images</th>
+            {writable && <th scope="col">Actions</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {generations.map((generation) => (
+            <tr key={generation.id} data-generation-id={generation.id}>
+              <th scope="row">
+                <code>{generation.id}</code>
+              </th>
+              <td>{generation.key_id ? <code>{generation.key_id}</code> : 'internal service'}</td>
+              <td>
+                <span class={`badge ${generation.status}`}>{generation.status}</span>
+                {generation.error && <small> {generation.error.code}</small>}
+              </td>
+              <td>{generation.model}</td>
+              <td>{formatTime(generation.created_at)}</td>
+              <td>
+                {generation.usage.credits_charged} charged, {generation.usage.credits_reserved} reserved
+              </td>
+              <td class="thumbs">
+                {(generation.data ?? []).map((image, index) => {
+                  const source = image.url ?? (image.b64_json ? `data:image/png;base64,${image.b64_json}` : undefined);
+                  if (!source) return null;
+                  const alt = `Image ${index + 1} of ${generation.id}`;
+                  return image.url ? (
+                    <a key={index} href={image.url} target="_blank" rel="noreferrer">
+                      <img src={source} alt={alt} width={64} height={64} />
+                    </a>
+                  ) : (
+                    <img key={index} src={source} alt={alt} width={64} height={64} />
+                  );
+                })}
+              </td>
+              {writable && (
+                <td>
+                  {(generation.status === 'queued' || generation.status === 'running') && (
+                    <button type="button" class="small danger" onClick={() => cancel(generation)}>
+                      Cancel
+                    </button>
+                  )}
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {first.data && generations.length === 0 && <p>No generations.</p>}
+      {next && (
+        <button type="button" class="secondary" disabled={busy} onClick={loadMore}>
+          More generations
+        </button>
+      )}
+    </>
+  );
+}

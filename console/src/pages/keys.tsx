@@ -1,0 +1,336 @@
+import { useState } from 'preact/hooks';
+import { type Schemas, api, dataOf } from '../api';
+import type { Session } from '../session';
+import { Checkbox, ErrorNote, Field, OnceSecret, Select, formatTime, listOf, useAction, useLoad } from '../ui';
+import { Sparkline, useKeySparklines } from './usage';
+
+type Key = Schemas['Key'];
+
+const STATUSES: Array<[string, string]> = [
+  ['', 'Any'],
+  ['active', 'Active'],
+  ['disabled', 'Disabled'],
+  ['expired', 'Expired'],
+];
+
+/** "team=design, env=prod" into metadata. */
+function metadataOf(text: string): Record<string, string> {
+  return Object.fromEntries(
+    listOf(text).map((pair) => {
+      const at = pair.indexOf('=');
+      return at < 0 ? [pair, ''] : [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+    }),
+  );
+}
+const metadataText = (metadata: Record<string, string> | undefined) =>
+  Object.entries(metadata ?? {})
+    .map(([name, value]) => `${name}=${value}`)
+    .join(', ');
+
+function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['CreatedKey']) => void; onCancel: () => void }) {
+  const [form, setForm] = useState({ name: '', owner: '', credits: '100', period: '30', rpm: '30', providers: 'local', models: '', metadata: '', expires: '' });
+  const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
+  const [error, run, busy] = useAction();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    return run(async () => {
+      const body: Schemas['CreateKeyRequest'] = {
+        name: form.name,
+        owner: form.owner,
+        credits_quota: Number(form.credits),
+        quota_period_days: Number(form.period),
+        rate_limit_rpm: Number(form.rpm),
+        allowed_providers: listOf(form.providers),
+        ...(form.models ? { allowed_models: listOf(form.models) } : {}),
+        ...(form.metadata ? { metadata: metadataOf(form.metadata) } : {}),
+        ...(form.expires ? { expires_in_days: Number(form.expires) } : {}),
+      };
+      onCreated(dataOf(await api.POST('/admin/keys', { body })));
+    });
+  };
+  return (
+    <form class="panel" aria-label="Create key" onSubmit={submit}>
+      <h2>Create key</h2>
+      <div class="grid">
+        <Field label="Name" value={form.name} onInput={set('name')} required />
+        <Field label="Owner" value={form.owner} onInput={set('owner')} required />
+        <Field label="Credits per period" type="number" min={0} value={form.credits} onInput={set('credits')} required />
+        <Field label="Period (days)" type="number" min={1} value={form.period} onInput={set('period')} required />
+        <Field label="Requests per minute" type="number" min={1} value={form.rpm} onInput={set('rpm')} />
+        <Field label="Allowed providers" value={form.providers} onInput={set('providers')} hint="Comma-separated, e.g. local, jimeng" />
+        <Field label="Allowed models" value={form.models} onInput={set('models')} hint="Comma-separated; empty: every model" />
+        <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
+        <Field label="Expires in (days)" type="number" min={1} value={form.expires} onInput={set('expires')} hint="Empty: never" />
+      </div>
+      <ErrorNote message={error} />
+      <div class="actions">
+        <button type="submit" disabled={busy}>
+          Create
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void }) {
+  const [form, setForm] = useState({
+    name: keyRecord.name,
+    owner: keyRecord.owner,
+    rpm: String(keyRecord.rate_limit_rpm),
+    maxConcurrent: keyRecord.max_concurrent === null ? '' : String(keyRecord.max_concurrent),
+    providers: keyRecord.allowed_providers.join(', '),
+    models: (keyRecord.allowed_models ?? []).join(', '),
+    ips: (keyRecord.allowed_ips ?? []).join(', '),
+    metadata: metadataText(keyRecord.metadata),
+  });
+  const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
+  const [error, run, busy] = useAction();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    return run(async () => {
+      const models = listOf(form.models);
+      const ips = listOf(form.ips);
+      await dataOf(
+        await api.PATCH('/admin/keys/{id}', {
+          params: { path: { id: keyRecord.id } },
+          body: {
+            name: form.name,
+            owner: form.owner,
+            rate_limit_rpm: Number(form.rpm),
+            max_concurrent: form.maxConcurrent ? Number(form.maxConcurrent) : null,
+            allowed_providers: listOf(form.providers),
+            allowed_models: models.length > 0 ? models : null,
+            allowed_ips: ips.length > 0 ? ips : null,
+            metadata: metadataOf(form.metadata),
+          },
+        }),
+      );
+      onSaved();
+    });
+  };
+  return (
+    <form class="panel" aria-label={`Policy of ${keyRecord.name}`} onSubmit={submit}>
+      <h2>Policy of {keyRecord.name}</h2>
+      <div class="grid">
+        <Field label="Name" value={form.name} onInput={set('name')} required />
+        <Field label="Owner" value={form.owner} onInput={set('owner')} required />
+        <Field label="Requests per minute" type="number" min={1} value={form.rpm} onInput={set('rpm')} />
+        <Field label="Max concurrent" type="number" min={1} value={form.maxConcurrent} onInput={set('maxConcurrent')} hint="Empty: no limit" />
+        <Field label="Allowed providers" value={form.providers} onInput={set('providers')} />
+        <Field label="Allowed models" value={form.models} onInput={set('models')} hint="Empty: every model" />
+        <Field label="Allowed IPs" value={form.ips} onInput={set('ips')} hint="CIDRs; empty: any address" />
+        <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
+      </div>
+      <ErrorNote message={error} />
+      <button type="submit" disabled={busy}>
+        Save policy
+      </button>
+    </form>
+  );
+}
+
+function QuotaForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void }) {
+  const [credits, setCredits] = useState(String(keyRecord.credits_quota));
+  const [period, setPeriod] = useState(String(keyRecord.quota_period_days));
+  const [reset, setReset] = useState(false);
+  const [error, run, busy] = useAction();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    return run(async () => {
+      await dataOf(
+        await api.POST('/admin/keys/{id}/quota', {
+          params: { path: { id: keyRecord.id } },
+          body: { credits_quota: Number(credits), quota_period_days: Number(period), reset_usage: reset },
+        }),
+      );
+      onSaved();
+    });
+  };
+  return (
+    <form class="panel" aria-label={`Quota of ${keyRecord.name}`} onSubmit={submit}>
+      <h2>Quota of {keyRecord.name}</h2>
+      <p>
+        Used {keyRecord.credits_used} of {keyRecord.credits_quota} credits this period (resets {formatTime(keyRecord.period_resets_at)}).
+      </p>
+      <div class="grid">
+        <Field label="New credits per period" type="number" min={0} value={credits} onInput={setCredits} required />
+        <Field label="New period (days)" type="number" min={1} value={period} onInput={setPeriod} required />
+        <Checkbox label="Reset this period's usage" checked={reset} onChange={setReset} />
+      </div>
+      <ErrorNote message={error} />
+      <button type="submit" disabled={busy}>
+        Set quota
+      </button>
+    </form>
+  );
+}
+
+export function KeysPage({ session }: { session: Session }) {
+  const [filters, setFilters] = useState({ owner: '', status: '', metadata: '' });
+  const [applied, setApplied] = useState(filters);
+  const [cursor, setCursor] = useState<string | undefined>();
+  const [creating, setCreating] = useState(false);
+  const [secret, setSecret] = useState<{ label: string; value: string }>();
+  const [editing, setEditing] = useState<{ id: string; form: 'policy' | 'quota' }>();
+  const [actionError, run] = useAction();
+  const writable = session.can('keys:write');
+  const keys = useLoad(
+    async () =>
+      dataOf(
+        await api.GET('/admin/keys', {
+          params: {
+            query: {
+              limit: 50,
+              ...(applied.owner ? { owner: applied.owner } : {}),
+              ...(applied.status ? { status: applied.status as Schemas['KeyStatus'] } : {}),
+              ...(applied.metadata ? { metadata: applied.metadata } : {}),
+              ...(cursor ? { cursor } : {}),
+            },
+          },
+        }),
+      ),
+    [applied, cursor],
+  );
+  const setStatus = (key: Key, status: 'active' | 'disabled') =>
+    run(async () => {
+      if (status === 'disabled') dataOf(await api.DELETE('/admin/keys/{id}', { params: { path: { id: key.id } } }));
+      else dataOf(await api.PATCH('/admin/keys/{id}', { params: { path: { id: key.id } }, body: { status: 'active' } }));
+      keys.reload();
+    });
+  const rotate = (key: Key) =>
+    run(async () => {
+      if (!window.confirm(`Rotate the secret of ${key.name}? The current secret stops working at once.`)) return;
+      const rotated = dataOf(await api.POST('/admin/keys/{id}/rotate', { params: { path: { id: key.id } } }));
+      setSecret({ label: 'New key', value: rotated.key });
+      keys.reload();
+    });
+  const editingKey = keys.data?.data.find((k) => k.id === editing?.id);
+  const showUsage = session.can('usage:read');
+  const sparklines = useKeySparklines(showUsage ? (keys.data?.data ?? []).map((k) => k.id) : []);
+  return (
+    <>
+      <form
+        class="filters"
+        aria-label="Search keys"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setCursor(undefined);
+          setApplied(filters);
+        }}
+      >
+        <Field label="Owner" value={filters.owner} onInput={(owner) => setFilters({ ...filters, owner })} />
+        <Select label="Status" value={filters.status} options={STATUSES} onChange={(status) => setFilters({ ...filters, status })} />
+        <Field label="Metadata" value={filters.metadata} placeholder="team:design" onInput={(metadata) => setFilters({ ...filters, metadata })} />
+        <button type="submit">Search</button>
+      </form>
+      {writable && !creating && (
+        <button type="button" onClick={() => setCreating(true)}>
+          Create key
+        </button>
+      )}
+      {creating && (
+        <CreateKeyForm
+          onCancel={() => setCreating(false)}
+          onCreated={(created) => {
+            setCreating(false);
+            setSecret({ label: 'New key', value: created.key });
+            keys.reload();
+          }}
+        />
+      )}
+      {secret && <OnceSecret label={secret.label} value={secret.value} onDismiss={() => setSecret(undefined)} />}
+      <ErrorNote message={keys.error ?? actionError} />
+      <table>
+        <caption class="visually-hidden">Client keys</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Owner</th>
+            <th scope="col">Status</th>
+            <th scope="col">Credits used</th>
+            <th scope="col">RPM</th>
+            <th scope="col">Hint</th>
+            <th scope="col">Last used</th>
+            {showUsage && <th scope="col">Last 30 days</th>}
+            {writable && <th scope="col">Actions</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {keys.data?.data.map((key) => (
+            <tr key={key.id} data-key-id={key.id}>
+              <th scope="row">{key.name}</th>
+              <td>{key.owner}</td>
+              <td>
+                <span class={`badge ${key.status}`}>{key.status}</span>
+              </td>
+              <td>
+                {key.credits_used} / {key.credits_quota}
+              </td>
+              <td>{key.rate_limit_rpm}</td>
+              <td>
+                <code>{key.hint}</code>
+              </td>
+              <td>{formatTime(key.last_used_at)}</td>
+              {showUsage && (
+                <td>
+                  <Sparkline values={sparklines?.get(key.id)} name={key.name} />
+                </td>
+              )}
+              {writable && (
+                <td class="row-actions">
+                  <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'policy' })}>
+                    Edit policy
+                  </button>
+                  <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'quota' })}>
+                    Quota
+                  </button>
+                  <button type="button" class="small" onClick={() => rotate(key)}>
+                    Rotate
+                  </button>
+                  {key.status === 'disabled' ? (
+                    <button type="button" class="small" onClick={() => setStatus(key, 'active')}>
+                      Enable
+                    </button>
+                  ) : (
+                    <button type="button" class="small danger" onClick={() => setStatus(key, 'disabled')}>
+                      Disable
+                    </button>
+                  )}
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {keys.data?.data.length === 0 && <p>No keys match.</p>}
+      {keys.data?.next_cursor && (
+        <button type="button" class="secondary" onClick={() => setCursor(keys.data?.next_cursor ?? undefined)}>
+          Next page
+        </button>
+      )}
+      {editingKey && editing?.form === 'policy' && (
+        <PolicyForm
+          key={editingKey.id}
+          keyRecord={editingKey}
+          onSaved={() => {
+            setEditing(undefined);
+            keys.reload();
+          }}
+        />
+      )}
+      {editingKey && editing?.form === 'quota' && (
+        <QuotaForm
+          key={editingKey.id}
+          keyRecord={editingKey}
+          onSaved={() => {
+            setEditing(undefined);
+            keys.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}

@@ -1,0 +1,185 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { Session } from '../session';
+import { ErrorNote, Field, Select, useAction, useLoad } from '../ui';
+import { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketStarts, groupOf, rangeOf, seriesOf, usageCsv, usageRows } from '../usage-data';
+
+const COLOURS = ['#0b57a4', '#b3261e', '#1d6b34', '#8a4b00', '#6b2fa3', '#00707a', '#a3306b', '#4d5661'];
+const RANGES: Array<[string, string]> = [
+  ['24', 'Last 24 hours'],
+  ['168', 'Last 7 days'],
+  ['720', 'Last 30 days'],
+  ['2160', 'Last 90 days'],
+];
+const METRICS: Array<[Metric, string]> = [
+  ['credits_charged', 'Credits charged'],
+  ['requests', 'Requests'],
+  ['images_delivered', 'Images delivered'],
+  ['failed', 'Failed requests'],
+];
+const DIMENSIONS: Array<[Dimension, string]> = [
+  ['model', 'Model'],
+  ['key', 'Key'],
+  ['owner', 'Owner'],
+  ['channel', 'Channel'],
+  ['provider', 'Provider'],
+];
+
+function Chart({ series, title, range }: { series: Series; title: string; range: { from: string; to: string } }) {
+  const host = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!host.current || series.times.length === 0) return;
+    const plot = new uPlot(
+      {
+        width: Math.max(320, host.current.clientWidth),
+        height: 280,
+        series: [{}, ...series.groups.map((group, i) => ({ label: group.name, stroke: COLOURS[i % COLOURS.length], width: 2, points: { show: series.times.length < 60 } }))],
+        scales: {
+          x: { time: true, range: [Date.parse(range.from) / 1000, Date.parse(range.to) / 1000] },
+          y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
+        axes: [{}, { size: 60 }],
+      },
+      [series.times, ...series.groups.map((group) => group.values)],
+      host.current,
+    );
+    return () => plot.destroy();
+  }, [series]);
+  return <div ref={host} class="chart" role="img" aria-label={title} />;
+}
+
+export function UsagePage(_props: { session: Session }) {
+  const [form, setForm] = useState({ hours: '168', bucket: 'day' as Bucket, dimension: 'model' as Dimension, metric: 'credits_charged' as Metric, owner: '', model: '' });
+  const [applied, setApplied] = useState(form);
+  const [csvError, runCsv, exporting] = useAction();
+  const query = () => ({
+    ...rangeOf(Number(applied.hours)),
+    bucket: applied.bucket,
+    group_by: applied.dimension,
+    ...(applied.owner ? { owner: applied.owner } : {}),
+    ...(applied.model ? { model: applied.model } : {}),
+  });
+  const rows = useLoad(async () => {
+    const asked = query();
+    return { asked, rows: await usageRows(asked) };
+  }, [applied]);
+  const series = rows.data ? seriesOf(rows.data.rows, applied.dimension, applied.metric, 8, bucketStarts(rows.data.asked.from, rows.data.asked.to, applied.bucket)) : undefined;
+  const totals = rows.data ? totalsOf(rows.data.rows, applied.dimension) : [];
+  const metricName = METRICS.find(([m]) => m === applied.metric)?.[1] ?? applied.metric;
+  const dimensionName = DIMENSIONS.find(([d]) => d === applied.dimension)?.[1] ?? applied.dimension;
+  const exportCsv = () =>
+    runCsv(async () => {
+      const csv = await usageCsv(query());
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(new Blob([csv], { type: 'text/csv' }));
+      link.download = `usage-by-${applied.dimension}-${applied.bucket}.csv`;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+    });
+  return (
+    <>
+      <form
+        class="filters"
+        aria-label="Usage report"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setApplied(form);
+        }}
+      >
+        <Select label="Range" value={form.hours} options={RANGES} onChange={(hours) => setForm({ ...form, hours })} />
+        <Select
+          label="Bucket"
+          value={form.bucket}
+          options={[
+            ['hour', 'Hour'],
+            ['day', 'Day'],
+            ['month', 'Month'],
+          ]}
+          onChange={(bucket) => setForm({ ...form, bucket: bucket as Bucket })}
+        />
+        <Select label="Group by" value={form.dimension} options={DIMENSIONS} onChange={(dimension) => setForm({ ...form, dimension: dimension as Dimension })} />
+        <Select label="Metric" value={form.metric} options={METRICS} onChange={(metric) => setForm({ ...form, metric: metric as Metric })} />
+        <Field label="Owner filter" value={form.owner} onInput={(owner) => setForm({ ...form, owner })} />
+        <Field label="Model filter" value={form.model} onInput={(model) => setForm({ ...form, model })} />
+        <button type="submit">Show</button>
+        <button type="button" class="secondary" onClick={exportCsv} disabled={exporting}>
+          Export CSV
+        </button>
+      </form>
+      <ErrorNote message={rows.error ?? csvError} />
+      {rows.data && rows.data.rows.length === 0 && <p>No usage in this range.</p>}
+      {series && rows.data && rows.data.rows.length > 0 && <Chart series={series} range={rows.data.asked} title={`${metricName} per ${applied.bucket} by ${dimensionName.toLowerCase()}`} />}
+      {rows.data && rows.data.rows.length > 0 && (
+        <table aria-label={`Totals by ${dimensionName.toLowerCase()}`}>
+          <thead>
+            <tr>
+              <th scope="col">{dimensionName}</th>
+              <th scope="col">Requests</th>
+              <th scope="col">Succeeded</th>
+              <th scope="col">Failed</th>
+              <th scope="col">Canceled</th>
+              <th scope="col">Images delivered</th>
+              <th scope="col">Credits charged</th>
+            </tr>
+          </thead>
+          <tbody>
+            {totals.map((total) => (
+              <tr key={total.name}>
+                <th scope="row">{total.name}</th>
+                <td>{total.requests}</td>
+                <td>{total.succeeded}</td>
+                <td>{total.failed}</td>
+                <td>{total.canceled}</td>
+                <td>{total.images_delivered}</td>
+                <td>{total.credits_charged}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+/** The range's sums per group (what the chart's lines add up to). */
+function totalsOf(rows: UsageRow[], dimension: Dimension) {
+  const totals = new Map<string, { name: string; requests: number; succeeded: number; failed: number; canceled: number; images_delivered: number; credits_charged: number }>();
+  for (const row of rows) {
+    const name = groupOf(row, dimension);
+    const total = totals.get(name) ?? { name, requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0 };
+    total.requests += row.requests;
+    total.succeeded += row.succeeded;
+    total.failed += row.failed;
+    total.canceled += row.canceled;
+    total.images_delivered += row.images_delivered;
+    total.credits_charged += row.credits_charged;
+    totals.set(name, total);
+  }
+  return [...totals.values()].sort((a, b) => b.credits_charged - a.credits_charged || a.name.localeCompare(b.name));
+}
+
+/** Each key's credits per day over the last 30 days, from one report for the Keys page. */
+export function useKeySparklines(keyIds: string[]): Map<string, number[]> | undefined {
+  const load = useLoad(async () => {
+    const range = rangeOf(720);
+    return { range, rows: keyIds.length === 0 ? [] : await usageRows({ ...range, bucket: 'day', group_by: 'key' }, 5) };
+  }, [keyIds.join(',')]);
+  if (!load.data) return undefined;
+  const series = seriesOf(load.data.rows, 'key', 'credits_charged', Number.MAX_SAFE_INTEGER, bucketStarts(load.data.range.from, load.data.range.to, 'day'));
+  return new Map(series.groups.map((group) => [group.name, group.values]));
+}
+
+/** A tiny line of a key's daily credits (SVG: nothing to load). */
+export function Sparkline({ values, name }: { values: number[] | undefined; name: string }) {
+  const total = (values ?? []).reduce((sum, v) => sum + v, 0);
+  const label = `${name}: ${total} credits in the last 30 days`;
+  if (!values || values.length < 2) return <span aria-label={label}>{total > 0 ? total : '—'}</span>;
+  const max = Math.max(1, ...values);
+  const points = values.map((v, i) => `${((i / (values.length - 1)) * 80).toFixed(1)},${(18 - (v / max) * 16).toFixed(1)}`).join(' ');
+  return (
+    <svg width="80" height="20" viewBox="0 0 80 20" role="img" aria-label={label}>
+      <polyline points={points} fill="none" stroke="#0b57a4" stroke-width="1.5" />
+    </svg>
+  );
+}

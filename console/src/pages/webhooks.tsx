@@ -1,0 +1,184 @@
+import { useState } from 'preact/hooks';
+import { type Schemas, api, dataOf } from '../api';
+import type { Session } from '../session';
+import { Checkbox, ErrorNote, Field, Notice, OnceSecret, formatTime, useAction, useLoad } from '../ui';
+
+type Endpoint = Schemas['WebhookEndpoint'];
+type EventType = Schemas['EventType'];
+
+const EVENT_TYPES: EventType[] = ['key.quota.threshold_reached', 'key.quota.exhausted', 'key.expiring', 'key.expired', 'key.disabled', 'channel.auto_disabled'];
+
+function AddEndpointForm({ onAdded, onCancel }: { onAdded: (created: Schemas['WebhookEndpointWithSecret']) => void; onCancel: () => void }) {
+  const [url, setUrl] = useState('');
+  const [description, setDescription] = useState('');
+  const [events, setEvents] = useState<EventType[]>(['key.quota.exhausted']);
+  const [error, run, busy] = useAction();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    return run(async () => onAdded(dataOf(await api.POST('/admin/webhooks', { body: { url, event_types: events, description } }))));
+  };
+  return (
+    <form class="panel" aria-label="Add endpoint" onSubmit={submit}>
+      <h2>Add endpoint</h2>
+      <div class="grid">
+        <Field label="URL" type="url" value={url} onInput={setUrl} required />
+        <Field label="Description" value={description} onInput={setDescription} />
+      </div>
+      <fieldset>
+        <legend>Events</legend>
+        {EVENT_TYPES.map((type) => (
+          <Checkbox key={type} label={type} checked={events.includes(type)} onChange={(on) => setEvents(on ? [...events, type] : events.filter((t) => t !== type))} />
+        ))}
+      </fieldset>
+      <ErrorNote message={error} />
+      <div class="actions">
+        <button type="submit" disabled={busy}>
+          Add
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Deliveries({ endpoint }: { endpoint: Endpoint }) {
+  const deliveries = useLoad(async () => dataOf(await api.GET('/admin/webhooks/{id}/deliveries', { params: { path: { id: endpoint.id }, query: { limit: 20 } } })).data, [endpoint.id]);
+  return (
+    <section class="panel" aria-label={`Deliveries to ${endpoint.url}`}>
+      <h2>Deliveries to {endpoint.url}</h2>
+      <button type="button" class="secondary" onClick={deliveries.reload}>
+        Refresh
+      </button>
+      <ErrorNote message={deliveries.error} />
+      <table>
+        <caption class="visually-hidden">Deliveries</caption>
+        <thead>
+          <tr>
+            <th scope="col">Event</th>
+            <th scope="col">Status</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Last answer</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.data?.map((delivery) => (
+            <tr key={delivery.id}>
+              <th scope="row">{delivery.event_type}</th>
+              <td>
+                <span class={`badge ${delivery.status}`}>{delivery.status}</span>
+              </td>
+              <td>{delivery.attempts}</td>
+              <td>{delivery.last_status_code ?? delivery.last_error ?? '—'}</td>
+              <td>{formatTime(delivery.created_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {deliveries.data?.length === 0 && <p>No deliveries yet.</p>}
+    </section>
+  );
+}
+
+export function WebhooksPage({ session }: { session: Session }) {
+  const endpoints = useLoad(async () => dataOf(await api.GET('/admin/webhooks')).data, []);
+  const [adding, setAdding] = useState(false);
+  const [secret, setSecret] = useState<string>();
+  const [selected, setSelected] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const [actionError, run] = useAction();
+  const writable = session.can('webhooks:write');
+  const sendTest = (endpoint: Endpoint) =>
+    run(async () => {
+      const queued = dataOf(await api.POST('/admin/webhooks/{id}/test', { params: { path: { id: endpoint.id } } }));
+      setNotice(`Test event ${queued.event_id} queued for ${endpoint.url}.`);
+      setSelected(endpoint.id);
+    });
+  const rotate = (endpoint: Endpoint) =>
+    run(async () => {
+      const rotated = dataOf(await api.POST('/admin/webhooks/{id}/rotate-secret', { params: { path: { id: endpoint.id } }, body: {} }));
+      setSecret(rotated.secret);
+      endpoints.reload();
+    });
+  const setStatus = (endpoint: Endpoint, status: 'enabled' | 'disabled') =>
+    run(async () => {
+      dataOf(await api.PATCH('/admin/webhooks/{id}', { params: { path: { id: endpoint.id } }, body: { status } }));
+      endpoints.reload();
+    });
+  const selectedEndpoint = endpoints.data?.find((e) => e.id === selected);
+  return (
+    <>
+      {writable && !adding && (
+        <button type="button" onClick={() => setAdding(true)}>
+          Add endpoint
+        </button>
+      )}
+      {adding && (
+        <AddEndpointForm
+          onCancel={() => setAdding(false)}
+          onAdded={(created) => {
+            setAdding(false);
+            setSecret(created.secret);
+            endpoints.reload();
+          }}
+        />
+      )}
+      {secret && <OnceSecret label="Signing secret" value={secret} onDismiss={() => setSecret(undefined)} />}
+      {notice && <Notice>{notice}</Notice>}
+      <ErrorNote message={endpoints.error ?? actionError} />
+      <table>
+        <caption class="visually-hidden">Webhook endpoints</caption>
+        <thead>
+          <tr>
+            <th scope="col">URL</th>
+            <th scope="col">Events</th>
+            <th scope="col">Status</th>
+            <th scope="col">Failing since</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {endpoints.data?.map((endpoint) => (
+            <tr key={endpoint.id}>
+              <th scope="row">{endpoint.url}</th>
+              <td>{endpoint.event_types.join(', ')}</td>
+              <td>
+                <span class={`badge ${endpoint.status}`}>{endpoint.status}</span>
+                {endpoint.disabled_reason && <small> {endpoint.disabled_reason}</small>}
+              </td>
+              <td>{formatTime(endpoint.failing_since)}</td>
+              <td class="row-actions">
+                <button type="button" class="small" onClick={() => setSelected(endpoint.id)}>
+                  Deliveries
+                </button>
+                {writable && (
+                  <>
+                    <button type="button" class="small" onClick={() => sendTest(endpoint)}>
+                      Send test
+                    </button>
+                    <button type="button" class="small" onClick={() => rotate(endpoint)}>
+                      Rotate secret
+                    </button>
+                    {endpoint.status === 'enabled' ? (
+                      <button type="button" class="small danger" onClick={() => setStatus(endpoint, 'disabled')}>
+                        Disable
+                      </button>
+                    ) : (
+                      <button type="button" class="small" onClick={() => setStatus(endpoint, 'enabled')}>
+                        Enable
+                      </button>
+                    )}
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {endpoints.data?.length === 0 && <p>No endpoints.</p>}
+      {selectedEndpoint && <Deliveries key={selectedEndpoint.id} endpoint={selectedEndpoint} />}
+    </>
+  );
+}

@@ -1,0 +1,44 @@
+import { type AdminScope, type Schemas, api, dataOf, useCredential } from './api';
+
+const STORAGE_KEY = 'creative-gateway.console.admin-token';
+
+export interface Session {
+  identity: Schemas['AdminIdentity'];
+  /** What the scopes allow; the server enforces them anyway. */
+  can(scope: AdminScope): boolean;
+}
+
+function sessionOf(identity: Schemas['AdminIdentity']): Session {
+  const held = new Set<string>(identity.scopes);
+  return { identity, can: (scope) => held.has(scope) };
+}
+
+/** Checks the token with GET /admin/whoami and keeps it for this tab only (sessionStorage). */
+export async function signIn(token: string): Promise<Session> {
+  useCredential(token);
+  try {
+    const identity = dataOf(await api.GET('/admin/whoami'));
+    sessionStorage.setItem(STORAGE_KEY, token);
+    return sessionOf(identity);
+  } catch (error) {
+    useCredential(undefined);
+    throw error;
+  }
+}
+
+/** The session this tab signed in earlier, if its token still works. */
+export async function resumeSession(): Promise<Session | undefined> {
+  const stored = sessionStorage.getItem(STORAGE_KEY);
+  if (!stored) return undefined;
+  try {
+    return await signIn(stored);
+  } catch {
+    signOut();
+    return undefined;
+  }
+}
+
+export function signOut(): void {
+  sessionStorage.removeItem(STORAGE_KEY);
+  useCredential(undefined);
+}

@@ -1,0 +1,163 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+
+let nextId = 0;
+const newId = (prefix: string) => `${prefix}-${++nextId}`;
+
+/** A labelled input: the label names it for people, screen readers and tests. */
+export function Field(props: {
+  label: string;
+  value: string;
+  onInput: (value: string) => void;
+  type?: 'text' | 'password' | 'number' | 'url' | 'datetime-local';
+  required?: boolean;
+  placeholder?: string;
+  hint?: string;
+  min?: number;
+  autoComplete?: string;
+}) {
+  const [id] = useState(() => newId('field'));
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        // One branch of preact's per-type input attributes: the others differ only in which extras they allow.
+        type={(props.type ?? 'text') as 'text'}
+        value={props.value}
+        required={props.required}
+        placeholder={props.placeholder}
+        min={props.min}
+        autoComplete={props.autoComplete ?? 'off'}
+        aria-describedby={props.hint ? `${id}-hint` : undefined}
+        onInput={(event) => props.onInput((event.currentTarget as HTMLInputElement).value)}
+      />
+      {props.hint && (
+        <small id={`${id}-hint`} class="hint">
+          {props.hint}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Select(props: { label: string; value: string; options: Array<[string, string]>; onChange: (value: string) => void }) {
+  const [id] = useState(() => newId('select'));
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select id={id} value={props.value} onChange={(event) => props.onChange((event.currentTarget as HTMLSelectElement).value)}>
+        {props.options.map(([value, text]) => (
+          <option key={value} value={value}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+export function Checkbox(props: { label: string; checked: boolean; onChange: (checked: boolean) => void }) {
+  const [id] = useState(() => newId('check'));
+  return (
+    <div class="field checkbox">
+      <input id={id} type="checkbox" checked={props.checked} onChange={(event) => props.onChange((event.currentTarget as HTMLInputElement).checked)} />
+      <label for={id}>{props.label}</label>
+    </div>
+  );
+}
+
+export function ErrorNote({ message }: { message: string | undefined }) {
+  if (!message) return null;
+  return (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+export function Notice({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+/** A secret shown once (a new key, a webhook signing secret) with a button that copies it. */
+export function OnceSecret(props: { label: string; value: string; onDismiss: () => void }) {
+  const [copied, setCopied] = useState('');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied('Copied.');
+    } catch {
+      setCopied('Copying was refused by the browser: select the text and copy it.');
+    }
+  };
+  return (
+    <section class="secret">
+      <h3>{props.label}</h3>
+      <p>Shown only this once: store it now.</p>
+      <output aria-label={props.label} class="secret-value">
+        {props.value}
+      </output>
+      <div class="actions">
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+        <button type="button" class="secondary" onClick={props.onDismiss}>
+          Done
+        </button>
+      </div>
+      <span role="status">{copied}</span>
+    </section>
+  );
+}
+
+/** Loads data for a page; `reload` fetches again after a change. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: string | undefined; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let current = true;
+    setState((previous) => ({ ...previous, loading: true }));
+    load().then(
+      (data) => current && setState({ data, loading: false }),
+      (error: unknown) => current && setState({ error: error instanceof Error ? error.message : String(error), loading: false }),
+    );
+    return () => {
+      current = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, round]);
+  const reload = useCallback(() => setRound((r) => r + 1), []);
+  return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** Runs an action, keeping its error message (or undefined) for an ErrorNote. */
+export function useAction(): [string | undefined, (action: () => Promise<void>) => Promise<void>, boolean] {
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const run = useCallback(async (action: () => Promise<void>) => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      await action();
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return [error, run, busy];
+}
+
+export const formatTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** "a, b, c" into a list (empty entries dropped). */
+export const listOf = (text: string) =>
+  text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0);

@@ -1,0 +1,91 @@
+import type { Kysely } from 'kysely';
+import type { components } from '../../generated/gateway';
+import { type AuditContext, auditContextOf, recordAuditEvent } from '../audit/audit-log';
+import type { Database, GenerationsTable } from '../db/schema';
+import { ApiError } from '../errors/api-error';
+import type { GatewayHandlers } from '../http/handler-maps';
+import type { Clock } from '../shared/clock';
+import { decodeCursor, pageOf } from '../shared/cursor';
+import { parseTimestamp } from '../shared/rfc3339';
+import type { ClientGenerations } from './client-generations';
+import type { GenerationResources } from './generation-resource';
+import type { GenerationService } from './generation.service';
+import { findGeneration, listGenerations } from './generations.repository';
+
+type Schemas = components['schemas'];
+type AdminGeneration = Schemas['AdminGeneration'];
+
+export interface AdminGenerationQuery {
+  key_id?: string;
+  status?: string;
+  model?: string;
+  created_after?: string;
+  created_before?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/**
+ * Every key's generations, for administrators (/admin/generations): the key holder's resource
+ * (generation-resource.ts) with its key, and the key holder's cancel path (ClientGenerations.cancelRow)
+ * with an audit event in its transaction.
+ */
+export class AdminGenerations {
+  constructor(private readonly deps: { db: Kysely<Database>; clock: Clock; clients: ClientGenerations; resources: GenerationResources }) {}
+
+  private async find(id: string): Promise<GenerationsTable> {
+    const row = await findGeneration(this.deps.db, id);
+    if (!row) throw new ApiError('generation_not_found', `No generation ${id}.`, { param: 'id' });
+    return row;
+  }
+
+  private async resource(row: GenerationsTable): Promise<AdminGeneration> {
+    return { ...(await this.deps.resources.resource(row)), key_id: row.key_id };
+  }
+
+  async get(id: string): Promise<AdminGeneration> {
+    return this.resource(await this.find(id));
+  }
+
+  async list(query: AdminGenerationQuery): Promise<Schemas['AdminGenerationList']> {
+    const limit = query.limit ?? 20;
+    const rows = await listGenerations(this.deps.db, {
+      keyId: query.key_id,
+      status: query.status,
+      model: query.model,
+      createdAfter: query.created_after === undefined ? undefined : parseTimestamp(query.created_after, 'created_after'),
+      createdBefore: query.created_before === undefined ? undefined : parseTimestamp(query.created_before, 'created_before'),
+      limit,
+      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
+    });
+    const { page, nextCursor } = pageOf(rows, limit);
+    return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
+  }
+
+  async cancel(id: string, audit: AuditContext): Promise<AdminGeneration> {
+    const row = await this.deps.clients.cancelRow(await this.find(id), {
+      by: 'an administrator',
+      onCanceled: (trx, { from, chargedCredits }) =>
+        recordAuditEvent(
+          trx,
+          audit,
+          { action: 'generation.canceled', target: id, before: { status: from }, after: { status: 'canceled', credits_charged: chargedCredits } },
+          this.deps.clock.now(),
+        ),
+    });
+    return this.resource(row);
+  }
+}
+
+/** The /admin/generations operations: thin calls into AdminGenerations (the cancel carries the audit context). */
+export function adminGenerationHandlers(
+  generation: GenerationService,
+  clock: Clock,
+): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
+  const admin = new AdminGenerations({ db: generation.db, clock, clients: generation.clients, resources: generation.resources });
+  return {
+    listAdminGenerations: async ({ query }) => ({ status: 200, body: await admin.list(query) }),
+    getAdminGeneration: async ({ params }) => ({ status: 200, body: await admin.get(params.id) }),
+    cancelAdminGeneration: async (request) => ({ status: 200, body: await admin.cancel(request.params.id, auditContextOf(request)) }),
+  };
+}

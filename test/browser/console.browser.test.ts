@@ -1,0 +1,409 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = fs.existsSync(CHROMIUM);
+// CI installs Debian's chromium (.ci/run), so there a missing browser is a failure, not a skip.
+if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run should have installed chromium`);
+if (!available) console.warn(`Skipping the console browser test: no ${CHROMIUM} (apt-get install chromium)`);
+const describeWithBrowser = available ? describe : describe.skip;
+
+const BROWSER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+/** Screenshots of each page, kept as test artefacts (git-ignored). */
+const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
+const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const HOUR_MS = 3_600_000;
+
+/** What a page did that it must not: requests elsewhere, CSP refusals, console errors, failed requests. */
+interface Misconduct {
+  offOrigin: string[];
+  cspViolations: string[];
+  consoleErrors: string[];
+  failedRequests: string[];
+}
+
+interface ConsolePage {
+  page: Page;
+  context: BrowserContext;
+  misconduct: Misconduct;
+  /** Everything recorded so far, CSP violations included (read from the page). */
+  check(): Promise<Misconduct>;
+}
+
+/** A tab on the console that records every request to another origin, CSP violation and console error. */
+async function openConsole(browser: Browser, origin: string): Promise<ConsolePage> {
+  const context = await browser.newContext({ acceptDownloads: true });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  const page = await context.newPage();
+  const misconduct: Misconduct = { offOrigin: [], cspViolations: [], consoleErrors: [], failedRequests: [] };
+  // Runs before the page's own scripts (a string: this project compiles without the DOM types).
+  await page.addInitScript(`
+    window.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (event) => window.cspViolations.push(event.blockedURI + ' (' + event.effectiveDirective + ')'));
+  `);
+  await page.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+    misconduct.offOrigin.push(url);
+    return route.abort();
+  });
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') misconduct.consoleErrors.push(`${message.type()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => misconduct.consoleErrors.push(`pageerror: ${error.message}`));
+  page.on('response', (response) => {
+    if (response.status() >= 400) misconduct.failedRequests.push(`${response.request().method()} ${response.url()} ${response.status()}`);
+  });
+  page.on('dialog', (dialog) => void dialog.accept());
+  return {
+    page,
+    context,
+    misconduct,
+    async check() {
+      misconduct.cspViolations = (await page.evaluate('window.cspViolations')) as string[];
+      return misconduct;
+    },
+  };
+}
+
+const clean: Misconduct = { offOrigin: [], cspViolations: [], consoleErrors: [], failedRequests: [] };
+
+async function signIn(tab: ConsolePage, url: string, token: string): Promise<void> {
+  await tab.page.goto(`${url}/console`);
+  await tab.page.getByLabel('Admin token').fill(token);
+  await tab.page.getByRole('button', { name: 'Sign in' }).click();
+  await tab.page.getByRole('navigation', { name: 'Console' }).waitFor();
+}
+
+/** Serious or critical axe-core violations on the page as it is (axe evaluated in the page, not injected as a script the CSP would refuse). */
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const results = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as {
+    violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
+  };
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+async function visit(tab: ConsolePage, linkName: string): Promise<void> {
+  await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: linkName, exact: true }).click();
+  await tab.page.getByRole('heading', { level: 1, name: linkName }).waitFor();
+  await tab.page.waitForLoadState('networkidle');
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+const keyRow = (page: Page, name: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
+
+describeWithBrowser('the operator console in headless Chromium', () => {
+  let t: TestGateway;
+  let browser: Browser;
+  let ark: FakeImagesApi;
+  let everything: { id: string; token: string };
+
+  beforeAll(async () => {
+    ark = await startFakeImagesApi({ apiKey: 'ark-console-key', flavour: 'ark' });
+    t = await startTestGateway({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
+    everything = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'channels:read', 'channels:write', 'generations:read', 'generations:write', 'webhooks:read', 'webhooks:write', 'audit:read', 'usage:read', 'tokens:write'], {
+      name: 'console operator',
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await ark?.close();
+  });
+
+  it('a keys:read token is offered only what it may do: Keys (without Create key); the admin secret gets a note that a scoped token is better', async () => {
+    const reader = await createAdminTokenVia(t.api, ['keys:read'], { name: 'key reader' });
+    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com' });
+    const tab = await openConsole(browser, t.gateway.url);
+    await signIn(tab, t.gateway.url, reader.token);
+    const links = await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
+    expect(links).toEqual(['Keys']);
+    await tab.page.getByRole('rowheader', { name: 'visible to readers' }).waitFor();
+    expect(await tab.page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+    expect(await tab.page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
+    // The token is kept in this tab's session storage, never in the URL.
+    expect(tab.page.url()).not.toContain(reader.token);
+    await tab.page.reload();
+    await tab.page.getByRole('rowheader', { name: 'visible to readers' }).waitFor();
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+
+    const root = await openConsole(browser, t.gateway.url);
+    await signIn(root, t.gateway.url, ADMIN_SECRET);
+    await root.page.getByRole('note').filter({ hasText: 'A scoped admin token' }).waitFor();
+    expect(await root.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents()).toEqual([
+      'Keys',
+      'Usage',
+      'Channels',
+      'Generations',
+      'Webhooks',
+      'Audit log',
+      'Admin tokens',
+    ]);
+    expect(await root.check()).toEqual(clean);
+    await root.context.close();
+  }, 60_000);
+
+  it('a wrong token is refused on the sign-in page, with the reason', async () => {
+    const tab = await openConsole(browser, t.gateway.url);
+    await tab.page.goto(`${t.gateway.url}/console`);
+    await tab.page.getByLabel('Admin token').fill('hyadm_not-a-real-token');
+    await tab.page.getByRole('button', { name: 'Sign in' }).click();
+    await tab.page.getByRole('alert').filter({ hasText: 'invalid_admin_token' }).waitFor();
+    await tab.context.close();
+  }, 30_000);
+
+  it('every page but Usage, signed in with a token holding every scope: keys, channels, generations, webhooks, audit log, admin tokens; no request elsewhere, no CSP violation, no console error, no serious accessibility violation', async () => {
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    const a11y: Record<string, string[]> = {};
+    await signIn(tab, t.gateway.url, everything.token);
+    a11y.keys = await accessibilityViolations(page);
+
+    // Keys: create, read the secret once, re-quota, disable.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const form = page.getByRole('form', { name: 'Create key' });
+    a11y['create key'] = await accessibilityViolations(page);
+    await form.getByLabel('Name', { exact: true }).fill('console-made');
+    await form.getByLabel('Owner', { exact: true }).fill('ops@example.com');
+    await form.getByLabel('Credits per period').fill('100');
+    await form.getByLabel('Allowed providers').fill('local, jimeng');
+    await form.getByLabel('Metadata').fill('team=design');
+    await form.getByRole('button', { name: 'Create' }).click();
+    const secret = (await page.getByLabel('New key').textContent())?.trim() ?? '';
+    expect(secret).toMatch(/^hyai_[0-9A-Za-z]{36}$/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
+    await screenshot(page, 'keys-new-secret');
+    // The secret works, and is shown once: gone after Done and after a reload.
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(secret) })).status).toBe(200);
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.getByLabel('New key').count()).toBe(0);
+    await page.reload();
+    await keyRow(page, 'console-made').waitFor();
+    expect(await page.getByLabel('New key').count()).toBe(0);
+    expect(await page.content()).not.toContain(secret);
+    const created = (await t.api.admin('get', '/admin/keys?owner=ops@example.com')).body.data[0];
+    expect(created).toMatchObject({ name: 'console-made', credits_quota: 100, allowed_providers: ['local', 'jimeng'], metadata: { team: 'design' } });
+
+    // Filter by metadata.
+    await page.getByRole('form', { name: 'Search keys' }).getByLabel('Metadata').fill('team:design');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForLoadState('networkidle');
+    expect(await page.locator('tbody').first().getByRole('rowheader').allTextContents()).toEqual(['console-made']);
+
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Quota' }).click();
+    await page.getByLabel('New credits per period').fill('500');
+    await page.getByRole('button', { name: 'Set quota' }).click();
+    await keyRow(page, 'console-made').getByRole('cell', { name: '0 / 500' }).waitFor();
+    expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body.credits_quota).toBe(500);
+
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Edit policy' }).click();
+    const policy = page.getByRole('form', { name: 'Policy of console-made' });
+    await policy.getByLabel('Requests per minute').fill('90');
+    await policy.getByLabel('Allowed models').fill('local-1');
+    await policy.getByRole('button', { name: 'Save policy' }).click();
+    await keyRow(page, 'console-made').getByRole('cell', { name: '90', exact: true }).waitFor();
+    expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body).toMatchObject({ rate_limit_rpm: 90, allowed_models: ['local-1'] });
+
+    // Rotate: the new secret shown once; the old one refused.
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Rotate' }).click();
+    const rotated = (await page.getByLabel('New key').textContent())?.trim() ?? '';
+    expect(rotated).toMatch(/^hyai_/);
+    expect(rotated).not.toBe(secret);
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(secret) })).status).toBe(401);
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(rotated) })).status).toBe(200);
+    await page.getByRole('button', { name: 'Done' }).click();
+
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Disable' }).click();
+    await keyRow(page, 'console-made').getByRole('button', { name: 'Enable' }).waitFor();
+    expect((await t.api.admin('get', `/admin/keys/${created.id}`)).body.status).toBe('disabled');
+    expect((await t.api.send('get', '/v1/models', { headers: bearer(rotated) })).body.error.code).toBe('key_disabled');
+    await screenshot(page, 'keys');
+
+    // Channels: add one on the fake Ark account, and test it.
+    await visit(tab, 'Channels');
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    const channelForm = page.getByRole('form', { name: 'Add channel' });
+    await channelForm.getByLabel('Name').fill('ark from the console');
+    await channelForm.getByLabel('Base URL').fill(ark.url);
+    await channelForm.getByLabel('Models').fill('jimeng-4.5');
+    await channelForm.getByLabel('Priority').fill('5');
+    await channelForm.getByLabel('Weight').fill('2');
+    await channelForm.getByLabel('API key').fill('ark-console-key');
+    a11y['add channel'] = await accessibilityViolations(page);
+    await channelForm.getByRole('button', { name: 'Add' }).click();
+    const channelRow = keyRow(page, 'ark from the console');
+    await channelRow.getByRole('button', { name: 'Test' }).click();
+    await channelRow.getByRole('status').filter({ hasText: /^ok in \d+ ms$/ }).waitFor();
+    // Its live load against its limits (GET /admin/channels/{id}/health): nothing in flight, no cap.
+    await channelRow.getByText('0 / ∞ in flight').waitFor();
+    await channelRow.getByText(/breaker closed/).waitFor();
+    expect(ark.made.length).toBe(1);
+    const channel = (await t.api.admin('get', '/admin/channels')).body.data.find((c: { name: string }) => c.name === 'ark from the console');
+    expect(channel).toMatchObject({ priority: 5, weight: 2, status: 'enabled' });
+    a11y.channels = await accessibilityViolations(page);
+    await screenshot(page, 'channels');
+
+    // Traffic for the Usage page and the Generations page.
+    const client = await t.createKey({ name: 'traffic', owner: 'studio@example.com', allowed_providers: ['local', 'jimeng'], credits_quota: 1000 });
+    for (const prompt of ['a boat', 'a lighthouse', 'a harbour']) {
+      expect((await t.api.client(client.key, { prompt, model: 'local-1', size: '64x64', response_format: 'url' })).status).toBe(200);
+    }
+    expect((await t.api.client(client.key, { prompt: 'an ark boat', model: 'jimeng-4.5', response_format: 'url' })).status).toBe(200);
+    const queued = await t.api.send('post', '/images/generate', {
+      headers: { ...bearer(client.key), Prefer: 'respond-async' },
+      body: { prompt: 'held [hold:cancel]', model: 'jimeng-4.5' },
+    });
+    expect(queued.status).toBe(202);
+    await ark.whenHeld('cancel');
+
+    // Generations: every key's, filtered by the key; their images; cancel the running one (audited).
+    await visit(tab, 'Generations');
+    const running = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: queued.body.id }) });
+    await running.waitFor();
+    await page.getByLabel('Key id').fill(client.id);
+    await page.getByRole('button', { name: 'Show generations' }).click();
+    await page.locator('tbody tr').filter({ hasNotText: client.id }).first().waitFor({ state: 'detached' });
+    expect(await page.locator('tbody tr').count()).toBe(5);
+    await running.getByRole('button', { name: 'Cancel' }).click();
+    await running.locator('.badge', { hasText: 'canceled' }).waitFor();
+    expect((await t.api.send('get', `/generations/${queued.body.id}`, { headers: bearer(client.key) })).body.status).toBe('canceled');
+    expect((await t.api.admin('get', `/admin/audit-events?action=generation.canceled&target=${queued.body.id}`)).body.data).toEqual([
+      expect.objectContaining({ actor: everything.id, target: queued.body.id }),
+    ]);
+    ark.releaseHeld('cancel');
+    // Images load from their signed URLs on this origin.
+    const images = page.locator('td.thumbs img');
+    expect(await images.count()).toBeGreaterThanOrEqual(4);
+    await page.waitForLoadState('networkidle');
+    expect(await images.evaluateAll((all) => all.every((image) => (image as unknown as { naturalWidth: number }).naturalWidth > 0))).toBe(true);
+    a11y.generations = await accessibilityViolations(page);
+    await screenshot(page, 'generations');
+
+    // Webhooks: add an endpoint (its secret shown once), send a test event, rotate the secret.
+    await visit(tab, 'Webhooks');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByLabel('URL').fill('http://127.0.0.1:9/hooks');
+    await page.getByRole('form', { name: 'Add endpoint' }).getByRole('button', { name: 'Add' }).click();
+    expect(await page.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await page.getByRole('status').filter({ hasText: /Test event msg_\w+ queued/ }).waitFor();
+    await page.getByRole('region', { name: 'Deliveries to http://127.0.0.1:9/hooks' }).getByRole('rowheader', { name: 'webhook.test' }).waitFor();
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    expect(await page.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Done' }).click();
+    a11y.webhooks = await accessibilityViolations(page);
+    await screenshot(page, 'webhooks');
+
+    // Audit log, filtered by action.
+    await visit(tab, 'Audit log');
+    await page.getByLabel('Action').fill('key.quota_set');
+    await Promise.all([page.waitForResponse((response) => response.url().includes('action=key.quota_set')), page.getByRole('button', { name: 'Filter' }).click()]);
+    // The response is in before the filtered page is drawn: wait for the one row.
+    await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: created.id, exact: true }).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(1);
+    a11y['audit log'] = await accessibilityViolations(page);
+    await screenshot(page, 'audit-log');
+
+    // Admin tokens.
+    await visit(tab, 'Admin tokens');
+    await page.getByRole('rowheader', { name: /console operator/ }).waitFor();
+    a11y['admin tokens'] = await accessibilityViolations(page);
+    await screenshot(page, 'admin-tokens');
+
+    expect(a11y).toEqual(Object.fromEntries(Object.keys(a11y).map((name) => [name, []])));
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 180_000);
+
+  it('Usage: a chart whose numbers are the analytics API\'s (GET /admin/usage, getUsageReport), and its CSV export is the API\'s CSV', async () => {
+    const client = await t.createKey({ name: 'usage traffic', owner: 'charts@example.com', allowed_providers: ['local'], credits_quota: 1000 });
+    for (const [prompt, n] of [['one', 1], ['two', 2], ['three', 1]] as const) {
+      expect((await t.api.client(client.key, { prompt, model: 'local-1', size: '64x64', n, response_format: 'b64_json' })).status).toBe(200);
+    }
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, everything.token);
+    // Usage: the chart's numbers are the analytics API's.
+    await visit(tab, 'Usage');
+    await page.getByLabel('Range').selectOption('24');
+    await page.getByLabel('Bucket').selectOption('hour');
+    await page.getByLabel('Group by').selectOption('model');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForLoadState('networkidle');
+    const to = Math.ceil(Date.now() / HOUR_MS) * HOUR_MS;
+    const range = `from=${encodeURIComponent(new Date(to - 24 * HOUR_MS).toISOString())}&to=${encodeURIComponent(new Date(to).toISOString())}`;
+    const report = await t.api.send('get', `/admin/usage?${range}&group_by=model`, { headers: bearer(everything.token) });
+    expect(report.status).toBe(200);
+    const expected = (report.body.data as Array<{ model: string; requests: number; credits_charged: number; images_delivered: number }>)
+      .map((row) => [row.model, String(row.requests), String(row.images_delivered), String(row.credits_charged)])
+      .sort();
+    expect(expected.length).toBeGreaterThan(0);
+    await page.locator('.chart canvas').first().waitFor();
+    const shown = await page
+      .getByRole('table', { name: 'Totals by model' })
+      .locator('tbody tr')
+      .evaluateAll((rows) =>
+        rows.map((row) => {
+          const cells = Array.from((row as unknown as { children: ArrayLike<{ textContent: string }> }).children, (cell) => cell.textContent);
+          return [cells[0], cells[1], cells[5], cells[6]];
+        }),
+      );
+    expect(shown.sort()).toEqual(expected);
+    // The chart's legend names the same models.
+    const legend = await page.locator('.u-legend .u-series .u-label').allTextContents();
+    expect(legend.filter((label) => label !== 'Time' && label !== '').sort()).toEqual(expected.map(([model]) => model));
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, 'usage');
+
+    // CSV export: the file is the API's CSV.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const csv = fs.readFileSync((await download.path()) as string, 'utf8');
+    const apiCsv = await t.api.send('get', `/admin/usage?${range}&bucket=hour&group_by=model&limit=1000`, { headers: { ...bearer(everything.token), Accept: 'text/csv' } });
+    expect(csv).toBe(apiCsv.text);
+    expect(csv.split('\n')[0]).toContain('credits_charged');
+
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 90_000);
+
+  it('the keyboard reaches the sign-in form and every navigation link', async () => {
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await page.goto(`${t.gateway.url}/console`);
+    await page.getByLabel('Admin token').waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.id')).toBe(await page.getByLabel('Admin token').getAttribute('id'));
+    await page.keyboard.type(everything.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Console' }).waitFor();
+    const reached: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Tab');
+      reached.push(String(await page.evaluate('document.activeElement.textContent')));
+    }
+    for (const name of ['Keys', 'Usage', 'Channels', 'Generations', 'Webhooks', 'Audit log', 'Admin tokens']) expect(reached).toContain(name);
+    await page.getByRole('link', { name: 'Audit log' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
+    expect(page.url()).toBe(`${t.gateway.url}/console/audit-log`);
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+});
