@@ -34,8 +34,9 @@ describeWithServices('image inputs: a replica SIGKILLed mid-generation, taken ov
     const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 100, allowed_providers: ['jimeng'] });
     const books = new Books(observer.db);
     const inputs = [testPng(300, 200, { shade: 21 }), testPng(64, 96, { shade: 42 })];
-    // ~100 polls of 20 ms: image 0's task is still generating when its replica dies, and after.
-    const prompt = 'two references, taken over [pending:100]';
+    // ~300 polls of 20 ms (6 s): image 0's task is still generating when its replica dies, however slow
+    // the machine, so image 1's call still waits for the account's one slot.
+    const prompt = 'two references, taken over [pending:300]';
     const submitted = await new ApiClient(receiver.url).send('post', '/images/generate', {
       headers: { Authorization: `Bearer ${created.key}`, Prefer: 'respond-async' },
       body: { prompt, model: 'jimeng-4.0', n: 2, images: inputs.map((bytes) => dataUri(bytes)) },
@@ -62,7 +63,7 @@ describeWithServices('image inputs: a replica SIGKILLed mid-generation, taken ov
     const survivor = replicas.find((p) => p !== doomed)!;
     await doomed.stop('SIGKILL');
 
-    await until(async () => (await generation()).status === 'succeeded', 'the survivor to finish it', 20_000);
+    await until(async () => (await generation()).status === 'succeeded', 'the survivor to finish it', 40_000);
     const after = await generation();
     expect(Number(after.runs)).toBe(2);
     expect(after.lease_owner).toBeNull();
@@ -99,5 +100,5 @@ describeWithServices('image inputs: a replica SIGKILLed mid-generation, taken ov
     const key = await new ApiClient(survivor.url).admin('get', `/admin/keys/${created.id}`);
     expect(key.body.credits_used).toBe(6);
     expect(await books.violations({ settled: true })).toEqual([]);
-  });
+  }, 60_000);
 });
