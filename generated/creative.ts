@@ -303,7 +303,7 @@ export interface components {
             response_format?: "url" | "b64_json";
             /** @description As the gateway's `images` (GenerateImageRequest), with the same limits and codes; an `img_` id must name an image this service stored (its generations' outputs or inputs). */
             images?: components["schemas"]["InputImages"];
-            mask?: components["schemas"]["InputMask"];
+            mask?: components["schemas"]["InputImage"];
         };
         InternalGenerationResponse: {
             id: string;
@@ -577,13 +577,6 @@ export interface components {
          *     generated: inputs cost nothing.
          */
         InputImages: components["schemas"]["InputImage"][];
-        /**
-         * @description An edit's mask, in the same forms as `images` items: a PNG with an alpha channel, the size
-         *     of the first image, transparent where the image is to change. Only with `images`, and only
-         *     on models whose `input_limits.mask` is true (else 400 `image_input_unsupported`, `param`
-         *     `mask`); counted in the 50 MiB of all inputs.
-         */
-        InputMask: components["schemas"]["InputImage"];
         GeneratedImage: {
             /** @description The gateway's signed image URL (when `response_format` is `url`); it expires with the image's retention. */
             url?: string;

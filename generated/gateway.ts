@@ -1771,13 +1771,6 @@ export interface components {
          */
         InputImages: components["schemas"]["InputImage"][];
         /**
-         * @description An edit's mask, in the same forms as `images` items: a PNG with an alpha channel, the size
-         *     of the first image, transparent where the image is to change. Only with `images`, and only
-         *     on models whose `input_limits.mask` is true (else 400 `image_input_unsupported`, `param`
-         *     `mask`); counted in the 50 MiB of all inputs.
-         */
-        InputMask: components["schemas"]["InputImage"];
-        /**
          * Format: uri
          * @description Gateway API only (the internal API refuses it with 400): an `https` (or `http`) URL that
          *     receives a Standard Webhooks delivery when the generation settles, signed with the key's
@@ -1827,7 +1820,7 @@ export interface components {
              */
             response_format?: "url" | "b64_json";
             images?: components["schemas"]["InputImages"];
-            mask?: components["schemas"]["InputMask"];
+            mask?: components["schemas"]["InputImage"];
             webhook?: components["schemas"]["GenerationWebhookUrl"];
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
