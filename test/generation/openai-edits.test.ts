@@ -137,6 +137,18 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     expect(anonymous.body.error.code).toBe('missing_api_key');
   });
 
+  it('a body that ends inside a file part (no closing boundary) is 400, and the gateway keeps serving', async () => {
+    const { key } = await t.createKey({ credits_quota: 10 });
+    const boundary = 'cgw-cut-boundary';
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image[]"; filename="b.jpg"\r\nContent-Type: image/png\r\n\r\n`),
+      Buffer.from('GIF89a\n\0\n\0\0\0\0\r\n', 'binary'),
+    ]);
+    const cut = await rawEdit(key, (req) => req.set('Content-Type', `multipart/form-data; boundary=${boundary}`).send(body));
+    expect([cut.status, cut.body.error.code]).toEqual([400, 'invalid_request']);
+    expect((await request(t.gateway.url).get('/healthz')).status).toBe(200);
+  });
+
   it('the same Idempotency-Key with the same files replays; with other files it is 422', async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });
     const send = (image: Buffer) =>

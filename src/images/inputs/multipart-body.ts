@@ -95,6 +95,8 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
       resolve(body);
     };
     parser.on('file', (name, stream, info) => {
+      // A body that ends inside a file part errors the file's stream too: unhandled, it would end the process.
+      stream.on('error', (error: Error) => fail(new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}.`)));
       const isImage = IMAGE_FIELDS.has(name);
       if (!isImage && name !== 'mask') {
         stream.resume();
