@@ -108,7 +108,8 @@ describe('routes are mounted from the specs, and only from them', () => {
         expect(head.text ?? '').toBe('');
         expect(head.headers['content-type']).toBe(get.headers['content-type']);
       }
-    });
+      // Two requests for each of some 60 GET operations, the docs bundle among them.
+    }, 90_000);
 
     it(`${name}: OPTIONS on every path answers 204 with Allow listing its methods`, async () => {
       const byTemplate = new Map<string, string[]>();
