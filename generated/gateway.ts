@@ -1677,7 +1677,7 @@ export interface components {
             hint: string;
             scopes: components["schemas"]["AdminScope"][];
             status: components["schemas"]["AdminTokenStatus"];
-            /** @description `root`, or the id of the admin token that created this one. */
+            /** @description `root`, the id of the admin token that created this one, or `access:<email>` (an Access JWT). */
             created_by: string;
             /** Format: date-time */
             expires_at: string | null;

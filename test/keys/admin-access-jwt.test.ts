@@ -40,7 +40,7 @@ describe('Cloudflare Access JWT as an admin credential (AdminAccessJwt, CF_ACCES
     signingKey = await makeKey('key-2026-11');
     jwks.keys.push(signingKey.jwk);
     const env = { ...access, CF_ACCESS_JWKS_URL: jwks.url };
-    t = await startTestGateway({ ...env, CF_ACCESS_ADMIN_SCOPES: 'keys:read, keys:write, audit:read', CF_ACCESS_ADMIN_AUD: CONSOLE_AUD });
+    t = await startTestGateway({ ...env, CF_ACCESS_ADMIN_SCOPES: 'keys:read, keys:write, audit:read, tokens:write', CF_ACCESS_ADMIN_AUD: CONSOLE_AUD });
     off = await startTestGateway({ ...env, CF_ACCESS_AUD: CONSOLE_AUD });
   });
   afterAll(async () => {
@@ -57,7 +57,7 @@ describe('Cloudflare Access JWT as an admin credential (AdminAccessJwt, CF_ACCES
       actor: 'access:ada@example.com',
       kind: 'access',
       name: 'ada@example.com',
-      scopes: ['keys:read', 'keys:write', 'audit:read'],
+      scopes: ['keys:read', 'keys:write', 'audit:read', 'tokens:write'],
       expires_at: new Date((decodeJwt(jwt).exp as number) * 1000).toISOString(),
     });
   });
@@ -74,9 +74,18 @@ describe('Cloudflare Access JWT as an admin credential (AdminAccessJwt, CF_ACCES
     expect(byActor.body.data.map((e: { target: string }) => e.target)).toContain(created.body.id);
   });
 
+  it('with tokens:write it mints top-level admin tokens of its own scopes only', async () => {
+    const jwt = await sign(t, { email: 'lin@example.com' });
+    const minted = await t.api.send('post', '/admin/tokens', { body: { name: 'ci', scopes: ['keys:read'] }, headers: withJwt(jwt) });
+    expect([minted.status, minted.body.created_by]).toEqual([201, 'access:lin@example.com']);
+    expect((await t.api.send('get', '/admin/keys', { headers: bearer(minted.body.token) })).status).toBe(200);
+    const beyond = await t.api.send('post', '/admin/tokens', { body: { name: 'too much', scopes: ['channels:write'] }, headers: withJwt(jwt) });
+    expect([beyond.status, beyond.body.error.code]).toEqual([403, 'insufficient_scope']);
+  });
+
   it('403 insufficient_scope outside its scopes', async () => {
     const jwt = await sign(t);
-    for (const [method, path] of [['get', '/admin/channels'], ['get', '/admin/tokens'], ['get', '/admin/usage']] as const) {
+    for (const [method, path] of [['get', '/admin/channels'], ['get', '/admin/webhooks'], ['get', '/admin/usage']] as const) {
       const res = await t.api.send(method, path, { headers: withJwt(jwt) });
       expect([path, res.status, res.body.error.code]).toEqual([path, 403, 'insufficient_scope']);
     }
