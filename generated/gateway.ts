@@ -1646,16 +1646,16 @@ export interface components {
             next_cursor: string | null;
         };
         AdminIdentity: {
-            /** @description `root` for the admin secret, else the admin token's id (what audit events name). */
+            /** @description `root` for the admin secret, the admin token's id, or `access:<email>` for an Access JWT (what audit events name). */
             actor: string;
             /** @enum {string} */
-            kind: "admin_secret" | "admin_token";
-            /** @description The admin token's name; null for the admin secret. */
+            kind: "admin_secret" | "admin_token" | "access";
+            /** @description The admin token's name, or the Access JWT's email; null for the admin secret. */
             name: string | null;
             scopes: components["schemas"]["AdminScope"][];
             /**
              * Format: date-time
-             * @description When the admin token expires; null for the admin secret or a token without expiry.
+             * @description When the admin token (or the Access JWT) expires; null for the admin secret or a token without expiry.
              */
             expires_at: string | null;
         };
@@ -1677,7 +1677,7 @@ export interface components {
             hint: string;
             scopes: components["schemas"]["AdminScope"][];
             status: components["schemas"]["AdminTokenStatus"];
-            /** @description `root`, or the id of the admin token that created this one. */
+            /** @description `root`, the id of the admin token that created this one, or `access:<email>` (an Access JWT). */
             created_by: string;
             /** Format: date-time */
             expires_at: string | null;
@@ -1706,7 +1706,7 @@ export interface components {
         AuditEvent: {
             id: string;
             created_at: components["schemas"]["Timestamp"];
-            /** @description `root` (the admin secret) or the admin token id. */
+            /** @description `root` (the admin secret), the admin token id, or `access:<email>` (an Access JWT). */
             actor: string;
             action: components["schemas"]["AuditAction"];
             /** @description The id of what was changed. */
@@ -2121,7 +2121,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Missing or wrong admin secret (a client key is never accepted here). */
+        /** @description Missing or wrong admin credential (a client key is never accepted here); `invalid_access_jwt` when a Cloudflare Access JWT is the credential and fails a check. */
         AdminUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -3532,7 +3532,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                /** @description Only this actor (`root` or an admin token id). */
+                /** @description Only this actor (`root`, an admin token id, or `access:<email>`). */
                 actor?: string;
                 /** @description Only this target (a key id, token id, ...). */
                 target?: string;

@@ -6,6 +6,8 @@ import { adminTokenHandlers } from './admin-tokens/admin-tokens.handlers';
 import type { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { auditHandlers } from './audit/audit.handlers';
 import type { AuditService } from './audit/audit.service';
+import { adminAccessJwtGuard } from './auth/access-admin-auth';
+import type { AccessJwtVerifier } from './auth/access-jwt-auth';
 import { adminGuard } from './auth/admin-auth';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
@@ -69,6 +71,8 @@ export interface GatewayAppDeps {
   keyLookup?: KeyLookup;
   webhooks: WebhooksService;
   usage: UsageReportService;
+  /** Cloudflare Access JWTs as admin credentials (CF_ACCESS_ADMIN_SCOPES); undefined = Access is not configured. */
+  accessJwt?: AccessJwtVerifier;
 }
 
 /**
@@ -99,7 +103,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const { router } = specRouter({
     document: deps.document,
     handlers,
-    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminGuard(deps) },
+    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminGuard(deps), AdminAccessJwt: adminAccessJwtGuard({ verifier: deps.accessJwt }) },
     layers: {
       'x-rate-limited': { stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
       'x-idempotent': { stage: 'after-validation', handler: idempotency(deps) },

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import type { DestinationStream, Logger } from 'pino';
 import { AdminTokensService } from './admin-tokens/admin-tokens.service';
 import { createGatewayApp } from './app';
+import { AccessJwtVerifier } from './auth/access-jwt-auth';
 import { AuditService } from './audit/audit.service';
 import { createChannelLimitStore } from './channels/channel-limits';
 import { CredentialSealer } from './channels/channel-sealing';
@@ -228,7 +229,10 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     validateResponses: config.validateResponses,
     generation,
   };
+  // One verifier for both listeners: the team's signing keys are cached once.
+  const accessJwt = config.accessJwt ? new AccessJwtVerifier(config.accessJwt, clock, logger) : undefined;
   const publicApp = createGatewayApp({
+    accessJwt,
     ...common,
     clock,
     adminSecret: config.adminSecret,
@@ -248,7 +252,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   const internalApp = createInternalApp({
     ...common,
     serviceTokens: config.serviceTokens,
-    accessJwt: config.accessJwt,
+    accessJwt,
     clock,
     document: loadOpenApiDocument('creative'),
     catalog: new CatalogService(catalog, providers, channels.router),

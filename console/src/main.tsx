@@ -90,7 +90,11 @@ function App() {
           </ul>
         </nav>
         <span class="who">
-          {identity.kind === 'admin_secret' ? 'admin secret' : `${identity.name ?? ''} (${identity.actor})`}
+          {identity.kind === 'admin_secret'
+            ? 'admin secret'
+            : identity.kind === 'access'
+              ? `Signed in through Cloudflare Access as ${identity.name ?? ''}`
+              : `${identity.name ?? ''} (${identity.actor})`}
           <button
             type="button"
             class="secondary"

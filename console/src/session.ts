@@ -26,14 +26,28 @@ export async function signIn(token: string): Promise<Session> {
   }
 }
 
-/** The session this tab signed in earlier, if its token still works. */
+/**
+ * The session this tab signed in earlier, if its token still works; else, behind Cloudflare Access
+ * with CF_ACCESS_ADMIN_SCOPES set, the Access identity (whoami with no token: the edge adds the JWT).
+ * Nothing is stored for Access: the edge's cookie is the credential.
+ */
 export async function resumeSession(): Promise<Session | undefined> {
   const stored = sessionStorage.getItem(STORAGE_KEY);
-  if (!stored) return undefined;
+  if (stored) {
+    try {
+      return await signIn(stored);
+    } catch {
+      signOut();
+    }
+  }
+  return accessSession();
+}
+
+async function accessSession(): Promise<Session | undefined> {
   try {
-    return await signIn(stored);
+    const { data } = await api.GET('/admin/whoami');
+    return data?.kind === 'access' ? sessionOf(data) : undefined;
   } catch {
-    signOut();
     return undefined;
   }
 }

@@ -5,7 +5,7 @@ import type { AdminPrincipal } from '../auth/principal';
 import type { AdminTokensTable, Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { hashKey } from '../keys/key-secret';
-import type { Clock } from '../shared/clock';
+import { type Clock, toIso } from '../shared/clock';
 import { decodeCursor, pageOf } from '../shared/cursor';
 import { requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
@@ -47,7 +47,7 @@ export class AdminTokensService {
     const secret = adminTokenSecrets.generate();
     return withAuditEvent(this.db, audit, now, async (trx) => {
       let expiresAt = requested;
-      if (creator.actor !== 'root') {
+      if (creator.credential === 'admin_token') {
         // Locked and read again in this transaction: a revocation that committed since the guard
         // read the creator must not miss the child (revokeToken locks the same row).
         const parent = await tokens.findAdminTokenById(trx, creator.actor, { lock: true });
@@ -92,9 +92,14 @@ export class AdminTokensService {
     return toAdminTokenResource(row, this.clock.now());
   }
 
-  /** The caller's own identity and scopes (GET /admin/whoami): root holds every scope and never expires. */
+  /** The caller's own identity and scopes (GET /admin/whoami): root holds every scope and never expires;
+   * an Access principal expires with its JWT. */
   async identityOf(principal: AdminPrincipal): Promise<Schemas['AdminIdentity']> {
-    if (principal.actor === 'root') return { actor: 'root', kind: 'admin_secret', name: null, scopes: [...principal.scopes], expires_at: null };
+    if (principal.credential === 'admin_secret') return { actor: 'root', kind: 'admin_secret', name: null, scopes: [...principal.scopes], expires_at: null };
+    if (principal.access) {
+      const { name, expiresAt } = principal.access;
+      return { actor: principal.actor, kind: 'access', name, scopes: [...principal.scopes], expires_at: toIso(expiresAt) };
+    }
     const token = await this.getToken(principal.actor);
     return { actor: token.id, kind: 'admin_token', name: token.name, scopes: token.scopes, expires_at: token.expires_at };
   }

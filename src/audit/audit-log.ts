@@ -11,7 +11,7 @@ import { newSortableId } from '../shared/ids';
 
 /** Who asked, from the operation's request: handlers build it with `auditContextOf`. */
 export interface AuditContext {
-  /** `root` (the admin secret), an admin token id, or a service's client id. */
+  /** `root` (the admin secret), an admin token id, `access:<email>` (an Access JWT), or a service's client id. */
   actor: string;
   requestId: string;
   clientIp: string;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AccessJwtConfig } from '../config/config';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
-import type { ServicePrincipal } from './principal';
+import type { AccessIdentity, ServicePrincipal } from './principal';
 
 type KeyResolver = ReturnType<typeof createLocalJWKSet>;
 
@@ -125,37 +125,57 @@ function reasonOf(error: unknown): string {
   return 'it is malformed';
 }
 
-const JWT_HEADER = 'cf-access-jwt-assertion';
+export const ACCESS_JWT_HEADER = 'cf-access-jwt-assertion';
 
 /**
- * The `CfAccessJwt` scheme: Cloudflare Access's `Cf-Access-Jwt-Assertion`, RS256 against the team's
- * JWKS, `aud` = the application's AUD tag, `iss` = the team domain, with an `exp`, not expired (by
- * the gateway's clock). The identity is the JWT's `email`, or `common_name` for an Access service token.
+ * Verifies Cloudflare Access JWTs: RS256 against the team's JWKS, `aud` = one of the application's
+ * AUD tags, `iss` = the team domain, with an `exp`, not expired (by the gateway's clock). One per
+ * process, shared by every listener, so the team's keys are cached and fetched once.
  */
-export function accessJwtGuard(deps: { config: AccessJwtConfig | undefined; clock: Clock; logger?: Logger }): (req: Request) => Promise<ServicePrincipal> {
-  const keySet = deps.config ? new AccessKeySet(deps.config.jwksUrl, deps.clock, deps.logger) : undefined;
-  return async (req) => {
-    const token = req.get(JWT_HEADER);
-    if (!token) throw new ApiError('missing_service_token', 'Send CF-Access-Client-Id and CF-Access-Client-Secret, or come through Cloudflare Access.');
-    if (!deps.config || !keySet) {
-      throw new ApiError('invalid_access_jwt', 'Cloudflare Access JWTs are not accepted here (CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD are not set).');
-    }
+export class AccessJwtVerifier {
+  private readonly keySet: AccessKeySet;
+
+  constructor(
+    readonly config: AccessJwtConfig,
+    private readonly clock: Clock,
+    logger?: Logger,
+  ) {
+    this.keySet = new AccessKeySet(config.jwksUrl, clock, logger);
+  }
+
+  async verify(token: string, audiences: readonly string[]): Promise<AccessIdentity> {
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(token, keySet.keyFor, {
-        issuer: deps.config.issuer,
-        audience: deps.config.audiences,
+      ({ payload } = await jwtVerify(token, this.keySet.keyFor, {
+        issuer: this.config.issuer,
+        audience: [...audiences],
         algorithms: ['RS256'],
         // jose only checks exp when present; a JWT without one would be valid forever.
         requiredClaims: ['exp'],
-        currentDate: new Date(deps.clock.now()),
+        currentDate: new Date(this.clock.now()),
       }));
     } catch (error) {
       if (error instanceof KeysUnavailable) throw new ApiError('access_jwks_unavailable', 'Cannot fetch the Cloudflare Access signing keys; retry shortly.');
       throw new ApiError('invalid_access_jwt', `The Cf-Access-Jwt-Assertion is not valid here: ${reasonOf(error)}.`);
     }
-    const identity = [payload.email, payload.common_name].find((value): value is string => typeof value === 'string' && value.length > 0);
-    if (!identity) throw new ApiError('invalid_access_jwt', 'The Cf-Access-Jwt-Assertion is not valid here: it names no email or common_name.');
-    return { kind: 'service', clientId: identity };
+    const name = [payload.email, payload.common_name].find((value): value is string => typeof value === 'string' && value.length > 0);
+    if (!name) throw new ApiError('invalid_access_jwt', 'The Cf-Access-Jwt-Assertion is not valid here: it names no email or common_name.');
+    return { name, expiresAt: (payload.exp as number) * 1000 };
+  }
+}
+
+/**
+ * The `CfAccessJwt` scheme of the internal API: a valid Access JWT for CF_ACCESS_AUD. The identity
+ * is the JWT's `email`, or `common_name` for an Access service token.
+ */
+export function accessJwtGuard(deps: { verifier: AccessJwtVerifier | undefined }): (req: Request) => Promise<ServicePrincipal> {
+  return async (req) => {
+    const token = req.get(ACCESS_JWT_HEADER);
+    if (!token) throw new ApiError('missing_service_token', 'Send CF-Access-Client-Id and CF-Access-Client-Secret, or come through Cloudflare Access.');
+    if (!deps.verifier) {
+      throw new ApiError('invalid_access_jwt', 'Cloudflare Access JWTs are not accepted here (CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD are not set).');
+    }
+    const identity = await deps.verifier.verify(token, deps.verifier.config.audiences);
+    return { kind: 'service', clientId: identity.name };
   };
 }

@@ -36,7 +36,7 @@ const ADMIN_TOKEN_PREFIX = 'hyadm_';
 export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; clock: Clock }): (req: Request, scopes: readonly string[]) => Promise<AdminPrincipal> {
   return async (req, scopes) => {
     const token = bearerToken(req.get('authorization'));
-    if (token !== undefined && secretsEqual(token, deps.adminSecret)) return { kind: 'admin', actor: 'root', scopes: ALL_ADMIN_SCOPES };
+    if (token !== undefined && secretsEqual(token, deps.adminSecret)) return { kind: 'admin', credential: 'admin_secret', actor: 'root', scopes: ALL_ADMIN_SCOPES };
     if (token === undefined || !token.startsWith(ADMIN_TOKEN_PREFIX)) {
       throw new ApiError('invalid_admin_secret', 'Send the admin secret as Authorization: Bearer <ADMIN_SECRET>.');
     }
@@ -47,6 +47,6 @@ export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; cl
     const held = JSON.parse(row.scopes) as AdminScope[];
     const lacking = scopes.find((scope) => !(held as readonly string[]).includes(scope));
     if (lacking !== undefined) throw insufficientScope(lacking, 'use');
-    return { kind: 'admin', actor: row.id, scopes: held };
+    return { kind: 'admin', credential: 'admin_token', actor: row.id, scopes: held };
   };
 }

@@ -10,13 +10,20 @@ export interface ClientPrincipal {
   key: ClientKey;
 }
 
-/** The holder of the admin secret or of an admin token (`AdminSecret` scheme). */
+/**
+ * The holder of the admin secret or of an admin token (`AdminSecret` scheme), or a person with a
+ * Cloudflare Access JWT when CF_ACCESS_ADMIN_SCOPES is set (`AdminAccessJwt` scheme).
+ */
 export interface AdminPrincipal {
   kind: 'admin';
-  /** `root` for the admin secret, else the admin token's id: what audit events name as the actor. */
+  /** What established it. */
+  credential: 'admin_secret' | 'admin_token' | 'access';
+  /** `root` for the admin secret, the admin token's id, or `access:<email>`: what audit events name as the actor. */
   actor: 'root' | (string & {});
-  /** What this principal may do: every scope for root, the token's scopes otherwise. */
+  /** What this principal may do: every scope for root, the token's scopes, or CF_ACCESS_ADMIN_SCOPES. */
   scopes: readonly AdminScope[];
+  /** For an Access JWT: its email (or common_name) and expiry. */
+  access?: AccessIdentity;
 }
 
 /**
@@ -29,6 +36,14 @@ export interface ServicePrincipal {
   clientId: string;
 }
 
+/** Who a verified Access JWT names, and until when. */
+export interface AccessIdentity {
+  /** The JWT's `email`, or `common_name` for an Access service token. */
+  name: string;
+  /** The JWT's `exp`, in epoch milliseconds. */
+  expiresAt: number;
+}
+
 /** An operation whose `security` is empty. */
 export interface AnonymousPrincipal {
   kind: 'anonymous';
@@ -38,6 +53,7 @@ export interface AnonymousPrincipal {
 export interface PrincipalBySecurityScheme {
   ApiKey: ClientPrincipal;
   AdminSecret: AdminPrincipal;
+  AdminAccessJwt: AdminPrincipal;
   ServiceTokenId: ServicePrincipal;
   ServiceTokenSecret: ServicePrincipal;
   CfAccessJwt: ServicePrincipal;

@@ -1,6 +1,7 @@
 import type { S3ImageStoreSettings } from '../images/s3-image-store';
 import type { ResilienceSettings } from '../channels/resilience/resilience-settings';
 import type { CatalogModel } from './catalog';
+import type { AdminScope } from '../admin-tokens/admin-token.model';
 
 export interface ProvidersConfig {
   volc?: { accessKeyId: string; secretAccessKey: string; endpoint: string; pollIntervalMs: number };
@@ -87,6 +88,10 @@ export interface AccessJwtConfig {
   audiences: string[];
   /** The team's signing keys, `<issuer>/cdn-cgi/access/certs` unless set. */
   jwksUrl: string;
+  /** The scopes an Access JWT holds on the admin API; empty = it opens no admin operation. */
+  adminScopes: AdminScope[];
+  /** The AUD tag(s) an Access JWT must name on the admin API (the console's Access application). */
+  adminAudiences: string[];
 }
 
 export interface ImagesConfig {

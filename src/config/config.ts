@@ -6,6 +6,7 @@ import type { AccessJwtConfig, GatewayConfig, ImagesConfig, ProvidersConfig, Ser
 import { dataDirectory, resolveDevSecrets } from './dev-secrets';
 import { envSchema, providerPrefix, providerSchema, readEnv, type EnvValues } from './env-schema';
 import { splitList } from './env-types';
+import { ALL_ADMIN_SCOPES, type AdminScope } from '../admin-tokens/admin-token.model';
 
 export type * from './config-types';
 export { ConfigError } from './config-error';
@@ -117,7 +118,10 @@ function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]): Pr
 
 /** CF_ACCESS_TEAM_DOMAIN + CF_ACCESS_AUD (both or neither), CF_ACCESS_JWKS_URL optional. */
 function readAccessJwt(values: EnvValues): AccessJwtConfig | undefined {
-  if (!bothOrNeither(values, 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD')) return undefined;
+  if (!bothOrNeither(values, 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD')) {
+    if (values.CF_ACCESS_ADMIN_SCOPES.length > 0) throw new ConfigError('CF_ACCESS_ADMIN_SCOPES needs CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD');
+    return undefined;
+  }
   const domain = (values.CF_ACCESS_TEAM_DOMAIN as string).trim();
   let issuer: string;
   try {
@@ -128,7 +132,17 @@ function readAccessJwt(values: EnvValues): AccessJwtConfig | undefined {
   }
   const audiences = splitList(values.CF_ACCESS_AUD as string);
   if (audiences.length === 0) throw new ConfigError('CF_ACCESS_AUD must name at least one application AUD tag');
-  return { issuer, audiences, jwksUrl: values.CF_ACCESS_JWKS_URL ?? `${issuer}/cdn-cgi/access/certs` };
+  const unknownScope = values.CF_ACCESS_ADMIN_SCOPES.find((scope) => !(ALL_ADMIN_SCOPES as readonly string[]).includes(scope));
+  if (unknownScope !== undefined) throw new ConfigError(`CF_ACCESS_ADMIN_SCOPES: "${unknownScope}" is not an admin scope (${ALL_ADMIN_SCOPES.join(', ')})`);
+  const adminAudiences = values.CF_ACCESS_ADMIN_AUD === undefined ? audiences : splitList(values.CF_ACCESS_ADMIN_AUD);
+  if (adminAudiences.length === 0) throw new ConfigError('CF_ACCESS_ADMIN_AUD must name at least one application AUD tag');
+  return {
+    issuer,
+    audiences,
+    jwksUrl: values.CF_ACCESS_JWKS_URL ?? `${issuer}/cdn-cgi/access/certs`,
+    adminScopes: values.CF_ACCESS_ADMIN_SCOPES as AdminScope[],
+    adminAudiences,
+  };
 }
 
 function readImageStore(values: EnvValues): ImagesConfig['store'] {

@@ -132,6 +132,15 @@ export const envSchema = z.object({
     description: "where the team's signing keys are fetched",
     defaultText: '`https://<team>.cloudflareaccess.com/cdn-cgi/access/certs`',
   }),
+  CF_ACCESS_ADMIN_SCOPES: declare(list.default([]), {
+    description:
+      'admin scopes (comma-separated `AdminScope` values) a person with a valid Access JWT holds on the admin API, e.g. the console behind Access; empty: Access JWTs are no admin credential',
+    defaultText: 'none',
+  }),
+  CF_ACCESS_ADMIN_AUD: declare(text.optional(), {
+    description: "the AUD tag(s) of the Access application in front of the admin API and console, comma-separated",
+    defaultText: '`CF_ACCESS_AUD`',
+  }),
 
   // Providers configured from the environment.
   PROVIDER_TIMEOUT_MS: declare(integer(100, 600_000).default(60_000), { description: 'default deadline of one generation at a provider (see Providers)' }),

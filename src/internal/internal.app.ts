@@ -1,9 +1,9 @@
 import type { Express } from 'express';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { accessJwtGuard } from '../auth/access-jwt-auth';
+import { type AccessJwtVerifier, accessJwtGuard } from '../auth/access-jwt-auth';
 import { serviceTokenGuard } from '../auth/service-token-auth';
-import type { AccessJwtConfig, ServiceToken } from '../config/config';
+import type { ServiceToken } from '../config/config';
 import type { Database } from '../db/schema';
 import { errorHandler } from '../errors/error-handler';
 import type { GenerationService } from '../generation/generation.service';
@@ -30,7 +30,8 @@ export interface InternalAppDeps {
   logger: Logger;
   metrics: GatewayMetrics;
   serviceTokens: ServiceToken[];
-  accessJwt: AccessJwtConfig | undefined;
+  /** Cloudflare Access JWTs beside service tokens; undefined = not accepted. */
+  accessJwt: AccessJwtVerifier | undefined;
   clock: Clock;
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
@@ -62,7 +63,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
     handlers,
     guards: {
       'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens),
-      CfAccessJwt: accessJwtGuard({ config: deps.accessJwt, clock: deps.clock, logger: deps.logger }),
+      CfAccessJwt: accessJwtGuard({ verifier: deps.accessJwt }),
     },
     layers: { 'x-image-inputs': imageInputs.layer },
     bodyParser: jsonBody(deps.bodyLimitBytes),

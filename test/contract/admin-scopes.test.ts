@@ -15,6 +15,7 @@ function requirementsOf(document: typeof gateway, spec: { security?: Array<Recor
 // getAdminIdentity (GET /admin/whoami) is the one admin operation without a scope: any admin
 // credential may read its own scopes (test/keys/admin-identity.test.ts).
 const SCOPELESS = new Set(['getAdminIdentity']);
+const ADMIN_SCHEMES = new Set(['AdminSecret', 'AdminAccessJwt']);
 const adminOperations = operationsOf(gateway)
   .map((op) => ({ ...op, requirements: requirementsOf(gateway, op.spec) }))
   .filter((op) => op.requirements.some((requirement) => 'AdminSecret' in requirement))
@@ -34,23 +35,31 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
     const declared = operationsOf(gateway)
       .filter((op) => SCOPELESS.has(op.operationId))
       .map((op) => [op.operationId, requirementsOf(gateway, op.spec)]);
-    expect(declared).toEqual([...SCOPELESS].map((id) => [id, [{ AdminSecret: [] }]]));
+    expect(declared).toEqual([...SCOPELESS].map((id) => [id, [{ AdminAccessJwt: [] }, { AdminSecret: [] }]]));
+  });
+
+  it('every admin operation also admits an Access JWT (AdminAccessJwt, first) with the same scopes as AdminSecret', () => {
+    // First: when no Authorization header is sent, a refused Access JWT is what the 401 explains.
+    const wrong = adminOperations
+      .filter((op) => op.requirements.length !== 2 || JSON.stringify(op.requirements[0]) !== JSON.stringify({ AdminAccessJwt: op.requirements[1]?.AdminSecret }))
+      .map((op) => op.operationId);
+    expect(wrong).toEqual([]);
   });
 
   it('every admin operation declares exactly one scope, from the published enum', () => {
     expect(adminOperations.length).toBeGreaterThan(0);
     const wrong = adminOperations
-      .flatMap((op) => op.requirements.map((requirement) => ({ op: op.operationId, scopes: requirement.AdminSecret })))
+      .flatMap((op) => op.requirements.map((requirement) => ({ op: op.operationId, scopes: requirement.AdminSecret ?? requirement.AdminAccessJwt })))
       .filter(({ scopes }) => scopes === undefined || scopes.length !== 1 || !publishedScopes.includes(scopes[0] as string));
     expect(wrong).toEqual([]);
   });
 
-  it('no other scheme declares scopes (only the admin guard enforces them)', () => {
+  it('no other scheme declares scopes (only the admin guards enforce them)', () => {
     const declared = [gateway, creative].flatMap((document) =>
       operationsOf(document).flatMap((op) =>
         requirementsOf(document, op.spec).flatMap((requirement) =>
           Object.entries(requirement)
-            .filter(([scheme, scopes]) => scheme !== 'AdminSecret' && scopes.length > 0)
+            .filter(([scheme, scopes]) => !ADMIN_SCHEMES.has(scheme) && scopes.length > 0)
             .map(([scheme]) => `${op.operationId} ${scheme}`),
         ),
       ),
@@ -67,7 +76,7 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
 
     it('each admin operation refuses a token without its scope (403 naming it) and admits one with only that scope', async () => {
       for (const op of adminOperations) {
-        const scope = op.requirements[0]?.AdminSecret?.[0] as string;
+        const scope = op.requirements[1]?.AdminSecret?.[0] as string;
         const path = op.path.replace(/\{[^}]+\}/g, 'x_1');
         const others = await createAdminTokenVia(t.api, publishedScopes.filter((s) => s !== scope));
         const refused = await t.api.send(op.method, path, { headers: bearer(others.token), body: {} });
