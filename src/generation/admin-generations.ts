@@ -5,25 +5,16 @@ import type { Database, GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { GatewayHandlers } from '../http/handler-maps';
 import type { Clock } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
-import { parseTimestamp } from '../shared/rfc3339';
 import type { ClientGenerations } from './client-generations';
 import type { GenerationResources } from './generation-resource';
 import type { GenerationService } from './generation.service';
-import { findGeneration, listGenerations } from './generations.repository';
+import { generationPage, type GenerationListQuery } from './generation-list';
+import { findGeneration } from './generations.repository';
 
 type Schemas = components['schemas'];
 type AdminGeneration = Schemas['AdminGeneration'];
 
-export interface AdminGenerationQuery {
-  key_id?: string;
-  status?: string;
-  model?: string;
-  created_after?: string;
-  created_before?: string;
-  limit?: number;
-  cursor?: string;
-}
+export type AdminGenerationQuery = Omit<GenerationListQuery, 'client_id'>;
 
 /**
  * Every key's generations, for administrators (/admin/generations): the key holder's resource
@@ -48,17 +39,7 @@ export class AdminGenerations {
   }
 
   async list(query: AdminGenerationQuery): Promise<Schemas['AdminGenerationList']> {
-    const limit = query.limit ?? 20;
-    const rows = await listGenerations(this.deps.db, {
-      keyId: query.key_id,
-      status: query.status,
-      model: query.model,
-      createdAfter: query.created_after === undefined ? undefined : parseTimestamp(query.created_after, 'created_after'),
-      createdBefore: query.created_before === undefined ? undefined : parseTimestamp(query.created_before, 'created_before'),
-      limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
-    });
-    const { page, nextCursor } = pageOf(rows, limit);
+    const { page, nextCursor } = await generationPage(this.deps.db, query, 20);
     return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
   }
 

@@ -3,9 +3,9 @@ import type { components } from '../../generated/creative';
 import type { Database, GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { listAttempts } from '../generation/attempts.repository';
-import { aggregateUsage, findGeneration, listGenerations } from '../generation/generations.repository';
+import { generationPage, type GenerationListQuery } from '../generation/generation-list';
+import { aggregateUsage, findGeneration } from '../generation/generations.repository';
 import { toIso, toIsoOrNull } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
 
 type Schemas = components['schemas'];
@@ -32,28 +32,8 @@ function toGenerationResource(row: GenerationsTable): GenerationResource {
 export class UsageService {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async listGenerations(query: {
-    key_id?: string;
-    client_id?: string;
-    model?: string;
-    status?: string;
-    created_after?: string;
-    created_before?: string;
-    limit?: number;
-    cursor?: string;
-  }): Promise<{ data: GenerationResource[]; next_cursor: string | null }> {
-    const limit = query.limit ?? 50;
-    const rows = await listGenerations(this.db, {
-      keyId: query.key_id,
-      clientId: query.client_id,
-      model: query.model,
-      status: query.status,
-      createdAfter: query.created_after === undefined ? undefined : parseTimestamp(query.created_after, 'created_after'),
-      createdBefore: query.created_before === undefined ? undefined : parseTimestamp(query.created_before, 'created_before'),
-      limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
-    });
-    const { page, nextCursor } = pageOf(rows, limit);
+  async listGenerations(query: GenerationListQuery): Promise<{ data: GenerationResource[]; next_cursor: string | null }> {
+    const { page, nextCursor } = await generationPage(this.db, query, 50);
     return { data: page.map(toGenerationResource), next_cursor: nextCursor };
   }
 
