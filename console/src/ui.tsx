@@ -76,6 +76,23 @@ export function ErrorNote({ message }: { message: string | undefined }) {
   );
 }
 
+/** A form's error, its submit button and Cancel: the end of every create form. */
+export function FormActions(props: { submit: string; busy: boolean; error: string | undefined; onCancel: () => void }) {
+  return (
+    <>
+      <ErrorNote message={props.error} />
+      <div class="actions">
+        <button type="submit" disabled={props.busy}>
+          {props.submit}
+        </button>
+        <button type="button" class="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </>
+  );
+}
+
 export function Notice({ children }: { children: ComponentChildren }) {
   return (
     <p class="notice" role="status">

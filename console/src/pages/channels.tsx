@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { ErrorNote, Field, Notice, Select, formatTime, listOf, useAction, useLoad } from '../ui';
+import { ErrorNote, Field, FormActions, Notice, Select, formatTime, listOf, useAction, useLoad } from '../ui';
 
 type Channel = Schemas['Channel'];
 type Transport = Schemas['CreateChannelRequest']['transport'];
@@ -69,15 +69,7 @@ function AddChannelForm({ onAdded, onCancel }: { onAdded: () => void; onCancel: 
           <Field label="API key" type="password" value={form.apiKey} onInput={set('apiKey')} required />
         )}
       </div>
-      <ErrorNote message={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          Add
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Add" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, OnceSecret, Select, formatTime, listOf, useAction, useLoad } from '../ui';
+import { Checkbox, ErrorNote, Field, FormActions, OnceSecret, Select, formatTime, listOf, useAction, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
 
 type Key = Schemas['Key'];
@@ -62,15 +62,7 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['
         <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
         <Field label="Expires in (days)" type="number" min={1} value={form.expires} onInput={set('expires')} hint="Empty: never" />
       </div>
-      <ErrorNote message={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          Create
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Create" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

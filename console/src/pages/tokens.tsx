@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type AdminScope, type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, OnceSecret, formatTime, useAction, useLoad } from '../ui';
+import { Checkbox, ErrorNote, Field, FormActions, OnceSecret, formatTime, useAction, useLoad } from '../ui';
 
 function CreateTokenForm({ grantable, onCreated, onCancel }: { grantable: readonly AdminScope[]; onCreated: (created: Schemas['CreatedAdminToken']) => void; onCancel: () => void }) {
   const [name, setName] = useState('');
@@ -25,15 +25,7 @@ function CreateTokenForm({ grantable, onCreated, onCancel }: { grantable: readon
           <Checkbox key={scope} label={scope} checked={scopes.includes(scope)} onChange={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))} />
         ))}
       </fieldset>
-      <ErrorNote message={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy || scopes.length === 0}>
-          Create token
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Create token" busy={busy || scopes.length === 0} error={error} onCancel={onCancel} />
     </form>
   );
 }

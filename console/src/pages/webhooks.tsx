@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, Notice, OnceSecret, formatTime, useAction, useLoad } from '../ui';
+import { Checkbox, ErrorNote, Field, FormActions, Notice, OnceSecret, formatTime, useAction, useLoad } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 type EventType = Schemas['EventType'];
@@ -30,15 +30,7 @@ function AddEndpointForm({ onAdded, onCancel }: { onAdded: (created: Schemas['We
           <Checkbox key={type} label={type} checked={events.includes(type)} onChange={(on) => setEvents(on ? [...events, type] : events.filter((t) => t !== type))} />
         ))}
       </fieldset>
-      <ErrorNote message={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          Add
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Add" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }
