@@ -21,7 +21,9 @@ describe(`the gateway process on Node ${process.version}`, () => {
 
   it('serves /healthz, /docs and local-1, and keeps serving after a burst and the idle compaction that follows it', async () => {
     // Collect at the first idle moment: how much of the heap a burst leaves free differs between Node lines and builds.
-    gateway = await startGatewayProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'debug', IDLE_COMPACTION_MIN_FREE_MB: '0' });
+    // The burst queues at the local channel's concurrency cap; on a loaded CI machine the default 2 s wait is too short
+    // for its tail, and queueing is not what this test is about.
+    gateway = await startGatewayProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'debug', IDLE_COMPACTION_MIN_FREE_MB: '0', CHANNEL_QUEUE_TIMEOUT_MS: '60000' });
     const url = gateway.url;
     const admin = { Authorization: `Bearer ${ADMIN_SECRET}`, 'Content-Type': 'application/json' };
     const created = await fetch(`${url}/admin/keys`, {
@@ -38,8 +40,9 @@ describe(`the gateway process on Node ${process.version}`, () => {
         body: JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', size: '512x512', n: 2, response_format: 'b64_json' }),
       });
     // Enough garbage (statements, image buffers) that the idle compaction finds the heap worth collecting.
-    const statuses = await Promise.all(Array.from({ length: 48 }, async () => (await generate()).status));
-    expect(statuses.every((status) => status === 200)).toBe(true);
+    const answers = await Promise.all(Array.from({ length: 48 }, () => generate()));
+    const refused = await Promise.all(answers.filter((answer) => answer.status !== 200).map(async (answer) => `${answer.status} ${(await answer.text()).slice(0, 300)}`));
+    expect(refused).toEqual([]);
 
     await eventually(() => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null, 30_000, 'idle compaction or exit');
     expect({ exitCode: gateway.child.exitCode, signal: gateway.child.signalCode }).toEqual({ exitCode: null, signal: null });
