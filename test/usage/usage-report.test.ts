@@ -110,9 +110,13 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   const usage = async (query: string, headers = bearer(adminSecret())) => t.api.send('get', `/admin/usage?${range()}${query}`, { headers });
   const adminSecret = () => 'test-admin-secret-0123456789';
   /** Whole days around now: questions about keys, owners and metadata then read the per-day table (usage_key_days). */
-  const overDays = (query: string) => {
+  const overDays = async (query: string) => {
     const day = t.clock.now() - (t.clock.now() % DAY);
-    return t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, { headers: bearer(adminSecret()) });
+    const res = await t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, { headers: bearer(adminSecret()) });
+    // On a refusal the message shows the envelope and the gateway's error log lines.
+    const errors = () => t.logs.filter((line) => Number((JSON.parse(line) as { level?: number }).level) >= 50);
+    expect([res.status, res.status === 200 ? 'ok' : { body: res.body, errors: errors() }]).toEqual([200, 'ok']);
+    return res;
   };
 
   async function usedCredits(): Promise<Map<string, number>> {
