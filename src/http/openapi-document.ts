@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
+import { CORE_SCHEMA, load } from 'js-yaml';
 
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
 
@@ -68,11 +68,32 @@ function pruneUnusedComponents(document: Json): void {
  * The validator, /openapi.json and the tests all use this bundled form.
  */
 export function loadOpenApiDocument(name: 'gateway' | 'creative'): OpenApiDocument {
+  let bundled = bundledDocuments.get(name);
+  if (!bundled) {
+    bundled = bundleDocument(name);
+    bundledDocuments.set(name, bundled);
+  }
+  // A copy: callers (the validator, the router) may annotate theirs.
+  return structuredClone(bundled);
+}
+
+/** Parsed once per process: every gateway a test process starts, and the tests, read the same files. */
+const bundledDocuments = new Map<'gateway' | 'creative', OpenApiDocument>();
+
+/**
+ * YAML 1.2's core schema (what the `yaml` package reads by default; test/contract/served-documents.test.ts
+ * compares with it): js-yaml parses the specs about ten times faster, which every gateway start pays.
+ */
+function parseYaml(file: string): unknown {
+  return load(fs.readFileSync(file, 'utf8'), { schema: CORE_SCHEMA });
+}
+
+function bundleDocument(name: 'gateway' | 'creative'): OpenApiDocument {
   const dir = specDirectory();
-  const doc = localiseRefs(YAML.parse(fs.readFileSync(path.join(dir, `${name}.yaml`), 'utf8'))) as OpenApiDocument & {
+  const doc = localiseRefs(parseYaml(path.join(dir, `${name}.yaml`))) as OpenApiDocument & {
     components?: Record<string, Record<string, unknown>>;
   };
-  const shared = localiseRefs(YAML.parse(fs.readFileSync(path.join(dir, 'shared.yaml'), 'utf8'))) as {
+  const shared = localiseRefs(parseYaml(path.join(dir, 'shared.yaml'))) as {
     components: Record<string, Record<string, unknown>>;
   };
   const components: Record<string, Record<string, unknown>> = { ...(doc.components ?? {}) };

@@ -10,7 +10,10 @@ import type { OpenApiDocument } from './openapi-document';
  *
  * patches/express-openapi-validator+*.patch (applied on install by patch-package) caches the
  * compiled route matchers, which upstream rebuilds on every request (about 10% of the gateway's CPU
- * per generation; upstream PR cdimascio/express-openapi-validator#1217). Drop it once released.
+ * per generation; upstream PR cdimascio/express-openapi-validator#1217). It also compiles each
+ * request and response schema without the whole dereferenced document attached when the schema
+ * holds no `$ref` (ajv walked the entire inlined API on every compile: about half the CPU of a test
+ * that boots gateways; test/http/response-validation.test.ts). Drop it once upstream has both.
  */
 export function openApiValidator(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
   const layers = OpenApiValidator.middleware({
@@ -23,6 +26,9 @@ export function openApiValidator(document: OpenApiDocument, validateResponses: b
     // no 30 February), so the validator and every service agree on what a timestamp is.
     formats: { 'date-time': { type: 'string', validate: (value: string) => parseRfc3339(value) !== null } },
     ignoreUndocumented: false,
+    // The documents are the files shipped with this build; test/unit/openapi-documents.test.ts checks
+    // them against the OpenAPI schema with this library's own validator, so every start need not.
+    validateApiSpec: false,
     // No operation takes multipart uploads; without this the library parses them with multer anyway.
     fileUploader: false,
     // The default mode skips validating a shared $ref'd file (upstream issue #906).
