@@ -8,7 +8,8 @@ const HOUR = 3_600_000;
 describe('GENERATION_RETENTION_DAYS: the sweeper deletes old settled generation rows; usage rollups stay (getUsageReport)', () => {
   let t: TestGateway;
   beforeAll(async () => {
-    t = await startTestGateway();
+    // The worker does not poll during the test: the row it sets back to queued stays a row, not a job.
+    t = await startTestGateway({ GENERATION_POLL_MS: '600000' });
   });
   afterAll(() => t.close());
 
