@@ -2131,6 +2131,23 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description A dependency of the gateway (`dependency` names it: the database or Redis) is down, full,
+         *     read-only or hung (`dependency_unavailable`, with `Retry-After`; nothing was changed), or a
+         *     Cloudflare Access JWT is the admin credential and the team's signing keys (JWKS) could not be
+         *     fetched (`access_jwks_unavailable`; retry shortly, or sign in with an admin token).
+         */
+        AdminUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description Seconds to wait before retrying; sent with `dependency_unavailable`. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The admin token lacks the scope this operation declares. */
         InsufficientScope: {
             headers: {
@@ -3194,7 +3211,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     createKey: {
@@ -3245,7 +3262,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getKey: {
@@ -3269,7 +3286,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     disableKey: {
@@ -3293,7 +3310,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     updateKey: {
@@ -3324,7 +3341,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     setKeyQuota: {
@@ -3355,7 +3372,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     rotateKey: {
@@ -3388,7 +3405,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listAdminTokens: {
@@ -3421,6 +3438,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     createAdminToken: {
@@ -3457,6 +3475,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getAdminToken: {
@@ -3480,6 +3499,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["AdminTokenNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     revokeAdminToken: {
@@ -3503,6 +3523,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["AdminTokenNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getAdminIdentity: {
@@ -3527,6 +3548,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["AdminUnauthorized"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listAuditEvents: {
@@ -3567,6 +3589,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getUsageReport: {
@@ -3644,7 +3667,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listChannels: {
@@ -3677,6 +3700,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     createChannel: {
@@ -3726,6 +3750,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getChannel: {
@@ -3749,6 +3774,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["ChannelNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     deleteChannel: {
@@ -3780,6 +3806,7 @@ export interface operations {
             404: components["responses"]["ChannelNotFound"];
             409: components["responses"]["ChannelReadOnly"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     updateChannel: {
@@ -3810,6 +3837,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     testChannel: {
@@ -3851,6 +3879,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getChannelHealth: {
@@ -3883,6 +3912,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["ChannelNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listAdminGenerations: {
@@ -3923,7 +3953,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getAdminGeneration: {
@@ -3956,7 +3986,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["GenerationNotFound"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     cancelAdminGeneration: {
@@ -3990,7 +4020,7 @@ export interface operations {
             404: components["responses"]["GenerationNotFound"];
             409: components["responses"]["GenerationFinished"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["DependencyUnavailable"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listWebhookEndpoints: {
@@ -4016,6 +4046,7 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     createWebhookEndpoint: {
@@ -4052,6 +4083,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getWebhookEndpoint: {
@@ -4075,6 +4107,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     deleteWebhookEndpoint: {
@@ -4105,6 +4138,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -4134,6 +4168,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     rotateWebhookSecret: {
@@ -4172,6 +4207,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     sendTestWebhook: {
@@ -4207,6 +4243,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     listWebhookDeliveries: {
@@ -4246,6 +4283,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["WebhookEndpointNotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getOpenApiDocument: {

@@ -1,6 +1,7 @@
 import { decodeJwt, SignJWT } from 'jose';
 import { makeKey, startJwksServer } from '../helpers/access-jwt';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { loadOpenApiDocument } from '../../src/http/openapi-document';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 const TEAM = 'https://test-team.cloudflareaccess.com';
@@ -123,5 +124,28 @@ describe('Cloudflare Access JWT as an admin credential (AdminAccessJwt, CF_ACCES
     expect([res.status, res.body.error.code]).toEqual([401, 'invalid_admin_secret']);
     // The internal API still takes it.
     expect((await off.internal.send('get', '/api/v1/creative/models', { headers: withJwt(jwt) })).status).toBe(200);
+  });
+
+  it('503 access_jwks_unavailable on every admin operation when the signing keys cannot be fetched (each answer checked against its operation)', async () => {
+    const down = await startJwksServer();
+    down.failing.value = true;
+    const gateway = await startTestGateway({ ...access, CF_ACCESS_JWKS_URL: down.url, CF_ACCESS_ADMIN_SCOPES: 'keys:read', CF_ACCESS_ADMIN_AUD: CONSOLE_AUD });
+    try {
+      const jwt = await sign(gateway);
+      const document = loadOpenApiDocument('gateway');
+      const adminOperations = Object.entries(document.paths).flatMap(([template, item]) =>
+        Object.entries(item as Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>)
+          .filter(([, operation]) => operation.security?.some((requirement) => 'AdminAccessJwt' in requirement))
+          .map(([method, operation]) => ({ method, template, operationId: operation.operationId })),
+      );
+      expect(adminOperations.length).toBeGreaterThan(30);
+      for (const { method, template, operationId } of adminOperations) {
+        const res = await gateway.api.send(method as 'get', template.replace(/\{[^}]+\}/g, 'x0'), { headers: withJwt(jwt, { 'Sec-Fetch-Site': 'same-origin' }) });
+        expect([operationId, res.status, res.body.error?.code]).toEqual([operationId, 503, 'access_jwks_unavailable']);
+      }
+    } finally {
+      await gateway.close();
+      await down.close();
+    }
   });
 });
