@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { RequestHandler } from 'express';
 import { parseRfc3339 } from '../shared/rfc3339';
@@ -10,12 +11,28 @@ import type { OpenApiDocument } from './openapi-document';
  *
  * patches/express-openapi-validator+*.patch (applied on install by patch-package) caches the
  * compiled route matchers, which upstream rebuilds on every request (about 10% of the gateway's CPU
- * per generation; upstream PR cdimascio/express-openapi-validator#1217). It also compiles each
- * request and response schema without the whole dereferenced document attached when the schema
- * holds no `$ref` (ajv walked the entire inlined API on every compile: about half the CPU of a test
- * that boots gateways; test/http/response-validation.test.ts). Drop it once upstream has both.
+ * per generation; upstream PR cdimascio/express-openapi-validator#1217). It also makes starting
+ * cheap, which every test that boots a gateway pays: each request and response schema is compiled
+ * without the whole dereferenced document attached when the schema holds no `$ref` (ajv walked the
+ * entire inlined API on every compile), a response schema when its status is first answered, and the
+ * OpenAPI schema only when `validateApiSpec` asks for the check. test/http/response-validation.test.ts
+ * shows responses are still checked. Drop the patch once upstream has these.
  */
 export function openApiValidator(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
+  // The layers hold nothing of one app: a process that starts several gateways on the same document
+  // (the tests, the bench) compiles its schemas once.
+  const key = `${validateResponses} ${createHash('sha256').update(JSON.stringify(document)).digest('base64')}`;
+  let layers = validatorLayers.get(key);
+  if (!layers) {
+    layers = createValidatorLayers(document, validateResponses);
+    validatorLayers.set(key, layers);
+  }
+  return layers;
+}
+
+const validatorLayers = new Map<string, RequestHandler[]>();
+
+function createValidatorLayers(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
   const layers = OpenApiValidator.middleware({
     apiSpec: structuredClone(document) as never,
     validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
