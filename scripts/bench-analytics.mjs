@@ -72,19 +72,39 @@ export async function seedAnalytics(url, { keys, generations, days, now }) {
        sum(lat_28), sum(lat_29), sum(lat_30), sum(lat_31), sum(lat_32), sum(lat_33), sum(lat_34), sum(lat_35)
      FROM usage_rollups GROUP BY 1, 2, 3, 4`,
   );
+  await client.query(
+    `INSERT INTO usage_day_totals (day_start, model, provider, channel_id, status, error_code, requests, images, credits,
+       lat_28, lat_29, lat_30, lat_31, lat_32, lat_33, lat_34, lat_35)
+     SELECT hour_start - hour_start % ${DAY}, model, provider, channel_id, status, error_code, sum(requests), sum(images), sum(credits),
+       sum(lat_28), sum(lat_29), sum(lat_30), sum(lat_31), sum(lat_32), sum(lat_33), sum(lat_34), sum(lat_35)
+     FROM usage_rollup_totals GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  // Calendar months (UTC), as the settlement computes them.
+  await client.query(
+    `INSERT INTO usage_key_months (month_start, key_id, requests, succeeded, failed, canceled, images, credits)
+     SELECT CAST(extract(epoch FROM date_trunc('month', to_timestamp(day_start / 1000) AT TIME ZONE 'UTC')) AS bigint) * 1000, key_id,
+       sum(requests), sum(CASE WHEN status = 'succeeded' THEN requests ELSE 0 END), sum(CASE WHEN status = 'failed' THEN requests ELSE 0 END),
+       sum(CASE WHEN status = 'canceled' THEN requests ELSE 0 END), sum(images), sum(credits)
+     FROM usage_key_days GROUP BY 1, 2`,
+  );
+  await client.query('VACUUM ANALYZE usage_key_months');
+  await client.query('VACUUM ANALYZE usage_day_totals');
   await client.query('VACUUM ANALYZE usage_key_days');
   await client.query('VACUUM ANALYZE usage_rollups');
   await client.query('VACUUM ANALYZE usage_rollup_totals');
   await client.query('ANALYZE api_keys');
   const { rows } = await client.query(
     `SELECT (SELECT count(*) FROM usage_rollups)::bigint AS rollups, (SELECT count(*) FROM usage_rollup_totals)::bigint AS totals,
-       (SELECT count(*) FROM usage_key_days)::bigint AS key_days, (SELECT sum(requests) FROM usage_rollups)::bigint AS generations`,
+       (SELECT count(*) FROM usage_key_days)::bigint AS key_days, (SELECT count(*) FROM usage_key_months)::bigint AS key_months,
+       (SELECT count(*) FROM usage_day_totals)::bigint AS day_totals, (SELECT sum(requests) FROM usage_rollups)::bigint AS generations`,
   );
   await client.end();
   return {
     rollupRows: Number(rows[0].rollups),
     totalRows: Number(rows[0].totals),
     keyDayRows: Number(rows[0].key_days),
+    keyMonthRows: Number(rows[0].key_months),
+    dayTotalRows: Number(rows[0].day_totals),
     generations: Number(rows[0].generations),
     seedSeconds: Math.round((Date.now() - started) / 1000),
     end,

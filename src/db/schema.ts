@@ -278,7 +278,7 @@ export interface WebhookAttemptsTable {
 
 /**
  * One hour's usage of one key on one model, provider and channel, per outcome (0018), written in
- * each settlement's transaction (src/usage/usage-rollups.repository.ts), like the other two rollup tables. Plus lat_00 ... lat_47:
+ * each settlement's transaction (src/usage/usage-rollups.repository.ts), like the other rollup tables. Plus lat_00 ... lat_47:
  * the latency histogram of its delivered generations (src/usage/latency-histogram.ts).
  */
 export interface UsageRollupsTable {
@@ -305,10 +305,30 @@ export type UsageRollupTotalsTable = Omit<UsageRollupsTable, 'key_id'>;
 /** usage_rollups per UTC day and key, over every model, provider and channel. */
 export type UsageKeyDaysTable = Omit<UsageRollupsTable, 'hour_start' | 'model' | 'provider' | 'channel_id'> & { day_start: number };
 
+/** usage_rollup_totals per UTC day (0021). */
+export type UsageDayTotalsTable = Omit<UsageRollupTotalsTable, 'hour_start'> & { day_start: number };
+
+/**
+ * One calendar month's (UTC) usage of one key over every model, provider and channel (0021): the
+ * outcomes as counts, no error codes and no latency histogram.
+ */
+export interface UsageKeyMonthsTable {
+  month_start: number;
+  key_id: string;
+  requests: number;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+  images: number;
+  credits: number;
+}
+
 export interface Database {
   usage_rollups: UsageRollupsTable;
   usage_rollup_totals: UsageRollupTotalsTable;
   usage_key_days: UsageKeyDaysTable;
+  usage_day_totals: UsageDayTotalsTable;
+  usage_key_months: UsageKeyMonthsTable;
   webhook_endpoints: WebhookEndpointsTable;
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;

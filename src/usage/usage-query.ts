@@ -89,6 +89,70 @@ export function bucketStartOf(hourStart: number, bucket: UsageBucket): number {
   return Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
 }
 
+/**
+ * The SQL form of bucketStartOf(t, 'month') for an expression of epoch milliseconds, as the
+ * settlement writes usage_key_months (the engines' own calendar functions, UTC).
+ */
+export function monthStartSql(expression: string, postgres: boolean): string {
+  return postgres
+    ? `CAST(extract(epoch FROM date_trunc('month', to_timestamp(${expression} / 1000) AT TIME ZONE 'UTC')) AS bigint) * 1000`
+    : `CAST(strftime('%s', ${expression} / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000`;
+}
+
+/** The rollup grains a range is read in: hours, whole UTC days, whole calendar months. */
+export type RollupGrain = 'hour' | 'day' | 'month';
+
+/** Rows of one grain whose start lies in [from, to), added (sign 1) or taken off (sign -1). */
+export interface RangePiece {
+  grain: RollupGrain;
+  from: number;
+  to: number;
+  sign: 1 | -1;
+}
+
+/**
+ * What a month's rows per key cost to read, in days' rows: a key active on some day of a month has
+ * one month row, so a month reads about as many rows as a few busy days.
+ */
+const MONTH_COST_IN_DAYS = 4;
+
+/**
+ * [from, to) (whole hours) as signed pieces of rollup rows, no coarser than `coarsest`, whose sum is
+ * exactly the range's: hours at the edges, whole days between, and whole months where they fit.
+ * A month the range covers only partly is read as the month less its uncovered days when that reads
+ * fewer rows than its covered days (the tail of the current month: its future days have no rows).
+ * Exact because each coarser row is the sum of its finer rows, written in one transaction.
+ */
+export function coverRange(range: UsageRange, coarsest: RollupGrain): RangePiece[] {
+  const { from, to } = range;
+  const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
+  const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
+  if (coarsest === 'hour' || dayFrom >= dayTo) return [{ grain: 'hour', from, to, sign: 1 }];
+  const pieces: RangePiece[] = [];
+  if (from < dayFrom) pieces.push({ grain: 'hour', from, to: dayFrom, sign: 1 });
+  if (coarsest === 'day') pieces.push({ grain: 'day', from: dayFrom, to: dayTo, sign: 1 });
+  else {
+    for (const month of monthStarts({ from: dayFrom, to: dayTo })) {
+      const end = bucketEndOf(month, 'month');
+      const covered = { from: Math.max(month, dayFrom), to: Math.min(end, dayTo) };
+      const coveredDays = (covered.to - covered.from) / DAY_MS;
+      const uncoveredDays = (end - month) / DAY_MS - coveredDays;
+      if (uncoveredDays === 0 || uncoveredDays + MONTH_COST_IN_DAYS < coveredDays) {
+        pieces.push({ grain: 'month', from: month, to: end, sign: 1 });
+        if (month < covered.from) pieces.push({ grain: 'day', from: month, to: covered.from, sign: -1 });
+        if (covered.to < end) pieces.push({ grain: 'day', from: covered.to, to: end, sign: -1 });
+      } else {
+        const last = pieces[pieces.length - 1];
+        // Days that continue the previous piece's days are one piece.
+        if (last?.grain === 'day' && last.sign === 1 && last.to === covered.from) last.to = covered.to;
+        else pieces.push({ grain: 'day', ...covered, sign: 1 });
+      }
+    }
+  }
+  if (dayTo < to) pieces.push({ grain: 'hour', from: dayTo, to, sign: 1 });
+  return pieces;
+}
+
 /** The end of the bucket starting at `start`. */
 export function bucketEndOf(start: number, bucket: UsageBucket): number {
   if (bucket === 'hour') return start + HOUR_MS;

@@ -1,37 +1,50 @@
 import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
 import type { Database } from '../db/schema';
-import { LATENCY_BUCKETS, LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
+import { LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
+import { DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
 
 /**
  * The write side of usage analytics: every settlement of a client key's generation adds to the
  * rollup tables (usage_rollups per hour and key, usage_rollup_totals per hour without the key,
- * usage_key_days per day and key) in the settlement's own transaction or statement, so the rollups
- * hold exactly what the books were charged, and survive whatever the books survive. Upserts add to
- * the row (INSERT ... ON CONFLICT DO UPDATE), so concurrent settlements never lose a count.
- * Internal generations (no key) are left out.
+ * usage_key_days per day and key, usage_day_totals per day without the key, usage_key_months per
+ * month and key) in the settlement's own transaction or statement, so the rollups hold exactly what
+ * the books were charged, survive whatever the books survive, and each coarser row is the sum of its
+ * finer rows (what the read side's ranges of mixed grains rely on). Upserts add to the row (INSERT
+ * ... ON CONFLICT DO UPDATE), so concurrent settlements never lose a count. Internal generations
+ * (no key) are left out.
  *
  * What a settled generation adds: one request of its status and error code ('' for none); a
  * success its images and credits and its latency to the histogram; a failure or cancel the credits
  * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). The
  * channel is the one of its last recorded attempt ('' for cancels: their attempts may be written
- * after the cancel, and a later refund must land on the same row). The hour and day are completed_at's.
+ * after the cancel, and a later refund must land on the same row). The hour, day and month are completed_at's.
  */
 type Db = Kysely<Database>;
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 const COUNTS = ['requests', 'images', 'credits'] as const;
+/** usage_key_months keeps the outcomes as counts instead of rows per status and error code. */
+const OUTCOME_COUNTS = ['requests', 'succeeded', 'failed', 'canceled', 'images', 'credits'] as const;
 
 interface RollupTable {
   name: string;
   dimensions: readonly string[];
+  /** Counts per status and error code row with the latency histogram, or the outcomes as counts. */
+  measures: 'histogram' | 'outcomes';
 }
 
+/** In the one order every settlement writes them (concurrent settlements lock shared rows in one order). */
 const TABLES: readonly RollupTable[] = [
-  { name: 'usage_rollups', dimensions: ['hour_start', 'key_id', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
-  { name: 'usage_rollup_totals', dimensions: ['hour_start', 'model', 'provider', 'channel_id', 'status', 'error_code'] },
-  { name: 'usage_key_days', dimensions: ['day_start', 'key_id', 'status', 'error_code'] },
+  { name: 'usage_rollups', dimensions: ['hour_start', 'key_id', 'model', 'provider', 'channel_id', 'status', 'error_code'], measures: 'histogram' },
+  { name: 'usage_rollup_totals', dimensions: ['hour_start', 'model', 'provider', 'channel_id', 'status', 'error_code'], measures: 'histogram' },
+  { name: 'usage_key_days', dimensions: ['day_start', 'key_id', 'status', 'error_code'], measures: 'histogram' },
+  { name: 'usage_day_totals', dimensions: ['day_start', 'model', 'provider', 'channel_id', 'status', 'error_code'], measures: 'histogram' },
+  { name: 'usage_key_months', dimensions: ['month_start', 'key_id'], measures: 'outcomes' },
 ];
+
+/** A table's measure columns, given the histogram columns a statement adds to. */
+function measuresOf(table: RollupTable, latency: readonly string[]): string[] {
+  return table.measures === 'outcomes' ? [...OUTCOME_COUNTS] : [...COUNTS, ...latency];
+}
 
 /** Adds the new row's measures to the stored one; histogram buckets stay NULL while empty. */
 function onConflict(table: RollupTable, measures: readonly string[]): string {
@@ -43,10 +56,12 @@ function onConflict(table: RollupTable, measures: readonly string[]): string {
 }
 
 /** A settled generation row's contribution, by rollup column, as expressions over `generations g`. */
-function generationExpressions(refundParameter: string | undefined): Record<string, string> {
+function generationExpressions(postgres: boolean, refundParameter: string | undefined): Record<string, string> {
+  const outcome = (status: string) => (refundParameter === undefined ? `CASE WHEN g.status = '${status}' THEN 1 ELSE 0 END` : '0');
   return {
     hour_start: `g.completed_at - g.completed_at % ${HOUR_MS}`,
     day_start: `g.completed_at - g.completed_at % ${DAY_MS}`,
+    month_start: monthStartSql('g.completed_at', postgres),
     key_id: 'g.key_id',
     model: 'g.model',
     provider: 'g.provider',
@@ -54,6 +69,9 @@ function generationExpressions(refundParameter: string | undefined): Record<stri
     status: 'g.status',
     error_code: `COALESCE(g.error_code, '')`,
     requests: refundParameter === undefined ? '1' : '0',
+    succeeded: outcome('succeeded'),
+    failed: outcome('failed'),
+    canceled: outcome('canceled'),
     images: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
     credits: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
   };
@@ -71,20 +89,21 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
   const cached = statements.get(cacheKey);
   if (cached) return cached;
   const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
-  const measures = [...COUNTS, ...latency];
   const p = (i: number) => (postgres ? `$${i}` : '?');
-  const expressions: Record<string, string> = { ...generationExpressions(refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) };
+  const expressions: Record<string, string> = { ...generationExpressions(postgres, refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) };
   const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
-  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measures];
+  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measuresOf(table, latency)];
   let built: string[];
   if (postgres) {
     const source = `src AS (SELECT ${Object.entries(expressions).map(([column, expression]) => `${expression} AS ${column}`).join(', ')} ${where})`;
     const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
-    const upsert = (table: RollupTable) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measures)}`;
+    const upsert = (table: RollupTable) =>
+      `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measuresOf(table, latency))}`;
     built = [`WITH ${[source, ...others.reverse().map((table, i) => `u${i} AS (${upsert(table)})`)].join(', ')} ${upsert(last)}`];
   } else {
     built = TABLES.map(
-      (table) => `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).map((column) => expressions[column]).join(', ')} ${where}${onConflict(table, measures)}`,
+      (table) =>
+        `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).map((column) => expressions[column]).join(', ')} ${where}${onConflict(table, measuresOf(table, latency))}`,
     );
   }
   statements.set(cacheKey, built);
@@ -130,20 +149,23 @@ export function rollupChannelOf(attempts: ReadonlyArray<{ seq: number; channel_i
  * images, credits, completed_at), `from`: what to select from (it, or it joined to the batch's
  * inputs), `channel` and `latencyBucket`: expressions for each settled row. Rows are summed per
  * rollup row first (one statement may not update a row twice), and written in key order. The tables
- * are written in one order everywhere (per hour and key, per hour, per day and key).
+ * are written in one order everywhere (TABLES).
  */
 export function settledUsageCtes(options: { settled: string; from: string; channel: string; latencyBucket: string }): string {
   const u = options.settled;
-  const measures = [...COUNTS, ...LATENCY_COLUMNS];
-  const sums = [
-    'count(*)',
-    `sum(${u}.images)`,
-    `sum(${u}.credits)`,
-    ...Array.from({ length: LATENCY_BUCKETS }, (_, bucket) => `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 END)`),
-  ];
+  const sum: Record<string, string> = {
+    requests: 'count(*)',
+    succeeded: 'count(*)',
+    failed: '0',
+    canceled: '0',
+    images: `sum(${u}.images)`,
+    credits: `sum(${u}.credits)`,
+    ...Object.fromEntries(LATENCY_COLUMNS.map((column, bucket) => [column, `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 END)`])),
+  };
   const value: Record<string, string> = {
     hour_start: `${u}.completed_at - ${u}.completed_at % ${HOUR_MS}`,
     day_start: `${u}.completed_at - ${u}.completed_at % ${DAY_MS}`,
+    month_start: monthStartSql(`${u}.completed_at`, true),
     key_id: `${u}.key_id`,
     model: `${u}.model`,
     provider: `${u}.provider`,
@@ -153,9 +175,10 @@ export function settledUsageCtes(options: { settled: string; from: string; chann
   };
   return TABLES.map((table, i) => {
     const grouped = table.dimensions.filter((column) => column !== 'status' && column !== 'error_code');
+    const measures = measuresOf(table, LATENCY_COLUMNS);
     return (
       `usage_${i} AS (INSERT INTO ${table.name} (${[...table.dimensions, ...measures].join(', ')}) ` +
-      `SELECT ${[...table.dimensions.map((column) => value[column]), ...sums].join(', ')} FROM ${options.from} ` +
+      `SELECT ${[...table.dimensions.map((column) => value[column]), ...measures.map((column) => sum[column])].join(', ')} FROM ${options.from} ` +
       `WHERE ${u}.key_id IS NOT NULL GROUP BY ${grouped.map((column) => value[column]).join(', ')} ` +
       // In key order: concurrent settlement statements then lock shared rows (an hour's totals) in one order, never deadlocking.
       `ORDER BY ${grouped.map((column) => value[column]).join(', ')}${onConflict(table, measures)})`

@@ -4,6 +4,7 @@ import { csvDocument, csvField } from '../../src/usage/usage-csv';
 import {
   bucketEndOf,
   bucketStartOf,
+  coverRange,
   decodeUsageCursor,
   encodeUsageCursor,
   monthStarts,
@@ -114,6 +115,57 @@ describe('usage query parsing', () => {
     expect(paramOf(() => decodeUsageCursor(cursor, 'q1', 2))).toBe('cursor');
     expect(paramOf(() => decodeUsageCursor('%%%', 'q1', 3))).toBe('cursor');
     expect(paramOf(() => decodeUsageCursor(encodeUsageCursor('q1', [1.5]), 'q1', 1))).toBe('cursor');
+  });
+});
+
+describe('coverRange: a range as signed pieces of hours, whole days and whole months', () => {
+  const HOUR = 3_600_000;
+  const DAY = 86_400_000;
+  /** How many times the pieces count the hour starting at `hour` (each piece counting its grain's rows in [from, to)). */
+  const countOf = (pieces: ReturnType<typeof coverRange>, hour: number) =>
+    pieces.reduce((sum, piece) => sum + (hour >= piece.from && hour < piece.to ? piece.sign : 0), 0);
+
+  it('every hour of the range counted once and none outside it, each piece whole in its grain, for ranges around month ends', () => {
+    const starts = [at('2024-01-27T00:00:00Z'), at('2024-02-27T05:00:00Z'), at('2026-08-29T00:00:00Z'), at('2026-11-30T23:00:00Z')];
+    const lengths = [HOUR, 5 * HOUR, DAY, DAY + 3 * HOUR, 3 * DAY, 29 * DAY, 31 * DAY, 90 * DAY, 90 * DAY + 7 * HOUR, 200 * DAY];
+    for (const from of starts) {
+      for (const length of lengths) {
+        const range = { from, to: from + length };
+        for (const coarsest of ['hour', 'day', 'month'] as const) {
+          const pieces = coverRange(range, coarsest);
+          for (const piece of pieces) {
+            expect(piece.to).toBeGreaterThan(piece.from);
+            if (piece.grain === 'day') expect([piece.from % DAY, piece.to % DAY]).toEqual([0, 0]);
+            if (piece.grain === 'month') expect([bucketStartOf(piece.from, 'month'), bucketEndOf(piece.from, 'month')]).toEqual([piece.from, piece.to]);
+            expect(['hour', 'day', 'month'].indexOf(piece.grain)).toBeLessThanOrEqual(['hour', 'day', 'month'].indexOf(coarsest));
+          }
+          const wrong: number[] = [];
+          for (let hour = from - 40 * DAY; hour < range.to + 40 * DAY; hour += HOUR) {
+            if (countOf(pieces, hour) !== (hour >= range.from && hour < range.to ? 1 : 0)) wrong.push(hour);
+          }
+          expect([new Date(from).toISOString(), length, coarsest, wrong.length]).toEqual([new Date(from).toISOString(), length, coarsest, 0]);
+        }
+      }
+    }
+  });
+
+  it('the last 90 days: the first days alone, whole months, and the current month less its days to come', () => {
+    const pieces = coverRange({ from: at('2026-08-29T00:00:00Z'), to: at('2026-11-27T00:00:00Z') }, 'month');
+    const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    expect(pieces.map((p) => [p.grain, iso(p.from), iso(p.to), p.sign])).toEqual([
+      ['day', '2026-08-29', '2026-09-01', 1],
+      ['month', '2026-09-01', '2026-10-01', 1],
+      ['month', '2026-10-01', '2026-11-01', 1],
+      ['month', '2026-11-01', '2026-12-01', 1],
+      ['day', '2026-11-27', '2026-12-01', -1],
+    ]);
+    // Hours at the edges of a range that is not whole days; hour grain alone for hour buckets.
+    expect(coverRange({ from: at('2026-11-01T05:00:00Z'), to: at('2026-11-03T07:00:00Z') }, 'day').map((p) => [p.grain, iso(p.from), iso(p.to)])).toEqual([
+      ['hour', '2026-11-01', '2026-11-02'],
+      ['day', '2026-11-02', '2026-11-03'],
+      ['hour', '2026-11-03', '2026-11-03'],
+    ]);
+    expect(coverRange({ from: at('2026-11-01T00:00:00Z'), to: at('2026-11-03T00:00:00Z') }, 'hour')).toHaveLength(1);
   });
 });
 

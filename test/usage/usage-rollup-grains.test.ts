@@ -1,0 +1,154 @@
+import { PostgresAdapter, sql } from 'kysely';
+import { BOOKS_CATALOG, UPSTREAM_REFUSAL } from '../helpers/books';
+import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { bearer } from '../helpers/admin-tokens';
+import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { bucketStartOf, monthStartSql } from '../../src/usage/usage-query';
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+interface Row {
+  bucket_start?: string;
+  key_id?: string;
+  owner?: string | null;
+  model?: string;
+  requests: number;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+  images_delivered: number;
+  credits_charged: number;
+  failures: Record<string, number>;
+}
+
+const SUMS = ['requests', 'succeeded', 'failed', 'canceled', 'images_delivered', 'credits_charged'] as const;
+
+/** Rows summed by the named fields (the reference: a finer question's rows added up). */
+function sumBy(rows: Row[], fields: ReadonlyArray<keyof Row>): Map<string, Omit<Row, 'model'>> {
+  const sums = new Map<string, Omit<Row, 'model'>>();
+  for (const row of rows) {
+    const group = JSON.stringify(fields.map((field) => row[field] ?? null));
+    const entry = sums.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+    for (const field of SUMS) entry[field] += row[field];
+    for (const [code, count] of Object.entries(row.failures)) entry.failures[code] = (entry.failures[code] ?? 0) + count;
+    sums.set(group, entry);
+  }
+  return sums;
+}
+
+/**
+ * Issue #28 at scale: questions read a range in pieces of mixed grains (hours, days, months, a
+ * month less its uncovered days), from the coarser tables written with each settlement. Whatever
+ * the pieces, the answer equals the one summed from the hourly rows, on both engines.
+ */
+describe('usage rollups of every grain agree (usage_key_months, usage_day_totals)', () => {
+  let t: TestGateway;
+  let ark: FakeImagesApi;
+  const keys: Array<{ id: string; key: string }> = [];
+  let firstHour = 0;
+
+  beforeAll(async () => {
+    ark = await startFakeImagesApi({ apiKey: 'ark-grains', flavour: 'ark' });
+    t = await startTestGateway({ ARK_API_KEY: 'ark-grains', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) });
+    keys.push(await t.createKey({ owner: 'ann@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
+    keys.push(await t.createKey({ owner: 'ben@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
+    firstHour = t.clock.now() - (t.clock.now() % HOUR);
+    // Settlements spread over hours, days and month ends: successes on two models, and refusals.
+    const steps = [0, 5 * HOUR, 4 * DAY, 9 * HOUR, 2 * DAY, 31 * DAY, 13 * HOUR, 40 * DAY];
+    for (const [i, step] of steps.entries()) {
+      t.clock.advanceMs(step);
+      for (const [k, { key }] of keys.entries()) {
+        const send = (body: Record<string, unknown>) => t.api.client(key, body);
+        expect((await send(localRequest({ prompt: `step ${i}`, n: 1 + ((i + k) % 2) }))).status).toBe(200);
+        if ((i + k) % 3 !== 0) expect((await send({ prompt: `ark ${i}`, model: 'held-3', response_format: 'b64_json' })).status).toBe(200);
+        if ((i + k) % 2 === 0) expect((await send({ prompt: `refused ${i} ${UPSTREAM_REFUSAL}`, model: 'held-1' })).status).not.toBe(200);
+      }
+    }
+  });
+  afterAll(async () => {
+    await t.close();
+    await ark.close();
+  });
+
+  const ask = async (from: number, to: number, query: string): Promise<Row[]> => {
+    const res = await t.api.send('get', `/admin/usage?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}${query.includes('limit=') ? '' : '&limit=1000'}${query}`, { headers: bearer(ADMIN_SECRET) });
+    expect([query, res.status]).toEqual([query, 200]);
+    return res.body.data as Row[];
+  };
+  const asMap = (rows: Row[], fields: ReadonlyArray<keyof Row>) =>
+    new Map(rows.map((row) => [JSON.stringify(fields.map((field) => row[field] ?? null)), Object.fromEntries([...SUMS, 'failures'].map((f) => [f, row[f as keyof Row]]))]));
+
+  it('the SQL month start the settlement writes equals bucketStartOf(t, "month"), leap years and month ends included', async () => {
+    const db = t.gateway.database.db;
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    const times = ['2024-02-29T23:59:59.999Z', '2024-03-01T00:00:00.000Z', '2026-11-30T23:00:00.000Z', '2026-12-31T23:59:59.999Z', '2027-01-01T00:00:00.000Z', '2100-02-28T12:00:00.000Z'].map(Date.parse);
+    for (let at = Date.parse('2025-01-01T00:00:00Z'); at < Date.parse('2027-01-01T00:00:00Z'); at += 7 * DAY + 5 * HOUR + 1) times.push(at);
+    for (const at of times) {
+      const { rows } = await sql<{ m: number | string }>`SELECT ${sql.raw(monthStartSql(String(at), postgres))} AS m`.execute(db);
+      expect([new Date(at).toISOString(), Number(rows[0]?.m)]).toEqual([new Date(at).toISOString(), bucketStartOf(at, 'month')]);
+    }
+  });
+
+  it('each coarser table holds the sums of its finer one', async () => {
+    const db = t.gateway.database.db;
+    const days = await db.selectFrom('usage_key_days').selectAll().execute();
+    const months = new Map<string, Record<string, number>>();
+    for (const day of days) {
+      const group = `${bucketStartOf(Number(day.day_start), 'month')} ${day.key_id}`;
+      const entry = months.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, images: 0, credits: 0 };
+      entry.requests! += Number(day.requests);
+      entry[day.status]! += Number(day.requests);
+      entry.images! += Number(day.images);
+      entry.credits! += Number(day.credits);
+      months.set(group, entry);
+    }
+    const stored = await db.selectFrom('usage_key_months').selectAll().execute();
+    expect(new Map(stored.map((m) => [`${m.month_start} ${m.key_id}`, { requests: Number(m.requests), succeeded: Number(m.succeeded), failed: Number(m.failed), canceled: Number(m.canceled), images: Number(m.images), credits: Number(m.credits) }]))).toEqual(months);
+    expect(stored.length).toBeGreaterThanOrEqual(6);
+
+    const hourly = await db.selectFrom('usage_rollup_totals').selectAll().execute();
+    const daily = new Map<string, number[]>();
+    for (const hour of hourly) {
+      const group = [Number(hour.hour_start) - (Number(hour.hour_start) % DAY), hour.model, hour.provider, hour.channel_id, hour.status, hour.error_code].join(' ');
+      const entry = daily.get(group) ?? [0, 0, 0];
+      daily.set(group, [entry[0]! + Number(hour.requests), entry[1]! + Number(hour.images), entry[2]! + Number(hour.credits)]);
+    }
+    const storedDays = await db.selectFrom('usage_day_totals').selectAll().execute();
+    expect(new Map(storedDays.map((d) => [[d.day_start, d.model, d.provider, d.channel_id, d.status, d.error_code].join(' '), [Number(d.requests), Number(d.images), Number(d.credits)]]))).toEqual(daily);
+  });
+
+  it('questions about keys, owners and models over ranges of mixed grains equal the sums of the hourly rows', async () => {
+    const last = t.clock.now() - (t.clock.now() % HOUR) + HOUR;
+    const firstDay = firstHour - (firstHour % DAY);
+    const ranges: Array<[number, number]> = [
+      [firstHour, last],
+      [firstDay - 3 * DAY, last + 2 * DAY],
+      [firstHour + 3 * HOUR, firstDay + 5 * DAY + 7 * HOUR],
+      [firstDay + DAY, last - 5 * HOUR],
+      [firstDay + 5 * DAY, firstDay + 50 * DAY],
+      [firstHour + HOUR, firstHour + 9 * HOUR],
+      [bucketStartOf(firstHour, 'month'), last + 30 * DAY],
+      // A month less the days before the range (settlements on them), and the hours before those days.
+      [firstDay + 7 * DAY, last],
+      [firstDay + 6 * DAY + 15 * HOUR, last],
+      [firstDay + 6 * DAY + 17 * HOUR, firstDay + 60 * DAY],
+    ];
+    for (const [from, to] of ranges) {
+      const reference = await ask(from, to, '&group_by=key,model');
+      expect(asMap(await ask(from, to, '&group_by=key'), ['key_id'])).toEqual(sumBy(reference, ['key_id']));
+      const top = await ask(from, to, '&group_by=key&order=credits_desc&limit=1');
+      const best = [...sumBy(reference, ['key_id']).entries()].sort((a, b) => b[1].credits_charged - a[1].credits_charged || a[0].localeCompare(b[0]))[0];
+      expect(top.map((row) => [row.key_id, row.credits_charged])).toEqual(best ? [[JSON.parse(best[0])[0], best[1].credits_charged]] : []);
+      const byOwnerMonth = await ask(from, to, '&group_by=owner&bucket=month');
+      expect(asMap(byOwnerMonth, ['bucket_start', 'owner'])).toEqual(sumBy(await ask(from, to, '&group_by=owner,model&bucket=month'), ['bucket_start', 'owner']));
+      const ben = sumBy(reference.filter((row) => row.key_id === keys[1]!.id), []);
+      const benAsked = await ask(from, to, `&key_id=${keys[1]!.id}`);
+      // Without rows in range the answer is one row of zeros.
+      if (ben.size > 0) expect(asMap(benAsked, [])).toEqual(ben);
+      else expect(benAsked.map((row) => row.requests)).toEqual([0]);
+      expect(asMap(await ask(from, to, '&group_by=model&bucket=day'), ['bucket_start', 'model'])).toEqual(sumBy(await ask(from, to, '&group_by=model,key&bucket=day'), ['bucket_start', 'model']));
+      expect(asMap(await ask(from, to, '&group_by=model'), ['model'])).toEqual(sumBy(reference, ['model']));
+    }
+  });
+});
