@@ -3,6 +3,7 @@ import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { ProviderImage, ProviderRequest } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
+import { abortWhen } from '../shared/abort-link';
 import { oneImagePerCall } from './channel-clients';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
@@ -70,13 +71,15 @@ export class ChannelFailover {
     const settings = this.runtimes.settingsOf(entry.provider);
     // A controller of its own, not AbortSignal.timeout: the deadline aborts with provider_timeout, the
     // reason the calls and the attempt rows see.
+    // It aborts with the client's signal too (the client's reason, when that comes first).
     const deadline = new AbortController();
     let deadlinePassed = false;
     const timer = setTimeout(() => {
       deadlinePassed = true;
       deadline.abort(this.timeoutError(entry.provider, settings.timeoutMs));
     }, settings.timeoutMs);
-    const signal = AbortSignal.any([clientSignal, deadline.signal]);
+    const unlink = abortWhen(clientSignal, deadline);
+    const signal = deadline.signal;
     const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal };
     const started = this.deps.clock.now();
     const stats = this.runtimes.statsOf(entry.provider);
@@ -107,6 +110,7 @@ export class ChannelFailover {
       return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts) };
     } finally {
       clearTimeout(timer);
+      unlink();
     }
   }
 
@@ -153,7 +157,8 @@ export class ChannelFailover {
           attemptTimedOut = true;
           attemptDeadline.abort(this.timeoutError(channel.provider, attemptMs));
         }, attemptMs);
-      const attemptSignal = attemptDeadline ? AbortSignal.any([context.signal, attemptDeadline.signal]) : context.signal;
+      const unlinkAttempt = attemptDeadline && abortWhen(context.signal, attemptDeadline);
+      const attemptSignal = attemptDeadline ? attemptDeadline.signal : context.signal;
       let reached = false;
       runtime.inFlight += 1;
       try {
@@ -190,6 +195,7 @@ export class ChannelFailover {
         lastError = failure as UpstreamError;
       } finally {
         clearTimeout(timer);
+        unlinkAttempt?.();
         runtime.inFlight -= 1;
         if (leaseId !== undefined) await this.release(channel, leaseId);
       }

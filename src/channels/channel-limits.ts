@@ -52,20 +52,36 @@ export interface ChannelLimitStore {
 /** What each claim of an acquisition stands for, in the order they are checked. */
 const REFUSALS = ['cooling_down', 'max_concurrency', 'rpm', 'ipm'] as const;
 
-const scopes = (channelId: string) => {
-  const owner = `channel:${channelId}`;
-  return {
-    coolDown: { owner, name: 'cooldown' },
-    concurrency: { owner, name: 'concurrency' },
-    calls: { owner, name: 'calls' },
-    images: { owner, name: 'images' },
-  } satisfies Record<string, LeaseScope>;
+interface ChannelScopes {
+  coolDown: LeaseScope;
+  concurrency: LeaseScope;
+  calls: LeaseScope;
+  images: LeaseScope;
+}
+
+/** A channel's scopes, made once per channel id: every call of a channel names them (acquire and release). */
+const scopesById = new Map<string, ChannelScopes>();
+const scopes = (channelId: string): ChannelScopes => {
+  let found = scopesById.get(channelId);
+  if (found === undefined) {
+    const owner = `channel:${channelId}`;
+    found = {
+      coolDown: { owner, name: 'cooldown' },
+      concurrency: { owner, name: 'concurrency' },
+      calls: { owner, name: 'calls' },
+      images: { owner, name: 'images' },
+    };
+    scopesById.set(channelId, found);
+  }
+  return found;
 };
 
 const namedLease = (name: string): LeaseScope => ({ owner: `shared:${name}`, name: 'holder' });
 
 // 12 base62 characters (71 bits) from the pooled CSPRNG bytes: one randomBytes call per call was 3% of the request's CPU.
 const newLeaseId = () => randomBase62(12);
+/** The lease id of an acquisition that takes no units (a channel without caps): nothing is stored under it. */
+const NO_LEASE = 'none';
 
 /**
  * Channel limits as leases of the channel's scopes: a slot in flight (`concurrency`, released when
@@ -88,7 +104,8 @@ export class ChannelLimits implements ChannelLimitStore {
         { scope: scope.images, limit: caps.ipm, units: images, expiresAt: now + WINDOW_MS },
       );
     }
-    const taken = await this.store.acquire(claims, now, newLeaseId());
+    // Without caps nothing is taken (the cool-down claim has 0 units), so no lease id is drawn.
+    const taken = await this.store.acquire(claims, now, hasCaps(caps) ? newLeaseId() : NO_LEASE);
     if (taken.granted) return { leaseId: hasCaps(caps) ? taken.leaseId : undefined };
     // Nothing frees in time for a claim larger than its limit: a lease taken now would lapse first.
     const freesAt = taken.states[taken.refusedClaim]!.freesAt ?? claims[taken.refusedClaim]!.expiresAt;

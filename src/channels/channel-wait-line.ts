@@ -38,6 +38,8 @@ function weightedOrder<T extends { channel: Channel }>(items: T[]): T[] {
 
 /** Highest priority tier first, weighted random within each tier. */
 function routingOrder<T extends { channel: Channel }>(items: T[]): T[] {
+  // One candidate (most models): its order is itself, without drawing random keys.
+  if (items.length <= 1) return items;
   const tiers = [...new Set(items.map((i) => i.channel.priority))].sort((a, b) => b - a);
   return tiers.flatMap((priority) => weightedOrder(items.filter((i) => i.channel.priority === priority)));
 }

@@ -22,11 +22,26 @@ const liveTransactions = new WeakSet<Kysely<Database>>();
  */
 export async function withDirectRuns<T>(trx: Kysely<Database>, work: () => Promise<T>): Promise<T> {
   liveTransactions.add(trx);
+  const run = directRunOf(trx);
+  // Compiled queries handed to trx.executeQuery (raw statements: the usage rollups' upserts, on every
+  // settlement) take the direct run too while the transaction is live; builders and anything the direct
+  // run declines keep kysely's path.
+  if (run) {
+    const viaKysely = trx.executeQuery.bind(trx);
+    const direct = async (query: Parameters<typeof trx.executeQuery>[0], queryId?: Parameters<typeof trx.executeQuery>[1]) =>
+      (isCompiled(query) ? run(trx, query.sql, query.parameters) : undefined) ?? viaKysely(query, queryId);
+    Object.defineProperty(trx, 'executeQuery', { value: direct, configurable: true, writable: true });
+  }
   try {
     return await work();
   } finally {
     liveTransactions.delete(trx);
+    if (run) delete (trx as { executeQuery?: unknown }).executeQuery;
   }
+}
+
+function isCompiled(query: object): query is { sql: string; parameters: readonly unknown[] } {
+  return typeof (query as { sql?: unknown }).sql === 'string' && Array.isArray((query as { parameters?: unknown }).parameters);
 }
 
 /**

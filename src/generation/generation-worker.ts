@@ -6,6 +6,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
+import { abortWhen } from '../shared/abort-link';
 import { RenewedSet } from '../shared/renewed-set';
 import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLeases } from './durable.repository';
 
@@ -182,9 +183,12 @@ export class GenerationWorker {
   private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
     this.local.add(row.id, controller);
+    // The client's abort and the lease's end on one signal: whichever comes first gives the reason.
+    const unlink = signal ? abortWhen(signal, controller) : undefined;
     try {
-      return (await (execute ?? this.deps.execute)(row, signal ? AbortSignal.any([signal, controller.signal]) : controller.signal)) as T;
+      return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
     } finally {
+      unlink?.();
       this.local.delete(row.id);
       const waiters = this.settleWaiters.get(row.id);
       this.settleWaiters.delete(row.id);

@@ -50,8 +50,8 @@ export interface ProviderImage {
 /**
  * Speaks one wire format with one account's credentials (built by wire-client.ts). Implementations
  * throw ApiError with a provider_* (or content) code on failure and must stop work when `signal` aborts.
- * An abort listener added to `signal` is removed once the call is done: `signal` is derived
- * (AbortSignal.any), and Node keeps a derived signal with a listener on it alive until a source aborts.
+ * An abort listener added to `signal` is removed once the call is done: `signal` outlives the call
+ * (it is the request's, shared by its other calls and by a failover's next attempt).
  */
 export interface WireClient {
   generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]>;

@@ -1,5 +1,5 @@
 import SQLite from 'better-sqlite3';
-import { Kysely, sql } from 'kysely';
+import { CompiledQuery, Kysely, sql } from 'kysely';
 import pino from 'pino';
 import { insertAttempts } from '../../src/generation/attempts.repository';
 import { openDatabase, type GatewayDatabase } from '../../src/db/database';
@@ -49,6 +49,26 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
       }),
     ).rejects.toThrow('roll back');
     expect(committedIds()).toEqual([]);
+  });
+
+  it("a compiled query given to a group-commit transaction's executeQuery: run directly, part of it; after it ended, kysely's refusal", async () => {
+    let ended: Kysely<never> | undefined;
+    const insert = (db: Kysely<never>, id: string) =>
+      db.executeQuery(CompiledQuery.raw('INSERT INTO generation_attempts (generation_id, seq, image_index, channel_id, outcome, latency_ms, started_at) VALUES (?, 0, 0, ?, ?, 1, 1)', [id, 'env-local', 'succeeded']));
+    await expect(
+      database.writes.run(async (trx) => {
+        ended = trx as never;
+        const result = await insert(trx as never, 'gen_raw');
+        expect(result.numAffectedRows).toBe(1n);
+        expect(throughKysely).not.toHaveBeenCalled();
+        // A builder still takes kysely's path, inside the same transaction.
+        expect((await trx.selectFrom('generation_attempts').select('generation_id').execute()).map((r) => r.generation_id)).toEqual(['gen_raw']);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(other.prepare('SELECT count(*) AS n FROM generation_attempts').get()).toEqual({ n: 0 });
+    // kysely throws at the call (not in the promise) for a transaction that has ended.
+    await expect((async () => insert(ended as never, 'gen_late'))()).rejects.toThrow(/already rolled back/);
   });
 
   it('on a transaction that has ended: refused as kysely refuses it, never run in whatever transaction is open then', async () => {

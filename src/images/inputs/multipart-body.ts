@@ -40,7 +40,8 @@ const MAX_FIELD_BYTES = 16 * 1024;
 export function imageInputsBody(multipartRoutes: ReadonlySet<string>): RequestHandler {
   const json = jsonBody(GATEWAY_INPUT_LIMITS.maxBodyBytes);
   return (req, res, next) => {
-    if (req.is('multipart/form-data')) {
+    // Most bodies are JSON: type-is parses the header only for one that may be multipart.
+    if (req.headers['content-type']?.toLowerCase().includes('multipart') && req.is('multipart/form-data')) {
       if (!req.route || !multipartRoutes.has(`${req.method} ${String(req.route.path)}`)) {
         next();
         return;
