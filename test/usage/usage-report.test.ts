@@ -3,6 +3,7 @@ import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import type { TestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
+import type { components } from '../../generated/gateway';
 import type { GenerationsTable } from '../../src/db/schema';
 import { findGeneration } from '../../src/generation/generations.repository';
 import { refundUnsentCalls } from '../../src/generation/settlement.repository';
@@ -10,23 +11,7 @@ import { refundUnsentCalls } from '../../src/generation/settlement.repository';
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
-interface UsageRow {
-  bucket_start?: string;
-  key_id?: string;
-  owner?: string | null;
-  model?: string;
-  provider?: string;
-  channel_id?: string | null;
-  metadata?: Record<string, string | null>;
-  requests: number;
-  succeeded: number;
-  failed: number;
-  canceled: number;
-  images_delivered: number;
-  credits_charged: number;
-  failures: Record<string, number>;
-  latency_ms: { p50: number | null; p95: number | null; p99: number | null };
-}
+type UsageRow = components['schemas']['UsageReportRow'];
 
 /**
  * Issue #28 §1: usage analytics from rollups kept with the books. The mixed run covers every
