@@ -76,20 +76,128 @@ export function ErrorNote({ message }: { message: string | undefined }) {
   );
 }
 
-/** A form's error, its submit button and Cancel: the end of every create form. */
-export function FormActions(props: { submit: string; busy: boolean; error: string | undefined; onCancel: () => void }) {
+/**
+ * A create or edit form in a panel, named by its heading. Submitting runs `action`; its failure is
+ * shown above the submit button, which stays disabled while it runs (or while `incomplete`). A create
+ * form has Cancel too.
+ */
+export function PanelForm(props: {
+  title: string;
+  submit: string;
+  action: () => Promise<void>;
+  onCancel?: () => void;
+  incomplete?: boolean;
+  children: ComponentChildren;
+}) {
+  const [error, run, busy] = useAction();
   return (
-    <>
-      <ErrorNote message={props.error} />
+    <form
+      class="panel"
+      aria-label={props.title}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void run(props.action);
+      }}
+    >
+      <h2>{props.title}</h2>
+      {props.children}
+      <ErrorNote message={error} />
       <div class="actions">
-        <button type="submit" disabled={props.busy}>
+        <button type="submit" disabled={busy || props.incomplete === true}>
           {props.submit}
         </button>
-        <button type="button" class="secondary" onClick={props.onCancel}>
-          Cancel
-        </button>
+        {props.onCancel && (
+          <button type="button" class="secondary" onClick={props.onCancel}>
+            Cancel
+          </button>
+        )}
       </div>
+    </form>
+  );
+}
+
+/** A button that opens a create form in its place; the form gets `close` for when it is done or canceled. */
+export function Opener(props: { label: string; allowed: boolean; children: (close: () => void) => ComponentChildren }) {
+  const [open, setOpen] = useState(false);
+  if (open) return <>{props.children(() => setOpen(false))}</>;
+  if (!props.allowed) return null;
+  return (
+    <button type="button" onClick={() => setOpen(true)}>
+      {props.label}
+    </button>
+  );
+}
+
+/** A list page's filter bar: its fields, the submit button that applies them, then any further buttons. */
+export function FilterBar(props: { label: string; submit: string; busy?: boolean; onApply: () => void; children: ComponentChildren; after?: ComponentChildren }) {
+  return (
+    <form
+      class="filters"
+      aria-label={props.label}
+      onSubmit={(event) => {
+        event.preventDefault();
+        props.onApply();
+      }}
+    >
+      {props.children}
+      <button type="submit" disabled={props.busy}>
+        {props.submit}
+      </button>
+      {props.after}
+    </form>
+  );
+}
+
+/**
+ * A table of `rows`, one row each from `children`, named by its (visually hidden) caption. Columns
+ * given as `false` are left out (those a scope does not open). `empty` is said once the rows are in
+ * and there are none.
+ */
+export function Table<T>(props: { caption: string; columns: Array<string | false>; rows: readonly T[] | undefined; empty?: string; children: (row: T) => ComponentChildren }) {
+  return (
+    <>
+      <table>
+        <caption class="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.columns.map(
+              (column) =>
+                column !== false && (
+                  <th key={column} scope="col">
+                    {column}
+                  </th>
+                ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{props.rows?.map(props.children)}</tbody>
+      </table>
+      {props.empty !== undefined && props.rows?.length === 0 && <p>{props.empty}</p>}
     </>
+  );
+}
+
+/** The button to the page after this one, shown only while there is one (`next`: its cursor). */
+export function NextPage(props: { label: string; next: string | null | undefined; busy?: boolean; onNext: (cursor: string) => void }) {
+  const { next } = props;
+  if (!next) return null;
+  return (
+    <button type="button" class="secondary" disabled={props.busy} onClick={() => props.onNext(next)}>
+      {props.label}
+    </button>
+  );
+}
+
+/** Enable / Disable for a row that can be switched off: Disable (a danger button) while it is on. */
+export function EnableToggle(props: { enabled: boolean; onChange: (enabled: boolean) => void }) {
+  return props.enabled ? (
+    <button type="button" class="small danger" onClick={() => props.onChange(false)}>
+      Disable
+    </button>
+  ) : (
+    <button type="button" class="small" onClick={() => props.onChange(true)}>
+      Enable
+    </button>
   );
 }
 
@@ -150,6 +258,13 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T |
   }, [...deps, round]);
   const reload = useCallback(() => setRound((r) => r + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** A form's values as typed, and `set(field)`, the input handler that changes one of them. */
+export function useForm<T extends object>(initial: T | (() => T)): [T, <K extends keyof T>(field: K) => (value: T[K]) => void, (form: T) => void] {
+  const [form, setForm] = useState<T>(initial);
+  const set = useCallback(<K extends keyof T>(field: K) => (value: T[K]) => setForm((previous) => ({ ...previous, [field]: value })), []);
+  return [form, set, setForm];
 }
 
 /** Runs an action, keeping its error message (or undefined) for an ErrorNote. */

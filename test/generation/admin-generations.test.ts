@@ -1,7 +1,7 @@
-import { BOOKS_CATALOG, Books } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { type Books, type BooksGateway, ONE_BACKGROUND_RUN, startBooksGateway } from '../helpers/books';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
-import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { ADMIN_SECRET, type TestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
 /**
@@ -10,26 +10,16 @@ import { until } from '../helpers/until';
  * releaseHeld(TAG); one background run at a time keeps a second submission queued.
  */
 describe('admin generations (GET /admin/generations, GET /admin/generations/{id}, POST /admin/generations/{id}/cancel)', () => {
+  let booksGateway: BooksGateway;
   let t: TestGateway;
   let ark: FakeImagesApi;
   let books: Books;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'ark-admin-gen', flavour: 'ark' });
-    t = await startTestGateway({
-      ARK_API_KEY: 'ark-admin-gen',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      GENERATION_WORKER_CONCURRENCY: '1',
-      GENERATION_POLL_MS: '50',
-    });
-    books = new Books(t.gateway.database.db);
+    booksGateway = await startBooksGateway(ONE_BACKGROUND_RUN);
+    ({ t, ark, books } = booksGateway);
   });
-  afterAll(async () => {
-    ark.releaseHeld();
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => booksGateway.close());
 
   const admin = bearer(ADMIN_SECRET);
   const newKey = async (quota = 10) => t.createKey({ credits_quota: quota, allowed_providers: ['local', 'jimeng'] });

@@ -1,6 +1,6 @@
-import { BOOKS_CATALOG, Books } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
-import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { type Books, type BooksGateway, ONE_BACKGROUND_RUN, startBooksGateway } from '../helpers/books';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import type { TestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 import { sweepOnce } from '../../src/maintenance/sweeper';
 
@@ -10,27 +10,16 @@ import { sweepOnce } from '../../src/maintenance/sweeper';
  * run at a time (GENERATION_WORKER_CONCURRENCY=1) keeps a second submission queued.
  */
 describe('asynchronous generations (Prefer: respond-async; getGeneration, listGenerations, cancelGeneration)', () => {
+  let booksGateway: BooksGateway;
   let t: TestGateway;
   let ark: FakeImagesApi;
   let books: Books;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'ark-async', flavour: 'ark' });
-    t = await startTestGateway({
-      ARK_API_KEY: 'ark-async',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      GENERATION_WORKER_CONCURRENCY: '1',
-      GENERATION_POLL_MS: '50',
-      MAX_QUEUED_GENERATIONS_PER_KEY: '2',
-    });
-    books = new Books(t.gateway.database.db);
+    booksGateway = await startBooksGateway({ ...ONE_BACKGROUND_RUN, MAX_QUEUED_GENERATIONS_PER_KEY: '2' });
+    ({ t, ark, books } = booksGateway);
   });
-  afterAll(async () => {
-    ark.releaseHeld();
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => booksGateway.close());
 
   const newKey = async (quota = 10) => (await t.createKey({ credits_quota: quota, allowed_providers: ['local', 'jimeng'] })).key;
   const submit = (key: string, body: Record<string, unknown>, prefer = 'respond-async', path = '/images/generate') =>

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 describe('POST /v1/images/generations (createImageOpenAI) with the official openai client', () => {
@@ -8,7 +9,7 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
   });
   afterAll(() => t.close());
 
-  const client = (apiKey: string) => new OpenAI({ baseURL: `${t.gateway.url}/v1`, apiKey, maxRetries: 0 });
+  const client = (apiKey: string) => openaiClient(t, apiKey);
 
   it('generates through the SDK: b64_json and url, unknown OpenAI fields ignored, credits charged', async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });

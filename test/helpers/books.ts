@@ -133,9 +133,16 @@ export interface BooksGateway {
   close(): Promise<void>;
 }
 
-export async function startBooksGateway(): Promise<BooksGateway> {
+/**
+ * For asynchronous generations: one background run at a time, the queue polled every 50 ms, so a
+ * second submission stays queued while the first is held.
+ */
+export const ONE_BACKGROUND_RUN = { GENERATION_WORKER_CONCURRENCY: '1', GENERATION_POLL_MS: '50' };
+
+/** A gateway on BOOKS_CATALOG whose `held-*` models call the fake Ark API; `env` adds to its settings. */
+export async function startBooksGateway(env: Record<string, string> = {}): Promise<BooksGateway> {
   const ark = await startFakeImagesApi({ apiKey: 'ark-books', flavour: 'ark' });
-  const t = await startTestGateway({ ARK_API_KEY: 'ark-books', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) });
+  const t = await startTestGateway({ ARK_API_KEY: 'ark-books', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), ...env });
   return {
     t,
     ark,

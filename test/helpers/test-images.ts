@@ -35,6 +35,16 @@ export function claimedPng(width: number, height: number): Buffer {
   return png;
 }
 
+/** `size` zero bytes opening with `signature` (latin1): a format's magic numbers, the rest for the caller to fill. */
+function opening(size: number, signature: string): Buffer {
+  const b = Buffer.alloc(size);
+  b.write(signature, 0, 'latin1');
+  return b;
+}
+
+/** A WebP file's RIFF container (its length left 0) around a `chunk` header: 'VP8 ' lossy, 'VP8L' lossless, 'VP8X' extended. */
+const webp = (size: number, chunk: 'VP8 ' | 'VP8L' | 'VP8X') => opening(size, `RIFF\0\0\0\0WEBP${chunk}`);
+
 /** Just enough of each format's header for the sniffer and the dimension reader (not decodable images). */
 export const headerOnly = {
   jpeg(width: number, height: number): Buffer {
@@ -44,41 +54,33 @@ export const headerOnly = {
     return Buffer.concat([Buffer.from([0xff, 0xd8]), app0, sof, Buffer.from([0xff, 0xd9])]);
   },
   gif(width: number, height: number): Buffer {
-    const b = Buffer.alloc(13);
-    b.write('GIF89a', 0, 'latin1');
+    const b = opening(13, 'GIF89a');
     b.writeUInt16LE(width, 6);
     b.writeUInt16LE(height, 8);
     return b;
   },
   bmp(width: number, height: number): Buffer {
-    const b = Buffer.alloc(54);
-    b.write('BM', 0, 'latin1');
+    const b = opening(54, 'BM');
     b.writeUInt32LE(40, 14);
     b.writeInt32LE(width, 18);
     b.writeInt32LE(-height, 22);
     return b;
   },
   webpLossy(width: number, height: number): Buffer {
-    const b = Buffer.alloc(30);
-    b.write('RIFF', 0, 'latin1');
-    b.write('WEBPVP8 ', 8, 'latin1');
+    const b = webp(30, 'VP8 ');
     b.set([0x9d, 0x01, 0x2a], 23);
     b.writeUInt16LE(width, 26);
     b.writeUInt16LE(height, 28);
     return b;
   },
   webpLossless(width: number, height: number): Buffer {
-    const b = Buffer.alloc(25);
-    b.write('RIFF', 0, 'latin1');
-    b.write('WEBPVP8L', 8, 'latin1');
+    const b = webp(25, 'VP8L');
     b[20] = 0x2f;
     b.writeUInt32LE(((width - 1) & 0x3fff) | (((height - 1) & 0x3fff) << 14), 21);
     return b;
   },
   webpExtended(width: number, height: number): Buffer {
-    const b = Buffer.alloc(30);
-    b.write('RIFF', 0, 'latin1');
-    b.write('WEBPVP8X', 8, 'latin1');
+    const b = webp(30, 'VP8X');
     b.writeUIntLE(width - 1, 24, 3);
     b.writeUIntLE(height - 1, 27, 3);
     return b;
@@ -122,8 +124,7 @@ export function multipartBody(parts: MultipartPart[], boundary = 'cgw-boundary-7
 export function asciiSafeBmp(width: number, height: number): Buffer {
   const rowBytes = Math.ceil((width * 3) / 4) * 4;
   const pixels = width * height <= 64 * 64 ? Buffer.alloc(rowBytes * height, 0x40) : Buffer.alloc(0);
-  const b = Buffer.alloc(54);
-  b.write('BM', 0, 'latin1');
+  const b = opening(54, 'BM');
   b.writeUInt32LE(54 + pixels.length, 2);
   b.writeUInt32LE(54, 10);
   b.writeUInt32LE(40, 14);

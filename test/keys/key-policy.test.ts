@@ -1,5 +1,5 @@
-import OpenAI from 'openai';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -168,7 +168,7 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
   });
 
   describe('GET /v1/models (listModelsOpenAI, getModelOpenAI) with the official openai SDK', () => {
-    const sdk = (key: string) => new OpenAI({ baseURL: `${t.gateway.url}/v1`, apiKey: key, maxRetries: 0 });
+    const sdk = (key: string) => openaiClient(t, key);
 
     it('models.list() lists what this key may use', async () => {
       const local = await t.createKey({ allowed_providers: ['local'] });

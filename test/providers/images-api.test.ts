@@ -1,4 +1,5 @@
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { SEEDREAM_4_INPUT_LIMITS } from '../helpers/documented-limits';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (fake upstreams)', () => {
@@ -104,18 +105,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       owned_by: 'jimeng',
       default_size: '2048x2048',
       size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
-      input_limits: {
-        max_images: 14,
-        formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'],
-        max_bytes: 10_000_000,
-        min_ratio: 1 / 16,
-        max_ratio: 16,
-        min_side: 15,
-        max_pixels: 36_000_000,
-        max_inputs_plus_outputs: 15,
-        mask: false,
-        delivery: 'inline',
-      },
+      input_limits: SEEDREAM_4_INPUT_LIMITS,
     });
     const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
     expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);

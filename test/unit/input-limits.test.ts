@@ -1,22 +1,12 @@
 import { DEFAULT_CATALOG, parseCatalog, upstreamLimitsOf } from '../../src/config/catalog';
 import { upstreamModelSpec } from '../../src/providers/upstream-models';
+import { SEEDREAM_4_INPUT_LIMITS } from '../helpers/documented-limits';
 
 const inputs = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)?.input_limits;
 
 describe('model input-image limits (pure)', () => {
   it('the default catalog carries each upstream\'s documented input limits', () => {
-    expect(inputs('jimeng-4.5')).toEqual({
-      max_images: 14,
-      formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'],
-      max_bytes: 10_000_000,
-      min_ratio: 1 / 16,
-      max_ratio: 16,
-      min_side: 15,
-      max_pixels: 36_000_000,
-      max_inputs_plus_outputs: 15,
-      mask: false,
-      delivery: 'inline',
-    });
+    expect(inputs('jimeng-4.5')).toEqual(SEEDREAM_4_INPUT_LIMITS);
     expect(inputs('jimeng-4.0')).toEqual({
       max_images: 10,
       formats: ['jpeg', 'png'],

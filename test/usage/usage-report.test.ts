@@ -1,8 +1,9 @@
-import { BOOKS_CATALOG, Books, UPSTREAM_REFUSAL } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { type Books, type BooksGateway, ONE_BACKGROUND_RUN, UPSTREAM_REFUSAL, startBooksGateway } from '../helpers/books';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
-import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import type { TestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
+import type { components } from '../../generated/gateway';
 import type { GenerationsTable } from '../../src/db/schema';
 import { findGeneration } from '../../src/generation/generations.repository';
 import { refundUnsentCalls } from '../../src/generation/settlement.repository';
@@ -10,23 +11,7 @@ import { refundUnsentCalls } from '../../src/generation/settlement.repository';
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
-interface UsageRow {
-  bucket_start?: string;
-  key_id?: string;
-  owner?: string | null;
-  model?: string;
-  provider?: string;
-  channel_id?: string | null;
-  metadata?: Record<string, string | null>;
-  requests: number;
-  succeeded: number;
-  failed: number;
-  canceled: number;
-  images_delivered: number;
-  credits_charged: number;
-  failures: Record<string, number>;
-  latency_ms: { p50: number | null; p95: number | null; p99: number | null };
-}
+type UsageRow = components['schemas']['UsageReportRow'];
 
 /**
  * Issue #28 §1: usage analytics from rollups kept with the books. The mixed run covers every
@@ -35,6 +20,7 @@ interface UsageRow {
  * synchronous one while its client waits, and a client that disconnects after its call was sent.
  */
 describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
+  let booksGateway: BooksGateway;
   let t: TestGateway;
   let ark: FakeImagesApi;
   let books: Books;
@@ -42,26 +28,15 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   let twoImagesId = '';
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'ark-usage', flavour: 'ark' });
-    t = await startTestGateway({
-      ARK_API_KEY: 'ark-usage',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      GENERATION_WORKER_CONCURRENCY: '1',
-      GENERATION_POLL_MS: '50',
-    });
-    books = new Books(t.gateway.database.db);
+    booksGateway = await startBooksGateway(ONE_BACKGROUND_RUN);
+    ({ t, ark, books } = booksGateway);
     const create = (owner: string, team: string) => t.createKey({ owner, credits_quota: 100, allowed_providers: ['local', 'jimeng'], metadata: { team } });
     keys.alice1 = await create('alice@example.com', 'design');
     keys.alice2 = await create('alice@example.com', 'ops');
     keys.bob = await create('bob@example.com', 'design');
     await mixedRun();
   });
-  afterAll(async () => {
-    ark.releaseHeld();
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => booksGateway.close());
 
   const submit = (key: string, body: Record<string, unknown>, prefer?: string) =>
     t.api.send('post', '/images/generate', { body, headers: { Authorization: `Bearer ${key}`, ...(prefer ? { Prefer: prefer } : {}) } });

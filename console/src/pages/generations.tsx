@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { ErrorNote, Field, Select, formatTime, useAction, useLoad } from '../ui';
+import { ErrorNote, Field, FilterBar, NextPage, Select, Table, formatTime, useAction, useForm, useLoad } from '../ui';
 
 type Generation = Schemas['AdminGeneration'];
 type Filters = { keyId: string; status: string; model: string };
@@ -22,23 +22,21 @@ async function pageOf(filters: Filters, cursor?: string): Promise<Schemas['Admin
 
 /** Every key's generations (GET /admin/generations), filtered by key, status and model; cancel with generations:write. */
 export function GenerationsPage({ session }: { session: Session }) {
-  const [form, setForm] = useState<Filters>({ keyId: '', status: '', model: '' });
+  const [form, set] = useForm<Filters>({ keyId: '', status: '', model: '' });
   const [filters, setFilters] = useState<Filters>(form);
   const [more, setMore] = useState<{ data: Generation[]; next: string | null }>();
   const first = useLoad(() => pageOf(filters), [filters]);
   const [actionError, run, busy] = useAction();
   const writable = session.can('generations:write');
-  const set = (field: keyof Filters) => (value: string) => setForm({ ...form, [field]: value });
   const generations = [...(first.data?.data ?? []), ...(more?.data ?? [])];
   const next = more ? more.next : (first.data?.next_cursor ?? null);
   const reload = () => {
     setMore(undefined);
     first.reload();
   };
-  const loadMore = () =>
+  const loadMore = (cursor: string) =>
     run(async () => {
-      if (!next) return;
-      const page = await pageOf(filters, next);
+      const page = await pageOf(filters, cursor);
       setMore({ data: [...(more?.data ?? []), ...page.data], next: page.next_cursor });
     });
   const cancel = (generation: Generation) =>
@@ -48,11 +46,11 @@ export function GenerationsPage({ session }: { session: Session }) {
     });
   return (
     <>
-      <form
-        class="filters"
-        aria-label="Filter generations"
-        onSubmit={(event) => {
-          event.preventDefault();
+      <FilterBar
+        label="Filter generations"
+        submit="Show generations"
+        busy={busy}
+        onApply={() => {
           setMore(undefined);
           setFilters({ keyId: form.keyId.trim(), status: form.status, model: form.model.trim() });
           if (JSON.stringify(form) === JSON.stringify(filters)) first.reload();
@@ -61,74 +59,56 @@ export function GenerationsPage({ session }: { session: Session }) {
         <Field label="Key id" value={form.keyId} onInput={set('keyId')} placeholder="key_…" />
         <Select label="Status" value={form.status} options={STATUSES} onChange={set('status')} />
         <Field label="Model" value={form.model} onInput={set('model')} />
-        <button type="submit" disabled={busy}>
-          Show generations
-        </button>
-      </form>
+      </FilterBar>
       <ErrorNote message={first.error ?? actionError} />
-      <table>
-        <caption class="visually-hidden">Generations</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Key</th>
-            <th scope="col">Status</th>
-            <th scope="col">Model</th>
-            <th scope="col">Created</th>
-            <th scope="col">Credits</th>
-            <th scope="col">Images</th>
-            {writable && <th scope="col">Actions</th>}
+      <Table
+        caption="Generations"
+        columns={['Id', 'Key', 'Status', 'Model', 'Created', 'Credits', 'Images', writable && 'Actions']}
+        rows={first.data ? generations : undefined}
+        empty="No generations."
+      >
+        {(generation) => (
+          <tr key={generation.id} data-generation-id={generation.id}>
+            <th scope="row">
+              <code>{generation.id}</code>
+            </th>
+            <td>{generation.key_id ? <code>{generation.key_id}</code> : 'internal service'}</td>
+            <td>
+              <span class={`badge ${generation.status}`}>{generation.status}</span>
+              {generation.error && <small> {generation.error.code}</small>}
+            </td>
+            <td>{generation.model}</td>
+            <td>{formatTime(generation.created_at)}</td>
+            <td>
+              {generation.usage.credits_charged} charged, {generation.usage.credits_reserved} reserved
+            </td>
+            <td class="thumbs">
+              {(generation.data ?? []).map((image, index) => {
+                const source = image.url ?? (image.b64_json ? `data:image/png;base64,${image.b64_json}` : undefined);
+                if (!source) return null;
+                const alt = `Image ${index + 1} of ${generation.id}`;
+                return image.url ? (
+                  <a key={index} href={image.url} target="_blank" rel="noreferrer">
+                    <img src={source} alt={alt} width={64} height={64} />
+                  </a>
+                ) : (
+                  <img key={index} src={source} alt={alt} width={64} height={64} />
+                );
+              })}
+            </td>
+            {writable && (
+              <td>
+                {(generation.status === 'queued' || generation.status === 'running') && (
+                  <button type="button" class="small danger" onClick={() => cancel(generation)}>
+                    Cancel
+                  </button>
+                )}
+              </td>
+            )}
           </tr>
-        </thead>
-        <tbody>
-          {generations.map((generation) => (
-            <tr key={generation.id} data-generation-id={generation.id}>
-              <th scope="row">
-                <code>{generation.id}</code>
-              </th>
-              <td>{generation.key_id ? <code>{generation.key_id}</code> : 'internal service'}</td>
-              <td>
-                <span class={`badge ${generation.status}`}>{generation.status}</span>
-                {generation.error && <small> {generation.error.code}</small>}
-              </td>
-              <td>{generation.model}</td>
-              <td>{formatTime(generation.created_at)}</td>
-              <td>
-                {generation.usage.credits_charged} charged, {generation.usage.credits_reserved} reserved
-              </td>
-              <td class="thumbs">
-                {(generation.data ?? []).map((image, index) => {
-                  const source = image.url ?? (image.b64_json ? `data:image/png;base64,${image.b64_json}` : undefined);
-                  if (!source) return null;
-                  const alt = `Image ${index + 1} of ${generation.id}`;
-                  return image.url ? (
-                    <a key={index} href={image.url} target="_blank" rel="noreferrer">
-                      <img src={source} alt={alt} width={64} height={64} />
-                    </a>
-                  ) : (
-                    <img key={index} src={source} alt={alt} width={64} height={64} />
-                  );
-                })}
-              </td>
-              {writable && (
-                <td>
-                  {(generation.status === 'queued' || generation.status === 'running') && (
-                    <button type="button" class="small danger" onClick={() => cancel(generation)}>
-                      Cancel
-                    </button>
-                  )}
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {first.data && generations.length === 0 && <p>No generations.</p>}
-      {next && (
-        <button type="button" class="secondary" disabled={busy} onClick={loadMore}>
-          More generations
-        </button>
-      )}
+        )}
+      </Table>
+      <NextPage label="More generations" next={next} busy={busy} onNext={loadMore} />
     </>
   );
 }

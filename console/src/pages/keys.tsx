@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, FormActions, OnceSecret, Select, formatTime, listOf, useAction, useLoad } from '../ui';
+import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
 
 type Key = Schemas['Key'];
@@ -28,29 +28,23 @@ const metadataText = (metadata: Record<string, string> | undefined) =>
     .join(', ');
 
 function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['CreatedKey']) => void; onCancel: () => void }) {
-  const [form, setForm] = useState({ name: '', owner: '', credits: '100', period: '30', rpm: '30', providers: 'local', models: '', metadata: '', expires: '' });
-  const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
-  const [error, run, busy] = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    return run(async () => {
-      const body: Schemas['CreateKeyRequest'] = {
-        name: form.name,
-        owner: form.owner,
-        credits_quota: Number(form.credits),
-        quota_period_days: Number(form.period),
-        rate_limit_rpm: Number(form.rpm),
-        allowed_providers: listOf(form.providers),
-        ...(form.models ? { allowed_models: listOf(form.models) } : {}),
-        ...(form.metadata ? { metadata: metadataOf(form.metadata) } : {}),
-        ...(form.expires ? { expires_in_days: Number(form.expires) } : {}),
-      };
-      onCreated(dataOf(await api.POST('/admin/keys', { body })));
-    });
+  const [form, set] = useForm({ name: '', owner: '', credits: '100', period: '30', rpm: '30', providers: 'local', models: '', metadata: '', expires: '' });
+  const create = async () => {
+    const body: Schemas['CreateKeyRequest'] = {
+      name: form.name,
+      owner: form.owner,
+      credits_quota: Number(form.credits),
+      quota_period_days: Number(form.period),
+      rate_limit_rpm: Number(form.rpm),
+      allowed_providers: listOf(form.providers),
+      ...(form.models ? { allowed_models: listOf(form.models) } : {}),
+      ...(form.metadata ? { metadata: metadataOf(form.metadata) } : {}),
+      ...(form.expires ? { expires_in_days: Number(form.expires) } : {}),
+    };
+    onCreated(dataOf(await api.POST('/admin/keys', { body })));
   };
   return (
-    <form class="panel" aria-label="Create key" onSubmit={submit}>
-      <h2>Create key</h2>
+    <PanelForm title="Create key" submit="Create" onCancel={onCancel} action={create}>
       <div class="grid">
         <Field label="Name" value={form.name} onInput={set('name')} required />
         <Field label="Owner" value={form.owner} onInput={set('owner')} required />
@@ -62,13 +56,12 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['
         <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
         <Field label="Expires in (days)" type="number" min={1} value={form.expires} onInput={set('expires')} hint="Empty: never" />
       </div>
-      <FormActions submit="Create" busy={busy} error={error} onCancel={onCancel} />
-    </form>
+    </PanelForm>
   );
 }
 
 function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void }) {
-  const [form, setForm] = useState({
+  const [form, set] = useForm({
     name: keyRecord.name,
     owner: keyRecord.owner,
     rpm: String(keyRecord.rate_limit_rpm),
@@ -78,34 +71,28 @@ function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => voi
     ips: (keyRecord.allowed_ips ?? []).join(', '),
     metadata: metadataText(keyRecord.metadata),
   });
-  const set = (field: keyof typeof form) => (value: string) => setForm({ ...form, [field]: value });
-  const [error, run, busy] = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    return run(async () => {
-      const models = listOf(form.models);
-      const ips = listOf(form.ips);
-      await dataOf(
-        await api.PATCH('/admin/keys/{id}', {
-          params: { path: { id: keyRecord.id } },
-          body: {
-            name: form.name,
-            owner: form.owner,
-            rate_limit_rpm: Number(form.rpm),
-            max_concurrent: form.maxConcurrent ? Number(form.maxConcurrent) : null,
-            allowed_providers: listOf(form.providers),
-            allowed_models: models.length > 0 ? models : null,
-            allowed_ips: ips.length > 0 ? ips : null,
-            metadata: metadataOf(form.metadata),
-          },
-        }),
-      );
-      onSaved();
-    });
+  const save = async () => {
+    const models = listOf(form.models);
+    const ips = listOf(form.ips);
+    await dataOf(
+      await api.PATCH('/admin/keys/{id}', {
+        params: { path: { id: keyRecord.id } },
+        body: {
+          name: form.name,
+          owner: form.owner,
+          rate_limit_rpm: Number(form.rpm),
+          max_concurrent: form.maxConcurrent ? Number(form.maxConcurrent) : null,
+          allowed_providers: listOf(form.providers),
+          allowed_models: models.length > 0 ? models : null,
+          allowed_ips: ips.length > 0 ? ips : null,
+          metadata: metadataOf(form.metadata),
+        },
+      }),
+    );
+    onSaved();
   };
   return (
-    <form class="panel" aria-label={`Policy of ${keyRecord.name}`} onSubmit={submit}>
-      <h2>Policy of {keyRecord.name}</h2>
+    <PanelForm title={`Policy of ${keyRecord.name}`} submit="Save policy" action={save}>
       <div class="grid">
         <Field label="Name" value={form.name} onInput={set('name')} required />
         <Field label="Owner" value={form.owner} onInput={set('owner')} required />
@@ -116,11 +103,7 @@ function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => voi
         <Field label="Allowed IPs" value={form.ips} onInput={set('ips')} hint="CIDRs; empty: any address" />
         <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
       </div>
-      <ErrorNote message={error} />
-      <button type="submit" disabled={busy}>
-        Save policy
-      </button>
-    </form>
+    </PanelForm>
   );
 }
 
@@ -128,22 +111,17 @@ function QuotaForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void
   const [credits, setCredits] = useState(String(keyRecord.credits_quota));
   const [period, setPeriod] = useState(String(keyRecord.quota_period_days));
   const [reset, setReset] = useState(false);
-  const [error, run, busy] = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    return run(async () => {
-      await dataOf(
-        await api.POST('/admin/keys/{id}/quota', {
-          params: { path: { id: keyRecord.id } },
-          body: { credits_quota: Number(credits), quota_period_days: Number(period), reset_usage: reset },
-        }),
-      );
-      onSaved();
-    });
+  const save = async () => {
+    await dataOf(
+      await api.POST('/admin/keys/{id}/quota', {
+        params: { path: { id: keyRecord.id } },
+        body: { credits_quota: Number(credits), quota_period_days: Number(period), reset_usage: reset },
+      }),
+    );
+    onSaved();
   };
   return (
-    <form class="panel" aria-label={`Quota of ${keyRecord.name}`} onSubmit={submit}>
-      <h2>Quota of {keyRecord.name}</h2>
+    <PanelForm title={`Quota of ${keyRecord.name}`} submit="Set quota" action={save}>
       <p>
         Used {keyRecord.credits_used} of {keyRecord.credits_quota} credits this period (resets {formatTime(keyRecord.period_resets_at)}).
       </p>
@@ -152,19 +130,14 @@ function QuotaForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void
         <Field label="New period (days)" type="number" min={1} value={period} onInput={setPeriod} required />
         <Checkbox label="Reset this period's usage" checked={reset} onChange={setReset} />
       </div>
-      <ErrorNote message={error} />
-      <button type="submit" disabled={busy}>
-        Set quota
-      </button>
-    </form>
+    </PanelForm>
   );
 }
 
 export function KeysPage({ session }: { session: Session }) {
-  const [filters, setFilters] = useState({ owner: '', status: '', metadata: '' });
+  const [filters, set] = useForm({ owner: '', status: '', metadata: '' });
   const [applied, setApplied] = useState(filters);
   const [cursor, setCursor] = useState<string | undefined>();
-  const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ label: string; value: string }>();
   const [editing, setEditing] = useState<{ id: string; form: 'policy' | 'quota' }>();
   const [actionError, run] = useAction();
@@ -202,127 +175,84 @@ export function KeysPage({ session }: { session: Session }) {
   const editingKey = keys.data?.data.find((k) => k.id === editing?.id);
   const showUsage = session.can('usage:read');
   const sparklines = useKeySparklines(showUsage ? (keys.data?.data ?? []).map((k) => k.id) : []);
+  const saved = () => {
+    setEditing(undefined);
+    keys.reload();
+  };
   return (
     <>
-      <form
-        class="filters"
-        aria-label="Search keys"
-        onSubmit={(event) => {
-          event.preventDefault();
+      <FilterBar
+        label="Search keys"
+        submit="Search"
+        onApply={() => {
           setCursor(undefined);
           setApplied(filters);
         }}
       >
-        <Field label="Owner" value={filters.owner} onInput={(owner) => setFilters({ ...filters, owner })} />
-        <Select label="Status" value={filters.status} options={STATUSES} onChange={(status) => setFilters({ ...filters, status })} />
-        <Field label="Metadata" value={filters.metadata} placeholder="team:design" onInput={(metadata) => setFilters({ ...filters, metadata })} />
-        <button type="submit">Search</button>
-      </form>
-      {writable && !creating && (
-        <button type="button" onClick={() => setCreating(true)}>
-          Create key
-        </button>
-      )}
-      {creating && (
-        <CreateKeyForm
-          onCancel={() => setCreating(false)}
-          onCreated={(created) => {
-            setCreating(false);
-            setSecret({ label: 'New key', value: created.key });
-            keys.reload();
-          }}
-        />
-      )}
+        <Field label="Owner" value={filters.owner} onInput={set('owner')} />
+        <Select label="Status" value={filters.status} options={STATUSES} onChange={set('status')} />
+        <Field label="Metadata" value={filters.metadata} placeholder="team:design" onInput={set('metadata')} />
+      </FilterBar>
+      <Opener label="Create key" allowed={writable}>
+        {(close) => (
+          <CreateKeyForm
+            onCancel={close}
+            onCreated={(created) => {
+              close();
+              setSecret({ label: 'New key', value: created.key });
+              keys.reload();
+            }}
+          />
+        )}
+      </Opener>
       {secret && <OnceSecret label={secret.label} value={secret.value} onDismiss={() => setSecret(undefined)} />}
       <ErrorNote message={keys.error ?? actionError} />
-      <table>
-        <caption class="visually-hidden">Client keys</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Owner</th>
-            <th scope="col">Status</th>
-            <th scope="col">Credits used</th>
-            <th scope="col">RPM</th>
-            <th scope="col">Hint</th>
-            <th scope="col">Last used</th>
-            {showUsage && <th scope="col">Last 30 days</th>}
-            {writable && <th scope="col">Actions</th>}
+      <Table
+        caption="Client keys"
+        columns={['Name', 'Owner', 'Status', 'Credits used', 'RPM', 'Hint', 'Last used', showUsage && 'Last 30 days', writable && 'Actions']}
+        rows={keys.data?.data}
+        empty="No keys match."
+      >
+        {(key) => (
+          <tr key={key.id} data-key-id={key.id}>
+            <th scope="row">{key.name}</th>
+            <td>{key.owner}</td>
+            <td>
+              <span class={`badge ${key.status}`}>{key.status}</span>
+            </td>
+            <td>
+              {key.credits_used} / {key.credits_quota}
+            </td>
+            <td>{key.rate_limit_rpm}</td>
+            <td>
+              <code>{key.hint}</code>
+            </td>
+            <td>{formatTime(key.last_used_at)}</td>
+            {showUsage && (
+              <td>
+                <Sparkline values={sparklines?.get(key.id)} name={key.name} />
+              </td>
+            )}
+            {writable && (
+              <td class="row-actions">
+                <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'policy' })}>
+                  Edit policy
+                </button>
+                <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'quota' })}>
+                  Quota
+                </button>
+                <button type="button" class="small" onClick={() => rotate(key)}>
+                  Rotate
+                </button>
+                <EnableToggle enabled={key.status !== 'disabled'} onChange={(on) => setStatus(key, on ? 'active' : 'disabled')} />
+              </td>
+            )}
           </tr>
-        </thead>
-        <tbody>
-          {keys.data?.data.map((key) => (
-            <tr key={key.id} data-key-id={key.id}>
-              <th scope="row">{key.name}</th>
-              <td>{key.owner}</td>
-              <td>
-                <span class={`badge ${key.status}`}>{key.status}</span>
-              </td>
-              <td>
-                {key.credits_used} / {key.credits_quota}
-              </td>
-              <td>{key.rate_limit_rpm}</td>
-              <td>
-                <code>{key.hint}</code>
-              </td>
-              <td>{formatTime(key.last_used_at)}</td>
-              {showUsage && (
-                <td>
-                  <Sparkline values={sparklines?.get(key.id)} name={key.name} />
-                </td>
-              )}
-              {writable && (
-                <td class="row-actions">
-                  <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'policy' })}>
-                    Edit policy
-                  </button>
-                  <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'quota' })}>
-                    Quota
-                  </button>
-                  <button type="button" class="small" onClick={() => rotate(key)}>
-                    Rotate
-                  </button>
-                  {key.status === 'disabled' ? (
-                    <button type="button" class="small" onClick={() => setStatus(key, 'active')}>
-                      Enable
-                    </button>
-                  ) : (
-                    <button type="button" class="small danger" onClick={() => setStatus(key, 'disabled')}>
-                      Disable
-                    </button>
-                  )}
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {keys.data?.data.length === 0 && <p>No keys match.</p>}
-      {keys.data?.next_cursor && (
-        <button type="button" class="secondary" onClick={() => setCursor(keys.data?.next_cursor ?? undefined)}>
-          Next page
-        </button>
-      )}
-      {editingKey && editing?.form === 'policy' && (
-        <PolicyForm
-          key={editingKey.id}
-          keyRecord={editingKey}
-          onSaved={() => {
-            setEditing(undefined);
-            keys.reload();
-          }}
-        />
-      )}
-      {editingKey && editing?.form === 'quota' && (
-        <QuotaForm
-          key={editingKey.id}
-          keyRecord={editingKey}
-          onSaved={() => {
-            setEditing(undefined);
-            keys.reload();
-          }}
-        />
-      )}
+        )}
+      </Table>
+      <NextPage label="Next page" next={keys.data?.next_cursor} onNext={setCursor} />
+      {editingKey && editing?.form === 'policy' && <PolicyForm key={editingKey.id} keyRecord={editingKey} onSaved={saved} />}
+      {editingKey && editing?.form === 'quota' && <QuotaForm key={editingKey.id} keyRecord={editingKey} onSaved={saved} />}
     </>
   );
 }

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Session } from '../session';
-import { ErrorNote, Field, Select, useAction, useLoad } from '../ui';
+import { ErrorNote, Field, FilterBar, Select, Table, useAction, useForm, useLoad } from '../ui';
 import { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketStarts, groupOf, rangeOf, seriesOf, usageCsv, usageRows } from '../usage-data';
 
 const COLOURS = ['#0b57a4', '#b3261e', '#1d6b34', '#8a4b00', '#6b2fa3', '#00707a', '#a3306b', '#4d5661'];
@@ -50,7 +50,7 @@ function Chart({ series, title, range }: { series: Series; title: string; range:
 }
 
 export function UsagePage(_props: { session: Session }) {
-  const [form, setForm] = useState({ hours: '168', bucket: 'day' as Bucket, dimension: 'model' as Dimension, metric: 'credits_charged' as Metric, owner: '', model: '' });
+  const [form, set] = useForm({ hours: '168', bucket: 'day' as Bucket, dimension: 'model' as Dimension, metric: 'credits_charged' as Metric, owner: '', model: '' });
   const [applied, setApplied] = useState(form);
   const [csvError, runCsv, exporting] = useAction();
   const query = () => ({
@@ -79,15 +79,17 @@ export function UsagePage(_props: { session: Session }) {
     });
   return (
     <>
-      <form
-        class="filters"
-        aria-label="Usage report"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setApplied(form);
-        }}
+      <FilterBar
+        label="Usage report"
+        submit="Show"
+        onApply={() => setApplied(form)}
+        after={
+          <button type="button" class="secondary" onClick={exportCsv} disabled={exporting}>
+            Export CSV
+          </button>
+        }
       >
-        <Select label="Range" value={form.hours} options={RANGES} onChange={(hours) => setForm({ ...form, hours })} />
+        <Select label="Range" value={form.hours} options={RANGES} onChange={set('hours')} />
         <Select
           label="Bucket"
           value={form.bucket}
@@ -96,47 +98,30 @@ export function UsagePage(_props: { session: Session }) {
             ['day', 'Day'],
             ['month', 'Month'],
           ]}
-          onChange={(bucket) => setForm({ ...form, bucket: bucket as Bucket })}
+          onChange={(bucket) => set('bucket')(bucket as Bucket)}
         />
-        <Select label="Group by" value={form.dimension} options={DIMENSIONS} onChange={(dimension) => setForm({ ...form, dimension: dimension as Dimension })} />
-        <Select label="Metric" value={form.metric} options={METRICS} onChange={(metric) => setForm({ ...form, metric: metric as Metric })} />
-        <Field label="Owner filter" value={form.owner} onInput={(owner) => setForm({ ...form, owner })} />
-        <Field label="Model filter" value={form.model} onInput={(model) => setForm({ ...form, model })} />
-        <button type="submit">Show</button>
-        <button type="button" class="secondary" onClick={exportCsv} disabled={exporting}>
-          Export CSV
-        </button>
-      </form>
+        <Select label="Group by" value={form.dimension} options={DIMENSIONS} onChange={(dimension) => set('dimension')(dimension as Dimension)} />
+        <Select label="Metric" value={form.metric} options={METRICS} onChange={(metric) => set('metric')(metric as Metric)} />
+        <Field label="Owner filter" value={form.owner} onInput={set('owner')} />
+        <Field label="Model filter" value={form.model} onInput={set('model')} />
+      </FilterBar>
       <ErrorNote message={rows.error ?? csvError} />
       {rows.data && rows.data.rows.length === 0 && <p>No usage in this range.</p>}
       {series && rows.data && rows.data.rows.length > 0 && <Chart series={series} range={rows.data.asked} title={`${metricName} per ${applied.bucket} by ${dimensionName.toLowerCase()}`} />}
       {rows.data && rows.data.rows.length > 0 && (
-        <table aria-label={`Totals by ${dimensionName.toLowerCase()}`}>
-          <thead>
-            <tr>
-              <th scope="col">{dimensionName}</th>
-              <th scope="col">Requests</th>
-              <th scope="col">Succeeded</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Canceled</th>
-              <th scope="col">Images delivered</th>
-              <th scope="col">Credits charged</th>
+        <Table caption={`Totals by ${dimensionName.toLowerCase()}`} columns={[dimensionName, 'Requests', 'Succeeded', 'Failed', 'Canceled', 'Images delivered', 'Credits charged']} rows={totals}>
+          {(total) => (
+            <tr key={total.name}>
+              <th scope="row">{total.name}</th>
+              <td>{total.requests}</td>
+              <td>{total.succeeded}</td>
+              <td>{total.failed}</td>
+              <td>{total.canceled}</td>
+              <td>{total.images_delivered}</td>
+              <td>{total.credits_charged}</td>
             </tr>
-          </thead>
-          <tbody>
-            {totals.map((total) => (
-              <tr key={total.name}>
-                <th scope="row">{total.name}</th>
-                <td>{total.requests}</td>
-                <td>{total.succeeded}</td>
-                <td>{total.failed}</td>
-                <td>{total.canceled}</td>
-                <td>{total.images_delivered}</td>
-                <td>{total.credits_charged}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        </Table>
       )}
     </>
   );

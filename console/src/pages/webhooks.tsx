@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, FormActions, Notice, OnceSecret, formatTime, useAction, useLoad } from '../ui';
+import { Checkbox, EnableToggle, ErrorNote, Field, Notice, OnceSecret, Opener, PanelForm, Table, formatTime, useAction, useLoad } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 type EventType = Schemas['EventType'];
@@ -12,14 +12,13 @@ function AddEndpointForm({ onAdded, onCancel }: { onAdded: (created: Schemas['We
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [events, setEvents] = useState<EventType[]>(['key.quota.exhausted']);
-  const [error, run, busy] = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    return run(async () => onAdded(dataOf(await api.POST('/admin/webhooks', { body: { url, event_types: events, description } }))));
-  };
   return (
-    <form class="panel" aria-label="Add endpoint" onSubmit={submit}>
-      <h2>Add endpoint</h2>
+    <PanelForm
+      title="Add endpoint"
+      submit="Add"
+      onCancel={onCancel}
+      action={async () => onAdded(dataOf(await api.POST('/admin/webhooks', { body: { url, event_types: events, description } })))}
+    >
       <div class="grid">
         <Field label="URL" type="url" value={url} onInput={setUrl} required />
         <Field label="Description" value={description} onInput={setDescription} />
@@ -30,8 +29,7 @@ function AddEndpointForm({ onAdded, onCancel }: { onAdded: (created: Schemas['We
           <Checkbox key={type} label={type} checked={events.includes(type)} onChange={(on) => setEvents(on ? [...events, type] : events.filter((t) => t !== type))} />
         ))}
       </fieldset>
-      <FormActions submit="Add" busy={busy} error={error} onCancel={onCancel} />
-    </form>
+    </PanelForm>
   );
 }
 
@@ -44,39 +42,25 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
         Refresh
       </button>
       <ErrorNote message={deliveries.error} />
-      <table>
-        <caption class="visually-hidden">Deliveries</caption>
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Last answer</th>
-            <th scope="col">Created</th>
+      <Table caption="Deliveries" columns={['Event', 'Status', 'Attempts', 'Last answer', 'Created']} rows={deliveries.data} empty="No deliveries yet.">
+        {(delivery) => (
+          <tr key={delivery.id}>
+            <th scope="row">{delivery.event_type}</th>
+            <td>
+              <span class={`badge ${delivery.status}`}>{delivery.status}</span>
+            </td>
+            <td>{delivery.attempts}</td>
+            <td>{delivery.last_status_code ?? delivery.last_error ?? '—'}</td>
+            <td>{formatTime(delivery.created_at)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {deliveries.data?.map((delivery) => (
-            <tr key={delivery.id}>
-              <th scope="row">{delivery.event_type}</th>
-              <td>
-                <span class={`badge ${delivery.status}`}>{delivery.status}</span>
-              </td>
-              <td>{delivery.attempts}</td>
-              <td>{delivery.last_status_code ?? delivery.last_error ?? '—'}</td>
-              <td>{formatTime(delivery.created_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {deliveries.data?.length === 0 && <p>No deliveries yet.</p>}
+        )}
+      </Table>
     </section>
   );
 }
 
 export function WebhooksPage({ session }: { session: Session }) {
   const endpoints = useLoad(async () => dataOf(await api.GET('/admin/webhooks')).data, []);
-  const [adding, setAdding] = useState(false);
   const [secret, setSecret] = useState<string>();
   const [selected, setSelected] = useState<string>();
   const [notice, setNotice] = useState<string>();
@@ -102,74 +86,50 @@ export function WebhooksPage({ session }: { session: Session }) {
   const selectedEndpoint = endpoints.data?.find((e) => e.id === selected);
   return (
     <>
-      {writable && !adding && (
-        <button type="button" onClick={() => setAdding(true)}>
-          Add endpoint
-        </button>
-      )}
-      {adding && (
-        <AddEndpointForm
-          onCancel={() => setAdding(false)}
-          onAdded={(created) => {
-            setAdding(false);
-            setSecret(created.secret);
-            endpoints.reload();
-          }}
-        />
-      )}
+      <Opener label="Add endpoint" allowed={writable}>
+        {(close) => (
+          <AddEndpointForm
+            onCancel={close}
+            onAdded={(created) => {
+              close();
+              setSecret(created.secret);
+              endpoints.reload();
+            }}
+          />
+        )}
+      </Opener>
       {secret && <OnceSecret label="Signing secret" value={secret} onDismiss={() => setSecret(undefined)} />}
       {notice && <Notice>{notice}</Notice>}
       <ErrorNote message={endpoints.error ?? actionError} />
-      <table>
-        <caption class="visually-hidden">Webhook endpoints</caption>
-        <thead>
-          <tr>
-            <th scope="col">URL</th>
-            <th scope="col">Events</th>
-            <th scope="col">Status</th>
-            <th scope="col">Failing since</th>
-            <th scope="col">Actions</th>
+      <Table caption="Webhook endpoints" columns={['URL', 'Events', 'Status', 'Failing since', 'Actions']} rows={endpoints.data} empty="No endpoints.">
+        {(endpoint) => (
+          <tr key={endpoint.id}>
+            <th scope="row">{endpoint.url}</th>
+            <td>{endpoint.event_types.join(', ')}</td>
+            <td>
+              <span class={`badge ${endpoint.status}`}>{endpoint.status}</span>
+              {endpoint.disabled_reason && <small> {endpoint.disabled_reason}</small>}
+            </td>
+            <td>{formatTime(endpoint.failing_since)}</td>
+            <td class="row-actions">
+              <button type="button" class="small" onClick={() => setSelected(endpoint.id)}>
+                Deliveries
+              </button>
+              {writable && (
+                <>
+                  <button type="button" class="small" onClick={() => sendTest(endpoint)}>
+                    Send test
+                  </button>
+                  <button type="button" class="small" onClick={() => rotate(endpoint)}>
+                    Rotate secret
+                  </button>
+                  <EnableToggle enabled={endpoint.status === 'enabled'} onChange={(on) => setStatus(endpoint, on ? 'enabled' : 'disabled')} />
+                </>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {endpoints.data?.map((endpoint) => (
-            <tr key={endpoint.id}>
-              <th scope="row">{endpoint.url}</th>
-              <td>{endpoint.event_types.join(', ')}</td>
-              <td>
-                <span class={`badge ${endpoint.status}`}>{endpoint.status}</span>
-                {endpoint.disabled_reason && <small> {endpoint.disabled_reason}</small>}
-              </td>
-              <td>{formatTime(endpoint.failing_since)}</td>
-              <td class="row-actions">
-                <button type="button" class="small" onClick={() => setSelected(endpoint.id)}>
-                  Deliveries
-                </button>
-                {writable && (
-                  <>
-                    <button type="button" class="small" onClick={() => sendTest(endpoint)}>
-                      Send test
-                    </button>
-                    <button type="button" class="small" onClick={() => rotate(endpoint)}>
-                      Rotate secret
-                    </button>
-                    {endpoint.status === 'enabled' ? (
-                      <button type="button" class="small danger" onClick={() => setStatus(endpoint, 'disabled')}>
-                        Disable
-                      </button>
-                    ) : (
-                      <button type="button" class="small" onClick={() => setStatus(endpoint, 'enabled')}>
-                        Enable
-                      </button>
-                    )}
-                  </>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {endpoints.data?.length === 0 && <p>No endpoints.</p>}
+        )}
+      </Table>
       {selectedEndpoint && <Deliveries key={selectedEndpoint.id} endpoint={selectedEndpoint} />}
     </>
   );
