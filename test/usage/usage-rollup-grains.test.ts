@@ -3,24 +3,14 @@ import { BOOKS_CATALOG, UPSTREAM_REFUSAL } from '../helpers/books';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { bearer } from '../helpers/admin-tokens';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import type { components } from '../../generated/gateway';
 import { bucketStartOf, monthStartSql } from '../../src/usage/usage-query';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
-interface Row {
-  bucket_start?: string;
-  key_id?: string;
-  owner?: string | null;
-  model?: string;
-  requests: number;
-  succeeded: number;
-  failed: number;
-  canceled: number;
-  images_delivered: number;
-  credits_charged: number;
-  failures: Record<string, number>;
-}
+/** An answer's row without its latency percentiles: the reference adds rows up, and percentiles do not add. */
+type Row = Omit<components['schemas']['UsageReportRow'], 'latency_ms'>;
 
 const SUMS = ['requests', 'succeeded', 'failed', 'canceled', 'images_delivered', 'credits_charged'] as const;
 
