@@ -607,7 +607,7 @@ export interface components {
         DependencyOrAccessKeysUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
-                "Retry-After": components["headers"]["RetryAfter"];
+                "Retry-After": components["headers"]["RetryAfterWhenDependencyDown"];
                 [name: string]: unknown;
             };
             content: {
@@ -819,8 +819,8 @@ export interface components {
          *     (no wait fixes that; an operator must set its credentials).
          */
         RetryAfterWhenTransient: number;
-        /** @description Seconds to wait before retrying. */
-        RetryAfter: number;
+        /** @description Seconds to wait before retrying; sent with `dependency_unavailable` (not with `access_jwks_unavailable`). */
+        RetryAfterWhenDependencyDown: number;
     };
     pathItems: never;
 }

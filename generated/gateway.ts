@@ -2140,8 +2140,7 @@ export interface components {
         AdminUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
-                /** @description Seconds to wait before retrying; sent with `dependency_unavailable`. */
-                "Retry-After"?: number;
+                "Retry-After": components["headers"]["RetryAfterWhenDependencyDown"];
                 [name: string]: unknown;
             };
             content: {
@@ -2649,6 +2648,8 @@ export interface components {
          *     (no wait fixes that; an operator must set its credentials).
          */
         RetryAfterWhenTransient: number;
+        /** @description Seconds to wait before retrying; sent with `dependency_unavailable` (not with `access_jwks_unavailable`). */
+        RetryAfterWhenDependencyDown: number;
     };
     pathItems: never;
 }
