@@ -46,12 +46,16 @@ function createValidatorLayers(document: OpenApiDocument, validateResponses: boo
     // The documents are the files shipped with this build; test/unit/openapi-documents.test.ts checks
     // them against the OpenAPI schema with this library's own validator, so every start need not.
     validateApiSpec: false,
-    // No operation takes multipart uploads; without this the library parses them with multer anyway.
+    // Multipart bodies (image inputs) are read by our own layer (src/images/inputs/multipart-body.ts);
+    // without this the library would parse them again with multer.
     fileUploader: false,
     // The default mode skips validating a shared $ref'd file (upstream issue #906).
     $refParser: { mode: 'dereference' },
   }) as unknown as RequestHandler[];
-  // With validateSecurity off, the library still installs a security layer that only calls next()
-  // (one more layer and promise hop on every request); leave it out.
-  return layers.filter((layer) => layer.name !== 'securityMiddleware');
+  // Left out: with validateSecurity off, the security layer only calls next() (one more layer and
+  // promise hop on every request). The path-params layer installs `app.param` overrides on the first
+  // app it sees (and only that one, which the layers shared between apps would make uneven); they put
+  // the validator's decoding of a path parameter in req.params, where the router already put the same
+  // value (both decodeURIComponent).
+  return layers.filter((layer) => layer.name !== 'securityMiddleware' && layer.name !== 'pathParamsMiddleware');
 }
