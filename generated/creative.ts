@@ -904,6 +904,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["MissingServiceToken"];
             403: components["responses"]["InvalidServiceToken"];
+            503: components["responses"]["AccessKeysUnavailable"];
         };
     };
     createGeneration: {

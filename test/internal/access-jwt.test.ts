@@ -1,4 +1,5 @@
 import { SignJWT } from 'jose';
+import { loadOpenApiDocument } from '../../src/http/openapi-document';
 import { makeKey, startJwksServer } from '../helpers/access-jwt';
 import { type TestGateway, localRequest, SERVICE_TOKEN, startTestGateway } from '../helpers/test-gateway';
 
@@ -128,6 +129,30 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
     expect([none.status, none.body.error.code]).toEqual([401, 'missing_service_token']);
     const wrongPair = await t.internal.send('get', '/api/v1/creative/models', { headers: { ...SERVICE_TOKEN, 'CF-Access-Client-Secret': 'wrong-secret-wrong-secret' } });
     expect(wrongPair.body.error.code).toBe('invalid_service_token');
+  });
+
+  it('503 access_jwks_unavailable on every operation a JWT may call while the keys cannot be fetched (each answer checked against its operation)', async () => {
+    const down = await startJwksServer();
+    down.failing.value = true;
+    const other = await startTestGateway({ CF_ACCESS_TEAM_DOMAIN: TEAM, CF_ACCESS_AUD: AUD, CF_ACCESS_JWKS_URL: down.url });
+    try {
+      const jwt = await sign();
+      const document = loadOpenApiDocument('creative');
+      const topLevel = (document.security ?? []) as Array<Record<string, string[]>>;
+      const withJwtScheme = Object.entries(document.paths).flatMap(([template, item]) =>
+        Object.entries(item as Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>)
+          .filter(([, operation]) => (operation.security ?? topLevel).some((requirement) => 'CfAccessJwt' in requirement))
+          .map(([method, operation]) => ({ method, template, operationId: operation.operationId })),
+      );
+      expect(withJwtScheme.map((operation) => operation.operationId)).toContain('listChannelHealth');
+      for (const { method, template, operationId } of withJwtScheme) {
+        const res = await other.internal.send(method as 'get', template.replace(/\{[^}]+\}/g, 'x0'), { headers: withJwt(jwt) });
+        expect([operationId, res.status, res.body.error?.code]).toEqual([operationId, 503, 'access_jwks_unavailable']);
+      }
+    } finally {
+      await other.close();
+      await down.close();
+    }
   });
 
   it('503 access_jwks_unavailable when the keys cannot be fetched and none are cached; cached keys outlive a JWKS outage', async () => {
