@@ -40,7 +40,7 @@ function pgTypeParsers(types: typeof PgTypes) {
  * better-sqlite3 compiles a statement on every prepare(), and kysely prepares every query it runs;
  * reusing prepared statements by SQL text removes that cost from the hot path (it was 12% of CPU).
  * Evicted in insertion order, so the size leaves room for every text the request path uses (the
- * usage rollups alone have about 250: five tables by 49 latency buckets, and their refunds) beside
+ * usage rollups alone have about 250: five tables by 49 latency variants (48 buckets or none), and their refunds) beside
  * the admin and analytics queries.
  */
 function withStatementCache(sqlite: SQLite.Database, size = 2000): SqliteDatabase {
