@@ -34,3 +34,26 @@ export async function startJwksServer(): Promise<{ url: string; keys: JWK[]; fet
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+type SecuredOperation = { operationId?: string; security?: Array<Record<string, string[]>> };
+
+/**
+ * Every operation of a bundled document that a credential of `scheme` may call (its own security or
+ * the document's), with a request path that fills each path parameter with `x0`.
+ */
+export function operationsAccepting(
+  document: { paths: Record<string, Record<string, unknown>>; security?: unknown },
+  scheme: string,
+): Array<{ method: 'get' | 'post' | 'put' | 'patch' | 'delete'; path: string; operationId: string }> {
+  const topLevel = (document.security ?? []) as Array<Record<string, string[]>>;
+  return Object.entries(document.paths).flatMap(([template, item]) =>
+    Object.entries(item as Record<string, SecuredOperation>)
+      .filter(([method, operation]) => METHODS.includes(method) && (operation.security ?? topLevel).some((requirement) => scheme in requirement))
+      .map(([method, operation]) => ({
+        method: method as 'get' | 'post' | 'put' | 'patch' | 'delete',
+        path: template.replace(/\{[^}]+\}/g, 'x0'),
+        operationId: String(operation.operationId),
+      })),
+  );
+}

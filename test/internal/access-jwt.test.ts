@@ -1,6 +1,6 @@
 import { SignJWT } from 'jose';
 import { loadOpenApiDocument } from '../../src/http/openapi-document';
-import { makeKey, startJwksServer } from '../helpers/access-jwt';
+import { makeKey, operationsAccepting, startJwksServer } from '../helpers/access-jwt';
 import { type TestGateway, localRequest, SERVICE_TOKEN, startTestGateway } from '../helpers/test-gateway';
 
 const TEAM = 'https://test-team.cloudflareaccess.com';
@@ -131,35 +131,34 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
     expect(wrongPair.body.error.code).toBe('invalid_service_token');
   });
 
-  it('503 access_jwks_unavailable on every operation a JWT may call while the keys cannot be fetched (each answer checked against its operation)', async () => {
+  /** A gateway of its own whose JWKS endpoint fails until the test says otherwise. */
+  async function withJwksDown(run: (other: TestGateway, down: Awaited<ReturnType<typeof startJwksServer>>) => Promise<void>): Promise<void> {
     const down = await startJwksServer();
     down.failing.value = true;
     const other = await startTestGateway({ CF_ACCESS_TEAM_DOMAIN: TEAM, CF_ACCESS_AUD: AUD, CF_ACCESS_JWKS_URL: down.url });
     try {
-      const jwt = await sign();
-      const document = loadOpenApiDocument('creative');
-      const topLevel = (document.security ?? []) as Array<Record<string, string[]>>;
-      const withJwtScheme = Object.entries(document.paths).flatMap(([template, item]) =>
-        Object.entries(item as Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>)
-          .filter(([, operation]) => (operation.security ?? topLevel).some((requirement) => 'CfAccessJwt' in requirement))
-          .map(([method, operation]) => ({ method, template, operationId: operation.operationId })),
-      );
-      expect(withJwtScheme.map((operation) => operation.operationId)).toContain('listChannelHealth');
-      for (const { method, template, operationId } of withJwtScheme) {
-        const res = await other.internal.send(method as 'get', template.replace(/\{[^}]+\}/g, 'x0'), { headers: withJwt(jwt) });
-        expect([operationId, res.status, res.body.error?.code]).toEqual([operationId, 503, 'access_jwks_unavailable']);
-      }
+      await run(other, down);
     } finally {
       await other.close();
       await down.close();
     }
+  }
+
+  it('503 access_jwks_unavailable on every operation a JWT may call while the keys cannot be fetched (each answer checked against its operation)', async () => {
+    await withJwksDown(async (other) => {
+      const jwt = await sign();
+      const document = loadOpenApiDocument('creative');
+      const withJwtScheme = operationsAccepting(document, 'CfAccessJwt');
+      expect(withJwtScheme.map((operation) => operation.operationId)).toContain('listChannelHealth');
+      for (const { method, path, operationId } of withJwtScheme) {
+        const res = await other.internal.send(method, path, { headers: withJwt(jwt) });
+        expect([operationId, res.status, res.body.error?.code]).toEqual([operationId, 503, 'access_jwks_unavailable']);
+      }
+    });
   });
 
   it('503 access_jwks_unavailable when the keys cannot be fetched and none are cached; cached keys outlive a JWKS outage', async () => {
-    const down = await startJwksServer();
-    down.failing.value = true;
-    const other = await startTestGateway({ CF_ACCESS_TEAM_DOMAIN: TEAM, CF_ACCESS_AUD: AUD, CF_ACCESS_JWKS_URL: down.url });
-    try {
+    await withJwksDown(async (other, down) => {
       const jwt = await sign();
       const res = await other.internal.send('get', '/api/v1/creative/models', { headers: withJwt(jwt) });
       expect([res.status, res.body.error.code]).toEqual([503, 'access_jwks_unavailable']);
@@ -177,10 +176,7 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
       const late = await sign({ expiresIn: 3600 }, current);
       expect((await other.internal.send('get', '/api/v1/creative/models', { headers: withJwt(late) })).status).toBe(200);
       expect(down.fetches()).toBe(3);
-    } finally {
-      await other.close();
-      await down.close();
-    }
+    });
   });
 
   it('a gateway without CF_ACCESS_TEAM_DOMAIN / CF_ACCESS_AUD refuses Access JWTs', async () => {
