@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
 import type { Database } from '../db/schema';
+import { directRunOf } from '../db/sqlite-direct';
 import { LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
 import { DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
 
@@ -118,7 +119,12 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
 export async function addSettledGenerationUsage(trx: Db, generationId: string, latencyMs: number | null): Promise<void> {
   const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
   const bucket = latencyMs === null ? undefined : latencyBucketOf(latencyMs);
-  for (const text of rowStatements(postgres, bucket, false)) await trx.executeQuery(CompiledQuery.raw(text, [generationId]));
+  const parameters = [generationId];
+  // SQLite: on the group commit's live transaction at once (sqlite-direct.ts), without a compiled query and its id per statement.
+  const direct = directRunOf(trx);
+  for (const text of rowStatements(postgres, bucket, false)) {
+    if (!direct?.(trx, text, parameters)) await trx.executeQuery(CompiledQuery.raw(text, parameters));
+  }
 }
 
 /** Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same hour, day and dimensions). */
