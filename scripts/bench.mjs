@@ -2,11 +2,12 @@
 // measured in one run on this machine with autocannon, then written to BENCHMARKS.md.
 // The local provider runs in `tiny` mode (a fixed 1x1 PNG) so the provider costs ~0.
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
-// BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway).
+// BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway),
+// BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
-// sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags), --report-only. Each run merges its rows into bench-results/latest.json
+// sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -68,7 +69,9 @@ function startProcess(args, env, options = {}) {
       const match = options.ready ? options.ready.exec(buffer) : /"port":(\d+),"internal_port"/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
       if (match) {
         child.stdout.off('data', onData);
-        child.stdout.resume(); // discard the request logs, as a log shipper would
+        // Discard the request logs, as a log shipper would; BENCH_STDOUT keeps them (and --trace-gc lines) in <prefix>.<pid>.
+        if (process.env.BENCH_STDOUT) child.stdout.pipe(fs.createWriteStream(`${process.env.BENCH_STDOUT}.${child.pid}`));
+        else child.stdout.resume();
         const internal = /"internal_port":(\d+)/.exec(buffer);
         resolve({ child, url: `http://127.0.0.1:${options.port ?? match[1]}`, internalUrl: internal ? `http://127.0.0.1:${internal[1]}` : undefined });
       }
@@ -94,12 +97,27 @@ function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** BENCH_THREADS: CPU ticks (user + system) by thread name (main thread, V8 workers: GC helpers, libuv workers). */
+function threadCpu(pid) {
+  const out = {};
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '#');
+      const f = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+      out[comm] = (out[comm] ?? 0) + Number(f[11]) + Number(f[12]);
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return out;
+}
 /**
  * Closed-loop load at full speed (autocannon). Also returns the server's CPU time per request,
  * which is steadier across noisy runs than requests/s.
  */
 async function load(url, keys, options = {}) {
   const cpuBefore = options.pid ? cpuSeconds(options.pid) : 0;
+  const threadsBefore = options.pid && process.env.BENCH_THREADS ? threadCpu(options.pid) : undefined;
   let i = 0;
   const result = await autocannon({
     url: `${url}${options.path ?? '/images/generate'}`,
@@ -120,6 +138,10 @@ async function load(url, keys, options = {}) {
   });
   const bad = result.non2xx + result.errors + result.timeouts;
   const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / result.requests.total) : undefined;
+  if (threadsBefore) {
+    const perRequest = Object.entries(threadCpu(options.pid)).map(([name, ticks]) => [name, Math.round(((ticks - (threadsBefore[name] ?? 0)) * 1e4) / result.requests.total)]);
+    console.log('cpu µs/req by thread', options.pid, JSON.stringify(Object.fromEntries(perRequest.filter(([, us]) => us > 0))));
+  }
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, total: result.requests.total, cpuUs };
 }
 
@@ -866,7 +888,7 @@ async function main() {
         // --ab: the other build makes its own schema (its migrations), then gets the same 10k keys' worth of rows.
         const abFile = path.join(dir, 'ab.db');
         if (AB) await stop((await startProcess([AB], gatewayEnv(abFile))).child);
-        const ab = AB ? { env: gatewayEnv(abFile), keys: seedSqlite(abFile, 10_000, 10_000) } : undefined;
+        const ab = AB ? { env: gatewayEnv(abFile, JSON.parse(process.env.BENCH_AB_ENV ?? '{}')), keys: seedSqlite(abFile, 10_000, 10_000) } : undefined;
         results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys, ab)) };
         if (results.sqlite10k.ab) console.log('A/B sqlite10k', JSON.stringify({ this: { rps: results.sqlite10k.rps, cpuUs: results.sqlite10k.cpuUs }, other: results.sqlite10k.ab }));
         save();
