@@ -111,6 +111,7 @@ function threadCpu(pid) {
   }
   return out;
 }
+
 /**
  * Closed-loop load at full speed (autocannon). Also returns the server's CPU time per request,
  * which is steadier across noisy runs than requests/s.
