@@ -1,5 +1,6 @@
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { cliRunner } from './cli-harness';
+import { bucketStartOf } from '../../src/usage/usage-query';
 
 const HOUR = 3_600_000;
 
@@ -15,7 +16,7 @@ describe('admin CLI: usage (getUsageReport)', () => {
   afterAll(() => t.close());
   const { cli, json, usageError, help } = cliRunner(() => t);
   const range = () => {
-    const hour = Date.now() - (Date.now() % HOUR);
+    const hour = bucketStartOf(Date.now(), 'hour');
     return ['--from', new Date(hour - HOUR).toISOString(), '--to', new Date(hour + HOUR).toISOString()];
   };
 

@@ -1,6 +1,7 @@
 import { sweepOnce } from '../../src/maintenance/sweeper';
 import { bearer } from '../helpers/admin-tokens';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { bucketStartOf } from '../../src/usage/usage-query';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -34,7 +35,7 @@ describe('GENERATION_RETENTION_DAYS: the sweeper deletes old settled generation 
     expect((await sweepOnce({ db, clock: t.clock, staleAfterMs: { local: HOUR } })).generationsPruned).toBe(0);
 
     const from = new Date(madeAt - (madeAt % HOUR)).toISOString();
-    const to = new Date(t.clock.now() - (t.clock.now() % HOUR) + HOUR).toISOString();
+    const to = new Date(bucketStartOf(t.clock.now(), 'hour') + HOUR).toISOString();
     const res = await t.api.send('get', `/admin/usage?from=${from}&to=${to}&key_id=${id}`, { headers: bearer(ADMIN_SECRET) });
     expect(res.status).toBe(200);
     // Both old successes (one deleted, one set back to queued by the test) and the new one.

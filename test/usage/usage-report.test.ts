@@ -7,6 +7,7 @@ import type { components } from '../../generated/gateway';
 import type { GenerationsTable } from '../../src/db/schema';
 import { findGeneration } from '../../src/generation/generations.repository';
 import { refundUnsentCalls } from '../../src/generation/settlement.repository';
+import { bucketStartOf } from '../../src/usage/usage-query';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -86,7 +87,7 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   const adminSecret = () => 'test-admin-secret-0123456789';
   /** Whole days around now: questions about keys, owners and metadata then read the per-day table (usage_key_days). */
   const overDays = async (query: string) => {
-    const day = t.clock.now() - (t.clock.now() % DAY);
+    const day = bucketStartOf(t.clock.now(), 'day');
     const res = await t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, { headers: bearer(adminSecret()) });
     // On a refusal the message shows the envelope and the gateway's error log lines.
     const errors = () => t.logs.filter((line) => Number((JSON.parse(line) as { level?: number }).level) >= 50);
