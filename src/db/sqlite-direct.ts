@@ -23,9 +23,9 @@ const liveTransactions = new WeakSet<Kysely<Database>>();
 export async function withDirectRuns<T>(trx: Kysely<Database>, work: () => Promise<T>): Promise<T> {
   liveTransactions.add(trx);
   const run = directRunOf(trx);
-  // Compiled queries handed to trx.executeQuery (raw statements: the usage rollups' upserts, on every
-  // settlement) take the direct run too while the transaction is live; builders and anything the direct
-  // run declines keep kysely's path.
+  // Compiled queries handed to trx.executeQuery (raw statements, such as a refund's rollup upserts) take
+  // the direct run too while the transaction is live; builders and anything the direct run declines keep
+  // kysely's path.
   if (run) {
     const viaKysely = trx.executeQuery.bind(trx);
     const direct = async (query: Parameters<typeof trx.executeQuery>[0], queryId?: Parameters<typeof trx.executeQuery>[1]) =>
