@@ -46,6 +46,9 @@ describe.each([
       // bounds the wait for a free pooled client by the connect timeout (2 s by default), which then reads as
       // 503 dependency_unavailable. This test is about the accounts' limits, not outage detection.
       DB_CONNECT_TIMEOUT_MS: '15000',
+      // The client gives up on a whole operation (its wait for a pooled client included) 1 s after the statement
+      // timeout, so that bound moves too; at the 5 s default a slow CI host saw 503s from the pool wait.
+      DB_STATEMENT_TIMEOUT_MS: '15000',
       // Likewise Redis: 200 requests at once on a loaded CI machine can wait past the 500 ms command timeout
       // (seen: 503 dependency_unavailable from the rate-limit store).
       REDIS_COMMAND_TIMEOUT_MS: '10000',
