@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { dependencyApiError } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
+import { closeIfBodyUnread } from '../http/unread-body';
 
 /** The shape express-openapi-validator and body-parser give their errors. */
 interface FrameworkError {
@@ -58,6 +59,7 @@ function toApiError(err: unknown): ApiError | null {
 }
 
 export function sendError(res: Response, error: ApiError): void {
+  closeIfBodyUnread(res);
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   res.status(error.status).json({
     error: {

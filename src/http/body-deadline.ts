@@ -1,7 +1,7 @@
-import type { ServerResponse } from 'node:http';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../errors/api-error';
 import { sendError } from '../errors/error-handler';
+import { hasBody } from './unread-body';
 
 export interface BodyDeadlineOptions {
   bodyLimitBytes: number;
@@ -9,23 +9,6 @@ export interface BodyDeadlineOptions {
   bodyLimitFor?: (req: Request) => number | undefined;
   /** How long a body may take to arrive after its headers (BODY_TIMEOUT_MS). */
   bodyTimeoutMs: number;
-}
-
-function hasBody(req: Request): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
-/**
- * An answer sent before the body has arrived (401, 413, 408, ...) closes the connection: otherwise
- * Node keeps the socket to read the rest of the body, and a client trickling it holds the socket.
- */
-function closeWhenAnsweredEarly(req: Request, res: Response): void {
-  const writeHead = res.writeHead as (this: ServerResponse, statusCode: number, ...rest: unknown[]) => ServerResponse;
-  res.writeHead = function (this: ServerResponse, statusCode: number, ...rest: unknown[]) {
-    if (statusCode >= 400 && !req.complete && !this.headersSent) this.setHeader('Connection', 'close');
-    return writeHead.call(this, statusCode, ...rest);
-  } as Response['writeHead'];
 }
 
 /**
@@ -37,7 +20,6 @@ function closeWhenAnsweredEarly(req: Request, res: Response): void {
 export function bodyDeadline(options: BodyDeadlineOptions): RequestHandler {
   return (req, res, next) => {
     if (!hasBody(req) || req.complete) return next();
-    closeWhenAnsweredEarly(req, res);
     const declared = Number(req.headers['content-length']);
     const limit = options.bodyLimitFor?.(req) ?? options.bodyLimitBytes;
     if (declared > limit) {
