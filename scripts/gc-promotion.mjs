@@ -1,0 +1,26 @@
+// Summarises V8's young collections from a gateway's `--trace-gc --trace-gc-nvp` output: how much of what was
+// allocated survived a scavenge and how much was promoted to the old generation. A request path that lets go of its
+// objects promotes about 1% of its allocation; a share near the survived share means objects that survived one
+// scavenge were still reachable at the next (docs/benchmarks-history.md, "Promoted requests").
+//   BENCH_NODE_FLAGS="--trace-gc --trace-gc-nvp" BENCH_STDOUT=/tmp/gc npm run bench -- --only sqlite10k --rounds 1
+//   node scripts/gc-promotion.mjs /tmp/gc.*
+import fs from 'node:fs';
+
+for (const file of process.argv.slice(2)) {
+  let scavenges = 0;
+  let full = 0;
+  const sum = { allocated: 0, new_space_survived: 0, promoted: 0 };
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const fields = Object.fromEntries([...line.matchAll(/([a-z_.]+)=([0-9.]+|[a-z]+)/g)].map(([, name, value]) => [name, value]));
+    if (fields.gc === 'mc') full += 1;
+    if (fields.gc !== 's') continue;
+    scavenges += 1;
+    for (const name of Object.keys(sum)) sum[name] += Number(fields[name] ?? 0);
+  }
+  if (scavenges === 0) continue;
+  const mb = (bytes) => (bytes / 2 ** 20).toFixed(0);
+  const share = (bytes) => `${((100 * bytes) / sum.allocated).toFixed(1)}%`;
+  console.log(
+    `${file}: ${scavenges} scavenges, ${full} full collections; allocated ${mb(sum.allocated)} MB, survived ${mb(sum.new_space_survived)} MB (${share(sum.new_space_survived)}), promoted ${mb(sum.promoted)} MB (${share(sum.promoted)})`,
+  );
+}
