@@ -202,7 +202,9 @@ function adapt(operationId: string, handler: unknown): RequestHandler {
   if (typeof handler !== 'function') throw new Error(`${operationId}: the handler is neither a function nor { raw }`);
   const run = handler as (request: OperationRequest<never, Principal>) => Promise<OperationResponse<never>> | OperationResponse<never>;
   return async (req, res) => {
-    let signal: AbortSignal | undefined;
+    // Every member a plain value: a getter in this literal (a lazy signal) gave each request an
+    // accessor closure that kept finished requests alive through V8's young collections
+    // (docs/benchmarks-history.md, "Promoted requests"); a signal costs less than that.
     const request = {
       params: res.locals.parsedParams ?? {},
       query: res.locals.parsedQuery ?? {},
@@ -211,10 +213,7 @@ function adapt(operationId: string, handler: unknown): RequestHandler {
       requestId: res.locals.requestId,
       clientIp: req.socket.remoteAddress ?? '',
       rateLimit: res.locals.rateLimit,
-      get signal() {
-        signal ??= abortOnDisconnect(res);
-        return signal;
-      },
+      signal: abortOnDisconnect(res),
       header: (name: string) => req.get(name),
     } as unknown as OperationRequest<never, Principal>;
     const response = (await run(request)) as { status: number; body: unknown; headers?: Record<string, string>; contentType?: string };

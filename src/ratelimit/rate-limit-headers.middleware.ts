@@ -1,6 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import type { Clock } from '../shared/clock';
-import type { RateLimitDecision, RateLimiter } from './rate-limiter';
+import type { ClientKey } from '../keys/key.model';
+import type { RateLimitDecision, RateLimitHolder, RateLimiter } from './rate-limiter';
 
 /** IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. */
 function setRateLimitHeaders(res: Response, decision: RateLimitDecision): void {
@@ -26,35 +27,60 @@ const UNLOOKED_STATUSES = new Set([408, 503]);
  */
 export function rateLimitHeaders(limiter: RateLimiter, clock: Clock): RequestHandler {
   return (_req, res, next) => {
-    let counted: RateLimitDecision | undefined;
-    res.locals.rateLimit = {
-      record: (decision) => {
-        counted = decision;
-      },
-    };
     const principal = res.locals.principal;
-    const key = principal?.kind === 'client' ? principal.key : undefined;
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
-    res.end = ((...args: unknown[]) => {
-      if (res.headersSent) return end(...args);
-      if (counted) {
-        setRateLimitHeaders(res, counted);
-        return end(...args);
-      }
-      if (!key || UNLOOKED_STATUSES.has(res.statusCode)) return end(...args);
-      // The headers never fail the response: without an answer from the limiter it goes without them.
-      limiter
-        .peek(key.id, key.rateLimitRpm, clock.now())
-        .then(
-          (decision) => {
-            if (!res.headersSent) setRateLimitHeaders(res, decision);
-          },
-          () => undefined,
-        )
-        .then(() => end(...args))
-        .catch(() => res.destroy());
-      return res;
-    }) as Response['end'];
+    const state = new HeaderState(principal?.kind === 'client' ? principal.key : undefined, limiter, clock, res.end);
+    res.locals.rateLimit = state;
+    (res as StatefulResponse)[STATE] = state;
+    res.end = endWithRateLimitHeaders as Response['end'];
     next();
   };
+}
+
+const STATE = Symbol('rate-limit headers');
+type StatefulResponse = Response & { [STATE]?: HeaderState };
+type End = (this: Response, ...args: unknown[]) => Response;
+
+/** A request's rate-limit state: the holder its count records in, and what the response's end needs. */
+class HeaderState implements RateLimitHolder {
+  counted: RateLimitDecision | undefined;
+
+  constructor(
+    readonly key: ClientKey | undefined,
+    readonly limiter: RateLimiter,
+    readonly clock: Clock,
+    readonly end: Response['end'],
+  ) {}
+
+  record(decision: RateLimitDecision): void {
+    this.counted = decision;
+  }
+}
+
+/**
+ * The one `end` of every rate-limited response, with the request's state on the response rather
+ * than in a closure made per request: a closure stored on each response kept finished requests
+ * alive through V8's young collections, as did every object that referenced them
+ * (docs/benchmarks-history.md, "Promoted requests").
+ */
+function endWithRateLimitHeaders(this: StatefulResponse, ...args: unknown[]): Response {
+  const state = this[STATE];
+  const end = (state?.end ?? Object.getPrototypeOf(this).end) as End;
+  if (!state || this.headersSent) return end.apply(this, args);
+  if (state.counted) {
+    setRateLimitHeaders(this, state.counted);
+    return end.apply(this, args);
+  }
+  if (!state.key || UNLOOKED_STATUSES.has(this.statusCode)) return end.apply(this, args);
+  // The headers never fail the response: without an answer from the limiter it goes without them.
+  state.limiter
+    .peek(state.key.id, state.key.rateLimitRpm, state.clock.now())
+    .then(
+      (decision) => {
+        if (!this.headersSent) setRateLimitHeaders(this, decision);
+      },
+      () => undefined,
+    )
+    .then(() => end.apply(this, args))
+    .catch(() => this.destroy());
+  return this;
 }
