@@ -5,7 +5,6 @@ import { ApiError } from '../errors/api-error';
 import { checkClientIp } from '../keys/key-policy';
 import { hashKey, isWellFormedKey } from '../keys/key-secret';
 import { type CidrSet, clientAddress } from '../shared/cidr';
-import { toClientKey } from '../keys/key.model';
 import { keyStatus } from '../keys/rules/key-usability';
 import { directKeyLookup, type KeyLookup } from '../keys/key-cache';
 import { type Clock, toIso } from '../shared/clock';
@@ -29,13 +28,12 @@ export function apiKeyGuard(deps: {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined) throw new ApiError('missing_api_key', 'Send your key as Authorization: Bearer hyai_...');
     if (!isWellFormedKey(token)) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-    const key = await keys.find(deps.db, hashKey(token));
-    if (!key) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-    const status = keyStatus(key, deps.clock.now());
+    const found = await keys.find(deps.db, hashKey(token));
+    if (!found) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+    const status = keyStatus(found, deps.clock.now());
     if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
-    if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(key.expires_at as number)}.`);
-    const client = toClientKey(key);
-    checkClientIp(client.policy, clientAddress(req.socket.remoteAddress, req.get('x-forwarded-for'), deps.trustedProxies));
-    return { kind: 'client', key: client };
+    if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(found.expires_at as number)}.`);
+    checkClientIp(found.client.policy, clientAddress(req.socket.remoteAddress, req.get('x-forwarded-for'), deps.trustedProxies));
+    return { kind: 'client', key: found.client };
   };
 }

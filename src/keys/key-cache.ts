@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/config';
 import type { GatewayDatabase } from '../db/database';
 import { createRedisClient } from '../ratelimit/redis-client';
-import type { ApiKeyRow } from './key.model';
+import { type FoundKey, foundKeyOf } from './key.model';
 import { type Db, findKeyByHash } from './keys.repository';
 
 /**
@@ -11,14 +11,14 @@ import { type Db, findKeyByHash } from './keys.repository';
  * calls `changed(id)` once it has committed.
  */
 export interface KeyLookup {
-  find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined>;
+  find(db: Db, keyHash: string): Promise<FoundKey | undefined>;
   changed(id: string): Promise<void>;
   close(): Promise<void>;
 }
 
 /** No cache: one SELECT by hash per request (PostgreSQL without Redis: nothing would tell a replica of a change). */
 export const directKeyLookup: KeyLookup = {
-  find: findKeyByHash,
+  find: findKey,
   changed: async () => undefined,
   close: async () => undefined,
 };
@@ -29,18 +29,23 @@ export const directKeyLookup: KeyLookup = {
  * made it could not reach Redis while this one could).
  */
 export const KEY_CACHE_TTL_MS = 60_000;
-/** About 1 KB a row: at most ~20 MB; beyond, the oldest entries go first. */
+/** A few hundred bytes an entry: at most a few MB; beyond, the oldest entries go first. */
 const KEY_CACHE_MAX_ENTRIES = 20_000;
 /** SQLite: how often the cache asks whether another connection changed the file. */
 export const DATA_VERSION_CHECK_MS = 50;
 
 interface Entry {
-  row: ApiKeyRow;
+  key: FoundKey;
   at: number;
 }
 
+async function findKey(db: Db, keyHash: string): Promise<FoundKey | undefined> {
+  const row = await findKeyByHash(db, keyHash);
+  return row && foundKeyOf(row);
+}
+
 /**
- * Key rows by hash, in process: what both caches share. `changed(id)` (after an admin change
+ * Found keys by hash, in process (what the guard needs of each row, not the row): what both caches share. `changed(id)` (after an admin change
  * committed) drops the key's entry. A lookup that started before an invalidation is not cached
  * (an epoch counter), so a row read before a commit cannot outlive the invalidation that followed
  * it. `usable()` says whether the cache may be read and filled at all (else: one SELECT, nothing kept).
@@ -63,29 +68,30 @@ abstract class KeyRowCache implements KeyLookup {
   abstract changed(id: string): Promise<void>;
   abstract close(): Promise<void>;
 
-  async find(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
-    if (!this.usable()) return findKeyByHash(db, keyHash);
+  async find(db: Db, keyHash: string): Promise<FoundKey | undefined> {
+    if (!this.usable()) return findKey(db, keyHash);
     const hit = this.entries.get(keyHash);
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.row;
+    if (hit && this.now() - hit.at < this.ttlMs) return hit.key;
     const epoch = this.epoch;
     const at = this.now();
-    const row = await findKeyByHash(db, keyHash);
-    if (row && epoch === this.epoch && this.usable()) this.put(keyHash, row, at);
-    return row;
+    const key = await findKey(db, keyHash);
+    if (key && epoch === this.epoch && this.usable()) this.put(keyHash, key, at);
+    return key;
   }
 
-  private put(keyHash: string, row: ApiKeyRow, at: number): void {
-    const previous = this.hashById.get(row.id);
+  private put(keyHash: string, key: FoundKey, at: number): void {
+    const id = key.client.id;
+    const previous = this.hashById.get(id);
     if (previous !== undefined && previous !== keyHash) this.entries.delete(previous);
     this.entries.delete(keyHash);
     if (this.entries.size >= KEY_CACHE_MAX_ENTRIES) {
       const oldest = this.entries.keys().next().value as string;
       const evicted = this.entries.get(oldest);
       this.entries.delete(oldest);
-      if (evicted) this.hashById.delete(evicted.row.id);
+      if (evicted) this.hashById.delete(evicted.key.client.id);
     }
-    this.entries.set(keyHash, { row, at });
-    this.hashById.set(row.id, keyHash);
+    this.entries.set(keyHash, { key, at });
+    this.hashById.set(id, keyHash);
   }
 
   protected drop(id: string): void {

@@ -82,10 +82,10 @@ export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_co
 
 /** The policy an authenticated client key carries through a request. */
 export interface ClientKeyPolicy {
-  maxConcurrent: number | null;
-  allowedIps: readonly string[] | null;
-  allowedModels: readonly string[] | null;
-  alertThresholds: readonly number[];
+  readonly maxConcurrent: number | null;
+  readonly allowedIps: readonly string[] | null;
+  readonly allowedModels: readonly string[] | null;
+  readonly alertThresholds: readonly number[];
 }
 
 /** The fields of a ClientKey (key.model.ts) the checks below read; named here so this module need not import key.model, which imports it. */

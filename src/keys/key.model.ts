@@ -10,18 +10,36 @@ export type CreatedKeyResource = components['schemas']['CreatedKey'];
 export type { KeyStatus } from './rules/key-usability';
 export type ApiKeyRow = ApiKeysTable;
 
-/** An authenticated client key, as handlers and services see it (the row's secrets left behind). */
+/**
+ * An authenticated client key, as handlers and services see it (the row's secrets left behind).
+ * Read-only: one found in the key cache is shared by every request that authenticates with it.
+ */
 export interface ClientKey {
-  id: string;
+  readonly id: string;
   /** The hash of the secret the request authenticated with: the reservation checks it is still the key's. */
-  keyHash: string;
-  rateLimitRpm: number;
-  allowedProviders: readonly string[];
-  creditsQuota: number;
-  quotaPeriodDays: number;
-  createdAt: number;
+  readonly keyHash: string;
+  readonly rateLimitRpm: number;
+  readonly allowedProviders: readonly string[];
+  readonly creditsQuota: number;
+  readonly quotaPeriodDays: number;
+  readonly createdAt: number;
   /** max_concurrent, allowed_ips, allowed_models, alert thresholds (key-policy.ts). */
-  policy: ClientKeyPolicy;
+  readonly policy: ClientKeyPolicy;
+}
+
+/**
+ * A key as the client-key guard finds it by its secret's hash: the columns its status derives from
+ * (rules/key-usability.ts) and the client key a request carries, made once per read of the row, so a
+ * cached one costs a request no parsing.
+ */
+export interface FoundKey {
+  readonly status: string;
+  readonly expires_at: number | null;
+  readonly client: ClientKey;
+}
+
+export function foundKeyOf(row: ApiKeyRow): FoundKey {
+  return { status: row.status, expires_at: row.expires_at, client: toClientKey(row) };
 }
 
 export function toClientKey(row: ApiKeyRow): ClientKey {

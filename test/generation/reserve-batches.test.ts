@@ -2,38 +2,13 @@ import type { GatewayDatabase } from '../../src/db/database';
 import type { ApiKeysTable, GenerationsTable } from '../../src/db/schema';
 import { findGeneration } from '../../src/generation/generations.repository';
 import { type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from '../../src/generation/reservations.repository';
-import { generationRow, migratedDatabase } from '../helpers/generation-rows';
+import { generationRow, keyRow as keyRowAt, migratedDatabase } from '../helpers/generation-rows';
 import { testEngine } from '../helpers/test-database';
 
 const DAY_MS = 86_400_000;
 const NOW = 1_800_000_000_000;
 
-const keyRow = (id: string, overrides: Partial<ApiKeysTable> = {}): ApiKeysTable => ({
-  id,
-  key_hash: `hash_${id}`,
-  hint: 'hyai_...abcd',
-  name: id,
-  owner: 'tests',
-  status: 'active',
-  credits_quota: 100,
-  credits_used: 10,
-  quota_period_days: 30,
-  period_started_at: NOW - DAY_MS,
-  usage_epoch: 0,
-  rate_limit_rpm: 30,
-  allowed_providers: '["local"]',
-  expires_at: null,
-  created_at: NOW - DAY_MS,
-  updated_at: NOW - DAY_MS,
-  disabled_at: null,
-  last_used_at: null,
-  max_concurrent: null,
-  allowed_ips: null,
-  allowed_models: null,
-  metadata: '{}',
-  alert_thresholds: '[50, 80]',
-  ...overrides,
-});
+const keyRow = (id: string, overrides: Partial<ApiKeysTable> = {}): ApiKeysTable => keyRowAt(id, NOW, overrides);
 
 const generation = (id: string, keyId: string, credits: number): GenerationsTable =>
   generationRow(id, {
