@@ -48,15 +48,17 @@ function checkJsonDepth(raw: Buffer): void {
   }
 }
 
-/** The first string (value or member name) holding a NUL character, as a dotted path, or undefined. */
-export function pathOfNul(value: unknown, at = ''): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
+/**
+ * The first string (value or member name) holding a NUL character, as a dotted path ('' for `value`
+ * itself), or undefined. Every JSON body is walked: the path is built only on the way back from a find.
+ */
+export function pathOfNul(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? '' : undefined;
   if (value === null || typeof value !== 'object') return undefined;
-  for (const [name, member] of Object.entries(value)) {
-    const here = at ? `${at}.${name}` : name;
-    if (name.includes('\u0000')) return here;
-    const found = pathOfNul(member, here);
-    if (found !== undefined) return found;
+  for (const name of Object.keys(value)) {
+    if (name.includes('\u0000')) return name;
+    const found = pathOfNul((value as Record<string, unknown>)[name]);
+    if (found !== undefined) return found === '' ? name : `${name}.${found}`;
   }
   return undefined;
 }

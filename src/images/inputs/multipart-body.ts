@@ -169,6 +169,11 @@ function digest(bytes: Buffer): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
+/** `/a/b//` -> `/a/b` (`/` stays): every request asks, and most paths end without one, so no regular expression runs for them. */
+function withoutTrailingSlashes(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.replace(/(.)\/+$/, '$1') : path;
+}
+
 /** Express's `:id` path of an OpenAPI template. */
 const expressPathOf = (template: string) => template.replace(/\{([^}]+)\}/g, ':$1');
 
@@ -186,6 +191,6 @@ export function imageInputsSupport(document: OpenApiDocument): { layer: Declared
   const paths = new Set(operations.map((operation) => operation.path));
   return {
     layer: { stage: 'before-validation', handler: imageInputsBody(multipart) },
-    bodyLimitFor: (req) => (paths.has(req.path.replace(/(.)\/+$/, '$1')) ? GATEWAY_INPUT_LIMITS.maxBodyBytes : undefined),
+    bodyLimitFor: (req) => (paths.has(withoutTrailingSlashes(req.path)) ? GATEWAY_INPUT_LIMITS.maxBodyBytes : undefined),
   };
 }
