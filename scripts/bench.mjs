@@ -300,7 +300,10 @@ async function measureAgainstBaseline(name, baseline, env, keys, ab = undefined)
     pair.max = await load(url, keys, { pid: child.pid });
     if (other && thisFirst) pair.abMax = await load(other.url, ab.keys, { pid: other.child.pid });
     pair.basePaced = await paced(baseline.url, [], FIXED_RATE, SECONDS);
+    // --ab: the other build takes the fixed-rate phase too, in the same order, so both spend each round alike.
+    if (other && !thisFirst) await paced(other.url, ab.keys, FIXED_RATE, SECONDS);
     pair.paced = await paced(url, keys, FIXED_RATE, SECONDS);
+    if (other && thisFirst) await paced(other.url, ab.keys, FIXED_RATE, SECONDS);
     pairs.push(pair);
     console.log(name, `round ${round + 1}`, JSON.stringify(pair));
   }
