@@ -38,8 +38,13 @@ export interface FoundKey {
   readonly client: ClientKey;
 }
 
+/** Frozen, arrays included: a cached one is shared by concurrent requests, so a change would leak into the others. */
 export function foundKeyOf(row: ApiKeyRow): FoundKey {
-  return { status: row.status, expires_at: row.expires_at, client: toClientKey(row) };
+  const client = toClientKey(row);
+  const { policy } = client;
+  for (const list of [client.allowedProviders, policy.allowedIps, policy.allowedModels, policy.alertThresholds]) if (list) Object.freeze(list);
+  Object.freeze(policy);
+  return Object.freeze({ status: row.status, expires_at: row.expires_at, client: Object.freeze(client) });
 }
 
 export function toClientKey(row: ApiKeyRow): ClientKey {

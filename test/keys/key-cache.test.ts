@@ -46,6 +46,9 @@ const keyRow = (id: string, overrides: Partial<ApiKeysTable> = {}): ApiKeysTable
     });
     expect(await lookup.find(db, 'hash_key_cached')).toBe(found);
     expect(await lookup.find(db, 'hash_unknown')).toBeUndefined();
+    // Shared by the requests that find it: frozen, so no request can change what the next one sees.
+    expect(() => (found?.client.allowedProviders as string[]).push('other')).toThrow(TypeError);
+    expect(() => Object.assign(found?.client.policy as object, { maxConcurrent: 9 })).toThrow(TypeError);
 
     // An admin change on this connection: the cached key stays until changed(id), then the row is read again.
     await updateKey(db, 'key_cached', { status: 'disabled', rate_limit_rpm: 5, updated_at: NOW + 1 });
