@@ -137,6 +137,20 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     expect(anonymous.body.error.code).toBe('missing_api_key');
   });
 
+  it('raw multipart: two masks, or a text field sent twice, are 400 naming the field, nothing charged', async () => {
+    const { id, key } = await t.createKey({ credits_quota: 10 });
+    const withImage = (req: request.Test) => req.field('model', 'local-1').field('size', '32x32').attach('image', testPng(20, 20), 'a.png');
+    const twoMasks = await rawEdit(key, (req) =>
+      withImage(req.field('prompt', 'x'))
+        .attach('mask', testPng(20, 20, { alpha: true }), 'm1.png')
+        .attach('mask', testPng(20, 20, { alpha: true, shade: 3 }), 'm2.png'),
+    );
+    expect([twoMasks.status, twoMasks.body.error.code, twoMasks.body.error.param]).toEqual([400, 'invalid_request', 'mask']);
+    const twoPrompts = await rawEdit(key, (req) => withImage(req.field('prompt', 'first').field('prompt', 'second')));
+    expect([twoPrompts.status, twoPrompts.body.error.code, twoPrompts.body.error.param]).toEqual([400, 'invalid_request', 'prompt']);
+    expect(await creditsUsed(id)).toBe(0);
+  });
+
   it('a body that ends inside a file part (no closing boundary) is 400, and the gateway keeps serving', async () => {
     const { key } = await t.createKey({ credits_quota: 10 });
     const boundary = 'cgw-cut-boundary';

@@ -75,6 +75,8 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
     const fields: Record<string, string> = {};
     const files: UploadedFiles = { images: [] };
     let total = 0;
+    // Counted when a part begins: `files.mask` is set only when its stream ends, after busboy announced the next part.
+    let masks = 0;
     let failed = false;
     let pending = 0;
     let ended = false;
@@ -104,7 +106,7 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
         fail(new ApiError('invalid_request', `${name}: this operation takes files only as image (or image[]) and mask.`, { param: name }));
         return;
       }
-      if (name === 'mask' && files.mask) {
+      if (name === 'mask' && ++masks > 1) {
         stream.resume();
         fail(new ApiError('invalid_request', 'mask: send one mask.', { param: 'mask' }));
         return;
@@ -148,6 +150,11 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
         refuseNul(value, name);
       } catch (refusal) {
         fail(refusal as ApiError);
+        return;
+      }
+      // One value per field: a repeated one is refused rather than the last silently winning (names in `[]` notation are lists).
+      if (Object.hasOwn(fields, name) && !name.endsWith('[]')) {
+        fail(new ApiError('invalid_request', `${name}: send this field once.`, { param: name }));
         return;
       }
       fields[name] = value;
