@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { dependencyApiError } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
+import { ClientDisconnected } from '../http/abort-on-disconnect';
 import { closeIfBodyUnread } from '../http/unread-body';
 
 /** The shape express-openapi-validator and body-parser give their errors. */
@@ -76,6 +77,12 @@ export function sendError(res: Response, error: ApiError): void {
 /** The one place errors become responses: always the envelope, never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
+    if (err instanceof ClientDisconnected) {
+      // An ordinary client action, not a fault: there is nobody left to answer.
+      const generation = err.generation ? { generation_id: err.generation.generationId, charged_credits: err.generation.chargedCredits } : {};
+      logger.info({ request_id: res.locals.requestId, method: req.method, path: req.path, ...generation }, 'client disconnected before the answer');
+      return;
+    }
     let apiError = toApiError(err);
     if (!apiError) {
       logger.error({ err, request_id: res.locals.requestId, method: req.method, path: req.path }, 'unhandled error');

@@ -109,10 +109,12 @@ export class GenerationRunner {
         });
         attemptsWritten = true;
         if (hooked) this.deps.completionWebhooks?.poke();
+        return disconnected ? new ClientDisconnected({ generationId: row.id, chargedCredits }) : undefined;
       } catch (settleError) {
         // The row stays active: released by a retry when the database is back, or by a takeover.
         this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
         this.deps.onUnsettled?.(row.id, code);
+        return undefined;
       }
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
@@ -188,7 +190,8 @@ export class GenerationRunner {
         const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
         void settleFailure(recorded).then(() => (attemptsWritten ? undefined : this.recordAttempts(row.id, attempts)));
       } else {
-        await settleFailure(error);
+        // A client that went away is told nothing; the error handler logs what its generation was charged.
+        throw (await settleFailure(error)) ?? error;
       }
       throw error;
     } finally {

@@ -2,9 +2,13 @@ import type { Response } from 'express';
 
 /** Why a request's work was aborted: its client went away before the response was written. */
 export class ClientDisconnected extends Error {
-  constructor() {
+  /** Set once the generation the request ran is settled: its id and the credits charged for what had been sent upstream. */
+  readonly generation?: { generationId: string; chargedCredits: number };
+
+  constructor(generation?: { generationId: string; chargedCredits: number }) {
     super('client disconnected');
     this.name = 'ClientDisconnected';
+    if (generation) this.generation = generation;
   }
 }
 

@@ -2,6 +2,7 @@ import http from 'node:http';
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 const credentials = { accessKeyId: 'AKtest', secretAccessKey: 'secret-for-tests' };
 /** The real API's result URLs are on p<N>-aiop-sign.byteimg.com; so are the fake's here. */
@@ -209,6 +210,28 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       .executeTakeFirstOrThrow();
     expect({ status: row.status, charged: Number(row.charged_credits) }).toEqual({ status: 'canceled', charged: Number(row.credits) });
     expect(await creditsUsed()).toBe(before + Number(row.credits));
+  });
+
+  it('a client disconnect is logged once at info with the generation id and what was charged, never as an error', async () => {
+    const from = t.logs.length;
+    const req = http.request(`${t.gateway.url}/images/generate`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ prompt: 'left waiting [pending:100000]', model: 'jimeng-4.0' }));
+    const row = () => t.gateway.database.db.selectFrom('generations').select(['id', 'status', 'charged_credits']).where('request', 'like', '%left waiting%').executeTakeFirst();
+    await until(async () => (await row()) !== undefined && fake.requests.some((r) => r.action === 'CVSync2AsyncGetResult'), 'the generation polling upstream');
+    req.destroy();
+    await until(async () => (await row())?.status === 'canceled', 'the generation canceled by the disconnect');
+    const { id, charged_credits: charged } = (await row())!;
+    const lines = () => t.logs.slice(from).map((line) => JSON.parse(line) as { level: number; msg: string; generation_id?: string; charged_credits?: number });
+    await until(() => lines().some((line) => (line.generation_id === id && line.level === 30) || line.level >= 50), 'a log line of the disconnect');
+    expect(lines().filter((line) => line.level >= 50)).toEqual([]);
+    expect(lines().filter((line) => line.generation_id === id)).toEqual([
+      expect.objectContaining({ level: 30, msg: 'client disconnected before the answer', generation_id: id, charged_credits: Number(charged) }),
+    ]);
+    expect(Number(charged)).toBeGreaterThan(0);
   });
 
   it('n=3 failing part-way: not charged, no call sent after the failure, the images made listed as the operator\'s loss', async () => {
