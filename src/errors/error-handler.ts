@@ -4,7 +4,7 @@ import { ApiError } from './api-error';
 import { dependencyApiError } from './dependency-errors';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 import { ClientDisconnected } from '../http/abort-on-disconnect';
-import { closeIfBodyUnread } from '../http/unread-body';
+import { settleUnreadBody } from '../http/unread-body';
 
 /** The shape express-openapi-validator and body-parser give their errors. */
 interface FrameworkError {
@@ -60,7 +60,7 @@ function toApiError(err: unknown): ApiError | null {
 }
 
 export function sendError(res: Response, error: ApiError): void {
-  closeIfBodyUnread(res);
+  settleUnreadBody(res, error.code === 'payload_too_large' || error.code === 'request_timeout');
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   res.status(error.status).json({
     error: {

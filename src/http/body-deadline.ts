@@ -26,6 +26,8 @@ export function bodyDeadline(options: BodyDeadlineOptions): RequestHandler {
       sendError(res, new ApiError('payload_too_large', `The request body is ${declared} bytes; the limit is ${limit}.`));
       return;
     }
+    // The bound of what is read and dropped after an early refusal (unread-body.ts).
+    res.locals.bodyLimitBytes = limit;
     const deadline = setTimeout(() => {
       if (req.complete) return;
       if (res.headersSent) {
@@ -37,7 +39,10 @@ export function bodyDeadline(options: BodyDeadlineOptions): RequestHandler {
     const settle = () => clearTimeout(deadline);
     req.once('end', settle);
     req.once('close', settle);
-    res.once('close', settle);
+    // An answer sent while the body still arrives (read and dropped, unread-body.ts) keeps the deadline.
+    res.once('close', () => {
+      if (req.complete || req.socket.destroyed) settle();
+    });
     next();
   };
 }

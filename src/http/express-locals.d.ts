@@ -14,6 +14,8 @@ declare global {
       headRequest?: boolean;
       /** x-rate-limited operations: where the request's count is recorded for its rate-limit headers (rate-limit-headers.middleware.ts). */
       rateLimit?: RateLimitHolder;
+      /** The request's body limit, for a body still arriving when it is answered (body-deadline.ts, unread-body.ts). */
+      bodyLimitBytes?: number;
     }
   }
 }

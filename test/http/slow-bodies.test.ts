@@ -1,6 +1,8 @@
 import { rawConnection } from '../helpers/raw-http';
 import { connectionsCheckingIntervalMs } from '../../src/http/listeners';
 import { ADMIN_SECRET, SERVICE_TOKEN, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { testPng } from '../helpers/test-images';
+import { until } from '../helpers/until';
 
 /** Request head for a JSON POST that announces `length` bytes of body. */
 function postHead(path: string, length: number, headers: Record<string, string> = {}): string {
@@ -34,11 +36,10 @@ describe('slow and oversized request bodies cannot hold connections', () => {
     expect(await connection.closedByServer()).toBe(true);
   });
 
-  it('a request refused before its body arrived (401) closes its connection instead of waiting for the body', async () => {
+  it('a request refused before its body arrived (401) is answered at once; a body that then stops arriving is cut at BODY_TIMEOUT_MS', async () => {
     const connection = await rawConnection(t.gateway.url, `${postHead('/images/generate', 1000)}{`);
     const res = await connection.response();
     expect(res.status).toBe(401);
-    expect(res.headers.connection).toBe('close');
     expect(await connection.closedByServer()).toBe(true);
   });
 
@@ -80,6 +81,48 @@ describe('slow and oversized request bodies cannot hold connections', () => {
     const connection = await rawConnection(t.gateway.url, `${postHead('/admin/keys', Buffer.byteLength(body), admin)}${body}`);
     expect((await connection.response()).status).toBe(201);
     expect(await connection.closedByServer(1000)).toBe(false);
+    connection.socket.destroy();
+  });
+});
+
+describe('a client that writes its whole body before it reads gets an early refusal, not a reset', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway();
+  });
+  afterAll(() => t.close());
+
+  const boundary = 'cgw-whole-body';
+  /** A multipart edit of `files` PNGs of `bytes` each: 24 MiB in all, far more than the socket buffers between client and gateway hold. */
+  const edit = (files: number, bytes: number) =>
+    Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nlocal-1\r\n`),
+      ...Array.from({ length: files }, (_, i) => {
+        const png = testPng(4, 4, { shade: i });
+        const head = `--${boundary}\r\nContent-Disposition: form-data; name="image[]"; filename="${i}.png"\r\nContent-Type: image/png\r\n\r\n`;
+        return Buffer.concat([Buffer.from(head), png, Buffer.alloc(bytes - png.length), Buffer.from('\r\n')]);
+      }),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]);
+  /** Writes the head and the whole body, then reads: the write's error (a reset) if any, then the answer. */
+  async function writeThenRead(headers: Record<string, string>, body: Buffer) {
+    const head = postHead('/v1/images/edits', body.length, { ...headers }).replace('application/json', `multipart/form-data; boundary=${boundary}`);
+    const connection = await rawConnection(t.gateway.url, head);
+    const written = await new Promise<Error | null | undefined>((resolve) => connection.socket.write(body, resolve));
+    return { connection, written, res: await connection.response() };
+  }
+
+  it.each([
+    ['401 for a missing key', {}, 24, 401, 'missing_api_key'],
+    ['400 at the file limit (the 17th of 40 files)', 'key', 40, 400, 'invalid_request'],
+  ] as const)('%s: the rest of the body is read and dropped, the envelope arrives, and the connection serves the next request', async (_what, auth, files, status, code) => {
+    const headers: Record<string, string> = auth === 'key' ? { Authorization: `Bearer ${(await t.createKey()).key}` } : {};
+    const { connection, written, res } = await writeThenRead(headers, edit(files, Math.floor((24 * 1024 * 1024) / files)));
+    expect(written ?? null).toBeNull();
+    expect([res.status, JSON.parse(res.body).error.code, JSON.parse(res.body).error.request_id]).toEqual([status, code, res.headers['x-request-id']]);
+    connection.socket.write('GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n');
+    await until(() => connection.received().split('HTTP/1.1 ').length === 3, 'the answer to the next request on the connection');
+    expect(connection.received().split('HTTP/1.1 ')[2]).toMatch(/^200 /);
     connection.socket.destroy();
   });
 });

@@ -83,7 +83,7 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
     const fail = (error: ApiError) => {
       if (failed) return;
       failed = true;
-      // Stop reading: the answer goes out now, and the connection closes (body-deadline.ts).
+      // Stop parsing: the answer goes out now, and the rest of the body is dropped (unread-body.ts).
       req.unpipe(parser);
       parser.removeAllListeners('file');
       parser.removeAllListeners('field');
