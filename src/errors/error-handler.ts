@@ -59,19 +59,24 @@ function toApiError(err: unknown): ApiError | null {
   return new ApiError(code, 'The request body is too large.');
 }
 
-export function sendError(res: Response, error: ApiError): void {
-  settleUnreadBody(res, error.code === 'payload_too_large' || error.code === 'request_timeout');
-  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  res.status(error.status).json({
+/** The one error envelope, as every error answer carries it. */
+export function errorEnvelope(error: ApiError, requestId: string) {
+  return {
     error: {
       code: error.code,
       message: error.message,
       type: ERROR_CODES[error.code].type,
       param: error.param,
-      request_id: res.locals.requestId,
+      request_id: requestId,
       ...error.details,
     },
-  });
+  };
+}
+
+export function sendError(res: Response, error: ApiError): void {
+  settleUnreadBody(res, error.code === 'payload_too_large' || error.code === 'request_timeout');
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  res.status(error.status).json(errorEnvelope(error, res.locals.requestId));
 }
 
 /** The one place errors become responses: always the envelope, never a stack trace. */

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { answerClientErrors } from './client-errors';
 import { ConnectionGuard } from './connection-guard';
 
 /** Pending connections the kernel may queue per listener (docs/operators/production.md: net.core.somaxconn). */
@@ -27,9 +28,11 @@ async function listen(
   host: string,
   timeouts: { headersMs: number; requestMs: number },
   guard: ConnectionGuard,
+  logger: Logger,
 ): Promise<Listener> {
   const server = http.createServer({ connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts.headersMs) }, app);
   guard.watch(server);
+  answerClientErrors(server, logger);
   server.headersTimeout = timeouts.headersMs;
   server.requestTimeout = timeouts.requestMs;
   server.keepAliveTimeout = 5_000;
@@ -81,8 +84,8 @@ export interface Listeners {
 export async function startListeners(apps: { public: http.RequestListener; internal: http.RequestListener }, settings: ListenerSettings, logger: Logger): Promise<Listeners> {
   const connections = new ConnectionGuard(settings.maxConnections, logger);
   const timeouts = { headersMs: settings.headersTimeoutMs, requestMs: settings.requestTimeoutMs };
-  const publicListener = await listen(apps.public, settings.port, settings.host, timeouts, connections);
-  const internalListener = await listen(apps.internal, settings.internalPort, settings.host, timeouts, connections).catch(async (error: unknown) => {
+  const publicListener = await listen(apps.public, settings.port, settings.host, timeouts, connections, logger);
+  const internalListener = await listen(apps.internal, settings.internalPort, settings.host, timeouts, connections, logger).catch(async (error: unknown) => {
     await drain(publicListener, 0);
     throw error;
   });
