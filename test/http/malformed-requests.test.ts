@@ -42,21 +42,22 @@ const VARIANTS: Array<[string, (head: string) => string]> = [
 
 describe('every answer carries X-Request-Id and the envelope, also for requests Node cannot parse', () => {
   let t: TestGateway;
-  let clientKey: string;
+  /** [operation, listener URL, request head up to its body headers], with working credentials. */
+  let operations: Array<[string, string, string]> = [];
   beforeAll(async () => {
     t = await startTestGateway();
-    clientKey = (await t.createKey()).key;
+    const start = (path: string, credentials: Record<string, string>) =>
+      `POST ${path} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${Object.entries(credentials).map(([name, value]) => `${name}: ${value}\r\n`).join('')}`;
+    operations = [
+      ['admin POST /admin/keys', t.gateway.url, start('/admin/keys', { Authorization: `Bearer ${ADMIN_SECRET}` })],
+      ['client POST /images/generate', t.gateway.url, start('/images/generate', { Authorization: `Bearer ${(await t.createKey()).key}` })],
+      ['internal POST /api/v1/creative/images/generations', t.gateway.internalUrl, start('/api/v1/creative/images/generations', SERVICE_TOKEN)],
+    ];
   });
   afterAll(() => t.close());
 
-  const operations = () => [
-    ['admin POST /admin/keys', t.gateway.url, `POST /admin/keys HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\nAuthorization: Bearer ${ADMIN_SECRET}\r\n`],
-    ['client POST /images/generate', t.gateway.url, `POST /images/generate HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\nAuthorization: Bearer ${clientKey}\r\n`],
-    ['internal POST /api/v1/creative/images/generations', t.gateway.internalUrl, `POST /api/v1/creative/images/generations HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${Object.entries(SERVICE_TOKEN).map(([name, value]) => `${name}: ${value}\r\n`).join('')}`],
-  ] as const;
-
   it.each(VARIANTS)('%s: a 4xx in the envelope whose request_id is its X-Request-Id, on admin, client and internal operations', async (_variant, build) => {
-    for (const [operation, url, head] of operations()) {
+    for (const [operation, url, head] of operations) {
       const bytes = build(head);
       const connection = await rawConnection(url, '');
       connection.socket.write(Buffer.from(bytes, 'latin1'));
