@@ -227,7 +227,7 @@ export const envSchema = z.object({
     defaultText: '`0` (off)',
   }),
   CHANNEL_ALLOW_PRIVATE_UPSTREAMS: declare(boolean.default(false), {
-    description: "let API channels' `base_url` point at loopback/private/link-local addresses (self-hosted upstreams on a private network, development, tests)",
+    description: "let API channels' `base_url` point at loopback/private addresses (self-hosted upstreams on a private network, development, tests); link-local and cloud metadata addresses stay refused, and `testChannel` does not relay a private upstream's answer",
   }),
 
   // Durable generations.
@@ -243,7 +243,7 @@ export const envSchema = z.object({
   }),
 
   // Webhooks.
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private/link-local addresses (development, tests)' }),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private addresses (development, tests); link-local and cloud metadata addresses stay refused' }),
   WEBHOOK_POLL_INTERVAL_MS: declare(integer(10, 600_000).default(1000), { description: 'how often each process looks for due deliveries' }),
   WEBHOOK_LEASE_MS: declare(integer(100, 3_600_000).default(60_000), {
     description: 'how long a claimed delivery is held; keep it above `WEBHOOK_TIMEOUT_MS`, or a slow delivery is sent twice',
