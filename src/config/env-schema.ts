@@ -54,7 +54,7 @@ export const envSchema = z.object({
   LOG_LEVEL: declare(oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), { description: 'pino level (`silent` to mute)', keepEmpty: true }),
   VALIDATE_RESPONSES: declare(boolean.default(false), { description: 'check every response against the spec (on in tests)' }),
   MODEL_CATALOG: declare(text.optional(), {
-    description: 'JSON array of `{model, provider, upstream_model, credits_per_image, default_size}`',
+    description: 'an object `{"models": [...], "remove": [...]}` that changes the built-in catalog, or a JSON array of `{model, provider, upstream_model, credits_per_image, default_size}` that replaces it; `npx creative-gateway catalog` prints the result',
     defaultText: 'built in',
   }),
   MODEL_CATALOG_FILE: declare(text.optional(), { description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)', defaultText: 'built in' }),
