@@ -1,5 +1,6 @@
 import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
 import { inputLimits } from './input-limits';
+import { type PriceRow, parsePriceTable } from './price-table';
 
 export type { InputImageLimits, SizeBounds };
 
@@ -12,6 +13,8 @@ export interface CatalogModel {
   /** The model id the provider's upstream understands. */
   upstream_model: string;
   credits_per_image: number;
+  /** Credits per image by size and quality (price-table.ts); `credits_per_image` where no row fits. */
+  price_table?: PriceRow[];
   /** Used when the request has no `size`. */
   default_size: string;
   /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
@@ -165,6 +168,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       default_size: defaultSize,
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
+      ...(e.price_table === undefined ? {} : { price_table: parsePriceTable(e.price_table, where) }),
       ...bounds,
       ...inputs,
     };

@@ -5,6 +5,7 @@ import type { ChannelRouter } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
+import { checkQuality, creditsPerImage } from '../config/price-table';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
@@ -71,6 +72,8 @@ export interface GenerationDeps {
 export interface KeyGenerationOutcome extends GenerationOutcome {
   /** Credits left on the key in this period, after this charge. */
   creditsRemaining: number;
+  /** The price of each image of the request (price-table.ts). */
+  creditsPerImage: number;
 }
 
 /** What the gateway's and the internal API's generation responses share (all but `usage`). */
@@ -159,7 +162,7 @@ export class GenerationService {
       const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
       const outcome = await this.runHeld(reservation.row, signal, stored);
-      return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
+      return { ...outcome, credits: reservation.cost, creditsPerImage: reservation.cost / n, creditsRemaining: reservation.creditsRemaining };
     } finally {
       await slot?.release();
     }
@@ -197,8 +200,8 @@ export class GenerationService {
     const entry = this.admission.modelFor(input.model, input.provider);
     const { writes, clock } = this.deps;
     const now = clock.now();
-    const credits = (input.n ?? 1) * entry.credits_per_image;
     const request = this.storedRequest(entry, input, false);
+    const credits = (input.n ?? 1) * creditsPerImage(entry, request.request);
     const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal));
     const stored = { ...request, ...(inputs ? { inputs } : {}) };
     const row: GenerationsTable = {
@@ -239,6 +242,7 @@ export class GenerationService {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     // Refused here, before the reservation: a size the upstream would refuse is never charged nor sent.
     checkSize(entry.model, width, height, entry.size_bounds);
+    checkQuality(entry, input.quality);
     return {
       entry,
       keep_base64: background,
@@ -253,6 +257,7 @@ export class GenerationService {
         width,
         height,
         ...(input.seed !== undefined ? { seed: input.seed } : {}),
+        ...(input.quality !== undefined && input.quality !== 'auto' ? { quality: input.quality } : {}),
         responseFormat: input.response_format ?? 'url',
       },
     };
