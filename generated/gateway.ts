@@ -546,7 +546,11 @@ export interface paths {
          *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
          *     `failed`, `canceled`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
-         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page).
+         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
+         *     dimension such as `owner` or `metadata.<name>`) that begins with `=`, `+`, `-`, `@`, a tab
+         *     or a carriage return is written with a leading `'` so that spreadsheet programs read it as
+         *     text, not as a formula (OWASP, CSV injection); the JSON form carries the values as they are.
+         *     Numeric columns are never prefixed.
          */
         get: operations["getUsageReport"];
         put?: never;
