@@ -2870,7 +2870,7 @@ export interface operations {
                 status?: components["schemas"]["ClientGenerationStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3193,7 +3193,7 @@ export interface operations {
                 metadata?: string;
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3420,7 +3420,7 @@ export interface operations {
                 status?: components["schemas"]["AdminTokenStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3571,7 +3571,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3642,7 +3642,7 @@ export interface operations {
                 order?: components["schemas"]["UsageOrder"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters). */
+                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters); one the API did not issue for them is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3935,7 +3935,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -4258,7 +4258,7 @@ export interface operations {
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { components, operations } from '../../generated/gateway';
 import type { Database } from '../db/schema';
 import { toIso } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
 import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
 import { csvDocument } from './usage-csv';
 import {
@@ -41,7 +42,10 @@ function dimensionName(dimension: UsageDimension): string {
 
 /** GET /admin/usage: usage summed from the rollups written with each settlement (never raw generation rows). */
 export class UsageReportService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly cursors: CursorCodec,
+  ) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
     const selection = selectionOf(query);
@@ -55,11 +59,11 @@ export class UsageReportService {
     const { cursor: _cursor, limit: _limit, ...asked } = query;
     const fingerprint = queryFingerprint(asked);
     const sort = sortOf(selection, order);
-    const position = query.cursor === undefined ? undefined : decodeUsageCursor(query.cursor, fingerprint, sort.length);
+    const position = query.cursor === undefined ? undefined : decodeUsageCursor(this.cursors, query.cursor, fingerprint, sort.length);
     const rows = await usageTotals(db, selection, order, limit, position);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    const nextCursor = rows.length > limit && last ? encodeUsageCursor(fingerprint, sortValuesOf(last, order)) : null;
+    const nextCursor = rows.length > limit && last ? encodeUsageCursor(this.cursors, fingerprint, sortValuesOf(last, order)) : null;
     // Without any group the range is one row, zeros included.
     if (page.length === 0 && bucket === undefined && dimensions.length === 0) {
       return { data: [{ ...emptySums(), latency_ms: latencyPercentiles([]) }], next_cursor: null };
