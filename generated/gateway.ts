@@ -3622,7 +3622,11 @@ export interface operations {
                 key_id?: string;
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
-                /** @description Only this model. */
+                /**
+                 * @description Only this model: one of the catalog (`GET /v1/models` lists those a key may use) or one
+                 *     that has usage (a model since removed from the catalog keeps its history). Any other name
+                 *     is 400 `invalid_request` (param `model`), not an empty page.
+                 */
                 model?: string;
                 /** @description Only this provider. */
                 provider?: string;

@@ -250,7 +250,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: webhooks.admin,
-    usage: new UsageReportService(db, cursors),
+    usage: new UsageReportService(db, cursors, catalog),
   });
   const internalApp = createInternalApp({
     ...common,

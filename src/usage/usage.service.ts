@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { components, operations } from '../../generated/gateway';
+import type { CatalogModel } from '../config/catalog';
 import type { Database } from '../db/schema';
+import { ApiError } from '../errors/api-error';
 import { toIso } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
@@ -17,7 +19,16 @@ import {
   type SortValue,
   type UsageDimension,
 } from './usage-query';
-import { type UsageOrder, type UsageSelection, type UsageTotalsRow, sortOf, usageDetails, usageTotals, withAnalyticsMemory } from './usage.repository';
+import {
+  type UsageOrder,
+  type UsageSelection,
+  type UsageTotalsRow,
+  modelHasUsage,
+  sortOf,
+  usageDetails,
+  usageTotals,
+  withAnalyticsMemory,
+} from './usage.repository';
 
 type Schemas = components['schemas'];
 export type UsageReport = Schemas['UsageReport'];
@@ -45,10 +56,13 @@ export class UsageReportService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly cursors: CursorCodec,
+    /** The models in service: with the models that have usage, what the `model` filter may name. */
+    private readonly catalog: ReadonlyMap<string, CatalogModel>,
   ) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
     const selection = selectionOf(query);
+    if (query.model !== undefined) await this.checkModel(query.model);
     return withAnalyticsMemory(this.db, selection, (db) => this.reportFrom(db, selection, query));
   }
 
@@ -70,6 +84,16 @@ export class UsageReportService {
     }
     const details = await this.detailsOf(db, selection, page);
     return { data: page.map((row) => this.toRow(selection, row, details.get(groupKey(row.groups)))), next_cursor: nextCursor };
+  }
+
+  /**
+   * A model filter names a model of the catalog or one with usage (a model since removed from the
+   * catalog keeps its history): anything else is a mistake that would answer an empty page, so 400.
+   */
+  private async checkModel(model: string): Promise<void> {
+    if (this.catalog.has(model) || (await modelHasUsage(this.db, model))) return;
+    const known = [...this.catalog.keys()].join(', ');
+    throw new ApiError('invalid_request', `model: ${model} is not a model of the catalog (${known}) and has no usage.`, { param: 'model' });
   }
 
   /** The page's failures by code and latency histograms, by group. */

@@ -63,4 +63,29 @@ describe('usage report edges (getUsageReport)', () => {
     expect(json.body.data.map((row: { owner: string }) => row.owner).sort()).toEqual([...owners].sort());
     expect(json.body.data.every((row: { metadata: Record<string, string> }) => row.metadata.team === team)).toBe(true);
   });
+
+  it('a model filter naming no model of the catalog and none with usage: 400 invalid_request naming model', async () => {
+    const res = await usage('&model=seedream-nonexistent');
+    expect([res.status, res.body.error.code, res.body.error.param]).toEqual([400, 'invalid_request', 'model']);
+    expect(res.body.error.message).toContain('local-1');
+    const csv = await usage('&model=seedream-nonexistent', { Accept: 'text/csv' });
+    expect([csv.status, csv.body.error?.param]).toEqual([400, 'model']);
+    // A model of the catalog without usage in the range is a question with an answer: zero.
+    const quiet = await usage('&model=jimeng-4.0');
+    expect([quiet.status, quiet.body.data[0].requests]).toEqual([200, 0]);
+    expect((await usage('&model=local-1')).body.data[0].requests).toBe(owners.length);
+  });
+
+  it('a model no longer in the catalog that has usage stays queryable', async () => {
+    // The history of a model since removed from the catalog: its rollups stay.
+    const day = bucketStartOf(t.clock.now(), 'day') - 86_400_000;
+    await t.gateway.database.db
+      .insertInto('usage_day_totals')
+      .values({ day_start: day, model: 'retired-model', provider: 'local', channel_id: '', status: 'succeeded', error_code: '', requests: 4, images: 4, credits: 4 })
+      .execute();
+    const res = await t.api.send('get', `/admin/usage?from=${new Date(day).toISOString()}&to=${new Date(day + 86_400_000).toISOString()}&model=retired-model`, {
+      headers: bearer(ADMIN_SECRET),
+    });
+    expect([res.status, res.body.data[0].requests, res.body.data[0].credits_charged]).toEqual([200, 4, 4]);
+  });
 });
