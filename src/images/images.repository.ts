@@ -6,7 +6,7 @@ type Db = Kysely<Database>;
 /** Who may name a stored image as an input: the key (or service) whose generation stored it. */
 export type ImageOwner = { kind: 'key'; id: string } | { kind: 'service'; id: string };
 
-/** The owner of a generation's images: its key, or (internal API) its service client. */
+/** The owner of a generation's images: its key, or (internal API, no key) its service client; every generation has one of them. */
 export function imageOwnerOf(generation: { key_id: string | null; client_id: string | null }): ImageOwner {
   return generation.key_id !== null ? { kind: 'key', id: generation.key_id } : { kind: 'service', id: generation.client_id ?? '' };
 }
