@@ -970,7 +970,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description `next_cursor` of the previous page. */
+                /** @description `next_cursor` of the previous page; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;

@@ -546,7 +546,11 @@ export interface paths {
          *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
          *     `failed`, `canceled`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
-         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page).
+         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
+         *     dimension such as `owner` or `metadata.<name>`) that begins with `=`, `+`, `-`, `@`, a tab
+         *     or a carriage return is written with a leading `'` so that spreadsheet programs read it as
+         *     text, not as a formula (OWASP, CSV injection); the JSON form carries the values as they are.
+         *     Numeric columns are never prefixed.
          */
         get: operations["getUsageReport"];
         put?: never;
@@ -2917,7 +2921,7 @@ export interface operations {
                 status?: components["schemas"]["ClientGenerationStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3240,7 +3244,7 @@ export interface operations {
                 metadata?: string;
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3467,7 +3471,7 @@ export interface operations {
                 status?: components["schemas"]["AdminTokenStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3618,7 +3622,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3669,7 +3673,11 @@ export interface operations {
                 key_id?: string;
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
-                /** @description Only this model. */
+                /**
+                 * @description Only this model: one of the catalog (`GET /v1/models` lists those a key may use) or one
+                 *     that has usage (a model since removed from the catalog keeps its history). Any other name
+                 *     is 400 `invalid_request` (param `model`), not an empty page.
+                 */
                 model?: string;
                 /** @description Only this provider. */
                 provider?: string;
@@ -3689,7 +3697,7 @@ export interface operations {
                 order?: components["schemas"]["UsageOrder"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters). */
+                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters); one the API did not issue for them is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3982,7 +3990,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -4305,7 +4313,7 @@ export interface operations {
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;

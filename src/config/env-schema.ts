@@ -211,7 +211,7 @@ export const envSchema = z.object({
 
   // Channels.
   CHANNEL_SEALING_KEY: declare(sealingKeys.default([]), {
-    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets, newest first, comma-separated; required in production',
+    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets and keying the HMAC of page cursors, newest first, comma-separated; required in production',
     secret: true,
     field: 'channels.sealingKeys.*',
     defaultText: GENERATED,

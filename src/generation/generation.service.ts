@@ -30,6 +30,7 @@ import type { GenerationRunner } from './generation-runner';
 import { type GenerationWorker, LeaseLost } from './generation-worker';
 import { countQueuedGenerations, findGeneration, insertGeneration } from './generations.repository';
 import { Reservations } from './reservations';
+import type { CursorCodec } from '../shared/cursor';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 /** A generation request as the handlers pass it: the JSON API's fields, inputs also as uploaded files' bytes (OpenAI edits). */
@@ -67,6 +68,8 @@ export interface GenerationDeps {
   pollMs: number;
   /** Completion webhooks (the request's `webhook`); without them such a request is refused. */
   webhooks?: { secrets: WebhookSecrets; allowPrivateNetworks: boolean; poke: () => void };
+  /** Signs and opens the generation lists' page cursors. */
+  cursors: CursorCodec;
 }
 
 export interface KeyGenerationOutcome extends GenerationOutcome {
@@ -110,6 +113,10 @@ export class GenerationService {
     return this.deps.db;
   }
 
+  get cursors(): CursorCodec {
+    return this.deps.cursors;
+  }
+
   constructor(
     private readonly deps: GenerationDeps,
     parts: { runner: GenerationRunner; resources: GenerationResources; completionWebhooks: CompletionWebhooks | undefined },
@@ -131,6 +138,7 @@ export class GenerationService {
       db,
       writes,
       clock,
+      cursors: deps.cursors,
       resources: parts.resources,
       worker: deps.worker,
       ...(hooks ? { onSettled: (trx, id) => hooks.emit(trx, id), afterSettled: () => hooks.poke() } : {}),
