@@ -203,9 +203,9 @@ describe('modelsForKey and modelForKey', () => {
 
   it('lists the catalog models in catalog order, as OpenAI model objects with size_bounds when known', () => {
     expect(modelsForKey(everything, catalog)).toEqual([
-      { id: 'local-1', object: 'model', created: 0, owned_by: 'local', default_size: '256x256', size_bounds: bounds },
-      { id: 'seedream', object: 'model', created: 0, owned_by: 'jimeng', default_size: '2048x2048' },
-      { id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024' },
+      { id: 'local-1', object: 'model', created: 0, owned_by: 'local', default_size: '256x256', credits_per_image: 1, size_bounds: bounds },
+      { id: 'seedream', object: 'model', created: 0, owned_by: 'jimeng', default_size: '2048x2048', credits_per_image: 4 },
+      { id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8 },
     ]);
     expect(modelsForKey(everything, catalog)[1]).not.toHaveProperty('size_bounds');
   });
@@ -219,7 +219,7 @@ describe('modelsForKey and modelForKey', () => {
   });
 
   it('modelForKey answers one model the key may use', () => {
-    expect(modelForKey(everything, catalog, 'dall-e')).toEqual({ id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024' });
+    expect(modelForKey(everything, catalog, 'dall-e')).toEqual({ id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8 });
   });
 
   it('modelForKey: 404 model_not_found for a model the catalog lacks, even when the key could not use it anyway', () => {
