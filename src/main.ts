@@ -1,3 +1,5 @@
+// First: refuses an unsupported Node.js before anything native loads (see the module).
+import './require-supported-node';
 import { loadConfig } from './config/config';
 import { type RunningGateway, startGateway } from './server';
 import { describeStartupFailure } from './startup-failure';
