@@ -38,6 +38,7 @@ import { closeRedis, connectionSettled, createRedisClient, pingRedis } from './r
 import { CidrSet } from './shared/cidr';
 import { type Clock, systemClock } from './shared/clock';
 import { CloserStack } from './shared/closer-stack';
+import { type ListeningUrls, listeningUrls, type ModelInService } from './startup-announcement';
 import { UsageReportService } from './usage/usage.service';
 import { createWebhooks } from './webhooks/create-webhooks';
 
@@ -47,6 +48,8 @@ export interface RunningGateway {
   port: number;
   /** Internal creative API. */
   internalUrl: string;
+  /** Where it answers and what it serves, as the startup announces them. */
+  listening: { urls: ListeningUrls; models: ModelInService[] };
   database: GatewayDatabase;
   logger: Logger;
   /** Stored images (for tests that sweep or inspect the store). */
@@ -249,13 +252,14 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     webhooks: webhooks.admin,
     usage: new UsageReportService(db),
   });
+  const catalogService = new CatalogService(catalog, providers, channels.router);
   const internalApp = createInternalApp({
     ...common,
     serviceTokens: config.serviceTokens,
     accessJwt,
     clock,
     document: loadOpenApiDocument('creative'),
-    catalog: new CatalogService(catalog, providers, channels.router),
+    catalog: catalogService,
     usage: new UsageService(db),
     channels: channels.router,
   });
@@ -286,15 +290,21 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       logger,
     }),
   );
-  images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${listeners.publicPort}`);
+  const urls = listeningUrls(config.host, listeners.publicPort, listeners.internalPort);
+  images.usePublicBaseUrl(urls.api);
   // Once the gateway knows its public address: a takeover's results carry its signed image URLs.
   await worker.start();
-  logger.info({ port: listeners.publicPort, internal_port: listeners.internalPort, database: engine, rate_limit_store: config.rateLimitStore }, 'gateway listening');
+  const models = (await catalogService.models()).map(({ model, status }) => ({ model, status }));
+  logger.info(
+    { port: listeners.publicPort, internal_port: listeners.internalPort, urls, models, database: engine, rate_limit_store: config.rateLimitStore },
+    'gateway listening',
+  );
 
   return {
     url: `http://127.0.0.1:${listeners.publicPort}`,
     port: listeners.publicPort,
     internalUrl: `http://127.0.0.1:${listeners.internalPort}`,
+    listening: { urls, models },
     database,
     logger,
     images,
