@@ -1026,8 +1026,9 @@ export interface paths {
         /**
          * Readiness
          * @description Every dependency serves: the database answers `SELECT 1`, Redis (when it holds the rate
-         *     limits and RATE_LIMIT_REDIS_FALLBACK=refuse) answers `PING`, and no request failed on either
-         *     within READINESS_FAILURE_WINDOW_MS. Take the replica out of rotation while it answers 503;
+         *     limits and RATE_LIMIT_REDIS_FALLBACK=refuse) answers `PING`, an S3 image store
+         *     (IMAGE_STORE=s3) answers a GET of a key no image has (its answer reused for 5 s), and no
+         *     request failed on the database or Redis within READINESS_FAILURE_WINDOW_MS. Take the replica out of rotation while it answers 503;
          *     `dependency` names the one that fails.
          */
         get: operations["getReadiness"];
@@ -1895,7 +1896,7 @@ export interface components {
                  * @description With `dependency_unavailable` and `not_ready`, the dependency that failed.
                  * @enum {string}
                  */
-                dependency?: "database" | "redis";
+                dependency?: "database" | "redis" | "image_store";
                 /**
                  * @description With `dependency_unavailable` on a generation request whose generation may have
                  *     reached the database: its id, for `GET /generations/{id}`.
@@ -2587,7 +2588,7 @@ export interface components {
         /**
          * @description A dependency does not serve: it does not answer its probe now, or requests failed on it
          *     within the last READINESS_FAILURE_WINDOW_MS (a full or read-only SQLite file still answers
-         *     reads). `dependency` names it: `database` or `redis`.
+         *     reads). `dependency` names it: `database`, `redis` or `image_store` (an S3 image store).
          */
         NotReady: {
             headers: {

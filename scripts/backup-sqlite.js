@@ -3,6 +3,7 @@
 // ./data/gateway.db) while the gateway runs. SQLite's backup API copies a consistent snapshot
 // page by page; writers keep going (WAL). On PostgreSQL use pg_dump instead.
 'use strict';
+require('./supported-node').requireSupportedNode();
 const path = require('node:path');
 const SQLite = require('better-sqlite3');
 

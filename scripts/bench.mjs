@@ -20,6 +20,8 @@ import autocannon from 'autocannon';
 import { measureAnalytics } from './bench-analytics.mjs';
 
 const require = createRequire(import.meta.url);
+// Before better-sqlite3 loads (native, built for Node >= 22: Node 20 crashes on it).
+require('./supported-node.js').requireSupportedNode();
 const root = path.resolve(import.meta.dirname, '..');
 const flag = (name) => {
   const at = process.argv.indexOf(`--${name}`);

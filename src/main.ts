@@ -1,5 +1,8 @@
+// First: refuses an unsupported Node.js before anything native loads (see the module).
+import './require-supported-node';
 import { loadConfig } from './config/config';
 import { type RunningGateway, startGateway } from './server';
+import { describeListening } from './startup-announcement';
 import { describeStartupFailure } from './startup-failure';
 
 /**
@@ -38,6 +41,11 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const gateway = await startGateway(config);
   handleSignals(gateway);
+  // A person at a terminal gets the URLs and models in words, below the JSON logs (which say the same).
+  if (process.stdout.isTTY) {
+    const lines = describeListening(gateway.listening.urls, gateway.listening.models);
+    gateway.logger.flush(() => process.stdout.write(`${lines.join('\n')}\n`));
+  }
 }
 
 main().catch((error: unknown) => {

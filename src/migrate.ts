@@ -1,3 +1,5 @@
+// First: refuses an unsupported Node.js before anything native loads (see the module).
+import './require-supported-node';
 import { databaseUrlFromEnv, maskUrl } from './config/config';
 import { engineOf, openDatabase } from './db/database';
 // '/index', not the folder: a dist/ built before the split keeps db/migrations.js, which Node would load first.

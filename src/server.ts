@@ -16,7 +16,7 @@ import { createGeneration } from './generation/create-generation';
 import type { GenerationService } from './generation/generation.service';
 import { modelHasRoom } from './generation/generation-worker';
 import { DependencyHealth } from './health/dependency-health';
-import { databaseProbe, type DependencyProbe, ReadinessService, waitForDependencies } from './health/readiness';
+import { databaseProbe, type DependencyProbe, imageStoreProbe, ReadinessService, waitForDependencies } from './health/readiness';
 import { startListeners } from './http/listeners';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
@@ -39,6 +39,7 @@ import { CidrSet } from './shared/cidr';
 import { type Clock, systemClock } from './shared/clock';
 import { CloserStack } from './shared/closer-stack';
 import { CursorCodec } from './shared/cursor';
+import { type ListeningUrls, listeningUrls, type ModelInService } from './startup-announcement';
 import { UsageReportService } from './usage/usage.service';
 import { createWebhooks } from './webhooks/create-webhooks';
 
@@ -48,6 +49,8 @@ export interface RunningGateway {
   port: number;
   /** Internal creative API. */
   internalUrl: string;
+  /** Where it answers and what it serves, as the startup announces them. */
+  listening: { urls: ListeningUrls; models: ModelInService[] };
   database: GatewayDatabase;
   logger: Logger;
   /** Stored images (for tests that sweep or inspect the store). */
@@ -75,7 +78,7 @@ async function connectStores(
   config: GatewayConfig,
   logger: Logger,
   closers: CloserStack,
-): Promise<{ database: GatewayDatabase; redis: Redis | undefined; health: DependencyHealth; readiness: ReadinessService }> {
+): Promise<{ database: GatewayDatabase; redis: Redis | undefined; health: DependencyHealth; readinessProbes: DependencyProbe[] }> {
   // Outage windows are wall-clock time, whatever clock the business logic runs on.
   const health = new DependencyHealth(systemClock, logger);
   const database = closers.add(
@@ -100,9 +103,26 @@ async function connectStores(
   await waitForDependencies(probes, { timeoutMs: config.dependencyStartupTimeoutMs, logger });
   // With the SQL fallback a replica serves without Redis, so Redis is no part of its readiness.
   const readinessProbes = config.rateLimitRedisFallback === 'sql' ? probes.filter((probe) => probe.dependency !== 'redis') : probes;
-  const readiness = new ReadinessService(readinessProbes, health, systemClock, config.readinessFailureWindowMs);
   await migrateToLatest(database.db as never, database.engine);
-  return { database, redis, health, readiness };
+  return { database, redis, health, readinessProbes };
+}
+
+/**
+ * A store that does not answer at startup (S3: a wrong endpoint, bucket or credentials) is reported
+ * in one line rather than at the first generation; the gateway still starts (the store may come
+ * up later) and /readyz answers 503 until it answers.
+ */
+async function reportUnreachableImageStore(probe: DependencyProbe | undefined, description: string, logger: Logger): Promise<void> {
+  if (!probe) return;
+  try {
+    await probe.check();
+  } catch (error) {
+    const reason = (error as Error)?.message || String(error);
+    logger.warn(
+      { dependency: probe.dependency, image_store: description, reason },
+      `${probe.label} does not answer (${reason}): generations that return URLs and image inputs fail, and /readyz answers 503, until it does`,
+    );
+  }
 }
 
 /**
@@ -128,7 +148,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 }
 
 async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger, closers: CloserStack): Promise<RunningGateway> {
-  const { database, redis, health, readiness } = await connectStores(config, logger, closers);
+  const { database, redis, health, readinessProbes } = await connectStores(config, logger, closers);
   const { db, engine, writes } = database;
 
   const rateLimiter = closers.add('rate limiter', createRateLimiter(config, database, { redis, health, logger }));
@@ -152,6 +172,9 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const images = await createImagesService(config, { db, writes, clock, logger });
   closers.push('image store', () => images.store.close());
+  const imageStore = imageStoreProbe(images.store, systemClock);
+  await reportUnreachableImageStore(imageStore, images.store.description, logger);
+  const readiness = new ReadinessService(imageStore ? [...readinessProbes, imageStore] : readinessProbes, health, systemClock, config.readinessFailureWindowMs);
   const sealer = new CredentialSealer(config.channels.sealingKeys);
   const cursors = new CursorCodec(config.channels.sealingKeys);
   const channels = closers.add(
@@ -252,13 +275,14 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     webhooks: webhooks.admin,
     usage: new UsageReportService(db, cursors, catalog),
   });
+  const catalogService = new CatalogService(catalog, providers, channels.router);
   const internalApp = createInternalApp({
     ...common,
     serviceTokens: config.serviceTokens,
     accessJwt,
     clock,
     document: loadOpenApiDocument('creative'),
-    catalog: new CatalogService(catalog, providers, channels.router),
+    catalog: catalogService,
     usage: new UsageService(db, cursors),
     channels: channels.router,
   });
@@ -289,15 +313,21 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       logger,
     }),
   );
-  images.usePublicBaseUrl(`http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${listeners.publicPort}`);
+  const urls = listeningUrls(config.host, listeners.publicPort, listeners.internalPort);
+  images.usePublicBaseUrl(urls.api);
   // Once the gateway knows its public address: a takeover's results carry its signed image URLs.
   await worker.start();
-  logger.info({ port: listeners.publicPort, internal_port: listeners.internalPort, database: engine, rate_limit_store: config.rateLimitStore }, 'gateway listening');
+  const models = (await catalogService.models()).map(({ model, status }) => ({ model, status }));
+  logger.info(
+    { port: listeners.publicPort, internal_port: listeners.internalPort, urls, models, database: engine, rate_limit_store: config.rateLimitStore },
+    'gateway listening',
+  );
 
   return {
     url: `http://127.0.0.1:${listeners.publicPort}`,
     port: listeners.publicPort,
     internalUrl: `http://127.0.0.1:${listeners.internalPort}`,
+    listening: { urls, models },
     database,
     logger,
     images,

@@ -60,7 +60,7 @@ Environment:
   ADMIN_TOKEN    a scoped admin token (hyadm_..., see \`tokens create\`); used instead of ADMIN_SECRET when both are set
   ADMIN_SECRET   the admin secret (default: ./data/admin-secret, written by the first \`npm start\`)
 
-Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, 2 usage error.`,
+Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be reached, or \`channels test\` failed, 2 usage error.`,
     );
   const context: CommandContext = {
     connection: (command) => adminConnection(root(command).opts<{ url?: string }>().url),

@@ -1,7 +1,13 @@
 import { ApiError } from './api-error';
 
-/** The external parts a request can need: the database (SQLite or PostgreSQL) and Redis. */
-export type Dependency = 'database' | 'redis';
+/** The external parts a request can need: the database (SQLite or PostgreSQL), Redis and the image store (S3). */
+export type Dependency = 'database' | 'redis' | 'image_store';
+
+const DESCRIBED: Record<Dependency, string> = {
+  database: 'The database',
+  redis: 'Redis (rate limits and shared capacity)',
+  image_store: 'The image store',
+};
 
 /** Seconds a client is told to wait after `dependency_unavailable`; outages we ride out are short. */
 export const DEPENDENCY_RETRY_AFTER_SECONDS = 2;
@@ -116,7 +122,7 @@ export function isRedisUnavailable(error: unknown): boolean {
 export function dependencyApiError(err: unknown): ApiError | undefined {
   if (!(err instanceof DependencyUnavailableError) && !isDatabaseUnavailable(err)) return undefined;
   const dependency = err instanceof DependencyUnavailableError ? err.dependency : 'database';
-  const what = dependency === 'redis' ? 'Redis (rate limits and shared capacity)' : 'The database';
+  const what = DESCRIBED[dependency];
   const outcome = err instanceof DependencyUnavailableError ? err.outcome : undefined;
   const headers = { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_SECONDS) };
   if (outcome?.kind === 'unknown') {

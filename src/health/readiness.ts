@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema';
 import { type Dependency, DependencyUnavailableError, isDatabaseUnavailable } from '../errors/dependency-errors';
+import type { ImageStore } from '../images/image-store';
 import type { Clock } from '../shared/clock';
 import type { DependencyHealth } from './dependency-health';
 
@@ -11,6 +12,40 @@ export interface DependencyProbe {
   /** For operators' messages: "PostgreSQL", "SQLite", "Redis". */
   label: string;
   check(): Promise<void>;
+}
+
+/** How long one answer of a probe that costs a request to another service (S3) serves /readyz. */
+export const REMOTE_PROBE_CACHE_MS = 5000;
+
+/**
+ * The image store's probe when it has one (S3; a directory needs none), bounded by `timeoutMs` and its
+ * answer (success or failure) reused for `cacheMs`: load balancers probe every replica every few
+ * seconds, and each probe would otherwise be a request to S3.
+ */
+export function imageStoreProbe(
+  store: ImageStore,
+  clock: Clock,
+  options: { timeoutMs?: number; cacheMs?: number } = {},
+): DependencyProbe | undefined {
+  const check = store.check?.bind(store);
+  if (!check) return undefined;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  const cacheMs = options.cacheMs ?? REMOTE_PROBE_CACHE_MS;
+  let last: { at: number; answer: Promise<void> } | undefined;
+  return {
+    dependency: 'image_store',
+    label: 'The S3 image store',
+    check: () => {
+      const now = clock.now();
+      if (!last || now - last.at >= cacheMs) {
+        const answer = check(AbortSignal.timeout(timeoutMs));
+        // A cached failure is read again by later probes; unread meanwhile, it is no unhandled rejection.
+        answer.catch(() => undefined);
+        last = { at: now, answer };
+      }
+      return last.answer;
+    },
+  };
 }
 
 export type Readiness = { ready: true } | { ready: false; dependency: Dependency; label: string; reason: string };

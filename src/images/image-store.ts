@@ -24,6 +24,8 @@ export interface ImageStore {
   /** Removes the bytes; removing what is not there is not an error (sweepers may race). */
   delete(id: string): Promise<void>;
   close(): Promise<void>;
+  /** For stores across a network (S3): resolves when the store answers and accepts the credentials now. */
+  check?(signal: AbortSignal): Promise<void>;
 }
 
 /** Image ids are `img_` + base62 (ours); anything else must never reach a path or object key. */

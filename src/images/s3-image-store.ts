@@ -16,6 +16,9 @@ export interface S3ImageStoreSettings {
   credentials?: { accessKeyId: string; secretAccessKey: string };
 }
 
+/** The object readiness asks for; not an image id, so no image is ever stored under it. */
+const READINESS_PROBE_KEY = 'readiness-probe';
+
 /** Images as objects in an S3-compatible bucket, shared by every replica. */
 export class S3ImageStore implements ImageStore {
   readonly description: string;
@@ -62,6 +65,24 @@ export class S3ImageStore implements ImageStore {
   async delete(id: string): Promise<void> {
     // S3 answers 204 for a key that is not there, so racing sweepers are harmless.
     await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id) }));
+  }
+
+  /**
+   * One GET of a key no image has: NoSuchKey (or AccessDenied, for credentials allowed to read and
+   * write objects but not to list the bucket) means the endpoint answers and took the signature.
+   * Anything else fails: no route, a hung or closed endpoint, missing or wrong credentials, no such bucket.
+   */
+  async check(signal: AbortSignal): Promise<void> {
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: `${this.settings.prefix}${READINESS_PROBE_KEY}` }), {
+        abortSignal: signal,
+      });
+      if (answer.Body instanceof Readable) answer.Body.destroy();
+    } catch (error) {
+      const name = (error as { name?: string }).name;
+      if (name === 'NoSuchKey' || name === 'AccessDenied') return;
+      throw error;
+    }
   }
 
   async close(): Promise<void> {

@@ -85,7 +85,14 @@ describe('admin CLI: channels (createChannel, listChannels, getChannel, updateCh
     // The stored credential reaches the upstream: the test call passes.
     expect(await json(['channels', 'test', channel.id, '--model', 'jimeng-4.5'])).toMatchObject({ outcome: 'ok', error_code: null });
     ark.setApiKey(ROTATED_KEY);
-    expect(await json(['channels', 'test', channel.id])).toMatchObject({ outcome: 'failed' });
+    // A failed test prints the answer and exits 1, so a script (or `&&`) sees it.
+    const failed = await cli(['channels', 'test', channel.id, '--json']);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({ outcome: 'failed' });
+    expect(failed.stderr).toMatch(/^error: the channel test failed: \w+/);
+    const failedText = await cli(['channels', 'test', channel.id]);
+    expect(failedText.code).toBe(1);
+    expect(failedText.stdout).toMatch(/^outcome:\s+failed$/m);
 
     const update = await cli(['channels', 'update', channel.id, '--api-key-env', 'ARK_API_KEY', '--rpm', 'none', '--name', 'renamed', '--json'], {
       env: { ARK_API_KEY: ROTATED_KEY },

@@ -1,7 +1,12 @@
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type GatewayProcess, MAIN_JS, startGatewayProcess } from '../helpers/gateway-process';
 import { eventually } from '../helpers/process-tree';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { ADMIN_SECRET } from '../helpers/test-gateway';
+import { describeOnUnsupportedNode, unsupportedNodeOnMachine } from '../helpers/unsupported-node';
 
 /**
  * The built gateway on the Node.js line this suite runs on (CI runs it on 24 and on 22). A full
@@ -54,5 +59,62 @@ describe(`the gateway process on Node ${process.version}`, () => {
     expect((await fetch(`${url}/docs`)).status).toBe(200);
     expect((await generate()).status).toBe(200);
     expect(gateway.child.signalCode).toBeNull();
+  });
+});
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/**
+ * Every entry point that loads native code, run as a container or a service manager would (`node
+ * <file>`) on the machine's own Node.js when it is older than 22: better-sqlite3 crashes it (exit
+ * 139), so each must refuse in one line before it loads anything native or writes anything.
+ */
+describeOnUnsupportedNode('the entry points on an unsupported Node.js')('the entry points on the machine\'s own, unsupported Node.js', () => {
+  const oldNode = unsupportedNodeOnMachine()!;
+  let cwd: string;
+  beforeEach(() => {
+    cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-old-node-'));
+  });
+  afterEach(() => fs.rmSync(cwd, { recursive: true, force: true }));
+
+  const run = (file: string, args: string[] = []) =>
+    spawnSync(oldNode.path, [path.join(ROOT, file), ...args], {
+      cwd,
+      // What a fresh machine has: no secrets in the environment, so the gateway would generate and write them.
+      env: { PATH: `${path.dirname(oldNode.path)}:/usr/bin:/bin` },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+
+  it.each([
+    ['dist/src/main.js', []],
+    ['dist/src/migrate.js', []],
+    ['scripts/start.js', []],
+    ['scripts/start.js', ['migrate']],
+    ['scripts/backup-sqlite.js', ['backup.db']],
+  ])('node %s %j exits 1 with one line naming the supported lines and the command that works, and writes nothing', (file, args) => {
+    const result = run(file, args);
+    expect({ status: result.status, signal: result.signal, stdout: result.stdout }).toEqual({ status: 1, signal: null, stdout: '' });
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`Node.js ${oldNode.version} is not supported`);
+    expect(lines[0]).toMatch(/Node 22 \(22\.12 or later\) or Node 24/);
+    expect(lines[0]).toContain(`${path.join(ROOT, 'node_modules/.bin/node')} ${path.join(ROOT, file)}${args.map((arg) => ` ${arg}`).join('')}`);
+    // No secrets generated, no database or image directory created.
+    expect(fs.readdirSync(cwd)).toEqual([]);
+  });
+
+  it('the command the refusal names serves', async () => {
+    const refusal = run('dist/src/main.js').stderr.trim();
+    const command = refusal.slice(refusal.lastIndexOf(': ') + 2).split(' ');
+    expect(command).toEqual([path.join(ROOT, 'node_modules/.bin/node'), MAIN_JS]);
+    const database = await createThrowawayDatabase('sqlite');
+    const gateway = await startGatewayProcess({ DATABASE_URL: database.url }, { command: command as [string, ...string[]] });
+    try {
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    } finally {
+      await gateway.stop('SIGKILL');
+      await database.drop();
+    }
   });
 });

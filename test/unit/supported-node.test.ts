@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { unsupportedNode, MINIMUM } = require('../../scripts/supported-node.js') as {
-  unsupportedNode: (version: string) => string | undefined;
+const { unsupportedNode, commandThatWorks, MINIMUM } = require('../../scripts/supported-node.js') as {
+  unsupportedNode: (version: string, command?: string) => string | undefined;
+  commandThatWorks: (argv: string[], cwd: string, shippedNode?: string) => string | undefined;
   MINIMUM: { major: number; minor: number };
 };
 
@@ -18,6 +20,19 @@ describe('supported Node.js lines', () => {
     expect(refusal).toContain('Node 22');
     expect(refusal).toContain('Node 24');
     expect(refusal).not.toContain('\n');
+  });
+
+  it('the refusal names the command that runs the same on the shipped Node 24, as typed from the working directory', () => {
+    const root = path.resolve(__dirname, '../..');
+    const shipped = path.join(root, 'node_modules/.bin/node');
+    const argv = ['/usr/bin/node', 'bin/creative-gateway.js', 'keys', 'create', '--name', "Ann's key"];
+    const command = commandThatWorks(argv, root, shipped);
+    expect(command).toBe(`node_modules/.bin/node bin/creative-gateway.js keys create --name 'Ann'\\''s key'`);
+    expect(unsupportedNode('v20.20.2', command)).toContain(`node_modules/.bin: ${command}`);
+    // From elsewhere, absolute paths; without the shipped Node, how to get one.
+    expect(commandThatWorks(argv.map((arg, i) => (i === 1 ? path.join(root, arg) : arg)), os.tmpdir(), shipped)).toMatch(new RegExp(`^${shipped} ${root}/bin/creative-gateway.js keys`));
+    expect(commandThatWorks(argv, root, path.join(root, 'no-such-node'))).toBeUndefined();
+    expect(unsupportedNode('v20.20.2', undefined)).toContain('Install one of them');
   });
 
   it("package.json's engines says the same as the start check", () => {

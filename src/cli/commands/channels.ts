@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import type { components, operations } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
-import { UsageError, callAdminApi } from '../admin-client';
+import { ApiCallError, UsageError, callAdminApi } from '../admin-client';
 import { type Clearable, defined, enableDisable, idCommand, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, printPage, record } from '../output';
 import type { CommandContext } from '../command-context';
@@ -217,5 +217,7 @@ export function registerChannelCommands(program: Command, context: CommandContex
       print(context.output(command), result, () =>
         `${record({ outcome: result.outcome, latency_ms: result.latency_ms, error_code: result.error_code, message: result.message })}\n\n${showChannel(result.channel)}`,
       );
+      // The answer is printed either way; a script sees the failed test in the exit code.
+      if (result.outcome === 'failed') throw new ApiCallError(`the channel test failed: ${result.error_code ?? 'error'}: ${result.message ?? ''}`.trimEnd());
     });
 }
