@@ -1050,40 +1050,46 @@ export interface components {
          */
         ClientGenerationStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
         ClientGeneration: {
-            id: string;
+            id: components["schemas"]["GenerationId"];
             /** @enum {string} */
             object: "generation";
             status: components["schemas"]["ClientGenerationStatus"];
             model: string;
             provider: components["schemas"]["ProviderName"];
             created_at: components["schemas"]["Timestamp"];
-            /**
-             * Format: date-time
-             * @description When its current run started; null while queued.
-             */
-            started_at: string | null;
-            /**
-             * Format: date-time
-             * @description Null until it settles.
-             */
-            completed_at: string | null;
-            /** @description Why it failed or was canceled (the error envelope's fields); null otherwise. */
-            error: {
-                /** @description An ErrorCode, or `abandoned` (interrupted while an upstream call was in flight: never sent again), or `canceled`. */
-                code: string;
-                message: string;
-                type: string;
-            } | null;
-            /** @description The images once it succeeded (signed URLs, or base64 for `b64_json`); null otherwise. */
-            data: components["schemas"]["GeneratedImage"][] | null;
-            usage: {
-                /** @description Images delivered. */
-                images: number;
-                /** @description Held while queued or running. */
-                credits_reserved: number;
-                /** @description Charged once it succeeded; 0 otherwise. */
-                credits_charged: number;
-            };
+            started_at: components["schemas"]["GenerationStartedAt"];
+            completed_at: components["schemas"]["GenerationCompletedAt"];
+            error: components["schemas"]["GenerationError"];
+            data: components["schemas"]["GenerationImages"];
+            usage: components["schemas"]["GenerationUsage"];
+        };
+        GenerationId: string;
+        /**
+         * Format: date-time
+         * @description When its current run started; null while queued.
+         */
+        GenerationStartedAt: string | null;
+        /**
+         * Format: date-time
+         * @description Null until it settles.
+         */
+        GenerationCompletedAt: string | null;
+        /** @description Why it failed or was canceled (the error envelope's fields); null otherwise. */
+        GenerationError: {
+            /** @description An ErrorCode, or `abandoned` (interrupted while an upstream call was in flight: never sent again), or `canceled`. */
+            code: string;
+            message: string;
+            type: string;
+        } | null;
+        /** @description The images once it succeeded (signed URLs, or base64 for `b64_json`); null otherwise. */
+        GenerationImages: components["schemas"]["GeneratedImage"][] | null;
+        GenerationUsage: {
+            /** @description Images delivered. */
+            images: number;
+            /** @description Held while queued or running. */
+            credits_reserved: number;
+            /** @description Charged once it succeeded; 0 otherwise. */
+            credits_charged: number;
         };
         ClientGenerationList: {
             data: components["schemas"]["ClientGeneration"][];
@@ -1216,17 +1222,18 @@ export interface components {
         };
         /** @description A generation as its key holder reads it (ClientGeneration's fields), with the key that created it. */
         AdminGeneration: {
-            id: components["schemas"]["ClientGeneration"]["id"];
-            object: components["schemas"]["ClientGeneration"]["object"];
+            id: components["schemas"]["GenerationId"];
+            /** @enum {string} */
+            object: "generation";
             status: components["schemas"]["ClientGenerationStatus"];
-            model: components["schemas"]["ClientGeneration"]["model"];
+            model: string;
             provider: components["schemas"]["ProviderName"];
             created_at: components["schemas"]["Timestamp"];
-            started_at: components["schemas"]["ClientGeneration"]["started_at"];
-            completed_at: components["schemas"]["ClientGeneration"]["completed_at"];
-            error: components["schemas"]["ClientGeneration"]["error"];
-            data: components["schemas"]["ClientGeneration"]["data"];
-            usage: components["schemas"]["ClientGeneration"]["usage"];
+            started_at: components["schemas"]["GenerationStartedAt"];
+            completed_at: components["schemas"]["GenerationCompletedAt"];
+            error: components["schemas"]["GenerationError"];
+            data: components["schemas"]["GenerationImages"];
+            usage: components["schemas"]["GenerationUsage"];
             /** @description The key that created it; null for an internal service's generation. */
             key_id: string | null;
         };

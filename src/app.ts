@@ -24,7 +24,7 @@ import { imageHandlers } from './images/images.handlers';
 import { imageInputsSupport } from './images/inputs/multipart-body';
 import type { ImagesService } from './images/images.service';
 import { createBaseApp, jsonBody } from './http/base-app';
-import { docsPageHandler } from './http/docs';
+import { docsPageHandler, documentForRequest } from './http/docs';
 import type { GatewayHandlers } from './http/handler-maps';
 import type { OpenApiDocument } from './http/openapi-document';
 import { openApiValidator } from './http/openapi-validator';
@@ -81,6 +81,7 @@ export interface GatewayAppDeps {
  */
 export function createGatewayApp(deps: GatewayAppDeps): Express {
   const health = healthHandlers(deps.readiness);
+  const servedDocument = documentForRequest(deps.document, deps.trustedProxies);
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
     ...adminGenerationHandlers(deps.generation, deps.clock),
@@ -94,7 +95,10 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...usageHandlers(deps.usage),
     getLiveness: health.liveness,
     getReadiness: health.readiness,
-    getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
+    getOpenApiDocument: (request) => {
+      const served = servedDocument({ header: (name) => request.header(name), peer: request.clientIp });
+      return { status: 200, body: served.document as never, headers: served.headers };
+    },
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
     ...consoleHandlers(),
   };

@@ -76,7 +76,7 @@ export const envSchema = z.object({
     defaultText: 'open-files limit − 64 − `DB_POOL_SIZE`',
   }),
   SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), { description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close' }),
-  TRUSTED_PROXIES: declare(cidrList.default([]), { description: "comma-separated CIDRs of proxies whose `X-Forwarded-For` is believed (key `allowed_ips`)", defaultText: 'none' }),
+  TRUSTED_PROXIES: declare(cidrList.default([]), { description: "comma-separated CIDRs of proxies whose `X-Forwarded-For` is believed (key `allowed_ips`), and whose `X-Forwarded-Proto` / `X-Forwarded-Host` set the server of the served OpenAPI documents", defaultText: 'none' }),
   KEY_LEASE_TTL_MS: declare(integer(300, 3_600_000).default(30_000), { description: 'a `max_concurrent` slot held by a process that died frees after this' }),
   SWEEP_GRACE_MS: declare(integer(0, 3_600_000).default(30_000), {
     description: "a generation pending longer than its provider's deadline plus this was abandoned by a dead process: its credits are released",

@@ -104,3 +104,31 @@ function bundleDocument(name: 'gateway' | 'creative'): OpenApiDocument {
   pruneUnusedComponents(bundled);
   return bundled;
 }
+
+type ServerVariable = { default: string; enum?: string[] };
+type Server = { url: string; variables?: Record<string, ServerVariable> };
+
+/**
+ * The document as served to one request: the `scheme` and `authority` server variables default to
+ * the origin the request came to, so "Try it" and generated examples call this deployment. Nothing
+ * else differs (a shallow copy: the loaded document is shared).
+ */
+export function withServerDefaults(document: OpenApiDocument, origin: { scheme: string; authority: string } | undefined): OpenApiDocument {
+  const servers = document.servers as Server[] | undefined;
+  if (origin === undefined || servers === undefined) return document;
+  const defaults: Record<string, string> = { scheme: origin.scheme, authority: origin.authority };
+  return {
+    ...document,
+    servers: servers.map((server) => {
+      if (server.variables === undefined) return server;
+      const variables = Object.fromEntries(
+        Object.entries(server.variables).map(([name, variable]) => {
+          const value = defaults[name];
+          const allowed = value !== undefined && (variable.enum === undefined || variable.enum.includes(value));
+          return [name, allowed ? { ...variable, default: value } : variable];
+        }),
+      );
+      return { ...server, variables };
+    }),
+  };
+}

@@ -11,7 +11,7 @@ import { healthHandlers } from '../health/health.handlers';
 import type { ReadinessService } from '../health/readiness';
 import { createBaseApp, jsonBody } from '../http/base-app';
 import { imageInputsSupport } from '../images/inputs/multipart-body';
-import { docsPageHandler } from '../http/docs';
+import { docsPageHandler, documentForRequest } from '../http/docs';
 import type { CreativeHandlers } from '../http/handler-maps';
 import type { OpenApiDocument } from '../http/openapi-document';
 import { openApiValidator } from '../http/openapi-validator';
@@ -46,15 +46,20 @@ export interface InternalAppDeps {
 /** The internal creative API (second listener): every route from openapi/creative.yaml, same error model. */
 export function createInternalApp(deps: InternalAppDeps): Express {
   const health = healthHandlers(deps.readiness);
+  // The internal listener trusts no proxy: its documents point at the Host it was called by.
+  const servedDocument = documentForRequest(deps.document, undefined);
   const handlers: CreativeHandlers = {
     ...internalHandlers(deps),
     ...channelHealthHandlers(deps.channels),
     getInternalLiveness: health.liveness,
     getInternalReadiness: health.readiness,
     getMetrics: async () => ({ status: 200, contentType: deps.metrics.registry.contentType, body: await deps.metrics.registry.metrics() }),
-    getCreativeOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
+    getCreativeOpenApiDocument: (request) => {
+      const served = servedDocument({ header: (name) => request.header(name), peer: request.clientIp });
+      return { status: 200, body: served.document as never, headers: served.headers };
+    },
     // The page embeds the spec, so the browser needs no second authenticated request.
-    getCreativeApiReference: docsPageHandler({ document: deps.document, title: 'Creative Gateway internal API' }),
+    getCreativeApiReference: docsPageHandler({ document: servedDocument, title: 'Creative Gateway internal API' }),
   };
   const imageInputs = imageInputsSupport(deps.document);
   const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'internal');

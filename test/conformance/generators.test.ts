@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import ts from 'typescript';
 import { closeClient, exchange } from './http-client';
 import { type ConformanceTarget, conformanceTarget } from './target';
@@ -10,15 +11,23 @@ const root = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 
 /**
- * What client teams do with third-party generators (besides openapi-typescript, see
- * test/contract/sdk.test.ts): generate a client from the served JSON, compile a program against it
- * with `tsc --strict`, and run it live: create a key, generate with `local-1`, page through keys,
- * read a typed error, call the internal API.
+ * What client teams do with third-party generators (openapi-typescript with openapi-fetch is also
+ * run live in test/contract/sdk.test.ts): generate a client from the served JSON, compile all of it
+ * and a program against it with `tsc --strict`, and run it live: create a key, generate with
+ * `local-1`, page through keys, read a typed error, call the internal API.
  */
 
-/** Type-checks (strict) and emits CommonJS; returns the diagnostics. */
+/** Every .ts file under `dir` (a generator's output), outside `node_modules` and `out`. */
+function sources(dir: string): string[] {
+  return fs
+    .readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts') && !/(^|\/)(node_modules|out)\//.test(file))
+    .map((file) => path.join(dir, file));
+}
+
+/** Type-checks (strict) every generated file and the entry, and emits CommonJS; returns the diagnostics. */
 function compile(dir: string, entry: string): string[] {
-  const program = ts.createProgram([path.join(dir, entry)], {
+  const program = ts.createProgram([...new Set([path.join(dir, entry), ...sources(dir)])], {
     strict: true,
     noUncheckedIndexedAccess: true,
     target: ts.ScriptTarget.ES2022,
@@ -170,6 +179,60 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
     const { stdout } = await run(process.execPath, [path.join(dir, 'out', 'program.js')], { env: env(), timeout: 30_000 });
     expect({ ...(JSON.parse(stdout) as object), owner }).toEqual(expected(owner));
   }
+
+  // The validator orval 7 and other generators run before generating: what it refuses, they warn
+  // about (orval 7: "Swagger schema validation failed") or stop on.
+  it('@apidevtools/swagger-parser accepts both served documents', async () => {
+    for (const api of ['gateway', 'creative'] as const) {
+      const problems = await SwaggerParser.validate(target.files[api]).then(
+        () => '',
+        (error: unknown) => String(error),
+      );
+      expect({ api, problems }).toEqual({ api, problems: '' });
+    }
+  });
+
+  // Generators name a type after the component a reference names; one into another schema's
+  // `properties` (`#/components/schemas/X/properties/id`) became an undeclared type `Id` in orval 7.
+  it('every $ref names a whole component', () => {
+    for (const api of ['gateway', 'creative'] as const) {
+      const refs = new Set<string>();
+      const visit = (node: unknown): void => {
+        if (Array.isArray(node)) node.forEach(visit);
+        else if (node !== null && typeof node === 'object') {
+          for (const [key, value] of Object.entries(node)) {
+            if (key === '$ref' && typeof value === 'string') refs.add(value);
+            else visit(value);
+          }
+        }
+      };
+      visit(target.documents[api]);
+      expect(refs.size).toBeGreaterThan(0);
+      expect({ api, refs: [...refs].filter((ref) => !/^#\/components\/[A-Za-z]+\/[^/]+$/.test(ref)) }).toEqual({ api, refs: [] });
+    }
+  });
+
+  it('openapi-typescript (types for openapi-fetch): no warning, compiles', async () => {
+    const dir = path.join(target.files.dir, 'openapi-typescript');
+    for (const api of ['gateway', 'creative'] as const) {
+      const { stdout, stderr } = await run(
+        process.execPath,
+        [path.join(root, 'node_modules/openapi-typescript/bin/cli.js'), target.files[api], '--default-non-nullable', 'false', '-o', path.join(dir, `${api}.ts`)],
+        { cwd: target.files.dir, timeout: 60_000 },
+      );
+      expectNoWarnings(`openapi-typescript ${api}`, stdout, stderr);
+    }
+    fs.writeFileSync(
+      path.join(dir, 'program.ts'),
+      `import type { components } from './gateway';
+import type { paths } from './creative';
+type AdminGeneration = components['schemas']['AdminGeneration'];
+type Usage = paths['/api/v1/creative/usage']['get']['responses'][200]['content']['application/json'];
+export const ids = (generations: AdminGeneration[], usage: Usage): string[] => [...generations.map((g) => g.id + ':' + String(g.usage.credits_charged)), String(usage)];
+`,
+    );
+    expect(compile(dir, 'program.ts')).toEqual([]);
+  }, 120_000);
 
   it('@hey-api/openapi-ts (fetch client)', async () => {
     const dir = path.join(target.files.dir, 'hey-api');

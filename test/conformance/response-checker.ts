@@ -23,6 +23,7 @@ export const PLAIN_HTTP_HEADERS = new Set([
   'x-frame-options',
   'referrer-policy',
   'cache-control',
+  'vary',
   'content-security-policy',
 ]);
 
