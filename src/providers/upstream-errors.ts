@@ -112,7 +112,7 @@ export async function postJson(
 }
 
 /**
- * As postJson, with a multipart/form-data body (file uploads: OpenAI's `/images/edits`); the answer is JSON.
+ * As postJson, with a multipart/form-data body (file uploads: OpenAI's image edits); the answer is JSON.
  */
 export async function postMultipart(
   provider: string,

@@ -40,7 +40,7 @@ export interface OpenAIImageModel {
   max_prompt_chars: number;
   /** The optional fields it reads besides `n` and `size`, per endpoint; no entry for `edits`: it takes no input images. */
   options: { generations: Readonly<Record<string, OpenAIOptionRule>>; edits?: Readonly<Record<string, OpenAIOptionRule>> };
-  /** Its input images on `/images/edits`; none when absent. */
+  /** Its input images on the edits endpoint; none when absent. */
   inputs?: InputImageLimits;
   price: OpenAIPriceProposal;
 }
@@ -155,7 +155,7 @@ export const OPENAI_IMAGE_MODELS: readonly OpenAIImageModel[] = [
     max_images_per_call: 1,
     max_prompt_chars: 4000,
     // `quality`: "`hd` and `standard` are supported for `dall-e-3`"; `style`: "only supported for `dall-e-3`. Must be one of `vivid` or `natural`".
-    // No edits: "/images/edits … supports GPT Image models … and `dall-e-2`".
+    // No edits: the edits endpoint "supports GPT Image models … and `dall-e-2`".
     options: { generations: { quality: { values: ['standard', 'hd'] }, style: { values: ['vivid', 'natural'] } } },
     price: {
       source: 'https://openai.com/api/pricing (DALL·E 3, per image; restated by kevinhermawan/Canvas model-info.json, not re-read offline)',
