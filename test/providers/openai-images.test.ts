@@ -1,5 +1,7 @@
+import type { ImageEditParamsBase, ImageGenerateParamsBase } from 'openai/resources/images';
 import { ApiError } from '../../src/errors/api-error';
 import { ImagesApiClient } from '../../src/providers/images-api/images-api-client';
+import { OPENAI_IMAGE_MODELS } from '../../src/providers/openai/models';
 import { OpenAIImagesClient } from '../../src/providers/openai/openai-images-client';
 import type { ProviderInputImage, ProviderRequest } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
@@ -31,22 +33,17 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     ...overrides,
   });
   const signal = () => new AbortController().signal;
-  const rejection = async (promise: Promise<unknown>): Promise<UpstreamError> => {
+  /** What `promise` rejects with, checked to be a `kind`. */
+  const thrown = async <T>(promise: Promise<unknown>, kind: new (...args: never[]) => T): Promise<T> => {
     const error = await promise.then(
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(UpstreamError);
-    return error as UpstreamError;
+    expect(error).toBeInstanceOf(kind);
+    return error as T;
   };
-  const refusal = async (promise: Promise<unknown>): Promise<ApiError> => {
-    const error = await promise.then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(ApiError);
-    return error as ApiError;
-  };
+  const rejection = (promise: Promise<unknown>) => thrown(promise, UpstreamError);
+  const refusal = (promise: Promise<unknown>) => thrown(promise, ApiError);
   const png = (width: number, height: number, alpha = false): ProviderInputImage => ({ bytes: testPng(width, height, { alpha }), format: 'png', mimeType: 'image/png', width, height });
   /** A JPEG header with a start-of-frame segment: what the upstream sniffs. */
   const jpeg = (width: number, height: number): ProviderInputImage => ({
@@ -57,6 +54,40 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     height,
   });
   const lastRequest = () => fake.requests[fake.requests.length - 1]!;
+
+  describe('the model table against the official SDK types', () => {
+    // Each list is typed by the SDK (openai 6.49.0, resources/images.d.ts): tsc fails when one names a
+    // field or value the SDK does not have, or leaves one out.
+    type GenerateParams = ImageGenerateParamsBase;
+    type EditParams = ImageEditParamsBase;
+    const generateFields: Record<keyof GenerateParams, true> = {
+      prompt: true, background: true, model: true, moderation: true, n: true, output_compression: true, output_format: true,
+      partial_images: true, quality: true, response_format: true, size: true, stream: true, style: true, user: true,
+    };
+    const editFields: Record<keyof EditParams, true> = {
+      image: true, prompt: true, background: true, input_fidelity: true, mask: true, model: true, n: true, output_compression: true,
+      output_format: true, partial_images: true, quality: true, response_format: true, size: true, stream: true, user: true,
+    };
+    const values: Record<string, readonly string[]> = {
+      quality: Object.keys({ standard: true, hd: true, low: true, medium: true, high: true, auto: true } satisfies Record<NonNullable<GenerateParams['quality']>, true>),
+      background: Object.keys({ transparent: true, opaque: true, auto: true } satisfies Record<NonNullable<GenerateParams['background']>, true>),
+      output_format: Object.keys({ png: true, jpeg: true, webp: true } satisfies Record<NonNullable<GenerateParams['output_format']>, true>),
+      moderation: Object.keys({ low: true, auto: true } satisfies Record<NonNullable<GenerateParams['moderation']>, true>),
+      style: Object.keys({ vivid: true, natural: true } satisfies Record<NonNullable<GenerateParams['style']>, true>),
+      input_fidelity: Object.keys({ high: true, low: true } satisfies Record<NonNullable<EditParams['input_fidelity']>, true>),
+    };
+
+    it('every option a model row sends is a field of that endpoint in the SDK, with values the SDK lists', () => {
+      for (const row of OPENAI_IMAGE_MODELS) {
+        for (const [endpoint, fields] of [['generations', generateFields], ['edits', editFields]] as const) {
+          for (const [field, rule] of Object.entries(row.options[endpoint] ?? {})) {
+            expect([row.model, endpoint, field, field in fields]).toEqual([row.model, endpoint, field, true]);
+            if ('values' in rule) expect(values[field]).toEqual(expect.arrayContaining([...rule.values]));
+          }
+        }
+      }
+    });
+  });
 
   describe('generations', () => {
     it('GPT image: never response_format nor seed; n in one call; documented options passed through, the client over the catalog', async () => {

@@ -110,43 +110,34 @@ function gptPrices(low: [number, number], medium: [number, number], high: [numbe
   return { low: table(...low), medium: table(...medium), high: table(...high) };
 }
 
+/** A GPT image model's row: they share sizes, fields and inputs; `input_fidelity` is documented for some. */
+function gptImageModel(model: string, inputFidelityOnEdits: boolean, price: OpenAIPriceProposal): OpenAIImageModel {
+  return {
+    model,
+    family: 'gpt-image',
+    allowed_sizes: GPT_IMAGE_SIZES,
+    size_bounds: boundsOfSizes(GPT_IMAGE_SIZES),
+    max_images_per_call: 10,
+    max_prompt_chars: 32_000,
+    options: { generations: GPT_IMAGE_GENERATIONS, edits: inputFidelityOnEdits ? { ...GPT_IMAGE_EDITS, input_fidelity: inputFidelity } : GPT_IMAGE_EDITS },
+    inputs: GPT_IMAGE_INPUTS,
+    price,
+  };
+}
+
 export const OPENAI_IMAGE_MODELS: readonly OpenAIImageModel[] = [
-  {
-    model: 'gpt-image-1',
-    family: 'gpt-image',
-    allowed_sizes: GPT_IMAGE_SIZES,
-    size_bounds: boundsOfSizes(GPT_IMAGE_SIZES),
-    max_images_per_call: 10,
-    max_prompt_chars: 32_000,
-    options: { generations: GPT_IMAGE_GENERATIONS, edits: { ...GPT_IMAGE_EDITS, input_fidelity: inputFidelity } },
-    inputs: GPT_IMAGE_INPUTS,
-    price: { source: 'https://platform.openai.com/docs/pricing (image generation, per image; not re-read offline)', usd_per_image: gptPrices([0.011, 0.016], [0.042, 0.063], [0.167, 0.25]) },
-  },
-  {
-    model: 'gpt-image-1-mini',
-    family: 'gpt-image',
-    allowed_sizes: GPT_IMAGE_SIZES,
-    size_bounds: boundsOfSizes(GPT_IMAGE_SIZES),
-    max_images_per_call: 10,
-    max_prompt_chars: 32_000,
-    options: { generations: GPT_IMAGE_GENERATIONS, edits: GPT_IMAGE_EDITS },
-    inputs: GPT_IMAGE_INPUTS,
-    price: { source: 'https://developers.openai.com/api/docs/models/gpt-image-1-mini (Image generation, per image)', usd_per_image: gptPrices([0.005, 0.006], [0.011, 0.015], [0.036, 0.052]) },
-  },
-  {
-    model: 'gpt-image-1.5',
-    family: 'gpt-image',
-    allowed_sizes: GPT_IMAGE_SIZES,
-    size_bounds: boundsOfSizes(GPT_IMAGE_SIZES),
-    max_images_per_call: 10,
-    max_prompt_chars: 32_000,
-    options: { generations: GPT_IMAGE_GENERATIONS, edits: { ...GPT_IMAGE_EDITS, input_fidelity: inputFidelity } },
-    inputs: GPT_IMAGE_INPUTS,
-    price: {
-      source: 'OpenAI per-image prices as restated by runware.ai/docs/models/openai-gpt-image-1-5 and docs.apiyi.com (official page not reachable offline; re-check)',
-      usd_per_image: gptPrices([0.009, 0.013], [0.034, 0.05], [0.133, 0.2]),
-    },
-  },
+  gptImageModel('gpt-image-1', true, {
+    source: 'https://platform.openai.com/docs/pricing (image generation, per image; not re-read offline)',
+    usd_per_image: gptPrices([0.011, 0.016], [0.042, 0.063], [0.167, 0.25]),
+  }),
+  gptImageModel('gpt-image-1-mini', false, {
+    source: 'https://developers.openai.com/api/docs/models/gpt-image-1-mini (Image generation, per image)',
+    usd_per_image: gptPrices([0.005, 0.006], [0.011, 0.015], [0.036, 0.052]),
+  }),
+  gptImageModel('gpt-image-1.5', true, {
+    source: 'OpenAI per-image prices as restated by runware.ai/docs/models/openai-gpt-image-1-5 and docs.apiyi.com (official page not reachable offline; re-check)',
+    usd_per_image: gptPrices([0.009, 0.013], [0.034, 0.05], [0.133, 0.2]),
+  }),
   {
     model: 'dall-e-3',
     family: 'dall-e',
