@@ -161,18 +161,18 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
   });
 
   describe('edits: the real multipart /images/edits', () => {
-    it('input images as image[] file parts in order, the mask as a PNG part, text fields; no moderation (edits do not take it)', async () => {
+    it('input images as image[] file parts in order, the mask as a PNG part, text fields (UTF-8, line breaks kept); no moderation (edits do not take it)', async () => {
       const first = png(64, 64);
       const second = jpeg(48, 32);
       const mask = png(64, 64, true);
       const images = await client.generate(
-        request({ prompt: 'put a hat on it', n: 2, width: 1024, height: 1536, inputImages: [first, second], mask, upstreamOptions: { moderation: 'low', input_fidelity: 'high' }, imageOptions: { quality: 'medium' } }),
+        request({ prompt: 'put a hat on it — 帽子\r\nplease', n: 2, width: 1024, height: 1536, inputImages: [first, second], mask, upstreamOptions: { moderation: 'low', input_fidelity: 'high' }, imageOptions: { quality: 'medium' } }),
         signal(),
       );
       const sent = lastRequest();
       expect(sent.endpoint).toBe('edits');
       expect(sent.contentType).toMatch(/^multipart\/form-data; boundary=/);
-      expect(sent.fields).toEqual({ model: 'gpt-image-1', prompt: 'put a hat on it', n: '2', size: '1024x1536', quality: 'medium', input_fidelity: 'high' });
+      expect(sent.fields).toEqual({ model: 'gpt-image-1', prompt: 'put a hat on it — 帽子\r\nplease', n: '2', size: '1024x1536', quality: 'medium', input_fidelity: 'high' });
       expect(sent.files.map((f) => [f.field, f.filename, f.contentType, f.format, f.width, f.height])).toEqual([
         ['image[]', 'image-1.png', 'image/png', 'png', 64, 64],
         ['image[]', 'image-2.jpg', 'image/jpeg', 'jpeg', 48, 32],
@@ -182,7 +182,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       expect(sent.files[2]!.bytes.equals(mask.bytes)).toBe(true);
       expect(images).toHaveLength(2);
       // Input images count as input image tokens.
-      expect(images[0]!.usage).toMatchObject({ inputImageTokens: 646, inputTextTokens: 5, outputTokens: 544 });
+      expect(images[0]!.usage).toMatchObject({ inputImageTokens: 646, inputTextTokens: 8, outputTokens: 544 });
     });
 
     it('gpt-image-1-mini takes no input_fidelity: not sent', async () => {
