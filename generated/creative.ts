@@ -301,6 +301,7 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            quality?: components["schemas"]["Quality"];
             /** @description As the gateway's `images` (GenerateImageRequest), with the same limits and codes; an `img_` id must name an image this service stored (its generations' outputs or inputs). */
             images?: components["schemas"]["InputImages"];
             mask?: components["schemas"]["InputImage"];
@@ -538,6 +539,14 @@ export interface components {
                 charged?: "no" | "unknown";
             };
         };
+        /**
+         * @description The quality to make and price the images at, on models whose `price_table` names qualities
+         *     (`GET /v1/models`); another quality is refused there with 400 `invalid_request`, `param`
+         *     `quality`, before anything is charged. `auto` (or none) lets the upstream choose and is priced
+         *     as no quality. Models whose table names none accept any and ignore it.
+         * @enum {string}
+         */
+        Quality: "low" | "medium" | "high" | "standard" | "hd" | "auto";
         /**
          * @description One input image, as one of:
          *     an `https://` URL the gateway downloads (public addresses only: a name that resolves to a
@@ -961,7 +970,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description `next_cursor` of the previous page. */
+                /** @description `next_cursor` of the previous page; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;

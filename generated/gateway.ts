@@ -546,7 +546,11 @@ export interface paths {
          *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
          *     `failed`, `canceled`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
-         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page).
+         *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
+         *     dimension such as `owner` or `metadata.<name>`) that begins with `=`, `+`, `-`, `@`, a tab
+         *     or a carriage return is written with a leading `'` so that spreadsheet programs read it as
+         *     text, not as a formula (OWASP, CSV injection); the JSON form carries the values as they are.
+         *     Numeric columns are never prefixed.
          */
         get: operations["getUsageReport"];
         put?: never;
@@ -1283,12 +1287,14 @@ export interface components {
                 images: number;
                 credits_charged: number;
                 credits_remaining: number;
+                /** @description The price of each image of this request (the model's `price_table` row for its size and quality, else its `credits_per_image`). */
+                credits_per_image: number;
             };
         };
         /**
          * @description OpenAI's request. Honoured: `prompt`, `model`, `n`, `size` (`auto` = the model's default),
-         *     `response_format`. Accepted and ignored (hints that do not change what is asked for):
-         *     `user`, `quality`, `style`, `background`, `moderation`, `output_format`,
+         *     `response_format`, `quality` (as the gateway's `quality`). Accepted and ignored (hints that do not change what is asked for):
+         *     `user`, `style`, `background`, `moderation`, `output_format`,
          *     `output_compression`, and any other field not listed here. Refused with 400 naming the
          *     field, before anything is charged: `stream: true` and `partial_images` above 0 (this
          *     gateway answers one JSON body, never a stream of events).
@@ -1304,6 +1310,7 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            quality?: components["schemas"]["Quality"];
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
             /**
@@ -1324,8 +1331,9 @@ export interface components {
         /**
          * @description OpenAI's edit request as `multipart/form-data` (every non-file field is text on the wire,
          *     so `n` is the digits). Honoured: `image` (one or more files, also sent as `image[]`),
-         *     `prompt`, `model`, `n`, `size` (`auto` = the model's default), `response_format`, `mask`.
-         *     Accepted and ignored: `user`, `quality`, `background`, `input_fidelity`, `output_format`,
+         *     `prompt`, `model`, `n`, `size` (`auto` = the model's default), `response_format`, `mask`,
+         *     `quality` (as the gateway's `quality`).
+         *     Accepted and ignored: `user`, `background`, `input_fidelity`, `output_format`,
          *     `output_compression` and any other text field. Files other than `image` / `image[]` /
          *     `mask` are refused with 400. The body as a whole is at most 72 MiB; the files follow
          *     `InputImages`' limits (at most 16, 15 MiB each and the model's `max_bytes`, 50 MiB in all).
@@ -1345,6 +1353,7 @@ export interface components {
             size?: string;
             /** @enum {string} */
             response_format?: "url" | "b64_json";
+            quality?: components["schemas"]["Quality"];
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
             /**
@@ -1491,6 +1500,9 @@ export interface components {
             owned_by: string;
             /** @description The size used when a request has none (`size` omitted or `auto`). */
             default_size?: string;
+            /** @description Credits per image delivered, where no `price_table` row fits. */
+            credits_per_image?: number;
+            price_table?: components["schemas"]["PriceTable"];
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
         };
@@ -1732,6 +1744,14 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * @description The quality to make and price the images at, on models whose `price_table` names qualities
+         *     (`GET /v1/models`); another quality is refused there with 400 `invalid_request`, `param`
+         *     `quality`, before anything is charged. `auto` (or none) lets the upstream choose and is priced
+         *     as no quality. Models whose table names none accept any and ignore it.
+         * @enum {string}
+         */
+        Quality: "low" | "medium" | "high" | "standard" | "hd" | "auto";
+        /**
          * @description One input image, as one of:
          *     an `https://` URL the gateway downloads (public addresses only: a name that resolves to a
          *     loopback, private, link-local or metadata address is refused, redirects are not followed
@@ -1819,6 +1839,7 @@ export interface components {
              * @enum {string}
              */
             response_format?: "url" | "b64_json";
+            quality?: components["schemas"]["Quality"];
             images?: components["schemas"]["InputImages"];
             mask?: components["schemas"]["InputImage"];
             webhook?: components["schemas"]["GenerationWebhookUrl"];
@@ -1890,6 +1911,40 @@ export interface components {
                 charged?: "no" | "unknown";
             };
         };
+        /**
+         * @description Credits per image by output size and quality: the first row that fits prices every image of a
+         *     request (a row without `quality` fits requests without one; a row without `max_pixels` fits
+         *     any size); the model's `credits_per_image` where none fits. A request reserves `n` times that
+         *     price and is charged it for each image delivered (`usage.credits_per_image`).
+         * @example [
+         *       {
+         *         "max_pixels": 1048576,
+         *         "quality": "low",
+         *         "credits": 1
+         *       },
+         *       {
+         *         "max_pixels": 1048576,
+         *         "quality": "high",
+         *         "credits": 4
+         *       },
+         *       {
+         *         "credits": 2
+         *       }
+         *     ]
+         */
+        PriceTable: {
+            /** @description Credits per image. */
+            credits: number;
+            /** @description Fits outputs of at most this many pixels (width × height). */
+            max_pixels?: number;
+            /**
+             * @description Fits requests of this quality only.
+             * @enum {string}
+             */
+            quality?: "low" | "medium" | "high" | "standard" | "hd";
+            /** @description A label for people, e.g. the model's `2K` tier. */
+            tier?: string;
+        }[];
         /**
          * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
          *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
@@ -2866,7 +2921,7 @@ export interface operations {
                 status?: components["schemas"]["ClientGenerationStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3189,7 +3244,7 @@ export interface operations {
                 metadata?: string;
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3416,7 +3471,7 @@ export interface operations {
                 status?: components["schemas"]["AdminTokenStatus"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3567,7 +3622,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3618,7 +3673,11 @@ export interface operations {
                 key_id?: string;
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
-                /** @description Only this model. */
+                /**
+                 * @description Only this model: one of the catalog (`GET /v1/models` lists those a key may use) or one
+                 *     that has usage (a model since removed from the catalog keeps its history). Any other name
+                 *     is 400 `invalid_request` (param `model`), not an empty page.
+                 */
                 model?: string;
                 /** @description Only this provider. */
                 provider?: string;
@@ -3638,7 +3697,7 @@ export interface operations {
                 order?: components["schemas"]["UsageOrder"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters). */
+                /** @description Opaque cursor from a previous page's `next_cursor` (same other parameters); one the API did not issue for them is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -3931,7 +3990,7 @@ export interface operations {
                 created_before?: components["schemas"]["Timestamp"];
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;
@@ -4254,7 +4313,7 @@ export interface operations {
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Page size. */
                 limit?: number;
-                /** @description Opaque cursor from a previous page's `next_cursor`. */
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
                 cursor?: string;
             };
             header?: never;

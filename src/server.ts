@@ -38,6 +38,7 @@ import { closeRedis, connectionSettled, createRedisClient, pingRedis } from './r
 import { CidrSet } from './shared/cidr';
 import { type Clock, systemClock } from './shared/clock';
 import { CloserStack } from './shared/closer-stack';
+import { CursorCodec } from './shared/cursor';
 import { UsageReportService } from './usage/usage.service';
 import { createWebhooks } from './webhooks/create-webhooks';
 
@@ -152,6 +153,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   const images = await createImagesService(config, { db, writes, clock, logger });
   closers.push('image store', () => images.store.close());
   const sealer = new CredentialSealer(config.channels.sealingKeys);
+  const cursors = new CursorCodec(config.channels.sealingKeys);
   const channels = closers.add(
     'channels',
     createChannels(config, {
@@ -166,7 +168,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       metrics: metrics.registry,
     }),
   );
-  const webhooks = closers.add('webhooks', await createWebhooks(config, { db, engine, clock, logger, sealer }));
+  const webhooks = closers.add('webhooks', await createWebhooks(config, { db, engine, clock, logger, sealer, cursors }));
 
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
@@ -195,6 +197,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       catalog,
       providers,
       rateLimiter,
+      cursors,
       metrics,
       images,
       channels: channels.router,
@@ -237,17 +240,17 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     clock,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
-    keys: new KeysService(db, clock, providers.names(), catalog, (id) => keyLookup.changed(id)),
+    keys: new KeysService(db, clock, providers.names(), cursors, catalog, (id) => keyLookup.changed(id)),
     keyLookup,
     rateLimiter,
-    adminTokens: new AdminTokensService(db, clock),
-    audit: new AuditService(db),
+    adminTokens: new AdminTokensService(db, clock, cursors),
+    audit: new AuditService(db, cursors),
     images,
     channels: channels.admin,
     catalog,
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: webhooks.admin,
-    usage: new UsageReportService(db),
+    usage: new UsageReportService(db, cursors, catalog),
   });
   const internalApp = createInternalApp({
     ...common,
@@ -256,7 +259,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     clock,
     document: loadOpenApiDocument('creative'),
     catalog: new CatalogService(catalog, providers, channels.router),
-    usage: new UsageService(db),
+    usage: new UsageService(db, cursors),
     channels: channels.router,
   });
   const deadlines = Object.values(config.providers.resilience).map((r) => r.timeoutMs);

@@ -6,7 +6,7 @@ import type { AdminTokensTable, Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { hashKey } from '../keys/key-secret';
 import { type Clock, toIso } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import { requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
 import {
@@ -33,6 +33,7 @@ export class AdminTokensService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly clock: Clock,
+    private readonly cursors: CursorCodec,
   ) {}
 
   /**
@@ -79,10 +80,10 @@ export class AdminTokensService {
     const rows = await tokens.listAdminTokens(this.db, {
       status: query.status,
       limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'adt'),
+      after: query.cursor === undefined ? undefined : this.cursors.position(query.cursor, 'adt'),
       now,
     });
-    const { page, nextCursor } = pageOf(rows, limit);
+    const { page, nextCursor } = this.cursors.pageOf(rows, limit, 'adt');
     return { data: page.map((row) => toAdminTokenResource(row, now)), next_cursor: nextCursor };
   }
 

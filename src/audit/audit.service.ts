@@ -3,7 +3,7 @@ import type { components } from '../../generated/gateway';
 import { olderThan } from '../db/keyset';
 import type { AuditEventsTable, Database } from '../db/schema';
 import { toIso } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
 
 type Schemas = components['schemas'];
@@ -35,7 +35,10 @@ function toResource(row: AuditEventsTable): AuditEventResource {
 
 /** The audit log's read side (GET /admin/audit-events). There is deliberately no way to change events. */
 export class AuditService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly cursors: CursorCodec,
+  ) {}
 
   async listEvents(query: AuditEventQuery): Promise<Schemas['AuditEventList']> {
     const limit = query.limit ?? 50;
@@ -45,9 +48,9 @@ export class AuditService {
     if (query.action !== undefined) q = q.where('action', '=', query.action);
     if (query.created_after !== undefined) q = q.where('created_at', '>=', parseTimestamp(query.created_after, 'created_after'));
     if (query.created_before !== undefined) q = q.where('created_at', '<', parseTimestamp(query.created_before, 'created_before'));
-    if (query.cursor !== undefined) q = q.where(olderThan(decodeCursor(query.cursor, 'aud')));
+    if (query.cursor !== undefined) q = q.where(olderThan(this.cursors.position(query.cursor, 'aud')));
     const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
-    const { page, nextCursor } = pageOf(rows, limit);
+    const { page, nextCursor } = this.cursors.pageOf(rows, limit, 'aud');
     return { data: page.map(toResource), next_cursor: nextCursor };
   }
 }

@@ -5,7 +5,7 @@ import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { type Clock, toIsoOrNull } from '../shared/clock';
 import { newId } from '../shared/ids';
-import { resolvedUrlProblem } from '../shared/safe-url';
+import { pointsAtPrivateAddress, resolvedUrlProblem } from '../shared/safe-url';
 import type { ChannelHealth, ChannelRouter } from './channel-router';
 import type { CredentialSealer } from './channel-sealing';
 import {
@@ -82,6 +82,16 @@ export class ChannelsService {
   private async checkBaseUrl(baseUrl: string): Promise<void> {
     const problem = await resolvedUrlProblem(baseUrl, this.deps.allowPrivateUpstreams);
     if (problem) throw invalid(`base_url ${problem}; set CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true to allow private upstreams.`, 'base_url');
+  }
+
+  /**
+   * What a failed test says. An API channel on a private address (allowed by CHANNEL_ALLOW_PRIVATE_UPSTREAMS)
+   * may be any internal service, and a test's message would relay its answer to whoever may write
+   * channels: there only the error code is told.
+   */
+  private async testMessage(channel: ChannelResource, message: string): Promise<string> {
+    const privateUpstream = channel.source === 'api' && this.deps.allowPrivateUpstreams && channel.base_url !== null && (await pointsAtPrivateAddress(channel.base_url));
+    return privateUpstream ? "The upstream's answer is not shown: base_url points at a private address." : message;
   }
 
   private environmentChannel(id: string): Channel | undefined {
@@ -262,7 +272,7 @@ export class ChannelsService {
       outcome: outcome.ok ? 'ok' : 'failed',
       latency_ms: outcome.latencyMs,
       error_code: outcome.error?.code ?? null,
-      message: outcome.error?.message ?? null,
+      message: outcome.error ? await this.testMessage(channel, outcome.error.message) : null,
       channel: after,
     };
     // The test is an upstream call of up to timeout_ms: no transaction is held across it. Its event

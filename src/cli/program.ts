@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { adminConnection } from './admin-client';
 import type { CommandContext } from './command-context';
 import { registerAuditCommands } from './commands/audit';
+import { registerCatalogCommands } from './commands/catalog';
 import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
 import { registerTokenCommands } from './commands/tokens';
@@ -21,6 +22,7 @@ const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [
   registerTokenCommands,
   registerAuditCommands,
   registerUsageCommands,
+  registerCatalogCommands,
 ];
 
 /** Exit codes: 0 success and --help/--version, 1 the API refused or could not be reached, 2 usage. */

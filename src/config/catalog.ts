@@ -1,5 +1,6 @@
 import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
 import { inputLimits } from './input-limits';
+import { type PriceRow, parsePriceTable } from './price-table';
 
 export type { InputImageLimits, SizeBounds };
 
@@ -12,6 +13,8 @@ export interface CatalogModel {
   /** The model id the provider's upstream understands. */
   upstream_model: string;
   credits_per_image: number;
+  /** Credits per image by size and quality (price-table.ts); `credits_per_image` where no row fits. */
+  price_table?: PriceRow[];
   /** Used when the request has no `size`. */
   default_size: string;
   /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
@@ -85,6 +88,49 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   return { ...bounds, ...(minSide === undefined ? {} : { min_side: minSide }), ...(maxSide === undefined ? {} : { max_side: maxSide }) };
 }
 
+/** A catalog entry as written in MODEL_CATALOG: what `parseCatalog` derives from the upstream table left out. */
+function writtenForm(entry: CatalogModel): Record<string, unknown> {
+  const { size_bounds: _bounds, input_limits: _inputs, ...written } = entry;
+  const derived = upstreamLimitsOf(entry.upstream_model);
+  return {
+    ...written,
+    // Bounds an entry set itself (not the upstream table's) stay with it.
+    ...(entry.size_bounds && entry.size_bounds !== derived.size_bounds ? { size_bounds: entry.size_bounds } : {}),
+    ...(entry.input_limits && entry.input_limits !== derived.input_limits ? { input_limits: entry.input_limits } : {}),
+  };
+}
+
+/**
+ * MODEL_CATALOG's additive form, `{"models": [...], "remove": ["model", ...]}`: the built-in catalog
+ * with each entry of `models` merged over the built-in entry of the same name (the fields it gives
+ * replace those; a new name is a new model, whole) and the `remove`d models left out. The array form
+ * (`parseCatalog`) replaces the built-in catalog instead.
+ */
+export function extendCatalog(raw: unknown, base: readonly CatalogModel[] = DEFAULT_CATALOG): CatalogModel[] {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('must be a JSON array of models (replaces the built-in catalog) or an object {"models": [...], "remove": [...]} (changes it)');
+  const { models = [], remove = [], ...unknown } = raw as Record<string, unknown>;
+  const extra = Object.keys(unknown);
+  if (extra.length > 0) throw new Error(`unknown field ${extra.map((f) => `"${f}"`).join(', ')}; the object form takes "models" and "remove"`);
+  if (!Array.isArray(models)) throw new Error('"models" must be an array of models');
+  if (!Array.isArray(remove) || remove.some((name) => typeof name !== 'string')) throw new Error('"remove" must be an array of model names');
+  const merged = new Map(base.map((entry) => [entry.model, writtenForm(entry)]));
+  for (const name of remove as string[]) {
+    if (!merged.delete(name)) throw new Error(`"remove" names ${name}, which is not in the built-in catalog (${base.map((e) => e.model).join(', ')})`);
+  }
+  for (const [index, entry] of models.entries()) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new Error(`models[${index}] is not an object`);
+    const name = (entry as Record<string, unknown>).model;
+    if (typeof name !== 'string' || name.length === 0) throw new Error(`models[${index}]: "model" must be a non-empty string`);
+    if ((remove as string[]).includes(name)) throw new Error(`models[${index}]: ${name} is also in "remove"`);
+    const over = merged.get(name);
+    // A changed upstream model brings its own table's bounds unless the entry sets them.
+    const kept = over && 'upstream_model' in entry ? { ...over, size_bounds: undefined, input_limits: undefined } : over;
+    merged.set(name, { ...kept, ...entry });
+  }
+  const entries = [...merged.values()].map((entry) => Object.fromEntries(Object.entries(entry).filter(([, value]) => value !== undefined)));
+  return parseCatalog(entries);
+}
+
 /** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
 export function parseCatalog(raw: unknown): CatalogModel[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new Error('must be a non-empty JSON array of models');
@@ -122,6 +168,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       default_size: defaultSize,
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
+      ...(e.price_table === undefined ? {} : { price_table: parsePriceTable(e.price_table, where) }),
       ...bounds,
       ...inputs,
     };

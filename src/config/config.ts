@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CATALOG, parseCatalog, type CatalogModel } from './catalog';
+import { DEFAULT_CATALOG, extendCatalog, parseCatalog, type CatalogModel } from './catalog';
 import { ConfigError } from './config-error';
 import type { AccessJwtConfig, GatewayConfig, ImagesConfig, ProvidersConfig, ServiceToken } from './config-types';
 import { dataDirectory, resolveDevSecrets } from './dev-secrets';
@@ -22,17 +22,22 @@ export function databaseUrlFromEnv(env: Env): string {
   return readEnv(envSchema.pick({ DATABASE_URL: true }), env).DATABASE_URL;
 }
 
-function readCatalog(values: EnvValues): CatalogModel[] {
+function readCatalog(values: Pick<EnvValues, 'MODEL_CATALOG' | 'MODEL_CATALOG_FILE'>): CatalogModel[] {
   const inline = values.MODEL_CATALOG;
   const file = values.MODEL_CATALOG_FILE;
   if (inline === undefined && file === undefined) return DEFAULT_CATALOG;
   const source = inline !== undefined ? 'MODEL_CATALOG' : `MODEL_CATALOG_FILE (${file})`;
   try {
-    const text = inline ?? fs.readFileSync(file as string, 'utf8');
-    return parseCatalog(JSON.parse(text));
+    const raw: unknown = JSON.parse(inline ?? fs.readFileSync(file as string, 'utf8'));
+    return Array.isArray(raw) ? parseCatalog(raw) : extendCatalog(raw);
   } catch (error) {
     throw new ConfigError(`${source} is invalid: ${(error as Error).message}`);
   }
+}
+
+/** The catalog MODEL_CATALOG / MODEL_CATALOG_FILE make of `env` (for `creative-gateway catalog`, which needs nothing else). */
+export function catalogFromEnv(env: Env): CatalogModel[] {
+  return readCatalog(readEnv(envSchema.pick({ MODEL_CATALOG: true, MODEL_CATALOG_FILE: true }), env));
 }
 
 function bothOrNeither(values: EnvValues, a: keyof EnvValues, b: keyof EnvValues): boolean {

@@ -54,7 +54,7 @@ export const envSchema = z.object({
   LOG_LEVEL: declare(oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), { description: 'pino level (`silent` to mute)', keepEmpty: true }),
   VALIDATE_RESPONSES: declare(boolean.default(false), { description: 'check every response against the spec (on in tests)' }),
   MODEL_CATALOG: declare(text.optional(), {
-    description: 'JSON array of `{model, provider, upstream_model, credits_per_image, default_size}`',
+    description: 'an object `{"models": [...], "remove": [...]}` that changes the built-in catalog, or a JSON array of `{model, provider, upstream_model, credits_per_image, default_size}` that replaces it; `npx creative-gateway catalog` prints the result',
     defaultText: 'built in',
   }),
   MODEL_CATALOG_FILE: declare(text.optional(), { description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)', defaultText: 'built in' }),
@@ -211,7 +211,7 @@ export const envSchema = z.object({
 
   // Channels.
   CHANNEL_SEALING_KEY: declare(sealingKeys.default([]), {
-    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets, newest first, comma-separated; required in production',
+    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets and keying the HMAC of page cursors, newest first, comma-separated; required in production',
     secret: true,
     field: 'channels.sealingKeys.*',
     defaultText: GENERATED,
@@ -227,7 +227,7 @@ export const envSchema = z.object({
     defaultText: '`0` (off)',
   }),
   CHANNEL_ALLOW_PRIVATE_UPSTREAMS: declare(boolean.default(false), {
-    description: "let API channels' `base_url` point at loopback/private/link-local addresses (self-hosted upstreams on a private network, development, tests)",
+    description: "let API channels' `base_url` point at loopback/private addresses (self-hosted upstreams on a private network, development, tests); link-local and cloud metadata addresses stay refused, and `testChannel` does not relay a private upstream's answer",
   }),
 
   // Durable generations.
@@ -243,7 +243,7 @@ export const envSchema = z.object({
   }),
 
   // Webhooks.
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private/link-local addresses (development, tests)' }),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private addresses (development, tests); link-local and cloud metadata addresses stay refused' }),
   WEBHOOK_POLL_INTERVAL_MS: declare(integer(10, 600_000).default(1000), { description: 'how often each process looks for due deliveries' }),
   WEBHOOK_LEASE_MS: declare(integer(100, 3_600_000).default(60_000), {
     description: 'how long a claimed delivery is held; keep it above `WEBHOOK_TIMEOUT_MS`, or a slow delivery is sent twice',

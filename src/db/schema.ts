@@ -154,6 +154,12 @@ export interface StoredImagesTable {
   position: number;
   /** 'output' (generated), 'input' (an image of the request's `images`) or 'mask'. */
   role: 'output' | 'input' | 'mask';
+  /**
+   * Who may name it as an input (0022): the key of the generation that stored it, or for the internal
+   * API its service client (then key_id is null). Kept on the image: the generation row may be deleted first.
+   */
+  key_id: string | null;
+  client_id: string | null;
   /** image/png | image/jpeg | image/webp, from the bytes (inputs also image/gif | image/bmp | image/tiff). */
   content_type: string;
   byte_size: number;

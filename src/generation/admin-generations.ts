@@ -5,6 +5,7 @@ import type { Database, GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { GatewayHandlers } from '../http/handler-maps';
 import type { Clock } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
 import type { ClientGenerations } from './client-generations';
 import type { GenerationResources } from './generation-resource';
 import type { GenerationService } from './generation.service';
@@ -22,7 +23,7 @@ export type AdminGenerationQuery = Omit<GenerationListQuery, 'client_id'>;
  * with an audit event in its transaction.
  */
 export class AdminGenerations {
-  constructor(private readonly deps: { db: Kysely<Database>; clock: Clock; clients: ClientGenerations; resources: GenerationResources }) {}
+  constructor(private readonly deps: { db: Kysely<Database>; clock: Clock; cursors: CursorCodec; clients: ClientGenerations; resources: GenerationResources }) {}
 
   private async find(id: string): Promise<GenerationsTable> {
     const row = await findGeneration(this.deps.db, id);
@@ -39,7 +40,7 @@ export class AdminGenerations {
   }
 
   async list(query: AdminGenerationQuery): Promise<Schemas['AdminGenerationList']> {
-    const { page, nextCursor } = await generationPage(this.deps.db, query, 20);
+    const { page, nextCursor } = await generationPage(this.deps.db, this.deps.cursors, query, 20);
     return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
   }
 
@@ -63,7 +64,7 @@ export function adminGenerationHandlers(
   generation: GenerationService,
   clock: Clock,
 ): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
-  const admin = new AdminGenerations({ db: generation.db, clock, clients: generation.clients, resources: generation.resources });
+  const admin = new AdminGenerations({ db: generation.db, clock, cursors: generation.cursors, clients: generation.clients, resources: generation.resources });
   return {
     listAdminGenerations: async ({ query }) => ({ status: 200, body: await admin.list(query) }),
     getAdminGeneration: async ({ params }) => ({ status: 200, body: await admin.get(params.id) }),

@@ -4,7 +4,7 @@ import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import type { StoredGenerationRequest } from './durable';
 import type { ClientGeneration, GenerationResources } from './generation-resource';
 import type { GenerationWorker } from './generation-worker';
@@ -19,6 +19,8 @@ export interface ClientGenerationsDeps {
   db: Kysely<Database>;
   writes: WriteTransactions;
   clock: Clock;
+  /** Signs and opens the list's page cursors. */
+  cursors: CursorCodec;
   resources: GenerationResources;
   worker: GenerationWorker;
   /** Completion webhooks: queues the delivery of a settlement in its transaction (true when queued). */
@@ -52,9 +54,9 @@ export class ClientGenerations {
       keyId,
       status: query.status,
       limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
+      after: query.cursor === undefined ? undefined : this.deps.cursors.position(query.cursor, 'gen'),
     });
-    const { page, nextCursor } = pageOf(rows, limit);
+    const { page, nextCursor } = this.deps.cursors.pageOf(rows, limit, 'gen');
     return { data: await Promise.all(page.map((row) => this.deps.resources.resource(row))), next_cursor: nextCursor };
   }
 

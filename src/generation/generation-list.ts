@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from '../db/schema';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
 import { listGenerations } from './generations.repository';
 
@@ -17,7 +17,12 @@ export interface GenerationListQuery {
 }
 
 /** One page of generations, newest first; a malformed timestamp or cursor is a 400 naming its parameter. */
-export async function generationPage(db: Kysely<Database>, query: GenerationListQuery, defaultLimit: number): Promise<{ page: GenerationsTable[]; nextCursor: string | null }> {
+export async function generationPage(
+  db: Kysely<Database>,
+  cursors: CursorCodec,
+  query: GenerationListQuery,
+  defaultLimit: number,
+): Promise<{ page: GenerationsTable[]; nextCursor: string | null }> {
   const limit = query.limit ?? defaultLimit;
   const rows = await listGenerations(db, {
     keyId: query.key_id,
@@ -27,7 +32,7 @@ export async function generationPage(db: Kysely<Database>, query: GenerationList
     createdAfter: query.created_after === undefined ? undefined : parseTimestamp(query.created_after, 'created_after'),
     createdBefore: query.created_before === undefined ? undefined : parseTimestamp(query.created_before, 'created_before'),
     limit,
-    after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'gen'),
+    after: query.cursor === undefined ? undefined : cursors.position(query.cursor, 'gen'),
   });
-  return pageOf(rows, limit);
+  return cursors.pageOf(rows, limit, 'gen');
 }

@@ -22,6 +22,7 @@ import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
 import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleGeneration, settleGenerations } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
+import { imageOwnerOf } from '../images/images.repository';
 
 export interface GenerationRunnerDeps {
   db: Kysely<Database>;
@@ -132,7 +133,7 @@ export class GenerationRunner {
       if (!run.ok) throw run.error;
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
-        { generationId: row.id, provider: entry.provider, images: run.images, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
+        { generationId: row.id, owner: imageOwnerOf(row), provider: entry.provider, images: run.images, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
         signal,
       );
       const latencyMs = elapsedMs(clock, started);

@@ -47,12 +47,13 @@ async function submitAsync(
   input: GenerationInput,
   prefer: { respondAsync: boolean; waitSeconds: number },
   rateLimit: RateLimitHolder,
-): Promise<{ done: ClientGeneration; creditsRemaining: number } | Accepted> {
+): Promise<{ done: ClientGeneration; creditsRemaining: number; creditsPerImage: number } | Accepted> {
   const submitted = await generation.submitForKey(key, input, rateLimit);
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await generation.clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await generation.resources.resource(row);
-  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining };
+  // Every image of a generation has one price: what it reserved for each.
+  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining, creditsPerImage: row.credits / row.images };
   if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
     throw new ApiError(resource.error.code as ErrorCode, resource.error.message);
   }
@@ -121,7 +122,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
             model: done.model,
             provider: done.provider,
             data: done.data ?? [],
-            usage: { images: done.usage.images, credits_charged: done.usage.credits_charged, credits_remaining: outcome.creditsRemaining },
+            usage: { images: done.usage.images, credits_charged: done.usage.credits_charged, credits_remaining: outcome.creditsRemaining, credits_per_image: outcome.creditsPerImage },
           },
         };
       }
@@ -130,19 +131,20 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         status: 200,
         body: {
           ...generationSummary(outcome),
-          usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining },
+          usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining, credits_per_image: outcome.creditsPerImage },
         },
       };
     },
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
     createImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format, webhook, webhook_events_filter } = body;
+      const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter } = body;
       const input = {
         prompt,
         model,
         n,
         response_format,
+        ...(quality !== undefined ? { quality } : {}),
         ...(size && size !== 'auto' ? { size } : {}),
         ...(webhook !== undefined ? { webhook } : {}),
         ...(webhook_events_filter !== undefined ? { webhook_events_filter } : {}),
@@ -152,7 +154,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/edits`: the uploaded files become the generation's input images.
     editImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format } = body;
+      const { prompt, model, n, size, response_format, quality } = body;
       const files = uploadedFiles(body);
       if (!files || files.images.length === 0) throw new ApiError('invalid_request', 'image: send at least one image file.', { param: 'image' });
       const input: GenerationInput = {
@@ -160,6 +162,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         model,
         n: n === undefined ? 1 : Number(n),
         ...(response_format !== undefined ? { response_format } : {}),
+        ...(quality !== undefined ? { quality } : {}),
         ...(size && size !== 'auto' ? { size } : {}),
         images: files.images,
         ...(files.mask ? { mask: files.mask } : {}),

@@ -5,6 +5,7 @@ import type { ChannelRouter } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
+import { checkQuality, creditsPerImage } from '../config/price-table';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
@@ -29,6 +30,7 @@ import type { GenerationRunner } from './generation-runner';
 import { type GenerationWorker, LeaseLost } from './generation-worker';
 import { countQueuedGenerations, findGeneration, insertGeneration } from './generations.repository';
 import { Reservations } from './reservations';
+import type { CursorCodec } from '../shared/cursor';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 /** A generation request as the handlers pass it: the JSON API's fields, inputs also as uploaded files' bytes (OpenAI edits). */
@@ -66,11 +68,15 @@ export interface GenerationDeps {
   pollMs: number;
   /** Completion webhooks (the request's `webhook`); without them such a request is refused. */
   webhooks?: { secrets: WebhookSecrets; allowPrivateNetworks: boolean; poke: () => void };
+  /** Signs and opens the generation lists' page cursors. */
+  cursors: CursorCodec;
 }
 
 export interface KeyGenerationOutcome extends GenerationOutcome {
   /** Credits left on the key in this period, after this charge. */
   creditsRemaining: number;
+  /** The price of each image of the request (price-table.ts). */
+  creditsPerImage: number;
 }
 
 /** What the gateway's and the internal API's generation responses share (all but `usage`). */
@@ -107,6 +113,10 @@ export class GenerationService {
     return this.deps.db;
   }
 
+  get cursors(): CursorCodec {
+    return this.deps.cursors;
+  }
+
   constructor(
     private readonly deps: GenerationDeps,
     parts: { runner: GenerationRunner; resources: GenerationResources; completionWebhooks: CompletionWebhooks | undefined },
@@ -128,6 +138,7 @@ export class GenerationService {
       db,
       writes,
       clock,
+      cursors: deps.cursors,
       resources: parts.resources,
       worker: deps.worker,
       ...(hooks ? { onSettled: (trx, id) => hooks.emit(trx, id), afterSettled: () => hooks.poke() } : {}),
@@ -159,7 +170,7 @@ export class GenerationService {
       const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
       const outcome = await this.runHeld(reservation.row, signal, stored);
-      return { ...outcome, credits: reservation.cost, creditsRemaining: reservation.creditsRemaining };
+      return { ...outcome, credits: reservation.cost, creditsPerImage: reservation.cost / n, creditsRemaining: reservation.creditsRemaining };
     } finally {
       await slot?.release();
     }
@@ -197,8 +208,8 @@ export class GenerationService {
     const entry = this.admission.modelFor(input.model, input.provider);
     const { writes, clock } = this.deps;
     const now = clock.now();
-    const credits = (input.n ?? 1) * entry.credits_per_image;
     const request = this.storedRequest(entry, input, false);
+    const credits = (input.n ?? 1) * creditsPerImage(entry, request.request);
     const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal));
     const stored = { ...request, ...(inputs ? { inputs } : {}) };
     const row: GenerationsTable = {
@@ -239,6 +250,7 @@ export class GenerationService {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
     // Refused here, before the reservation: a size the upstream would refuse is never charged nor sent.
     checkSize(entry.model, width, height, entry.size_bounds);
+    checkQuality(entry, input.quality);
     return {
       entry,
       keep_base64: background,
@@ -253,6 +265,7 @@ export class GenerationService {
         width,
         height,
         ...(input.seed !== undefined ? { seed: input.seed } : {}),
+        ...(input.quality !== undefined && input.quality !== 'auto' ? { quality: input.quality } : {}),
         responseFormat: input.response_format ?? 'url',
       },
     };

@@ -1,3 +1,4 @@
+import { creditsPerImage } from '../config/price-table';
 import type { Kysely } from 'kysely';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
@@ -77,7 +78,7 @@ export class Reservations {
   async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true, generationId = newSortableId('gen', this.deps.clock.now())) {
     const { writes, clock } = this.deps;
     const now = clock.now();
-    const cost = n * entry.credits_per_image;
+    const cost = n * creditsPerImage(entry, stored.request);
     const request = JSON.stringify(stored);
     const reservationFailed = (error: unknown): unknown => {
       if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;

@@ -6,21 +6,33 @@ type Db = Kysely<Database>;
 /** Who may name a stored image as an input: the key (or service) whose generation stored it. */
 export type ImageOwner = { kind: 'key'; id: string } | { kind: 'service'; id: string };
 
+/** The owner of a generation's images: its key, or (internal API, no key) its service client; every generation has one of them. */
+export function imageOwnerOf(generation: { key_id: string | null; client_id: string | null }): ImageOwner {
+  return generation.key_id !== null ? { kind: 'key', id: generation.key_id } : { kind: 'service', id: generation.client_id ?? '' };
+}
+
+/** The owner columns of a stored image's row. */
+export function ownerColumns(owner: ImageOwner): Pick<StoredImagesTable, 'key_id' | 'client_id'> {
+  return owner.kind === 'key' ? { key_id: owner.id, client_id: null } : { key_id: null, client_id: owner.id };
+}
+
 /** All SQL on stored_images. */
 export async function insertStoredImages(db: Db, rows: StoredImagesTable[]): Promise<void> {
   if (rows.length > 0) await db.insertInto('stored_images').values(rows).execute();
 }
 
-/** An image whose generation belongs to `owner` (a client key, or an internal service's client id), live at `now`. */
+/**
+ * An image stored for `owner` (a client key, or an internal service's client id), live at `now`: by
+ * the owner the image row carries, so it outlives its generation's row (GENERATION_RETENTION_DAYS).
+ */
 export async function findOwnedImage(db: Db, id: string, owner: ImageOwner, now: number): Promise<StoredImagesTable | undefined> {
   return db
     .selectFrom('stored_images')
-    .innerJoin('generations', 'generations.id', 'stored_images.generation_id')
-    .selectAll('stored_images')
-    .where('stored_images.id', '=', id)
-    .where(owner.kind === 'key' ? 'generations.key_id' : 'generations.client_id', '=', owner.id)
-    .where('stored_images.deleted_at', 'is', null)
-    .where('stored_images.expires_at', '>', now)
+    .selectAll()
+    .where('id', '=', id)
+    .where(owner.kind === 'key' ? 'key_id' : 'client_id', '=', owner.id)
+    .where('deleted_at', 'is', null)
+    .where('expires_at', '>', now)
     .executeTakeFirst();
 }
 

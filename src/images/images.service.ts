@@ -23,6 +23,7 @@ import {
   type ImageOwner,
   insertStoredImages,
   markImagesDeleted,
+  ownerColumns,
   purgeImageTombstones,
 } from './images.repository';
 
@@ -49,6 +50,8 @@ export interface ImagesDeps {
 
 export interface PersistRequest {
   generationId: string;
+  /** Who may name the stored images as inputs: the generation's key or service client. */
+  owner: ImageOwner;
   provider: string;
   images: ProviderImage[];
   responseFormat: 'url' | 'b64_json';
@@ -109,24 +112,25 @@ export class ImagesService {
     const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
     // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
     if (!kept) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
-    const rows = await this.keep(request.generationId, taken, sizeOf);
+    const rows = await this.keep(request.generationId, request.owner, taken, sizeOf);
     return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
   }
 
-  private async keep(generationId: string, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
+  private async keep(generationId: string, owner: ImageOwner, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
     return this.storeImages(
       generationId,
+      owner,
       taken.map(({ bytes, contentType }, position) => ({ bytes, contentType, role: 'output', position, ...sizeOf(position) })),
       'The generated images could not be stored; nothing was charged. Try again later.',
     );
   }
 
   /** Stores a request's input images (and mask) under the generation that takes them, with the same retention as outputs. */
-  async keepInputs(generationId: string, images: StoredImageBytes[]): Promise<StoredImagesTable[]> {
-    return this.storeImages(generationId, images, 'The input images could not be stored; nothing was charged. Try again later.');
+  async keepInputs(generationId: string, owner: ImageOwner, images: StoredImageBytes[]): Promise<StoredImagesTable[]> {
+    return this.storeImages(generationId, owner, images, 'The input images could not be stored; nothing was charged. Try again later.');
   }
 
-  private async storeImages(generationId: string, images: StoredImageBytes[], refusal: string): Promise<StoredImagesTable[]> {
+  private async storeImages(generationId: string, owner: ImageOwner, images: StoredImageBytes[], refusal: string): Promise<StoredImagesTable[]> {
     const { clock, retentionMs, store, writes, logger } = this.deps;
     const now = clock.now();
     const rows: StoredImagesTable[] = images.map(({ bytes, contentType, role, position, width, height }) => ({
@@ -134,6 +138,7 @@ export class ImagesService {
       generation_id: generationId,
       position,
       role,
+      ...ownerColumns(owner),
       content_type: contentType,
       byte_size: bytes.length,
       sha256: createHash('sha256').update(bytes).digest('hex'),

@@ -6,6 +6,7 @@ import { listAttempts } from '../generation/attempts.repository';
 import { generationPage, type GenerationListQuery } from '../generation/generation-list';
 import { aggregateUsage, findGeneration } from '../generation/generations.repository';
 import { toIso, toIsoOrNull } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
 
 type Schemas = components['schemas'];
@@ -30,10 +31,13 @@ function toGenerationResource(row: GenerationsTable): GenerationResource {
 
 /** Reading generations and usage for the internal API. */
 export class UsageService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly cursors: CursorCodec,
+  ) {}
 
   async listGenerations(query: GenerationListQuery): Promise<{ data: GenerationResource[]; next_cursor: string | null }> {
-    const { page, nextCursor } = await generationPage(this.db, query, 50);
+    const { page, nextCursor } = await generationPage(this.db, this.cursors, query, 50);
     return { data: page.map(toGenerationResource), next_cursor: nextCursor };
   }
 

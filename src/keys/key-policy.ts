@@ -138,6 +138,8 @@ function openAiModel(entry: CatalogModel): OpenAIModel {
     created: 0,
     owned_by: entry.provider,
     default_size: entry.default_size,
+    credits_per_image: entry.credits_per_image,
+    ...(entry.price_table ? { price_table: entry.price_table.map((row) => ({ ...row })) } : {}),
     ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
     ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
   };

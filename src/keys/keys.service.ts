@@ -2,7 +2,7 @@ import type { components } from '../../generated/gateway';
 import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-log';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import { futureExpiry, requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
 import type { CatalogModel } from '../config/catalog';
@@ -34,6 +34,7 @@ export class KeysService {
     private readonly db: keys.Db,
     private readonly clock: Clock,
     private readonly knownProviders: ReadonlySet<string>,
+    private readonly cursors: CursorCodec,
     /** For `allowed_models`. */
     private readonly catalog: ReadonlyMap<string, CatalogModel> = new Map(),
     /** Told of every committed change of a key (the key cache of every replica drops it). */
@@ -135,10 +136,10 @@ export class KeysService {
       owner: query.owner,
       metadata: metadataFilter(query.metadata),
       limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'key'),
+      after: query.cursor === undefined ? undefined : this.cursors.position(query.cursor, 'key'),
       now,
     });
-    const { page, nextCursor } = pageOf(rows, limit);
+    const { page, nextCursor } = this.cursors.pageOf(rows, limit, 'key');
     return { data: page.map((row) => toKeyResource(row, now)), next_cursor: nextCursor };
   }
 

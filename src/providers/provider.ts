@@ -25,6 +25,8 @@ export interface ProviderRequest {
   width: number;
   height: number;
   seed?: number;
+  /** The quality asked for (OpenAI's `quality`), for upstreams that take one; it also prices the images. */
+  quality?: string;
   responseFormat: 'url' | 'b64_json';
   /** Input images in the client's order (none for text-only requests). */
   inputImages?: readonly ProviderInputImage[];

@@ -31,35 +31,38 @@ export function configureUpstreamHttp(settings: { connectTimeoutMs: number }): v
 const BLOCKED_CODE = 'EBLOCKEDADDRESS';
 
 /**
- * Resolves like dns.lookup but fails for loopback, private and link-local (metadata) addresses: the
- * check is on the address connected to, so a name that resolved to a public address when the channel
- * was saved and points inside now is refused too (docs/operators/channels.md).
+ * Resolves like dns.lookup but fails for blocked addresses (safe-url.ts): with `allowPrivate` only
+ * link-local and metadata addresses, else loopback and private ones too. The check is on the address
+ * connected to, so a name that resolved to a public address when the channel was saved and points
+ * inside now is refused too (docs/operators/channels.md).
  */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, '', 0);
-    const list = addresses as dns.LookupAddress[];
-    const blocked = list.find((a) => isBlockedAddress(a.address));
-    if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_CODE }), '', 0);
-    if (options.all) return callback(null, list as never, 0);
-    const first = list[0];
-    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
-    return callback(null, first.address, first.family);
-  });
-};
+function guardedLookup(allowPrivate: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const list = addresses as dns.LookupAddress[];
+      const blocked = list.find((a) => isBlockedAddress(a.address, allowPrivate));
+      if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_CODE }), '', 0);
+      if (options.all) return callback(null, list as never, 0);
+      const first = list[0];
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+      return callback(null, first.address, first.family);
+    });
+  };
+}
 
 function dispatcher(publicOnly: boolean): Agent {
   if (publicOnly) {
-    publicAgent ??= newAgent(publicOnlyLookup);
+    publicAgent ??= newAgent(guardedLookup(false));
     return publicAgent;
   }
-  agent ??= newAgent(undefined);
+  agent ??= newAgent(guardedLookup(true));
   return agent;
 }
 
-function newAgent(lookup: LookupFunction | undefined): Agent {
+function newAgent(lookup: LookupFunction): Agent {
   return new Agent({
-    connect: { timeout: connectTimeoutMs, ...(lookup ? { lookup } : {}) },
+    connect: { timeout: connectTimeoutMs, lookup },
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 120_000,
     // Long generations: no headers/body timeouts of undici's own; each attempt's AbortSignal bounds the call.
@@ -93,7 +96,8 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted.
- * `publicOnly`: connect to public addresses only (a literal blocked address never reaches the lookup).
+ * `publicOnly`: connect to public addresses only; link-local and metadata addresses are refused whatever it
+ * says (safe-url.ts). A literal address never reaches the lookup, so it is checked here.
  * The content type is JSON unless `headers` names another (`content-type`, lower case).
  */
 export function post(url: URL, body: string | Buffer, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
@@ -103,7 +107,7 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
       return;
     }
     const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (publicOnly && isIP(literal) !== 0 && isBlockedAddress(literal)) {
+    if (isIP(literal) !== 0 && isBlockedAddress(literal, !publicOnly)) {
       reject(new UpstreamHttpError(`${literal} is a blocked address`, BLOCKED_CODE, true));
       return;
     }

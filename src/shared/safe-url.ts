@@ -5,10 +5,11 @@ import { isIP, type LookupFunction } from 'node:net';
 import { CidrSet, normalizeIp } from './cidr';
 
 /**
- * Webhook deliveries and image inputs fetched from URLs go only to public addresses (deliveries
- * may be allowed private networks by the operator): loopback,
- * private, carrier-grade NAT, link-local (cloud metadata at 169.254.169.254 and fd00:ec2::254),
- * multicast and reserved ranges are refused. The check runs on the address actually connected to
+ * Webhook deliveries, image inputs fetched from URLs and API channels' upstreams go only to public
+ * addresses unless the operator allows private networks: loopback, private, carrier-grade NAT,
+ * link-local, multicast and reserved ranges are refused, in every spelling an IPv6 literal can give
+ * them (IPv4-mapped `::ffff:0:0/96`, IPv4-compatible `::/96`, IPv4-translated `::ffff:0:0:0/96`,
+ * NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`). The check runs on the address actually connected to
  * (a custom DNS lookup), so a name that resolves to a private address later is refused too.
  */
 const BLOCKED = CidrSet.of([
@@ -23,17 +24,37 @@ const BLOCKED = CidrSet.of([
   '198.18.0.0/15',
   '224.0.0.0/4',
   '240.0.0.0/4',
-  '::/128',
-  '::1/128',
+  '::/96',
+  '::ffff:0:0:0/96',
   'fc00::/7',
   'fe80::/10',
   'ff00::/8',
   '64:ff9b::/96',
+  '64:ff9b:1::/48',
 ]);
 
-export function isBlockedAddress(address: string): boolean {
-  return BLOCKED.has(normalizeIp(address));
+/**
+ * Refused even where private networks are allowed: link-local addresses and the cloud metadata
+ * services on them (169.254.169.254 on AWS, GCP and Azure; fd00:ec2::254 on AWS; 100.100.100.200 on
+ * Alibaba Cloud), in their IPv4-compatible and IPv4-translated spellings too. A private upstream is a
+ * server the operator runs; a metadata service hands out the machine's own credentials.
+ */
+const ALWAYS_BLOCKED = CidrSet.of([
+  '169.254.0.0/16',
+  '::a9fe:0/112',
+  '::ffff:0:a9fe:0/112',
+  'fe80::/10',
+  'fd00:ec2::254/128',
+  '100.100.100.200/32',
+]);
+
+/** Whether `address` may not be connected to; with `allowPrivate`, only link-local and metadata addresses are refused. */
+export function isBlockedAddress(address: string, allowPrivate = false): boolean {
+  const ip = normalizeIp(address);
+  return ALWAYS_BLOCKED.has(ip) || (!allowPrivate && BLOCKED.has(ip));
 }
+
+const BLOCKED_PROBLEM = 'points at a loopback, private, link-local or metadata address';
 
 /** Why a URL may not receive webhooks at all (shape, scheme, a literal blocked address), or undefined. */
 export function urlProblem(raw: string, allowPrivate: boolean): string | undefined {
@@ -46,9 +67,8 @@ export function urlProblem(raw: string, allowPrivate: boolean): string | undefin
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be http or https';
   if (url.username || url.password) return 'must not carry credentials';
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
-  if (!allowPrivate && (host === 'localhost' || host.endsWith('.localhost') || (isIP(host) !== 0 && isBlockedAddress(host)))) {
-    return 'points at a loopback, private, link-local or metadata address';
-  }
+  if (isIP(host) !== 0 && isBlockedAddress(host, allowPrivate)) return allowPrivate ? 'points at a link-local or metadata address' : BLOCKED_PROBLEM;
+  if (!allowPrivate && (host === 'localhost' || host.endsWith('.localhost'))) return BLOCKED_PROBLEM;
   return undefined;
 }
 
@@ -59,17 +79,28 @@ export function urlProblem(raw: string, allowPrivate: boolean): string | undefin
  */
 export async function resolvedUrlProblem(raw: string, allowPrivate: boolean): Promise<string | undefined> {
   const problem = urlProblem(raw, allowPrivate);
-  if (problem || allowPrivate) return problem;
+  if (problem) return problem;
+  const blocked = (await addressesOf(raw)).find((address) => isBlockedAddress(address, allowPrivate));
+  if (blocked === undefined) return undefined;
+  return `resolves to a ${allowPrivate ? 'link-local or metadata' : 'loopback, private, link-local or metadata'} address (${blocked})`;
+}
+
+/** The addresses a URL's host is (a literal) or resolves to now; none when it does not resolve. */
+async function addressesOf(raw: string): Promise<string[]> {
   const host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) !== 0) return undefined;
-  let addresses: dns.LookupAddress[];
+  if (isIP(host) !== 0) return [host];
   try {
-    addresses = await dns.promises.lookup(host, { all: true });
+    return (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
   } catch {
-    return undefined;
+    return [];
   }
-  const blocked = addresses.find((a) => isBlockedAddress(a.address));
-  return blocked ? `resolves to a loopback, private, link-local or metadata address (${blocked.address})` : undefined;
+}
+
+/** Whether a URL's host is, or resolves now to, an address only allowed where private networks are. */
+export async function pointsAtPrivateAddress(raw: string): Promise<boolean> {
+  const host = new URL(raw).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  return (await addressesOf(raw)).some((address) => isBlockedAddress(address));
 }
 
 /** A DNS lookup that refuses names resolving to a blocked address, so the check holds for the address actually connected to. */
@@ -78,7 +109,7 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
     dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as dns.LookupAddress[];
-      const blocked = list.find((a) => !allowPrivate && isBlockedAddress(a.address));
+      const blocked = list.find((a) => isBlockedAddress(a.address, allowPrivate));
       if (blocked) return callback(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), '', 0);
       if (lookupOptions.all) return callback(null, list as never, 0);
       const first = list[0];

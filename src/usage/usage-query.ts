@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../errors/api-error';
+import { type CursorCodec, invalidCursor } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
 
 /**
@@ -164,25 +165,28 @@ export function bucketEndOf(start: number, bucket: UsageBucket): number {
 /** A page position: the sort values of the last row, bound to the query it came from. */
 export type SortValue = string | number;
 
+/** The cursor kind of usage pages (the MAC binds it: a list's cursor does not open here). */
+const USAGE_CURSOR = 'usage';
+
 export function queryFingerprint(parts: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
 }
 
-export function encodeUsageCursor(fingerprint: string, values: readonly SortValue[]): string {
-  return Buffer.from(JSON.stringify({ q: fingerprint, v: values })).toString('base64url');
+export function encodeUsageCursor(cursors: CursorCodec, fingerprint: string, values: readonly SortValue[]): string {
+  return cursors.seal(USAGE_CURSOR, JSON.stringify({ q: fingerprint, v: values }));
 }
 
-export function decodeUsageCursor(cursor: string, fingerprint: string, length: number): SortValue[] {
-  const refuse = () => new ApiError('invalid_request', 'cursor: not one this API returned for these parameters.', { param: 'cursor' });
+/** The sort values of a cursor issued for this query (its fingerprint); 400 for any other. */
+export function decodeUsageCursor(cursors: CursorCodec, cursor: string, fingerprint: string, length: number): SortValue[] {
   let decoded: unknown;
   try {
-    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+    decoded = JSON.parse(cursors.open(USAGE_CURSOR, cursor));
   } catch {
-    throw refuse();
+    throw invalidCursor();
   }
   const { q, v } = (decoded ?? {}) as { q?: unknown; v?: unknown };
   if (q !== fingerprint || !Array.isArray(v) || v.length !== length || !v.every((x) => typeof x === 'string' || (typeof x === 'number' && Number.isSafeInteger(x)))) {
-    throw refuse();
+    throw invalidCursor();
   }
   return v as SortValue[];
 }

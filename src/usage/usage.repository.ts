@@ -286,3 +286,8 @@ export async function usageDetails(db: Db, selection: UsageSelection, page: { ra
     latency: LATENCY_COLUMNS.map((column) => num(row[column])),
   }));
 }
+
+/** Whether any settlement of `model` was rolled up: a model taken out of the catalog keeps its history. */
+export async function modelHasUsage(db: Db, model: string): Promise<boolean> {
+  return (await db.selectFrom('usage_day_totals').select('model').where('model', '=', model).limit(1).executeTakeFirst()) !== undefined;
+}

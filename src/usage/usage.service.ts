@@ -1,7 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { components, operations } from '../../generated/gateway';
+import type { CatalogModel } from '../config/catalog';
 import type { Database } from '../db/schema';
+import { ApiError } from '../errors/api-error';
 import { toIso } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
 import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
 import { csvDocument } from './usage-csv';
 import {
@@ -16,7 +19,16 @@ import {
   type SortValue,
   type UsageDimension,
 } from './usage-query';
-import { type UsageOrder, type UsageSelection, type UsageTotalsRow, sortOf, usageDetails, usageTotals, withAnalyticsMemory } from './usage.repository';
+import {
+  type UsageOrder,
+  type UsageSelection,
+  type UsageTotalsRow,
+  modelHasUsage,
+  sortOf,
+  usageDetails,
+  usageTotals,
+  withAnalyticsMemory,
+} from './usage.repository';
 
 type Schemas = components['schemas'];
 export type UsageReport = Schemas['UsageReport'];
@@ -41,10 +53,16 @@ function dimensionName(dimension: UsageDimension): string {
 
 /** GET /admin/usage: usage summed from the rollups written with each settlement (never raw generation rows). */
 export class UsageReportService {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly cursors: CursorCodec,
+    /** The models in service: with the models that have usage, what the `model` filter may name. */
+    private readonly catalog: ReadonlyMap<string, CatalogModel>,
+  ) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
     const selection = selectionOf(query);
+    if (query.model !== undefined) await this.checkModel(query.model);
     return withAnalyticsMemory(this.db, selection, (db) => this.reportFrom(db, selection, query));
   }
 
@@ -55,17 +73,27 @@ export class UsageReportService {
     const { cursor: _cursor, limit: _limit, ...asked } = query;
     const fingerprint = queryFingerprint(asked);
     const sort = sortOf(selection, order);
-    const position = query.cursor === undefined ? undefined : decodeUsageCursor(query.cursor, fingerprint, sort.length);
+    const position = query.cursor === undefined ? undefined : decodeUsageCursor(this.cursors, query.cursor, fingerprint, sort.length);
     const rows = await usageTotals(db, selection, order, limit, position);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    const nextCursor = rows.length > limit && last ? encodeUsageCursor(fingerprint, sortValuesOf(last, order)) : null;
+    const nextCursor = rows.length > limit && last ? encodeUsageCursor(this.cursors, fingerprint, sortValuesOf(last, order)) : null;
     // Without any group the range is one row, zeros included.
     if (page.length === 0 && bucket === undefined && dimensions.length === 0) {
       return { data: [{ ...emptySums(), latency_ms: latencyPercentiles([]) }], next_cursor: null };
     }
     const details = await this.detailsOf(db, selection, page);
     return { data: page.map((row) => this.toRow(selection, row, details.get(groupKey(row.groups)))), next_cursor: nextCursor };
+  }
+
+  /**
+   * A model filter names a model of the catalog or one with usage (a model since removed from the
+   * catalog keeps its history): anything else is a mistake that would answer an empty page, so 400.
+   */
+  private async checkModel(model: string): Promise<void> {
+    if (this.catalog.has(model) || (await modelHasUsage(this.db, model))) return;
+    const known = [...this.catalog.keys()].join(', ');
+    throw new ApiError('invalid_request', `model: ${model} is not a model of the catalog (${known}) and has no usage.`, { param: 'model' });
   }
 
   /** The page's failures by code and latency histograms, by group. */

@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../config/config';
 import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
 import type { Clock } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
 import { WebhookDispatcher } from './dispatcher';
 import { resealWebhookSecrets, WebhookSecrets } from './secret-sealing';
 import { WebhooksService } from './webhooks.service';
@@ -15,13 +16,13 @@ import { WebhooksService } from './webhooks.service';
  */
 export async function createWebhooks(
   config: GatewayConfig,
-  deps: { db: Kysely<Database>; engine: DatabaseEngine; clock: Clock; logger: Logger; sealer: CredentialSealer },
+  deps: { db: Kysely<Database>; engine: DatabaseEngine; clock: Clock; logger: Logger; sealer: CredentialSealer; cursors: CursorCodec },
 ): Promise<{ secrets: WebhookSecrets; dispatcher: WebhookDispatcher; admin: WebhooksService; close: () => Promise<void> }> {
   const { db, clock, logger } = deps;
   const secrets = new WebhookSecrets(deps.sealer);
   const dispatcher = new WebhookDispatcher({ db, engine: deps.engine, clock, logger, secrets, ...config.webhooks });
   await resealWebhookSecrets(db, secrets, logger);
   dispatcher.start();
-  const admin = new WebhooksService(db, clock, config.webhooks.allowPrivateNetworks, secrets, () => dispatcher.poke());
+  const admin = new WebhooksService(db, clock, config.webhooks.allowPrivateNetworks, secrets, deps.cursors, () => dispatcher.poke());
   return { secrets, dispatcher, admin, close: () => dispatcher.stop() };
 }

@@ -5,7 +5,7 @@ import { forUpdate } from '../db/row-lock';
 import type { WebhookEndpointsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { type Clock, toIso, toIsoOrNull } from '../shared/clock';
-import { decodeCursor, pageOf } from '../shared/cursor';
+import type { CursorCodec } from '../shared/cursor';
 import { randomBase62 } from '../shared/ids';
 import { type Db, emitEvent } from '../events/outbox';
 import { urlProblem } from '../shared/safe-url';
@@ -44,6 +44,7 @@ export class WebhooksService {
     private readonly allowPrivateNetworks: boolean,
     /** Seals the signing secrets stored (they are shown once, in clear, in the response only). */
     private readonly secrets: WebhookSecrets,
+    private readonly cursors: CursorCodec,
     /** Wakes the local dispatcher after an event is queued. */
     private readonly onQueued: () => void = () => undefined,
   ) {}
@@ -172,7 +173,7 @@ export class WebhooksService {
     query: { status?: 'pending' | 'succeeded' | 'failed'; limit?: number; cursor?: string },
   ): Promise<Schemas['WebhookDeliveryList']> {
     const limit = query.limit ?? 50;
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, 'whd');
+    const after = query.cursor === undefined ? undefined : this.cursors.position(query.cursor, 'whd');
     await this.requireEndpoint(id);
     let q = this.db
       .selectFrom('webhook_deliveries as d')
@@ -182,7 +183,7 @@ export class WebhooksService {
       .where('d.endpoint_id', '=', id);
     if (query.status !== undefined) q = q.where('d.status', '=', query.status);
     if (after) q = q.where(olderThan(after, 'd'));
-    const { page: rows, nextCursor } = pageOf(await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit + 1).execute(), limit);
+    const { page: rows, nextCursor } = this.cursors.pageOf(await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit + 1).execute(), limit, 'whd');
     const attempts =
       rows.length === 0
         ? []

@@ -152,3 +152,64 @@ describe('channel base_url: checked again at every connection (a channel saved b
     }
   });
 });
+
+describe('channel base_url: IPv6 spellings of blocked IPv4 addresses', () => {
+  let t: TestGateway;
+
+  beforeAll(async () => {
+    t = await startTestGateway({ CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'false' });
+  });
+  afterAll(() => t.close());
+
+  // IPv4-compatible (::/96), IPv4-translated (::ffff:0:0:0/96) and local-use NAT64 (64:ff9b:1::/48) forms.
+  it.each(['http://[::127.0.0.1]/v1', 'http://[::7f00:1]:8080', 'http://[::ffff:0:127.0.0.1]/v1', 'http://[::ffff:0:a9fe:a9fe]/latest', 'http://[::10.0.0.1]', 'http://[64:ff9b:1::a00:1]'])(
+    'createChannel refuses %s (400, param base_url)',
+    async (url) => {
+      const res = await t.api.admin('post', '/admin/channels', arkBody(url));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
+    },
+  );
+});
+
+describe('channel base_url: CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true keeps metadata addresses out and relays nothing from private ones', () => {
+  let account: FakeImagesApi;
+  let t: TestGateway;
+
+  beforeAll(async () => {
+    account = await startFakeImagesApi({ apiKey: KEY, flavour: 'ark' });
+    t = await startTestGateway({ CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'true' });
+  });
+  afterAll(async () => {
+    await t.close();
+    await account.close();
+  });
+
+  it.each(['http://169.254.169.254/latest', 'http://[fd00:ec2::254]/latest', 'http://[::ffff:169.254.169.254]/', 'http://[::a9fe:a9fe]/', 'http://100.100.100.200/latest', 'http://[fe80::1]:8080'])(
+    'createChannel refuses %s all the same (400, param base_url)',
+    async (url) => {
+      const res = await t.api.admin('post', '/admin/channels', arkBody(url));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
+      expect(res.body.error.message).toContain('metadata');
+    },
+  );
+
+  it('testChannel on a private upstream tells the outcome and code, never the answer it got', async () => {
+    const created = await t.api.admin('post', '/admin/channels', arkBody(account.url));
+    expect(created.status).toBe(201);
+    account.setMode('failing');
+    try {
+      const tested = await t.api.admin('post', `/admin/channels/${created.body.id}/test`);
+      expect(tested.status).toBe(200);
+      expect(tested.body).toMatchObject({ outcome: 'failed', error_code: 'provider_error' });
+      expect(account.counters.calls).toBeGreaterThan(0);
+      expect(tested.body.message).not.toContain('fake outage');
+      expect(tested.body.message).not.toContain('InternalServiceError');
+      expect(tested.body.message).toContain('private address');
+    } finally {
+      account.setMode('normal');
+    }
+    expect((await t.api.admin('post', `/admin/channels/${created.body.id}/test`)).body).toMatchObject({ outcome: 'ok', message: null });
+  });
+});

@@ -193,6 +193,15 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     }
   });
 
+  it('metadata and link-local addresses are refused even where private networks are allowed', async () => {
+    const key = await newKey();
+    for (const webhook of ['http://169.254.169.254/latest', 'http://[fd00:ec2::254]/latest', 'http://[::ffff:0:169.254.169.254]/x']) {
+      const res = await t.api.send('post', '/images/generate', { body: { prompt: 'x', model: 'local-1', webhook }, headers: { ...auth(key), Prefer: 'respond-async' } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'webhook' });
+    }
+  });
+
   it('a receiver down at first (connection refused) gets the delivery once it is up: the outbox keeps and retries it', async () => {
     const key = await newKey();
     const secret = await secretOf(key);

