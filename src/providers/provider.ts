@@ -33,8 +33,8 @@ export interface ProviderRequest {
   /** An edit's mask (same size as the first input; transparent where the image is to change). */
   mask?: ProviderInputImage;
   /**
-   * The client's own output options (the OpenAI request's `quality`, `background`, ...), sent only to
-   * upstreams that document them, over the catalog's `upstream_options` of the same name.
+   * The client's own output options besides `quality` (the OpenAI request's `background`, ...), sent
+   * only to upstreams that document them, over the catalog's `upstream_options` of the same name.
    */
   imageOptions?: ProviderImageOptions;
   /** An upstream task accepted earlier (by a process that died): poll it, never submit again. */
@@ -47,7 +47,6 @@ export interface ProviderRequest {
 
 /** Output options named as OpenAI's Images API names them (node_modules/openai/resources/images.d.ts). */
 export interface ProviderImageOptions {
-  quality?: string;
   background?: string;
   output_format?: string;
   output_compression?: number;

@@ -1,7 +1,8 @@
 import type { ImageEditParamsBase, ImageGenerateParamsBase } from 'openai/resources/images';
 import { ApiError } from '../../src/errors/api-error';
 import { ImagesApiClient } from '../../src/providers/images-api/images-api-client';
-import { OPENAI_IMAGE_MODELS } from '../../src/providers/openai/models';
+import { checkQuality, creditsPerImage } from '../../src/config/price-table';
+import { OPENAI_IMAGE_MODELS, openaiImageModel, proposedPriceTable } from '../../src/providers/openai/models';
 import { OpenAIImagesClient } from '../../src/providers/openai/openai-images-client';
 import type { ProviderInputImage, ProviderRequest } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
@@ -89,6 +90,27 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     });
   });
 
+  describe('the price table proposal (1 credit = $0.001), priced by the gateway\'s own price-table rules', () => {
+    const price = (model: string, size: string, quality?: string) => {
+      const [width, height] = size.split('x').map(Number) as [number, number];
+      return creditsPerImage({ credits_per_image: 0, price_table: proposedPriceTable(openaiImageModel(model)!) }, { width, height, ...(quality ? { quality } : {}) });
+    };
+
+    it('by size and quality, as OpenAI prices them; no quality (or auto) at the dearest quality', () => {
+      expect([price('gpt-image-1', '1024x1024', 'low'), price('gpt-image-1', '1536x1024', 'medium'), price('gpt-image-1', '1024x1536', 'high')]).toEqual([11, 63, 250]);
+      expect([price('gpt-image-1-mini', '1024x1024', 'low'), price('gpt-image-1-mini', '1024x1536', 'high')]).toEqual([5, 52]);
+      expect([price('gpt-image-1.5', '1024x1024'), price('gpt-image-1.5', '1536x1024', 'auto')]).toEqual([133, 200]);
+      expect([price('dall-e-3', '1024x1024', 'standard'), price('dall-e-3', '1792x1024', 'hd'), price('dall-e-3', '1024x1792')]).toEqual([40, 120, 120]);
+    });
+
+    it('a quality the model does not price is refused (gpt-image-1 has no hd, dall-e-3 no low)', () => {
+      const entry = (model: string) => ({ model, price_table: proposedPriceTable(openaiImageModel(model)!) });
+      expect(() => checkQuality(entry('gpt-image-1'), 'hd')).toThrow(ApiError);
+      expect(() => checkQuality(entry('dall-e-3'), 'low')).toThrow(ApiError);
+      expect(() => checkQuality(entry('gpt-image-1'), 'auto')).not.toThrow();
+    });
+  });
+
   describe('generations', () => {
     it('GPT image: never response_format nor seed; n in one call; documented options passed through, the client over the catalog', async () => {
       const images = await client.generate(
@@ -100,7 +122,8 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
           seed: 42,
           responseFormat: 'url',
           upstreamOptions: { quality: 'low', moderation: 'low', output_format: 'webp', seed: 7, response_format: 'url', watermark: false },
-          imageOptions: { quality: 'high', background: 'opaque', output_compression: 80 },
+          quality: 'high',
+          imageOptions: { background: 'opaque', output_compression: 80 },
         }),
         signal(),
       );
@@ -127,7 +150,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     it('dall-e-3: one image per call (n calls of n=1), asked for b64_json; its quality and style sent, GPT-only options not', async () => {
       const before = fake.requests.length;
       const images = await client.generate(
-        request({ prompt: 'a fox in the snow', upstreamModel: 'dall-e-3', n: 2, width: 1792, height: 1024, imageOptions: { quality: 'hd', style: 'natural', background: 'transparent', moderation: 'low' } }),
+        request({ prompt: 'a fox in the snow', upstreamModel: 'dall-e-3', n: 2, width: 1792, height: 1024, quality: 'hd', imageOptions: { style: 'natural', background: 'transparent', moderation: 'low' } }),
         signal(),
       );
       const sent = fake.requests.slice(before);
@@ -153,7 +176,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
 
     it('a documented option with a value the model does not take is refused on that field before sending; transparent needs png or webp', async () => {
       const before = fake.requests.length;
-      expect(await refusal(client.generate(request({ imageOptions: { quality: 'hd' } }), signal()))).toMatchObject({ code: 'invalid_request', param: 'quality' });
+      expect(await refusal(client.generate(request({ quality: 'hd' }), signal()))).toMatchObject({ code: 'invalid_request', param: 'quality' });
       expect(await refusal(client.generate(request({ imageOptions: { output_compression: 101 } }), signal()))).toMatchObject({ code: 'invalid_request', param: 'output_compression' });
       expect(await refusal(client.generate(request({ imageOptions: { background: 'transparent', output_format: 'jpeg' } }), signal()))).toMatchObject({ code: 'invalid_request', param: 'background' });
       expect(fake.requests.length).toBe(before);
@@ -166,7 +189,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       const second = jpeg(48, 32);
       const mask = png(64, 64, true);
       const images = await client.generate(
-        request({ prompt: 'put a hat on it — 帽子\r\nplease', n: 2, width: 1024, height: 1536, inputImages: [first, second], mask, upstreamOptions: { moderation: 'low', input_fidelity: 'high' }, imageOptions: { quality: 'medium' } }),
+        request({ prompt: 'put a hat on it — 帽子\r\nplease', n: 2, width: 1024, height: 1536, inputImages: [first, second], mask, upstreamOptions: { moderation: 'low', input_fidelity: 'high' }, quality: 'medium' }),
         signal(),
       );
       const sent = lastRequest();

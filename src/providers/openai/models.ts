@@ -1,3 +1,4 @@
+import type { PriceRow } from '../../config/price-table';
 import type { InputImageLimits, SizeBounds } from '../upstream-models';
 
 /**
@@ -161,4 +162,30 @@ export const OPENAI_IMAGE_MODELS: readonly OpenAIImageModel[] = [
 /** The table's entry for an upstream model id. */
 export function openaiImageModel(upstreamModel: string): OpenAIImageModel | undefined {
   return OPENAI_IMAGE_MODELS.find((row) => row.model === upstreamModel);
+}
+
+/** The proposal's credit: a thousandth of a US dollar, so every OpenAI per-image price is a whole number of credits. */
+export const USD_PER_CREDIT = 0.001;
+
+/**
+ * A model's price table (config/price-table.ts) from its USD prices: per quality, one row per output
+ * pixel count (the dearer size where two share it); then rows without a quality, for requests without
+ * one (or `auto`: the upstream may pick any), at the dearest quality's prices.
+ */
+export function proposedPriceTable(row: OpenAIImageModel): PriceRow[] {
+  const credits = (usd: number) => Math.round(usd / USD_PER_CREDIT);
+  const rowsOf = (prices: Record<string, number>) => {
+    const byPixels = new Map<number, number>();
+    for (const [size, usd] of Object.entries(prices)) {
+      const [width, height] = size.split('x').map(Number) as [number, number];
+      byPixels.set(width * height, Math.max(byPixels.get(width * height) ?? 0, credits(usd)));
+    }
+    return [...byPixels.entries()].sort(([a], [b]) => a - b).map(([max_pixels, price]) => ({ max_pixels, credits: price }));
+  };
+  const qualities = Object.entries(row.price.usd_per_image);
+  const dearest = qualities.reduce((best, entry) => (Math.max(...Object.values(entry[1])) > Math.max(...Object.values(best[1])) ? entry : best));
+  return [
+    ...qualities.flatMap(([quality, prices]) => rowsOf(prices).map((r) => ({ quality: quality as PriceRow['quality'], ...r }))),
+    ...rowsOf(dearest[1]),
+  ];
 }

@@ -82,13 +82,13 @@ function allowed(rule: OpenAIOptionRule, value: unknown): boolean {
 }
 
 /**
- * The optional fields sent: the catalog's `upstream_options` and then the client's own options, only
- * those the model documents on this endpoint (a GPT image edit takes no `moderation`, dall-e-3 no
+ * The optional fields sent: the catalog's `upstream_options`, then the client's own options and its
+ * `quality` (which also priced the images), only those the model documents on this endpoint (a GPT image edit takes no `moderation`, dall-e-3 no
  * `background`); a documented field with a value the model does not take is refused before sending.
  */
-export function openaiOptions(row: OpenAIImageModel, endpoint: OpenAIImagesEndpoint, request: Pick<ProviderRequest, 'upstreamOptions' | 'imageOptions'>): Record<string, string | number> {
+export function openaiOptions(row: OpenAIImageModel, endpoint: OpenAIImagesEndpoint, request: Pick<ProviderRequest, 'upstreamOptions' | 'imageOptions' | 'quality'>): Record<string, string | number> {
   const rules = row.options[endpoint] ?? {};
-  const merged: Record<string, unknown> = { ...request.upstreamOptions, ...request.imageOptions };
+  const merged: Record<string, unknown> = { ...request.upstreamOptions, ...request.imageOptions, ...(request.quality !== undefined ? { quality: request.quality } : {}) };
   const sent: Record<string, string | number> = {};
   for (const [field, value] of Object.entries(merged)) {
     const rule = rules[field];
