@@ -35,34 +35,41 @@ interface ImagesAnswer {
   error?: { code?: string | null; message?: string; type?: string; param?: string | null };
 }
 
-/** Refusals of the client's content: the client's doing, never counted against the channel. */
-const CONTENT_CODES = new Set(['moderation_blocked', 'content_policy_violation']);
 /**
- * Answers that say the account itself is unusable: a bad key, no balance or a spending cap. The four
- * spend codes come with `type: insufficient_quota` (OpenAI's error-codes guide), so the type is read too.
+ * OpenAI's error table: what an `error.code` (else its `error.type`) means. `content`: the client's prompt
+ * or inputs were refused, never counted against the channel; `account`: the account is unusable (a bad
+ * key, no balance, a spending cap; the four spend codes come with `type: insufficient_quota`, OpenAI's
+ * error-codes guide): the channel is disabled, not retried; `busy`: retried after Retry-After.
  */
-const ACCOUNT_CODES = new Set([
-  'invalid_api_key',
-  'insufficient_quota',
-  'billing_hard_limit_reached',
-  'billing_not_active',
-  'account_deactivated',
-  'credit_balance_exhausted',
-  'organization_spend_limit_exceeded',
-  'project_spend_limit_exceeded',
-  'organization_usage_limit_exceeded',
-]);
+export const OPENAI_ERRORS: ReadonlyArray<{ codes: readonly string[]; kind: 'content' | 'account' | 'busy' }> = [
+  { codes: ['moderation_blocked', 'content_policy_violation'], kind: 'content' },
+  {
+    codes: [
+      'invalid_api_key',
+      'insufficient_quota',
+      'billing_hard_limit_reached',
+      'billing_not_active',
+      'account_deactivated',
+      'credit_balance_exhausted',
+      'organization_spend_limit_exceeded',
+      'project_spend_limit_exceeded',
+      'organization_usage_limit_exceeded',
+    ],
+    kind: 'account',
+  },
+  { codes: ['rate_limit_exceeded'], kind: 'busy' },
+];
 
-/** The error table: which of OpenAI's answers are the client's content, the account's problem, busy, a refusal. */
+const kindOf = (code: string) => OPENAI_ERRORS.find((rule) => rule.codes.includes(code))?.kind;
+
+/** The error table applied to an answer, then its status: 401/403 the account's, 429 busy, another 400 an invalid request, 5xx a refusal but 504/524. */
 export function openaiImagesError(provider: string, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
   const code = answer.error?.code ?? '';
-  const type = answer.error?.type ?? '';
   const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  if (CONTENT_CODES.has(code)) return upstream.contentRefused(provider, detail);
-  if (status === 401 || status === 403 || ACCOUNT_CODES.has(code) || ACCOUNT_CODES.has(type)) {
-    return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: status });
-  }
-  if (status === 429 || code === 'rate_limit_exceeded') return upstream.busy(provider, detail, retryAfterMs);
+  const kind = kindOf(code) ?? kindOf(answer.error?.type ?? '') ?? (status === 401 || status === 403 ? 'account' : status === 429 ? 'busy' : undefined);
+  if (kind === 'content') return upstream.contentRefused(provider, detail);
+  if (kind === 'account') return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: status });
+  if (kind === 'busy') return upstream.busy(provider, detail, retryAfterMs);
   if (status === 400) {
     // The upstream refused what was sent: no other channel of it would take it either.
     return new UpstreamError('invalid_request', `Provider ${provider} refused the request: ${detail}`, false, { param: answer.error?.param ?? null, safeElsewhere: false });
