@@ -32,12 +32,38 @@ export interface ProviderRequest {
   inputImages?: readonly ProviderInputImage[];
   /** An edit's mask (same size as the first input; transparent where the image is to change). */
   mask?: ProviderInputImage;
+  /**
+   * The client's own output options besides `quality` (the OpenAI request's `background`, ...), sent
+   * only to upstreams that document them, over the catalog's `upstream_options` of the same name.
+   */
+  imageOptions?: ProviderImageOptions;
   /** An upstream task accepted earlier (by a process that died): poll it, never submit again. */
   resumeTaskId?: string;
   /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */
   onTaskAccepted?: (taskId: string) => Promise<void>;
   /** Called when a billable call (a submit or a generation, not a poll) was written to the upstream: from then on it may have been accepted. */
   onRequestSent?: () => void;
+}
+
+/** Output options named as OpenAI's Images API names them (node_modules/openai/resources/images.d.ts). */
+export interface ProviderImageOptions {
+  background?: string;
+  output_format?: string;
+  output_compression?: number;
+  moderation?: string;
+  style?: string;
+  input_fidelity?: string;
+}
+
+/** Tokens an upstream reports for one call (OpenAI's GPT image models: `usage`). */
+export interface ProviderTokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  inputImageTokens?: number;
+  inputTextTokens?: number;
+  outputImageTokens?: number;
+  outputTextTokens?: number;
 }
 
 export interface ProviderImage {
@@ -47,6 +73,11 @@ export interface ProviderImage {
   b64Json?: string;
   width: number;
   height: number;
+  /**
+   * The tokens of the upstream call that made this image, on the first image of each call only (one
+   * call may make several images), so that the sum over a request's images is what the upstream bills.
+   */
+  usage?: ProviderTokenUsage;
 }
 
 /**

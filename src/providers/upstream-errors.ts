@@ -1,7 +1,7 @@
 import { ApiError, type ApiErrorOptions } from '../errors/api-error';
 import type { ErrorCode } from '../errors/error-codes';
 import { redactUpstreamText } from './redaction';
-import { post, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
+import { encodeMultipart, type MultipartPart, post, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
 
 /**
  * The credentials of every upstream account this process holds (API channels and the environment's
@@ -106,12 +106,45 @@ export async function postJson(
   publicOnly = false,
   /** Called once the request was written to the upstream (upstream-http.ts). */
   onSent?: () => void,
-): Promise<{ status: number; json: unknown; retryAfterMs?: number }> {
+): Promise<JsonAnswer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  const target = new URL(url);
+  return exchange(provider, new URL(url), text, headers, signal, publicOnly, onSent);
+}
+
+/**
+ * As postJson, with a multipart/form-data body (file uploads: OpenAI's image edits); the answer is JSON.
+ */
+export async function postMultipart(
+  provider: string,
+  url: string,
+  parts: readonly MultipartPart[],
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly = false,
+  onSent?: () => void,
+): Promise<JsonAnswer> {
+  const { body, contentType } = encodeMultipart(parts);
+  return exchange(provider, new URL(url), body, { ...headers, 'content-type': contentType }, signal, publicOnly, onSent);
+}
+
+export interface JsonAnswer {
+  status: number;
+  json: unknown;
+  retryAfterMs?: number;
+}
+
+async function exchange(
+  provider: string,
+  target: URL,
+  body: string | Buffer,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly: boolean,
+  onSent: (() => void) | undefined,
+): Promise<JsonAnswer> {
   let answer: UpstreamAnswer;
   try {
-    answer = await post(target, text, headers, signal, publicOnly, onSent);
+    answer = await post(target, body, headers, signal, publicOnly, onSent);
   } catch (error) {
     if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
     const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
@@ -97,8 +98,9 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
  * POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted.
  * `publicOnly`: connect to public addresses only; link-local and metadata addresses are refused whatever it
  * says (safe-url.ts). A literal address never reaches the lookup, so it is checked here.
+ * The content type is JSON unless `headers` names another (`content-type`, lower case).
  */
-export function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
+export function post(url: URL, body: string | Buffer, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);
@@ -178,6 +180,32 @@ export function post(url: URL, body: string, headers: Record<string, string>, si
       handler,
     );
   });
+}
+
+/** One part of a multipart/form-data body: a text field, or a file when it has a `filename`. */
+export interface MultipartPart {
+  name: string;
+  value: string | Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/**
+ * A multipart/form-data body (RFC 7578) and its content type. The boundary is random and long, so
+ * no part's bytes can contain it by chance; names and filenames are the caller's own, quoted as is.
+ */
+export function encodeMultipart(parts: readonly MultipartPart[]): { body: Buffer; contentType: string } {
+  const boundary = `----gateway-${randomBytes(16).toString('hex')}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const disposition = `form-data; name="${part.name}"${part.filename === undefined ? '' : `; filename="${part.filename}"`}`;
+    const type = part.contentType === undefined ? '' : `\r\nContent-Type: ${part.contentType}`;
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`, 'utf8'));
+    chunks.push(typeof part.value === 'string' ? Buffer.from(part.value, 'utf8') : part.value);
+    chunks.push(Buffer.from('\r\n', 'utf8'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`, 'utf8'));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 function errorCode(error: Error): string | undefined {
