@@ -96,7 +96,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     getReadiness: health.readiness,
     getOpenApiDocument: () => ({ status: 200, body: deps.document as never }),
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
-    ...consoleHandlers(),
+    ...consoleHandlers(undefined, deps.accessJwt),
   };
   const imageInputs = imageInputsSupport(deps.document);
   const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'public');
