@@ -962,7 +962,11 @@ export interface paths {
          *     and served by the gateway on the same origin as the admin API, with nothing from another
          *     origin (`Content-Security-Policy: default-src 'self'`, no inline script). It asks for an admin
          *     token (`hyadm_...`) or the admin secret and calls the admin operations with it; the page itself
-         *     needs no credentials. 404 `not_found` when the console was not built.
+         *     needs no credentials. When `CF_ACCESS_ADMIN_SCOPES` is set and the page's request carries a
+         *     Cloudflare Access JWT (and no `Authorization`), the page is marked
+         *     (`<meta name="access-sign-in" content="on">`) and the console signs in with `GET /admin/whoami`
+         *     and no token; otherwise it sends no request before someone signs in. 404 `not_found` when the
+         *     console was not built.
          */
         get: operations["getConsole"];
         put?: never;

@@ -100,7 +100,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
       return { status: 200, body: served.document as never, headers: served.headers };
     },
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
-    ...consoleHandlers(),
+    ...consoleHandlers(undefined, deps.accessJwt),
   };
   const imageInputs = imageInputsSupport(deps.document);
   const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'public');

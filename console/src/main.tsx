@@ -46,8 +46,8 @@ function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
       </form>
       <ErrorNote message={error} />
       <p class="hint">
-        Behind Cloudflare Access, sign in with an admin token as well: the admin operations accept admin tokens and the admin secret, not the Access
-        login.
+        Behind Cloudflare Access with <code>CF_ACCESS_ADMIN_SCOPES</code> set, the console signs you in with your Access login, no token needed; a token
+        typed here acts as itself.
       </p>
     </main>
   );

@@ -29,7 +29,8 @@ export async function signIn(token: string): Promise<Session> {
 /**
  * The session this tab signed in earlier, if its token still works; else, behind Cloudflare Access
  * with CF_ACCESS_ADMIN_SCOPES set, the Access identity (whoami with no token: the edge adds the JWT).
- * Nothing is stored for Access: the edge's cookie is the credential.
+ * Nothing is stored for Access: the edge's cookie is the credential. The gateway marks the page when
+ * Access may sign in (console.handlers.ts); otherwise that whoami could only fail, so it is not sent.
  */
 export async function resumeSession(): Promise<Session | undefined> {
   const stored = sessionStorage.getItem(STORAGE_KEY);
@@ -43,7 +44,10 @@ export async function resumeSession(): Promise<Session | undefined> {
   return accessSession();
 }
 
+const accessMaySignIn = () => document.querySelector('meta[name="access-sign-in"]')?.getAttribute('content') === 'on';
+
 async function accessSession(): Promise<Session | undefined> {
+  if (!accessMaySignIn()) return undefined;
   try {
     const { data } = await api.GET('/admin/whoami');
     return data?.kind === 'access' ? sessionOf(data) : undefined;

@@ -1,8 +1,36 @@
-import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { type ComponentChildren, createContext } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 
 let nextId = 0;
 const newId = (prefix: string) => `${prefix}-${++nextId}`;
+
+/**
+ * The form a field is in (a panel's or a filter bar's name). Its fields' accessible names end with it
+ * ("Owner (Create key)"), visually hidden, so that no two controls on a page share a name when a
+ * filter bar and a form, or two forms, ask for the same thing.
+ */
+const FormName = createContext<string | undefined>(undefined);
+
+/** A field's label: what it shows, and the form it is in for assistive technology. */
+function LabelText({ text }: { text: string }) {
+  const form = useContext(FormName);
+  return (
+    <>
+      {text}
+      {form && <span class="visually-hidden"> ({form})</span>}
+    </>
+  );
+}
+
+/** A visually short row button ("Quota") whose accessible name says which row it acts on ("Quota of console-made"). */
+export function RowButton(props: { label: string; of: string; onClick: () => void; danger?: boolean }) {
+  return (
+    <button type="button" class={props.danger ? 'small danger' : 'small'} onClick={props.onClick}>
+      {props.label}
+      <span class="visually-hidden"> of {props.of}</span>
+    </button>
+  );
+}
 
 /** A labelled input: the label names it for people, screen readers and tests. */
 export function Field(props: {
@@ -19,7 +47,9 @@ export function Field(props: {
   const [id] = useState(() => newId('field'));
   return (
     <div class="field">
-      <label for={id}>{props.label}</label>
+      <label for={id}>
+        <LabelText text={props.label} />
+      </label>
       <input
         id={id}
         // One branch of preact's per-type input attributes: the others differ only in which extras they allow.
@@ -45,7 +75,9 @@ export function Select(props: { label: string; value: string; options: Array<[st
   const [id] = useState(() => newId('select'));
   return (
     <div class="field">
-      <label for={id}>{props.label}</label>
+      <label for={id}>
+        <LabelText text={props.label} />
+      </label>
       <select id={id} value={props.value} onChange={(event) => props.onChange((event.currentTarget as HTMLSelectElement).value)}>
         {props.options.map(([value, text]) => (
           <option key={value} value={value}>
@@ -62,7 +94,9 @@ export function Checkbox(props: { label: string; checked: boolean; onChange: (ch
   return (
     <div class="field checkbox">
       <input id={id} type="checkbox" checked={props.checked} onChange={(event) => props.onChange((event.currentTarget as HTMLInputElement).checked)} />
-      <label for={id}>{props.label}</label>
+      <label for={id}>
+        <LabelText text={props.label} />
+      </label>
     </div>
   );
 }
@@ -100,7 +134,7 @@ export function PanelForm(props: {
       }}
     >
       <h2>{props.title}</h2>
-      {props.children}
+      <FormName.Provider value={props.title}>{props.children}</FormName.Provider>
       <ErrorNote message={error} />
       <div class="actions">
         <button type="submit" disabled={busy || props.incomplete === true}>
@@ -139,7 +173,7 @@ export function FilterBar(props: { label: string; submit: string; busy?: boolean
         props.onApply();
       }}
     >
-      {props.children}
+      <FormName.Provider value={props.label}>{props.children}</FormName.Provider>
       <button type="submit" disabled={props.busy}>
         {props.submit}
       </button>
@@ -151,12 +185,20 @@ export function FilterBar(props: { label: string; submit: string; busy?: boolean
 /**
  * A table of `rows`, one row each from `children`, named by its (visually hidden) caption. Columns
  * given as `false` are left out (those a scope does not open). `empty` is said once the rows are in
- * and there are none.
+ * and there are none; while `loading` and no rows are in yet, that they are on their way.
  */
-export function Table<T>(props: { caption: string; columns: Array<string | false>; rows: readonly T[] | undefined; empty?: string; children: (row: T) => ComponentChildren }) {
+export function Table<T>(props: {
+  caption: string;
+  columns: Array<string | false>;
+  rows: readonly T[] | undefined;
+  empty?: string;
+  loading?: boolean;
+  children: (row: T) => ComponentChildren;
+}) {
+  const waiting = props.loading === true && props.rows === undefined;
   return (
     <>
-      <table>
+      <table aria-busy={props.loading === true}>
         <caption class="visually-hidden">{props.caption}</caption>
         <thead>
           <tr>
@@ -172,6 +214,7 @@ export function Table<T>(props: { caption: string; columns: Array<string | false
         </thead>
         <tbody>{props.rows?.map(props.children)}</tbody>
       </table>
+      {waiting && <p role="status">Loading {props.caption.toLowerCase()}…</p>}
       {props.empty !== undefined && props.rows?.length === 0 && <p>{props.empty}</p>}
     </>
   );
@@ -189,16 +232,8 @@ export function NextPage(props: { label: string; next: string | null | undefined
 }
 
 /** Enable / Disable for a row that can be switched off: Disable (a danger button) while it is on. */
-export function EnableToggle(props: { enabled: boolean; onChange: (enabled: boolean) => void }) {
-  return props.enabled ? (
-    <button type="button" class="small danger" onClick={() => props.onChange(false)}>
-      Disable
-    </button>
-  ) : (
-    <button type="button" class="small" onClick={() => props.onChange(true)}>
-      Enable
-    </button>
-  );
+export function EnableToggle(props: { enabled: boolean; of: string; onChange: (enabled: boolean) => void }) {
+  return props.enabled ? <RowButton label="Disable" of={props.of} danger onClick={() => props.onChange(false)} /> : <RowButton label="Enable" of={props.of} onClick={() => props.onChange(true)} />;
 }
 
 export function Notice({ children }: { children: ComponentChildren }) {

@@ -3,7 +3,7 @@ import { type Schemas, api, dataOf } from './api';
 
 import type { UsageRow } from './usage-series';
 
-export { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketStarts, groupOf, rangeOf, seriesOf } from './usage-series';
+export { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketEnd, bucketName, bucketStarts, bucketTick, groupOf, rangeOf, seriesOf, thinned } from './usage-series';
 
 type Query = operations['getUsageReport']['parameters']['query'];
 type Report = Schemas['UsageReport'];

@@ -28,14 +28,41 @@ export function bucketStarts(from: string, to: string, bucket: Bucket): number[]
   if (bucket !== 'hour') start.setUTCHours(0, 0, 0, 0);
   if (bucket === 'month') start.setUTCDate(1);
   const starts: number[] = [];
-  for (let at = start; at.getTime() < end; ) {
-    starts.push(at.getTime());
-    at = new Date(at);
-    if (bucket === 'hour') at.setUTCHours(at.getUTCHours() + 1);
-    else if (bucket === 'day') at.setUTCDate(at.getUTCDate() + 1);
-    else at.setUTCMonth(at.getUTCMonth() + 1);
-  }
+  for (let at = start.getTime(); at < end; at = bucketEnd(at, bucket)) starts.push(at);
   return starts;
+}
+
+/** Where the bucket starting at `start` (ms) ends: the next UTC hour, day or calendar month. */
+export function bucketEnd(start: number, bucket: Bucket): number {
+  const at = new Date(start);
+  if (bucket === 'hour') at.setUTCHours(at.getUTCHours() + 1);
+  else if (bucket === 'day') at.setUTCDate(at.getUTCDate() + 1);
+  else at.setUTCMonth(at.getUTCMonth() + 1);
+  return at.getTime();
+}
+
+const UTC = 'UTC';
+const BUCKET_NAMES: Record<Bucket, Intl.DateTimeFormatOptions> = {
+  hour: { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZone: UTC },
+  day: { month: 'short', day: 'numeric', timeZone: UTC },
+  month: { month: 'short', year: 'numeric', timeZone: UTC },
+};
+
+/** A bucket as a reader names it, in UTC as the buckets are: "Nov 22, 14:00", "Nov 22", "Nov 2026". */
+export function bucketName(start: number, bucket: Bucket, locale?: string): string {
+  return new Intl.DateTimeFormat(locale, BUCKET_NAMES[bucket]).format(start);
+}
+
+/** A bucket's tick on the chart's time axis: as bucketName, but an hour past midnight is its time alone. */
+export function bucketTick(start: number, bucket: Bucket, locale?: string): string {
+  if (bucket !== 'hour' || new Date(start).getUTCHours() === 0) return bucketName(start, bucket === 'hour' ? 'day' : bucket, locale);
+  return new Intl.DateTimeFormat(locale, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZone: UTC }).format(start);
+}
+
+/** Every `step`-th of `starts`, `step` the least that leaves at most `room` of them (ticks that fit the axis). */
+export function thinned(starts: number[], room: number): number[] {
+  const step = Math.max(1, Math.ceil(starts.length / Math.max(1, room)));
+  return starts.filter((_, index) => index % step === 0);
 }
 
 export interface Series {

@@ -123,7 +123,7 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
       .map((m) => ({ model: m.model, upstream_model: null }));
   const base = (id: string, provider: string, transport: ChannelTransport, baseUrl: string | null, hint: string | null): Channel => ({
     id,
-    name: `${provider} ${transport} (environment)`,
+    name: `${provider === transport ? provider : `${provider} ${transport}`} (environment)`,
     provider,
     transport,
     baseUrl,

@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { type Browser, type Page, chromium } from 'playwright-core';
 import { SignJWT } from 'jose';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { makeKey, startJwksServer } from '../helpers/access-jwt';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { rangeOf } from '../../console/src/usage-series';
 import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { type ConsoleTab, clean, openConsole, pageProblems } from './console-tab';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = fs.existsSync(CHROMIUM);
@@ -17,87 +19,17 @@ const describeWithBrowser = available ? describe : describe.skip;
 const BROWSER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 /** Screenshots of each page, kept as test artefacts (git-ignored). */
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
-/** What a page did that it must not: requests elsewhere, CSP refusals, console errors, failed requests. */
-interface Misconduct {
-  offOrigin: string[];
-  cspViolations: string[];
-  consoleErrors: string[];
-  failedRequests: string[];
-}
-
-interface ConsolePage {
-  page: Page;
-  context: BrowserContext;
-  misconduct: Misconduct;
-  /** Everything recorded so far, CSP violations included (read from the page). */
-  check(): Promise<Misconduct>;
-}
-
-const isAccessProbe = (url: string): boolean => new URL(url, 'http://x').pathname === '/admin/whoami';
-
-/** A tab on the console that records every request to another origin, CSP violation and console error. */
-async function openConsole(browser: Browser, origin: string): Promise<ConsolePage> {
-  const context = await browser.newContext({ acceptDownloads: true });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-  const page = await context.newPage();
-  const misconduct: Misconduct = { offOrigin: [], cspViolations: [], consoleErrors: [], failedRequests: [] };
-  // Runs before the page's own scripts (a string: this project compiles without the DOM types).
-  await page.addInitScript(`
-    window.cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (event) => window.cspViolations.push(event.blockedURI + ' (' + event.effectiveDirective + ')'));
-  `);
-  await page.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith(origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
-    misconduct.offOrigin.push(url);
-    return route.abort();
-  });
-  page.on('console', (message) => {
-    if (isAccessProbe(message.location().url) && message.text().includes('status of 401')) return;
-    if (message.type() === 'error' || message.type() === 'warning') misconduct.consoleErrors.push(`${message.type()}: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => misconduct.consoleErrors.push(`pageerror: ${error.message}`));
-  page.on('response', (response) => {
-    // On load, with no token kept, the console asks whoami without one: 401 unless Cloudflare Access signs the operator in.
-    if (response.status() === 401 && isAccessProbe(response.url()) && response.request().headers().authorization === undefined) return;
-    if (response.status() >= 400) misconduct.failedRequests.push(`${response.request().method()} ${response.url()} ${response.status()}`);
-  });
-  page.on('dialog', (dialog) => void dialog.accept());
-  return {
-    page,
-    context,
-    misconduct,
-    async check() {
-      misconduct.cspViolations = (await page.evaluate('window.cspViolations')) as string[];
-      return misconduct;
-    },
-  };
-}
-
-const clean: Misconduct = { offOrigin: [], cspViolations: [], consoleErrors: [], failedRequests: [] };
-
-async function signIn(tab: ConsolePage, url: string, token: string): Promise<void> {
+async function signIn(tab: ConsoleTab, url: string, token: string): Promise<void> {
   await tab.page.goto(`${url}/console`);
   await tab.page.getByLabel('Admin token').fill(token);
   await tab.page.getByRole('button', { name: 'Sign in' }).click();
   await tab.page.getByRole('navigation', { name: 'Console' }).waitFor();
 }
 
-/** Serious or critical axe-core violations on the page as it is (axe evaluated in the page, not injected as a script the CSP would refuse). */
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const results = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as {
-    violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
-  };
-  return results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
-
-async function visit(tab: ConsolePage, linkName: string): Promise<void> {
+async function visit(tab: ConsoleTab, linkName: string): Promise<void> {
   await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: linkName, exact: true }).click();
   await tab.page.getByRole('heading', { level: 1, name: linkName }).waitFor();
   await tab.page.waitForLoadState('networkidle');
@@ -172,19 +104,78 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 30_000);
 
+  it('signed out, the page is quiet (no request fails, nothing in the browser console), its one field has its own name, and it says what Cloudflare Access does', async () => {
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await page.goto(`${t.gateway.url}/console`);
+    await page.getByLabel('Admin token', { exact: true }).waitFor();
+    await page.waitForLoadState('networkidle');
+    // As the README and docs/operators/security.md say: with CF_ACCESS_ADMIN_SCOPES, Access signs the operator in.
+    await page.getByText('Behind Cloudflare Access with CF_ACCESS_ADMIN_SCOPES set, the console signs you in with your Access login, no token needed').waitFor();
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'signed-out');
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 30_000);
+
+  it("Keys: every control has its own name (the search's Owner, the create form's, a policy form's, all open at once), and each row's buttons name their key", async () => {
+    await t.createKey({ name: 'named twice', owner: 'names@example.com' });
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, everything.token);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('button', { name: 'Edit policy of named twice', exact: true }).click();
+    await page.getByRole('form', { name: 'Policy of named twice' }).waitFor();
+    // Page-wide, by name alone: one field each.
+    const fields = ['Owner (Search keys)', 'Owner (Create key)', 'Owner (Policy of named twice)', 'Metadata (Search keys)', 'Metadata (Create key)', 'Name (Create key)', 'Name (Policy of named twice)'];
+    const counts: Array<[string, number]> = [];
+    for (const name of fields) counts.push([name, await page.getByLabel(name, { exact: true }).count()]);
+    expect(counts).toEqual(fields.map((name) => [name, 1]));
+    for (const action of ['Quota', 'Rotate', 'Disable']) expect(await page.getByRole('button', { name: `${action} of named twice`, exact: true }).count()).toBe(1);
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'keys-forms');
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+
+  it('Keys: while the keys are on their way, the table says so', async () => {
+    await t.createKey({ name: 'loaded later', owner: 'later@example.com' });
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Hold the keys list until the loading state has been seen.
+    await page.route(
+      (url) => url.pathname === '/admin/keys',
+      async (route) => {
+        await held;
+        await route.continue();
+      },
+    );
+    await signIn(tab, t.gateway.url, everything.token);
+    await page.getByRole('status').filter({ hasText: 'Loading client keys…' }).waitFor();
+    expect(await page.getByRole('table', { name: 'Client keys' }).getAttribute('aria-busy')).toBe('true');
+    await screenshot(page, 'keys-loading');
+    release();
+    await page.getByRole('rowheader', { name: 'loaded later', exact: true }).waitFor();
+    expect(await page.getByRole('status').filter({ hasText: 'Loading' }).count()).toBe(0);
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+
   it('every page but Usage, signed in with a token holding every scope: keys, channels, generations, webhooks, audit log, admin tokens; no request elsewhere, no CSP violation, no console error, no serious accessibility violation', async () => {
     const tab = await openConsole(browser, t.gateway.url);
     const { page } = tab;
     const a11y: Record<string, string[]> = {};
     await signIn(tab, t.gateway.url, everything.token);
-    a11y.keys = await accessibilityViolations(page);
+    a11y.keys = await pageProblems(page);
 
     // Keys: create, read the secret once, re-quota, disable.
     await page.getByRole('button', { name: 'Create key' }).click();
     const form = page.getByRole('form', { name: 'Create key' });
-    a11y['create key'] = await accessibilityViolations(page);
-    await form.getByLabel('Name', { exact: true }).fill('console-made');
-    await form.getByLabel('Owner', { exact: true }).fill('ops@example.com');
+    a11y['create key'] = await pageProblems(page);
+    await form.getByLabel('Name (Create key)', { exact: true }).fill('console-made');
+    await form.getByLabel('Owner (Create key)', { exact: true }).fill('ops@example.com');
     await form.getByLabel('Credits per period').fill('100');
     await form.getByLabel('Allowed providers').fill('local, jimeng');
     await form.getByLabel('Metadata').fill('team=design');
@@ -243,6 +234,8 @@ describeWithBrowser('the operator console in headless Chromium', () => {
 
     // Channels: add one on the fake Ark account, and test it.
     await visit(tab, 'Channels');
+    // The environment's local account, named once by its provider (its transport is the same word).
+    await page.getByRole('rowheader', { name: 'local (environment)', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Add channel' }).click();
     const channelForm = page.getByRole('form', { name: 'Add channel' });
     await channelForm.getByLabel('Name').fill('ark from the console');
@@ -251,7 +244,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await channelForm.getByLabel('Priority').fill('5');
     await channelForm.getByLabel('Weight').fill('2');
     await channelForm.getByLabel('API key').fill('ark-console-key');
-    a11y['add channel'] = await accessibilityViolations(page);
+    a11y['add channel'] = await pageProblems(page);
     await channelForm.getByRole('button', { name: 'Add' }).click();
     const channelRow = keyRow(page, 'ark from the console');
     await channelRow.getByRole('button', { name: 'Test' }).click();
@@ -262,7 +255,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(ark.made.length).toBe(1);
     const channel = (await t.api.admin('get', '/admin/channels')).body.data.find((c: { name: string }) => c.name === 'ark from the console');
     expect(channel).toMatchObject({ priority: 5, weight: 2, status: 'enabled' });
-    a11y.channels = await accessibilityViolations(page);
+    a11y.channels = await pageProblems(page);
     await screenshot(page, 'channels');
 
     // Traffic for the Usage page and the Generations page.
@@ -282,9 +275,11 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await visit(tab, 'Generations');
     const running = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: queued.body.id }) });
     await running.waitFor();
+    // The key that made it, by name (from the keys list), not by id.
+    await running.getByRole('cell', { name: 'traffic', exact: true }).waitFor();
     await page.getByLabel('Key id').fill(client.id);
     await page.getByRole('button', { name: 'Show generations' }).click();
-    await page.locator('tbody tr').filter({ hasNotText: client.id }).first().waitFor({ state: 'detached' });
+    await page.locator('tbody tr').filter({ hasNot: page.getByRole('cell', { name: 'traffic', exact: true }) }).first().waitFor({ state: 'detached' });
     expect(await page.locator('tbody tr').count()).toBe(5);
     await running.getByRole('button', { name: 'Cancel' }).click();
     await running.locator('.badge', { hasText: 'canceled' }).waitFor();
@@ -298,7 +293,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(await images.count()).toBeGreaterThanOrEqual(4);
     await page.waitForLoadState('networkidle');
     expect(await images.evaluateAll((all) => all.every((image) => (image as unknown as { naturalWidth: number }).naturalWidth > 0))).toBe(true);
-    a11y.generations = await accessibilityViolations(page);
+    a11y.generations = await pageProblems(page);
     await screenshot(page, 'generations');
 
     // Webhooks: add an endpoint (its secret shown once), send a test event, rotate the secret.
@@ -314,7 +309,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     expect(await page.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
     await page.getByRole('button', { name: 'Done' }).click();
-    a11y.webhooks = await accessibilityViolations(page);
+    a11y.webhooks = await pageProblems(page);
     await screenshot(page, 'webhooks');
 
     // Audit log, filtered by action.
@@ -325,13 +320,17 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
     await page.getByRole('cell', { name: created.id, exact: true }).waitFor();
     expect(await page.locator('tbody tr').count()).toBe(1);
-    a11y['audit log'] = await accessibilityViolations(page);
+    // Its changes read as "field: before → after", one per line, not as JSON.
+    const changes = await page.getByRole('row').filter({ has: page.getByRole('cell', { name: created.id, exact: true }) }).getByRole('listitem').allTextContents();
+    expect(changes).toContain('credits_quota: 100 → 500');
+    expect(changes.join('\n')).not.toMatch(/[{}"]/);
+    a11y['audit log'] = await pageProblems(page);
     await screenshot(page, 'audit-log');
 
     // Admin tokens.
     await visit(tab, 'Admin tokens');
     await page.getByRole('rowheader', { name: /console operator/ }).waitFor();
-    a11y['admin tokens'] = await accessibilityViolations(page);
+    a11y['admin tokens'] = await pageProblems(page);
     await screenshot(page, 'admin-tokens');
 
     expect(a11y).toEqual(Object.fromEntries(Object.keys(a11y).map((name) => [name, []])));
@@ -375,8 +374,8 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(shown.sort()).toEqual(expected);
     // The chart's legend names the same models.
     const legend = await page.locator('.u-legend .u-series .u-label').allTextContents();
-    expect(legend.filter((label) => label !== 'Time' && label !== '').sort()).toEqual(expected.map(([model]) => model));
-    expect(await accessibilityViolations(page)).toEqual([]);
+    expect(legend.filter((label) => label !== 'Bucket (UTC)' && label !== '').sort()).toEqual(expected.map(([model]) => model));
+    expect(await pageProblems(page)).toEqual([]);
     await screenshot(page, 'usage');
 
     // CSV export: the file is the API's CSV.
@@ -385,6 +384,34 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     const apiCsv = await t.api.send('get', `/admin/usage?${range}&bucket=hour&group_by=model&limit=1000`, { headers: { ...bearer(everything.token), Accept: 'text/csv' } });
     expect(csv).toBe(apiCsv.text);
     expect(csv.split('\n')[0]).toContain('credits_charged');
+
+    // Day buckets: one per UTC day of the range, named by its date (no hours), each with the API's numbers.
+    await page.getByLabel('Range').selectOption('168');
+    await page.getByLabel('Bucket').selectOption('day');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText("The chart's numbers per day").click();
+    const daily = page.getByRole('table', { name: 'Credits charged per day by model' });
+    await daily.waitFor();
+    const week = rangeOf(168);
+    const dayName = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
+    const days: number[] = [];
+    for (let day = Math.floor(Date.parse(week.from) / DAY_MS) * DAY_MS; day < Date.parse(week.to); day += DAY_MS) days.push(day);
+    expect(await daily.getByRole('rowheader').allTextContents()).toEqual(days.map((day) => dayName.format(day)));
+    const weekReport = await t.api.send('get', `/admin/usage?from=${encodeURIComponent(week.from)}&to=${encodeURIComponent(week.to)}&bucket=day&group_by=model&model=local-1`, { headers: bearer(everything.token) });
+    const creditsByDay = new Map((weekReport.body.data as Array<{ bucket_start: string; credits_charged: number }>).map((row) => [dayName.format(Date.parse(row.bucket_start)), row.credits_charged]));
+    const localColumn = (await daily.getByRole('columnheader').allTextContents()).indexOf('local-1');
+    expect(localColumn).toBeGreaterThan(0);
+    const shownByDay = await daily.locator('tbody tr').evaluateAll(
+      (rows, column) =>
+        rows.map((row) => {
+          const cells = Array.from((row as unknown as { children: ArrayLike<{ textContent: string }> }).children, (cell) => cell.textContent);
+          return [cells[0], Number(cells[column])];
+        }),
+      localColumn,
+    );
+    expect(shownByDay).toEqual(days.map((day) => [dayName.format(day), creditsByDay.get(dayName.format(day)) ?? 0]));
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'usage-days');
 
     expect(await tab.check()).toEqual(clean);
     await tab.context.close();

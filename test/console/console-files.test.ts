@@ -6,6 +6,7 @@ import request from 'supertest';
 import { gatewayOperations } from '../../generated/gateway.operations';
 import { CONSOLE_CSP, consoleHandlers } from '../../src/console/console.handlers';
 import { errorHandler } from '../../src/errors/error-handler';
+import { startJwksServer } from '../helpers/access-jwt';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -69,6 +70,40 @@ describe('the operator console is served at /console (getConsole, getConsoleFile
     expect((await t.api.send('get', `${consolePath}/.env`)).status).toBe(400);
     expect((await t.api.send('get', `${consolePath}/%2e%2e%2fpackage.json`)).status).toBe(400);
     expect((await t.api.send('get', `${consolePath}?token=x`)).status).toBe(400);
+  });
+});
+
+describe('the console page marks whether Cloudflare Access may sign the operator in (so that, signed out, it sends no request that must fail)', () => {
+  let t: TestGateway;
+  let plain: TestGateway;
+  let jwks: Awaited<ReturnType<typeof startJwksServer>>;
+  const marker = (page: string) => /<meta name="access-sign-in" content="(on|off)" \/>/.exec(page)?.[1];
+  beforeAll(async () => {
+    buildConsoleIfStale();
+    jwks = await startJwksServer();
+    const access = { CF_ACCESS_TEAM_DOMAIN: 'console-team.cloudflareaccess.com', CF_ACCESS_AUD: 'console-aud', CF_ACCESS_JWKS_URL: jwks.url };
+    t = await startTestGateway({ ...access, CF_ACCESS_ADMIN_SCOPES: 'keys:read' });
+    plain = await startTestGateway(access);
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+    await plain?.close();
+    await jwks?.close();
+  });
+
+  it('"on" only with CF_ACCESS_ADMIN_SCOPES set and an Access JWT on the request (no Authorization header), on the page and its routes', async () => {
+    const jwt = { 'Cf-Access-Jwt-Assertion': 'header.payload.signature' };
+    const cases: Array<[string, TestGateway, string, Record<string, string>, string]> = [
+      ['scopes, JWT', t, consolePath, jwt, 'on'],
+      ['scopes, JWT, a console route', t, `${consolePath}/keys`, jwt, 'on'],
+      ['scopes, no JWT', t, consolePath, {}, 'off'],
+      ['scopes, JWT and a token', t, consolePath, { ...jwt, Authorization: 'Bearer hyadm_x' }, 'off'],
+      ['no scopes, JWT', plain, consolePath, jwt, 'off'],
+    ];
+    for (const [name, gateway, route, headers, expected] of cases) {
+      const res = await gateway.api.send('get', route, { headers });
+      expect([name, res.status, res.headers['content-security-policy'], res.headers['cache-control'], marker(res.text)]).toEqual([name, 200, CONSOLE_CSP, 'no-cache', expected]);
+    }
   });
 });
 

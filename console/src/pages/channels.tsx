@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { EnableToggle, ErrorNote, Field, Notice, Opener, PanelForm, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
+import { EnableToggle, ErrorNote, Field, Notice, Opener, PanelForm, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 
 type Channel = Schemas['Channel'];
 type Transport = Schemas['CreateChannelRequest']['transport'];
@@ -193,6 +193,7 @@ export function ChannelsPage({ session }: { session: Session }) {
         caption="Channels"
         columns={['Name', 'Provider / transport', 'Models', 'Health', 'Priority', 'Weight', 'Load vs limits', 'Last test', writable && 'Actions']}
         rows={channels.data}
+        loading={channels.loading}
       >
         {(channel) => {
           const result = tests[channel.id];
@@ -211,15 +212,11 @@ export function ChannelsPage({ session }: { session: Session }) {
               <td>{result ? <span role="status">{result.outcome === 'ok' ? `ok in ${result.latency_ms} ms` : `failed: ${result.error_code ?? ''} ${result.message ?? ''}`}</span> : '—'}</td>
               {writable && (
                 <td class="row-actions">
-                  <button type="button" class="small" onClick={() => test(channel)}>
-                    Test
-                  </button>
+                  <RowButton label="Test" of={channel.name} onClick={() => test(channel)} />
                   {editable && (
                     <>
-                      <button type="button" class="small" onClick={() => setEditing(channel.id)}>
-                        Routing
-                      </button>
-                      <EnableToggle enabled={channel.status === 'enabled'} onChange={(on) => setStatus(channel, on ? 'enabled' : 'disabled')} />
+                      <RowButton label="Routing" of={channel.name} onClick={() => setEditing(channel.id)} />
+                      <EnableToggle enabled={channel.status === 'enabled'} of={channel.name} onChange={(on) => setStatus(channel, on ? 'enabled' : 'disabled')} />
                     </>
                   )}
                 </td>
@@ -229,6 +226,10 @@ export function ChannelsPage({ session }: { session: Session }) {
         }}
       </Table>
       {channels.data?.length === 0 && <Notice>No channels yet.</Notice>}
+      <p class="hint">
+        Only configured accounts are listed (GET /admin/channels): an environment account (Volcengine visual API, Ark, an OpenAI-compatible images API)
+        appears here, read-only, once its environment variables are set.
+      </p>
       {editingChannel && (
         <RoutingForm
           key={editingChannel.id}

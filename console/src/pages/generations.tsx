@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { ErrorNote, Field, FilterBar, NextPage, Select, Table, formatTime, useAction, useForm, useLoad } from '../ui';
+import { ErrorNote, Field, FilterBar, NextPage, RowButton, Select, Table, formatTime, useAction, useForm, useLoad } from '../ui';
 
 type Generation = Schemas['AdminGeneration'];
 type Filters = { keyId: string; status: string; model: string };
@@ -20,12 +20,36 @@ async function pageOf(filters: Filters, cursor?: string): Promise<Schemas['Admin
   return dataOf(await api.GET('/admin/generations', { params: { query } }));
 }
 
+/** Pages of GET /admin/keys read for the names of the keys generations name (the rest show their id). */
+const KEY_NAME_PAGES = 10;
+
+/** Key id → name, from the keys list (keys:read); empty without that scope. */
+async function keyNames(session: Session): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  if (!session.can('keys:read')) return names;
+  let cursor: string | undefined;
+  for (let page = 0; page < KEY_NAME_PAGES; page++) {
+    const keys = dataOf(await api.GET('/admin/keys', { params: { query: { limit: 100, ...(cursor ? { cursor } : {}) } } }));
+    for (const key of keys.data) names.set(key.id, key.name);
+    if (!keys.next_cursor) break;
+    cursor = keys.next_cursor;
+  }
+  return names;
+}
+
+function KeyCell({ keyId, names }: { keyId: string | null; names: Map<string, string> | undefined }) {
+  if (keyId === null) return <td>internal service</td>;
+  const name = names?.get(keyId);
+  return <td>{name ? <span title={keyId}>{name}</span> : <code>{keyId}</code>}</td>;
+}
+
 /** Every key's generations (GET /admin/generations), filtered by key, status and model; cancel with generations:write. */
 export function GenerationsPage({ session }: { session: Session }) {
   const [form, set] = useForm<Filters>({ keyId: '', status: '', model: '' });
   const [filters, setFilters] = useState<Filters>(form);
   const [more, setMore] = useState<{ data: Generation[]; next: string | null }>();
   const first = useLoad(() => pageOf(filters), [filters]);
+  const names = useLoad(() => keyNames(session), []);
   const [actionError, run, busy] = useAction();
   const writable = session.can('generations:write');
   const generations = [...(first.data?.data ?? []), ...(more?.data ?? [])];
@@ -65,6 +89,7 @@ export function GenerationsPage({ session }: { session: Session }) {
         caption="Generations"
         columns={['Id', 'Key', 'Status', 'Model', 'Created', 'Credits', 'Images', writable && 'Actions']}
         rows={first.data ? generations : undefined}
+        loading={first.loading}
         empty="No generations."
       >
         {(generation) => (
@@ -72,7 +97,7 @@ export function GenerationsPage({ session }: { session: Session }) {
             <th scope="row">
               <code>{generation.id}</code>
             </th>
-            <td>{generation.key_id ? <code>{generation.key_id}</code> : 'internal service'}</td>
+            <KeyCell keyId={generation.key_id} names={names.data} />
             <td>
               <span class={`badge ${generation.status}`}>{generation.status}</span>
               {generation.error && <small> {generation.error.code}</small>}
@@ -99,9 +124,7 @@ export function GenerationsPage({ session }: { session: Session }) {
             {writable && (
               <td>
                 {(generation.status === 'queued' || generation.status === 'running') && (
-                  <button type="button" class="small danger" onClick={() => cancel(generation)}>
-                    Cancel
-                  </button>
+                  <RowButton label="Cancel" of={generation.id} danger onClick={() => cancel(generation)} />
                 )}
               </td>
             )}

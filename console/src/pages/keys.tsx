@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
+import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
 
 type Key = Schemas['Key'];
@@ -211,6 +211,7 @@ export function KeysPage({ session }: { session: Session }) {
         caption="Client keys"
         columns={['Name', 'Owner', 'Status', 'Credits used', 'RPM', 'Hint', 'Last used', showUsage && 'Last 30 days', writable && 'Actions']}
         rows={keys.data?.data}
+        loading={keys.loading}
         empty="No keys match."
       >
         {(key) => (
@@ -235,16 +236,10 @@ export function KeysPage({ session }: { session: Session }) {
             )}
             {writable && (
               <td class="row-actions">
-                <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'policy' })}>
-                  Edit policy
-                </button>
-                <button type="button" class="small" onClick={() => setEditing({ id: key.id, form: 'quota' })}>
-                  Quota
-                </button>
-                <button type="button" class="small" onClick={() => rotate(key)}>
-                  Rotate
-                </button>
-                <EnableToggle enabled={key.status !== 'disabled'} onChange={(on) => setStatus(key, on ? 'active' : 'disabled')} />
+                <RowButton label="Edit policy" of={key.name} onClick={() => setEditing({ id: key.id, form: 'policy' })} />
+                <RowButton label="Quota" of={key.name} onClick={() => setEditing({ id: key.id, form: 'quota' })} />
+                <RowButton label="Rotate" of={key.name} onClick={() => rotate(key)} />
+                <EnableToggle enabled={key.status !== 'disabled'} of={key.name} onChange={(on) => setStatus(key, on ? 'active' : 'disabled')} />
               </td>
             )}
           </tr>

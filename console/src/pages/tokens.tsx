@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type AdminScope, type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, ErrorNote, Field, OnceSecret, Opener, PanelForm, Table, formatTime, useAction, useLoad } from '../ui';
+import { Checkbox, ErrorNote, Field, OnceSecret, Opener, PanelForm, RowButton, Table, formatTime, useAction, useLoad } from '../ui';
 
 function CreateTokenForm({ grantable, onCreated, onCancel }: { grantable: readonly AdminScope[]; onCreated: (created: Schemas['CreatedAdminToken']) => void; onCancel: () => void }) {
   const [name, setName] = useState('');
@@ -57,7 +57,7 @@ export function TokensPage({ session }: { session: Session }) {
       </Opener>
       {secret && <OnceSecret label="New admin token" value={secret} onDismiss={() => setSecret(undefined)} />}
       <ErrorNote message={tokens.error ?? actionError} />
-      <Table caption="Admin tokens" columns={['Name', 'Scopes', 'Status', 'Created by', 'Expires', 'Actions']} rows={tokens.data}>
+      <Table caption="Admin tokens" columns={['Name', 'Scopes', 'Status', 'Created by', 'Expires', 'Actions']} rows={tokens.data} loading={tokens.loading}>
         {(token) => (
           <tr key={token.id}>
             <th scope="row">
@@ -71,9 +71,7 @@ export function TokensPage({ session }: { session: Session }) {
             <td>{formatTime(token.expires_at)}</td>
             <td>
               {token.status === 'active' && (
-                <button type="button" class="small danger" onClick={() => revoke(token)}>
-                  Revoke
-                </button>
+                <RowButton label="Revoke" of={token.name} danger onClick={() => revoke(token)} />
               )}
             </td>
           </tr>

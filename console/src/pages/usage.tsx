@@ -3,7 +3,23 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Session } from '../session';
 import { ErrorNote, Field, FilterBar, Select, Table, useAction, useForm, useLoad } from '../ui';
-import { type Bucket, type Dimension, type Metric, type Series, type UsageRow, bucketStarts, groupOf, rangeOf, seriesOf, usageCsv, usageRows } from '../usage-data';
+import {
+  type Bucket,
+  type Dimension,
+  type Metric,
+  type Series,
+  type UsageRow,
+  bucketEnd,
+  bucketName,
+  bucketStarts,
+  bucketTick,
+  groupOf,
+  rangeOf,
+  seriesOf,
+  thinned,
+  usageCsv,
+  usageRows,
+} from '../usage-data';
 
 const COLOURS = ['#0b57a4', '#b3261e', '#1d6b34', '#8a4b00', '#6b2fa3', '#00707a', '#a3306b', '#4d5661'];
 const RANGES: Array<[string, string]> = [
@@ -26,27 +42,61 @@ const DIMENSIONS: Array<[Dimension, string]> = [
   ['provider', 'Provider'],
 ];
 
-function Chart({ series, title, range }: { series: Series; title: string; range: { from: string; to: string } }) {
+/** Pixels a tick's label needs on the time axis. */
+const TICK_ROOM = 72;
+/** A bucket's value held flat across the bucket: no line between one bucket's total and the next's. */
+const steps = uPlot.paths.stepped?.({ align: 1 });
+
+/** One step line per group, a tick per bucket start (as many as fit), in UTC like the buckets. */
+function Chart({ series, title, bucket }: { series: Series; title: string; bucket: Bucket }) {
   const host = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!host.current || series.times.length === 0) return;
+    const starts = series.times;
+    // The last bucket's end is a point too, so that its step is drawn across it.
+    const end = bucketEnd(starts[starts.length - 1]! * 1000, bucket) / 1000;
+    const width = Math.max(320, host.current.clientWidth);
+    const ticks = thinned(starts, Math.floor(width / TICK_ROOM));
     const plot = new uPlot(
       {
-        width: Math.max(320, host.current.clientWidth),
+        width,
         height: 280,
-        series: [{}, ...series.groups.map((group, i) => ({ label: group.name, stroke: COLOURS[i % COLOURS.length], width: 2, points: { show: series.times.length < 60 } }))],
+        series: [
+          { label: 'Bucket (UTC)', value: (_plot, at) => (at === null ? '—' : bucketName(at * 1000, bucket)) },
+          ...series.groups.map((group, i) => ({ label: group.name, stroke: COLOURS[i % COLOURS.length], width: 2, points: { show: false }, ...(steps ? { paths: steps } : {}) })),
+        ],
         scales: {
-          x: { time: true, range: [Date.parse(range.from) / 1000, Date.parse(range.to) / 1000] },
+          x: { time: true, range: [starts[0]!, end] },
           y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
         },
-        axes: [{}, { size: 60 }],
+        axes: [{ splits: () => ticks, values: (_plot, splits) => splits.map((at) => bucketTick(at * 1000, bucket)) }, { size: 60 }],
       },
-      [series.times, ...series.groups.map((group) => group.values)],
+      [[...starts, end], ...series.groups.map((group) => [...group.values, group.values[group.values.length - 1] ?? 0])],
       host.current,
     );
     return () => plot.destroy();
-  }, [series]);
+  }, [series, bucket]);
   return <div ref={host} class="chart" role="img" aria-label={title} />;
+}
+
+/** The chart's numbers as a table, one row per bucket (what the chart shows, for reading and for screen readers). */
+function ChartNumbers({ series, title, bucket }: { series: Series; title: string; bucket: Bucket }) {
+  const buckets = series.times.map((at, index) => ({ at, index }));
+  return (
+    <details class="chart-numbers">
+      <summary>The chart's numbers per {bucket}</summary>
+      <Table caption={title} columns={[`${bucket.charAt(0).toUpperCase()}${bucket.slice(1)} (UTC)`, ...series.groups.map((group) => group.name)]} rows={buckets}>
+        {({ at, index }) => (
+          <tr key={at}>
+            <th scope="row">{bucketName(at * 1000, bucket)}</th>
+            {series.groups.map((group) => (
+              <td key={group.name}>{group.values[index]}</td>
+            ))}
+          </tr>
+        )}
+      </Table>
+    </details>
+  );
 }
 
 export function UsagePage(_props: { session: Session }) {
@@ -64,10 +114,14 @@ export function UsagePage(_props: { session: Session }) {
     const asked = query();
     return { asked, rows: await usageRows(asked) };
   }, [applied]);
-  const series = rows.data ? seriesOf(rows.data.rows, applied.dimension, applied.metric, 8, bucketStarts(rows.data.asked.from, rows.data.asked.to, applied.bucket)) : undefined;
-  const totals = rows.data ? totalsOf(rows.data.rows, applied.dimension) : [];
+  // The report shown is drawn as it was asked for, until the next one is in.
+  const bucket = (rows.data?.asked.bucket ?? applied.bucket) as Bucket;
+  const dimension = (rows.data?.asked.group_by ?? applied.dimension) as Dimension;
+  const series = rows.data ? seriesOf(rows.data.rows, dimension, applied.metric, 8, bucketStarts(rows.data.asked.from, rows.data.asked.to, bucket)) : undefined;
+  const totals = rows.data ? totalsOf(rows.data.rows, dimension) : [];
   const metricName = METRICS.find(([m]) => m === applied.metric)?.[1] ?? applied.metric;
-  const dimensionName = DIMENSIONS.find(([d]) => d === applied.dimension)?.[1] ?? applied.dimension;
+  const dimensionName = DIMENSIONS.find(([d]) => d === dimension)?.[1] ?? dimension;
+  const chartTitle = `${metricName} per ${bucket} by ${dimensionName.toLowerCase()}`;
   const exportCsv = () =>
     runCsv(async () => {
       const csv = await usageCsv(query());
@@ -107,7 +161,12 @@ export function UsagePage(_props: { session: Session }) {
       </FilterBar>
       <ErrorNote message={rows.error ?? csvError} />
       {rows.data && rows.data.rows.length === 0 && <p>No usage in this range.</p>}
-      {series && rows.data && rows.data.rows.length > 0 && <Chart series={series} range={rows.data.asked} title={`${metricName} per ${applied.bucket} by ${dimensionName.toLowerCase()}`} />}
+      {series && rows.data && rows.data.rows.length > 0 && (
+        <>
+          <Chart series={series} bucket={bucket} title={chartTitle} />
+          <ChartNumbers series={series} bucket={bucket} title={chartTitle} />
+        </>
+      )}
       {rows.data && rows.data.rows.length > 0 && (
         <Table caption={`Totals by ${dimensionName.toLowerCase()}`} columns={[dimensionName, 'Requests', 'Succeeded', 'Failed', 'Canceled', 'Images delivered', 'Credits charged']} rows={totals}>
           {(total) => (

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
-import { Checkbox, EnableToggle, ErrorNote, Field, Notice, OnceSecret, Opener, PanelForm, Table, formatTime, useAction, useLoad } from '../ui';
+import { Checkbox, EnableToggle, ErrorNote, Field, Notice, OnceSecret, Opener, PanelForm, RowButton, Table, formatTime, useAction, useLoad } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 type EventType = Schemas['EventType'];
@@ -39,7 +39,7 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
     <section class="panel" aria-label={`Deliveries to ${endpoint.url}`}>
       <h2>Deliveries to {endpoint.url}</h2>
       <button type="button" class="secondary" onClick={deliveries.reload}>
-        Refresh
+        Refresh deliveries
       </button>
       <ErrorNote message={deliveries.error} />
       <Table caption="Deliveries" columns={['Event', 'Status', 'Attempts', 'Last answer', 'Created']} rows={deliveries.data} empty="No deliveries yet.">
@@ -101,7 +101,7 @@ export function WebhooksPage({ session }: { session: Session }) {
       {secret && <OnceSecret label="Signing secret" value={secret} onDismiss={() => setSecret(undefined)} />}
       {notice && <Notice>{notice}</Notice>}
       <ErrorNote message={endpoints.error ?? actionError} />
-      <Table caption="Webhook endpoints" columns={['URL', 'Events', 'Status', 'Failing since', 'Actions']} rows={endpoints.data} empty="No endpoints.">
+      <Table caption="Webhook endpoints" columns={['URL', 'Events', 'Status', 'Failing since', 'Actions']} rows={endpoints.data} loading={endpoints.loading} empty="No endpoints.">
         {(endpoint) => (
           <tr key={endpoint.id}>
             <th scope="row">{endpoint.url}</th>
@@ -112,18 +112,12 @@ export function WebhooksPage({ session }: { session: Session }) {
             </td>
             <td>{formatTime(endpoint.failing_since)}</td>
             <td class="row-actions">
-              <button type="button" class="small" onClick={() => setSelected(endpoint.id)}>
-                Deliveries
-              </button>
+              <RowButton label="Deliveries" of={endpoint.url} onClick={() => setSelected(endpoint.id)} />
               {writable && (
                 <>
-                  <button type="button" class="small" onClick={() => sendTest(endpoint)}>
-                    Send test
-                  </button>
-                  <button type="button" class="small" onClick={() => rotate(endpoint)}>
-                    Rotate secret
-                  </button>
-                  <EnableToggle enabled={endpoint.status === 'enabled'} onChange={(on) => setStatus(endpoint, on ? 'enabled' : 'disabled')} />
+                  <RowButton label="Send test" of={endpoint.url} onClick={() => sendTest(endpoint)} />
+                  <RowButton label="Rotate secret" of={endpoint.url} onClick={() => rotate(endpoint)} />
+                  <EnableToggle enabled={endpoint.status === 'enabled'} of={endpoint.url} onChange={(on) => setStatus(endpoint, on ? 'enabled' : 'disabled')} />
                 </>
               )}
             </td>
