@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,8 +30,9 @@ describe('supported Node.js lines', () => {
     const command = commandThatWorks(argv, root, shipped);
     expect(command).toBe(`node_modules/.bin/node bin/creative-gateway.js keys create --name 'Ann'\\''s key'`);
     expect(unsupportedNode('v20.20.2', command)).toContain(`node_modules/.bin: ${command}`);
-    // From elsewhere, absolute paths; without the shipped Node, how to get one.
-    expect(commandThatWorks(argv.map((arg, i) => (i === 1 ? path.join(root, arg) : arg)), os.tmpdir(), shipped)).toMatch(new RegExp(`^${shipped} ${root}/bin/creative-gateway.js keys`));
+    // From elsewhere (a folder that holds no part of the checkout, wherever that is), absolute paths; without the shipped Node, how to get one.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-elsewhere-'));
+    expect(commandThatWorks(argv.map((arg, i) => (i === 1 ? path.join(root, arg) : arg)), elsewhere, shipped)).toMatch(new RegExp(`^${shipped} ${root}/bin/creative-gateway.js keys`));
     expect(commandThatWorks(argv, root, path.join(root, 'no-such-node'))).toBeUndefined();
     expect(unsupportedNode('v20.20.2', undefined)).toContain('Install one of them');
   });
