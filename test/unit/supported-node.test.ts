@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -38,7 +37,7 @@ describe('supported Node.js lines', () => {
   });
 
   it("package.json's engines says the same as the start check", () => {
-    const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { engines: { node: string } };
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { engines: { node: string } };
     expect(pkg.engines.node).toBe(`^${MINIMUM.major}.${MINIMUM.minor}.0 || >=24.0.0`);
   });
 
