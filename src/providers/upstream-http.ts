@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { isBlockedAddress } from '../shared/safe-url';
+import { BLOCKED_ADDRESS_CODE, guardedLookup, isBlockedAddress } from '../shared/safe-url';
 
 /**
  * The upstream hop: one process-wide undici Agent (a keep-alive pool per origin, no cap on connections:
@@ -28,29 +27,12 @@ export function configureUpstreamHttp(settings: { connectTimeoutMs: number }): v
   for (const old of previous) void old?.close().catch(() => undefined);
 }
 
-const BLOCKED_CODE = 'EBLOCKEDADDRESS';
-
 /**
- * Resolves like dns.lookup but fails for blocked addresses (safe-url.ts): with `allowPrivate` only
- * link-local and metadata addresses, else loopback and private ones too. The check is on the address
+ * Each pool connects through the guarded lookup (safe-url.ts): the public one refuses loopback and
+ * private addresses too, both refuse link-local and metadata ones. The check is on the address
  * connected to, so a name that resolved to a public address when the channel was saved and points
  * inside now is refused too (docs/operators/channels.md).
  */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, '', 0);
-      const list = addresses as dns.LookupAddress[];
-      const blocked = list.find((a) => isBlockedAddress(a.address, allowPrivate));
-      if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_CODE }), '', 0);
-      if (options.all) return callback(null, list as never, 0);
-      const first = list[0];
-      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
-      return callback(null, first.address, first.family);
-    });
-  };
-}
-
 function dispatcher(publicOnly: boolean): Agent {
   if (publicOnly) {
     publicAgent ??= newAgent(guardedLookup(false));
@@ -108,7 +90,7 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
     }
     const literal = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(literal) !== 0 && isBlockedAddress(literal, !publicOnly)) {
-      reject(new UpstreamHttpError(`${literal} is a blocked address`, BLOCKED_CODE, true));
+      reject(new UpstreamHttpError(`${literal} is a blocked address`, BLOCKED_ADDRESS_CODE, true));
       return;
     }
     let requestSent = false;

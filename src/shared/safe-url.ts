@@ -103,17 +103,23 @@ export async function pointsAtPrivateAddress(raw: string): Promise<boolean> {
   return (await addressesOf(raw)).some((address) => isBlockedAddress(address));
 }
 
-/** A DNS lookup that refuses names resolving to a blocked address, so the check holds for the address actually connected to. */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
+/** The `code` of the error a guarded lookup fails with for a blocked address. */
+export const BLOCKED_ADDRESS_CODE = 'EBLOCKEDADDRESS';
+
+/**
+ * A DNS lookup that refuses names resolving to a blocked address (with `allowPrivate`, only
+ * link-local and metadata ones), so the check holds for the address actually connected to.
+ */
+export function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as dns.LookupAddress[];
       const blocked = list.find((a) => isBlockedAddress(a.address, allowPrivate));
-      if (blocked) return callback(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), '', 0);
+      if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_ADDRESS_CODE }), '', 0);
       if (lookupOptions.all) return callback(null, list as never, 0);
       const first = list[0];
-      if (!first) return callback(new Error(`${hostname} has no address`), '', 0);
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
       return callback(null, first.address, first.family);
     });
   };
