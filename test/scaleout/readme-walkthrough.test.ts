@@ -120,8 +120,8 @@ describe("the README's walk-through, pasted in order", () => {
       { cwd: directory },
     );
     shell = new PastingShell(directory, {
-      // The project's Node 24 for the node one-liners, whatever the machine's own node is.
-      PATH: [tools, path.join(ROOT, 'node_modules/.bin'), process.env.PATH].join(':'),
+      // The project's Node 24 for the node one-liners, whatever the machine's own node is; then the recording curl.
+      PATH: [path.join(ROOT, 'node_modules/.bin'), tools, process.env.PATH].join(':'),
       HOME: directory,
       CURL_CODES: codesFile,
     });
@@ -142,7 +142,10 @@ describe("the README's walk-through, pasted in order", () => {
       const block = blocks[index];
       if (block === undefined) throw new Error(`README.md has no walk-through block ${index + 1}`);
       const file = path.join(tools, `block-${index + 1}.sh`);
-      fs.writeFileSync(file, block.replaceAll('localhost:8080', new URL(gateway.url).host));
+      const pasted = block.replaceAll('localhost:8080', new URL(gateway.url).host);
+      // Any other address would reach past the test gateway: the walk-through says localhost:8080 throughout.
+      expect(pasted).not.toMatch(/localhost|127\.0\.0\.1:8080/);
+      fs.writeFileSync(file, pasted);
       fs.writeFileSync(codesFile, '');
       const { status, output } = await shell.paste(file);
       const codes = fs.readFileSync(codesFile, 'utf8').split('\n').filter(Boolean).map(Number);
