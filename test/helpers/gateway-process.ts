@@ -14,8 +14,8 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** The environment of a test gateway process: ports 0 on localhost, the test secrets, then `env`. */
-export function gatewayProcessEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+/** The environment of a test gateway process: ports 0 on localhost, the test secrets, then `env` (`undefined` leaves a variable out). */
+export function gatewayProcessEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     NODE_ENV: 'test',
@@ -41,13 +41,15 @@ export interface ProcessOptions {
   command?: [string, ...string[]];
   /** In its own process group (pid = group id), so a test can check that nothing of it is left. */
   detached?: boolean;
+  /** Working directory (the data directory, `./data`, is relative to it); the repository's root by default. */
+  cwd?: string;
 }
 
 /** Runs the built gateway (`dist/`, made by jest's global setup) as a real process on port 0. */
-export function startGatewayProcess(env: Record<string, string>, options: ProcessOptions = {}): Promise<GatewayProcess> {
+export function startGatewayProcess(env: Record<string, string | undefined>, options: ProcessOptions = {}): Promise<GatewayProcess> {
   const [command, ...args] = options.command ?? [process.execPath, MAIN_JS];
   const child = spawn(command, args, {
-    cwd: path.resolve(__dirname, '../..'),
+    cwd: options.cwd ?? path.resolve(__dirname, '../..'),
     detached: options.detached ?? false,
     env: gatewayProcessEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
