@@ -1,5 +1,5 @@
 import type { components } from '../../generated/gateway';
-import { bucketStarts, groupOf, rangeOf, seriesOf } from '../../console/src/usage-series';
+import { bucketEnd, bucketName, bucketStarts, bucketTick, groupOf, rangeOf, seriesOf, thinned } from '../../console/src/usage-series';
 
 type Row = components['schemas']['UsageReportRow'];
 
@@ -51,5 +51,24 @@ describe("the console's usage series (what its Usage chart plots from GET /admin
   it('seriesOf over given buckets: a bucket without usage reads 0 for every group', () => {
     const buckets = bucketStarts('2026-11-01T00:00:00.000Z', '2026-11-04T00:00:00.000Z', 'day');
     expect(seriesOf([row('2026-11-02T00:00:00.000Z', 'a', 3)], 'model', 'credits_charged', 8, buckets).groups).toEqual([{ name: 'a', values: [0, 3, 0], total: 3 }]);
+  });
+
+  it("the chart's time axis: a tick per bucket start (every n-th when they do not fit), named by its date for days, never by an hour", () => {
+    const days = bucketStarts('2026-11-20T11:00:00.000Z', '2026-11-27T11:00:00.000Z', 'day');
+    expect(days.map((day) => bucketTick(day, 'day', 'en-US'))).toEqual(['Nov 20', 'Nov 21', 'Nov 22', 'Nov 23', 'Nov 24', 'Nov 25', 'Nov 26', 'Nov 27']);
+    expect(thinned(days, 8)).toEqual(days);
+    expect(thinned(days, 3)).toEqual([days[0], days[3], days[6]]);
+    expect(thinned(days, 3).every((tick) => new Date(tick).getUTCHours() === 0)).toBe(true);
+    const hours = bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-26T02:00:00.000Z', 'hour');
+    expect(hours.map((hour) => bucketTick(hour, 'hour', 'en-US'))).toEqual(['22:00', '23:00', 'Nov 26', '01:00']);
+    expect(bucketName(Date.parse('2026-11-25T14:00:00Z'), 'hour', 'en-US')).toBe('Nov 25, 14:00');
+    expect(bucketName(Date.parse('2026-11-01T00:00:00Z'), 'month', 'en-US')).toBe('Nov 2026');
+  });
+
+  it('bucketEnd: where a bucket ends (its step is drawn flat up to there), calendar months included', () => {
+    const iso = (time: number) => new Date(time).toISOString();
+    expect(iso(bucketEnd(Date.parse('2026-11-25T23:00:00Z'), 'hour'))).toBe('2026-11-26T00:00:00.000Z');
+    expect(iso(bucketEnd(Date.parse('2026-11-30T00:00:00Z'), 'day'))).toBe('2026-12-01T00:00:00.000Z');
+    expect(iso(bucketEnd(Date.parse('2026-12-01T00:00:00Z'), 'month'))).toBe('2027-01-01T00:00:00.000Z');
   });
 });
