@@ -3,6 +3,7 @@ import { ApiError } from '../errors/api-error';
 import { checkModelPermitted } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
+import { formatForUpstreamModel } from '../providers/formats';
 import type { ProviderRegistry } from '../providers/registry';
 import type { RateLimitDecision, RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
@@ -39,7 +40,7 @@ export class GenerationAdmission {
           upstream_model: model,
           credits_per_image: 0,
           default_size: '1024x1024',
-          ...(providerOverride === 'jimeng' ? { transport: model.startsWith('jimeng_') ? 'visual' : 'ark' } : {}),
+          ...transportFor(providerOverride, model),
           ...upstreamLimitsOf(model),
         };
       }
@@ -70,4 +71,10 @@ export class GenerationAdmission {
       headers: { 'Retry-After': String(decision.resetSeconds) },
     });
   }
+}
+
+/** The transport of a model outside the catalog, for a provider with several (formats.ts). */
+function transportFor(provider: string, upstreamModel: string): { transport?: string } {
+  const format = formatForUpstreamModel(provider, upstreamModel);
+  return format ? { transport: format.format } : {};
 }

@@ -1,4 +1,4 @@
-import type { InputImageFormat } from './upstream-models';
+import type { InputImageFormat } from './model-spec';
 
 /** An input image (reference or edit source), already read, sniffed and checked against the model's limits. */
 export interface ProviderInputImage {
@@ -17,6 +17,8 @@ export interface ProviderRequest {
   negativePrompt?: string;
   /** The upstream's own model id (catalog `upstream_model`). */
   upstreamModel: string;
+  /** The model family its format's table knows it by (catalog `upstream_family`), when the id alone does not say. */
+  upstreamFamily?: string;
   /** How the provider reaches this model (catalog `transport`), for providers with several. */
   transport?: string;
   /** Catalog `upstream_options`: extra upstream fields, sent as they are. */
@@ -41,6 +43,8 @@ export interface ProviderRequest {
   resumeTaskId?: string;
   /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */
   onTaskAccepted?: (taskId: string) => Promise<void>;
+  /** Called with the images the upstream says it billed for a call (Ark's `usage.generated_images`) and the images it delivered. */
+  onBilled?: (billedImages: number, deliveredImages: number) => void;
   /** Called when a billable call (a submit or a generation, not a poll) was written to the upstream: from then on it may have been accepted. */
   onRequestSent?: () => void;
 }

@@ -29,6 +29,11 @@ export interface UpstreamFailureTraits {
   accountProblem?: string;
   /** The upstream's HTTP status with an account problem (for the channel.auto_disabled event). */
   statusCode?: number;
+  /**
+   * The channel's configuration does not fit the request (model not open on the account, unknown
+   * endpoint): why. Safe elsewhere, and not the provider's failure: it does not feed the breaker.
+   */
+  configurationProblem?: string;
 }
 
 /**
@@ -55,10 +60,12 @@ export class UpstreamError extends ApiError {
       retryAfterMs: options.retryAfterMs,
       accountProblem: options.accountProblem === undefined ? undefined : redactUpstreamText(options.accountProblem, accountSecrets),
       statusCode: options.statusCode,
+      configurationProblem: options.configurationProblem === undefined ? undefined : redactUpstreamText(options.configurationProblem, accountSecrets),
     };
   }
 
   get countsAgainstProvider(): boolean {
+    if (this.traits.configurationProblem !== undefined) return false;
     return this.code === 'provider_error' || this.code === 'provider_busy' || this.code === 'provider_timeout';
   }
 }

@@ -315,6 +315,16 @@ describe('channels: upstream accounts', () => {
       expect(since(before)).toEqual([1, 0, 0]);
     });
 
+    it('Ark\'s spend cap (SetLimitExceeded, HTTP 429) is an account problem: the channel is auto-disabled at once, not retried as busy', async () => {
+      const capped = await arkChannel(0, { priority: 10 });
+      const before = arkCalls();
+      const res = await generate('over the spend cap [error:SetLimitExceeded:429]');
+      expect(res.status).not.toBe(200);
+      expect(since(before)[0]).toBe(1);
+      const record = (await t.api.admin('get', `/admin/channels/${capped.id}`)).body;
+      expect(record).toMatchObject({ status: 'auto_disabled', disabled_reason: expect.stringContaining('SetLimitExceeded') });
+    });
+
     it('revoked credentials auto-disable the channel at once; a passing testChannel re-enables it', async () => {
       const revoked = await arkChannel(0, { priority: 10 });
       await arkChannel(1);

@@ -1,6 +1,7 @@
 import type { ImageEditParamsBase, ImageGenerateParamsBase } from 'openai/resources/images';
 import { ApiError } from '../../src/errors/api-error';
 import { ImagesApiClient } from '../../src/providers/images-api/images-api-client';
+import { IMAGES_API_ERRORS } from '../../src/providers/images-api/images-api.descriptor';
 import { checkQuality, creditsPerImage } from '../../src/config/price-table';
 import { OPENAI_IMAGE_MODELS, openaiImageModel, proposedPriceTable } from '../../src/providers/openai/models';
 import { OpenAIImagesClient } from '../../src/providers/openai/openai-images-client';
@@ -292,7 +293,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
         expect(await res.json()).toEqual({ error: { message: `Unknown parameter: '${field}'.`, type: 'invalid_request_error', param: field, code: 'unknown_parameter' } });
       }
       // The OpenAI-compatible client (for compatible servers) sends response_format: it is no way to reach OpenAI's GPT image models.
-      const generic = new ImagesApiClient({ provider: 'openai', baseUrl: `${fake.url}/v1`, apiKey: 'sk-openai-test', oneImagePerCall: false });
+      const generic = new ImagesApiClient({ provider: 'openai', baseUrl: `${fake.url}/v1`, apiKey: 'sk-openai-test', oneImagePerCall: false, models: [], errors: IMAGES_API_ERRORS });
       const error = await rejection(generic.generate(request({}), signal()));
       expect(error.message).toContain('response_format');
     });

@@ -104,7 +104,7 @@ describe('GenerationAdmission.modelFor', () => {
     expect(sizes('doubao-seedream-4-5-*')).toBeDefined();
     expect(admission.modelFor('doubao-seedream-4-5-251128', 'jimeng').size_bounds).toEqual(sizes('doubao-seedream-4-5-*'));
     // In the table without sizes, and not in the table at all.
-    expect(admission.modelFor('doubao-seedream-3-0-t2i-250415', 'jimeng')).not.toHaveProperty('size_bounds');
+    expect(admission.modelFor('doubao-seededit-3-0-i2i-250628', 'jimeng')).not.toHaveProperty('size_bounds');
     expect(admission.modelFor('gpt-image-1', 'openai')).not.toHaveProperty('size_bounds');
   });
 });

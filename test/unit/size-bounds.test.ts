@@ -7,7 +7,8 @@ const bounds = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)
 describe('model size bounds (pure)', () => {
   it('the default catalog carries each upstream\'s documented bounds', () => {
     expect(bounds('jimeng-4.5')).toEqual({ min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 });
-    expect(bounds('jimeng-4.0')).toEqual({ min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 3, max_ratio: 3 });
+    // Jimeng 4.0 takes 1/16…16 when min_ratio / max_ratio are sent (visual-transport.ts sends them outside 1/3…3).
+    expect(bounds('jimeng-4.0')).toEqual({ min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 16, max_ratio: 16 });
     expect(bounds('jimeng-3.1')).toMatchObject({ min_ratio: 1 / 3, max_ratio: 3 });
     expect(bounds('local-1')).toMatchObject({ min_side: 16, max_side: 1024 });
     for (const entry of DEFAULT_CATALOG) {
@@ -29,7 +30,9 @@ describe('model size bounds (pure)', () => {
     ['jimeng-4.0', 1023, 1024, /at least 1048576/],
     ['jimeng-4.0', 3072, 1024, undefined],
     ['jimeng-4.0', 1024, 3072, undefined],
-    ['jimeng-4.0', 3200, 1024, /between 1\/3 and 3/],
+    ['jimeng-4.0', 3200, 1024, undefined],
+    ['jimeng-4.0', 4096, 256, undefined],
+    ['jimeng-4.0', 4200, 256, /between 1\/16 and 16/],
     ['jimeng-4.0', 6198, 2656, undefined], // a documented 4K size: sides may pass 4096
     ['jimeng-4.0', 4096, 4097, /at most 16777216/],
     ['local-1', 2048, 16, /at most 1024 px/],

@@ -27,7 +27,8 @@ describe('wireClient', () => {
     const ark = wireClient({ format: 'ark', provider: 'jimeng', baseUrl: 'https://ark.example/api/v3', credentials: { api_key: 'ark-key' } }, settings);
     expect(ark).toBeInstanceOf(ImagesApiClient);
     expect(optionsOf(ark)).toMatchObject({ provider: 'jimeng', baseUrl: 'https://ark.example/api/v3', apiKey: 'ark-key', oneImagePerCall: true, publicOnly: true });
-    expect(optionsOf(ark).extraBody).toEqual({ watermark: false, sequential_image_generation: 'disabled' });
+    // Group output is turned off per model, for the models that document it (ark-models.ts).
+    expect(optionsOf(ark).extraBody).toEqual({ watermark: false });
 
     const images = wireClient({ format: 'images-api', provider: 'openai', baseUrl: 'https://api.example/v1', credentials: { api_key: 'sk-x' } }, { ...settings, publicOnly: false });
     expect(images).toBeInstanceOf(ImagesApiClient);

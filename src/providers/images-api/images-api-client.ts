@@ -1,61 +1,45 @@
+import { type ErrorRule, failureOf, kindOf } from '../error-table';
+import { findModelSpec, parseSize, seedFor, type UpstreamModelSpec } from '../model-spec';
 import type { ProviderImage, ProviderInputImage, ProviderRequest } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
-import { upstreamSeed } from '../upstream-models';
 
 /**
- * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI itself,
- * Volcengine Ark (Seedream) and many self-hosted servers. Differences are options.
+ * Client for the OpenAI-style `POST {base}/images/generations` API, spoken by OpenAI-compatible
+ * servers and Volcengine Ark (Seedream). What differs comes from the format's descriptor: its
+ * model table, its error table, extra fields.
  */
 export interface ImagesApiOptions {
   provider: string;
   baseUrl: string;
   apiKey: string;
-  /** Fields the upstream needs besides the OpenAI ones (Ark: watermark, sequential_image_generation). */
+  /** Fields the upstream needs besides the OpenAI ones (Ark: watermark). */
   extraBody?: Record<string, unknown>;
   /** Ark makes one image per call; OpenAI takes `n`. */
   oneImagePerCall: boolean;
   /** Connect to public addresses only (API channels unless CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
   publicOnly?: boolean;
+  /** The format's model rows: which optional fields each model documents. */
+  models: readonly UpstreamModelSpec[];
+  /** The format's error table (error-table.ts). */
+  errors: readonly ErrorRule[];
+  /** The answer's `usage.generated_images` is what the account is billed (Ark): compared with the images delivered. */
+  readsUsage?: boolean;
 }
 
 interface ImagesAnswer {
   data?: Array<{ url?: string; b64_json?: string; size?: string }>;
+  usage?: { generated_images?: number };
   error?: { code?: string | null; message?: string; type?: string };
 }
 
-/**
- * Moderation of the client's content (Ark's *SensitiveContentDetected and *RiskDetection, OpenAI's): the
- * client's doing, so mapped to content codes that never count against a channel's breaker nor disable it.
- */
-const CONTENT_CODES = new Set([
-  'InputTextSensitiveContentDetected',
-  'InputImageSensitiveContentDetected',
-  'InputTextRiskDetection',
-  'InputImageRiskDetection',
-  'content_policy_violation',
-  'moderation_blocked',
-]);
-const OUTPUT_CODES = new Set(['OutputImageSensitiveContentDetected', 'OutputTextSensitiveContentDetected', 'OutputTextRiskDetection', 'OutputImageRiskDetection']);
-/** Answers that say the account itself is unusable (OpenAI and Ark codes). */
-const ACCOUNT_CODES = new Set([
-  'invalid_api_key',
-  'account_deactivated',
-  'billing_not_active',
-  'insufficient_quota',
-  'AuthenticationError',
-  'AccountOverdueError',
-  'AccessDenied',
-]);
-
-function imagesApiError(provider: string, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
+function imagesApiError(options: ImagesApiOptions, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
+  const { provider, errors } = options;
   const code = answer.error?.code ?? '';
   const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  if (CONTENT_CODES.has(code)) return upstream.contentRefused(provider, detail);
-  if (OUTPUT_CODES.has(code)) return upstream.outputModerated(provider, detail);
-  if (status === 401 || status === 403 || ACCOUNT_CODES.has(code) || ACCOUNT_CODES.has(answer.error?.type ?? '')) {
-    return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: status });
-  }
-  if (status === 429 || code === 'ServerOverloaded' || status === 503) return upstream.busy(provider, detail, retryAfterMs);
+  const kind = kindOf(errors, code) ?? kindOf(errors, answer.error?.type);
+  if (kind) return failureOf(kind, provider, detail, { status, retryAfterMs });
+  if (status === 401 || status === 403) return failureOf('account', provider, detail, { status });
+  if (status === 429 || status === 503) return upstream.busy(provider, detail, retryAfterMs);
   return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(status) });
 }
 
@@ -94,9 +78,10 @@ export class ImagesApiClient {
 
   private async call(request: ProviderRequest, index: number, n: number, signal: AbortSignal): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, extraBody } = this.options;
+    const spec = findModelSpec(this.options.models, request.upstreamModel, request.upstreamFamily);
     // Only models that document a seed get one (Seedream 4.x ignores it); models the table does not
     // know get seed + index, since an operator's OpenAI-compatible server may honour it.
-    const seed = upstreamSeed(request.upstreamModel, request.seed, index);
+    const seed = seedFor(spec, request.seed, index);
     const { status, json, retryAfterMs } = await postJson(
       provider,
       `${baseUrl.replace(/\/$/, '')}/images/generations`,
@@ -104,11 +89,13 @@ export class ImagesApiClient {
         model: request.upstreamModel,
         prompt: request.prompt,
         ...inputFields(request),
-        size: `${request.width}x${request.height}`,
+        size: spec?.params.fixed_size ?? `${request.width}x${request.height}`,
         response_format: request.responseFormat,
         ...(n > 1 ? { n } : {}),
         ...(seed !== undefined ? { seed } : {}),
         ...extraBody,
+        // Group output off: the gateway asks one image per call (only models that document the field get it).
+        ...(spec?.params.sequential_image_generation ? { sequential_image_generation: 'disabled' } : {}),
         ...request.upstreamOptions,
       },
       { Authorization: `Bearer ${apiKey}` },
@@ -117,11 +104,12 @@ export class ImagesApiClient {
       request.onRequestSent,
     );
     const answer = (json ?? {}) as ImagesAnswer;
-    if (status !== 200 || answer.error) throw imagesApiError(provider, status, answer, retryAfterMs);
+    if (status !== 200 || answer.error) throw imagesApiError(this.options, status, answer, retryAfterMs);
     if (!Array.isArray(answer.data) || answer.data.length === 0) throw upstream.failed(provider, 'the answer has no images');
-    return answer.data.map((item) => {
-      const [width, height] = (item.size ?? `${request.width}x${request.height}`).split('x').map(Number);
-      const image = { width: width || request.width, height: height || request.height };
+    const billed = this.options.readsUsage && typeof answer.usage?.generated_images === 'number' ? answer.usage.generated_images : undefined;
+    const images = answer.data.map((item) => {
+      // Ark writes `2048x2048` or `2048×2048`.
+      const image = parseSize(item.size) ?? { width: request.width, height: request.height };
       if (request.responseFormat === 'b64_json') {
         if (!item.b64_json) throw upstream.failed(provider, 'an image has no b64_json');
         return { b64Json: item.b64_json, ...image };
@@ -129,5 +117,7 @@ export class ImagesApiClient {
       if (!item.url) throw upstream.failed(provider, 'an image has no url');
       return { url: item.url, ...image };
     });
+    if (billed !== undefined) request.onBilled?.(billed, images.length);
+    return images;
   }
 }

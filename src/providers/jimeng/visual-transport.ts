@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../errors/api-error';
 import type { ProviderImage, ProviderRequest } from '../provider';
+import { failureOf, kindOf } from '../error-table';
+import { findModelSpec, seedFor, type UpstreamModelParams } from '../model-spec';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
-import { upstreamModelSpec, upstreamSeed } from '../upstream-models';
+import { VISUAL_ERRORS } from './visual-errors';
+import { VISUAL_MODELS } from './visual-models';
 import { canonicalQueryString, signVolcRequest, type VolcCredentials } from './volc-signer';
 
 /** Volcengine visual API (CVSync2Async): submit a task, then poll until it is done. */
@@ -24,9 +27,6 @@ interface VisualAnswer {
   ResponseMetadata?: { Error?: { Code?: string; Message?: string } };
 }
 
-/** Gateway-level refusals that say the account (key, signature, balance) is unusable. */
-const ACCOUNT_ERRORS = new Set(['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken']);
-
 /**
  * 50511 / 50519: the generated image failed output moderation, which the API documents as
  * retryable: a new task may pass. The task itself is finished, so a new one is submitted.
@@ -42,23 +42,30 @@ class RegenerableModeration extends UpstreamError {
   }
 }
 
-/** Our error for a visual API answer that is not a success. */
+/** Our error for a visual API answer that is not a success (the error table in visual-errors.ts). */
 function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: number | undefined): UpstreamError {
   const gatewayError = answer.ResponseMetadata?.Error;
   if (gatewayError) {
     const detail = `the visual API refused the request (${gatewayError.Code}: ${gatewayError.Message})`;
     // The API gateway refused it before the visual service saw it: nothing was accepted.
-    const account = ACCOUNT_ERRORS.has(gatewayError.Code ?? '') || httpStatus === 401 || httpStatus === 403;
+    const account = kindOf(VISUAL_ERRORS, gatewayError.Code) === 'account' || httpStatus === 401 || httpStatus === 403;
     return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}`, statusCode: httpStatus } : {}) });
   }
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
-  if (code === 50411 || code === 50412 || code === 50413) return upstream.contentRefused(PROVIDER, detail);
   if (code !== undefined && REGENERATE_CODES.has(code)) return new RegenerableModeration(PROVIDER, detail);
-  if (code === 50512) return upstream.outputModerated(PROVIDER, detail);
-  if (code === 50429 || code === 50430) return upstream.busy(PROVIDER, detail, retryAfterMs);
-  // 50500/50501 (internal errors) are refusals; any other answer may have come after acceptance.
-  return upstream.failed(PROVIDER, detail, { safeElsewhere: code === 50500 || code === 50501 || (code === undefined && refusedWithStatus(httpStatus)) });
+  const kind = kindOf(VISUAL_ERRORS, code === undefined ? undefined : String(code));
+  if (kind) return failureOf(kind, PROVIDER, detail, { status: httpStatus, retryAfterMs });
+  // Any other answer may have come after acceptance; no code at all is a refusal when its status says so.
+  return upstream.failed(PROVIDER, detail, { safeElsewhere: code === undefined && refusedWithStatus(httpStatus) });
+}
+
+/** The fields that widen Jimeng 4.0's ratio (default 1/3…3, up to 1/16…16), only for a request outside the defaults. */
+function ratioBounds(request: ProviderRequest, bounds: UpstreamModelParams['ratio_bounds']): { min_ratio?: number; max_ratio?: number } {
+  if (!bounds) return {};
+  const ratio = request.width / request.height;
+  if (ratio >= bounds.default_min && ratio <= bounds.default_max) return {};
+  return { min_ratio: Math.min(bounds.default_min, ratio), max_ratio: Math.max(bounds.default_max, ratio) };
 }
 
 /**
@@ -68,14 +75,16 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
  * task from billing several images, and the seed keeps the image reproducible if it takes one.
  */
 export function submitBody(request: ProviderRequest, index: number): Record<string, unknown> {
-  const params = upstreamModelSpec(request.upstreamModel)?.params;
-  const seed = upstreamSeed(request.upstreamModel, request.seed, index);
+  const spec = findModelSpec(VISUAL_MODELS, request.upstreamModel, request.upstreamFamily);
+  const params = spec?.params;
+  const seed = seedFor(spec, request.seed, index);
   return {
     req_key: request.upstreamModel,
     ...imageUrls(request),
     prompt: request.prompt,
     width: request.width,
     height: request.height,
+    ...ratioBounds(request, params?.ratio_bounds),
     ...(seed !== undefined ? { seed } : {}),
     ...(params === undefined || params.force_single ? { force_single: true } : {}),
     ...request.upstreamOptions,

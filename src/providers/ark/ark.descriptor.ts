@@ -1,0 +1,36 @@
+import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { ImagesApiClient } from '../images-api/images-api-client';
+import { ARK_ERRORS } from './ark-errors';
+import { ARK_MODELS } from './ark-models';
+
+/** Volcengine Ark / BytePlus ModelArk `POST /images/generations` (Seedream, SeedEdit): one image per call. */
+export const ARK: ProviderDescriptor = {
+  format: 'ark',
+  title: 'Volcengine Ark / BytePlus ModelArk images API (Seedream, SeedEdit; API key)',
+  providers: ['jimeng'],
+  credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
+  environment: { credentials: { api_key: 'ARK_API_KEY' }, baseUrl: 'ARK_BASE_URL', channelId: 'chn_envJimengArk' },
+  defaultBaseUrl: 'https://ark.cn-beijing.volces.com/api/v3',
+  calls: 'one-per-image',
+  // Results are served from TOS buckets under volces.com (BytePlus: the account's own region host).
+  resultHosts: ['*.volces.com'],
+  models: ARK_MODELS,
+  // Every other jimeng id: Ark's model ids, BytePlus ids and endpoint ids (`ep-…`) have no common form.
+  modelIds: /./,
+  errors: ARK_ERRORS,
+  createClient(account, settings) {
+    const credentials = credentialsOf(account, ARK);
+    return new ImagesApiClient({
+      provider: account.provider,
+      baseUrl: account.baseUrl as string,
+      apiKey: credentials.api_key as string,
+      // Ark's visible "AI generated" mark is on by default.
+      extraBody: { watermark: false },
+      oneImagePerCall: true,
+      publicOnly: settings.publicOnly,
+      models: ARK_MODELS,
+      errors: ARK_ERRORS,
+      readsUsage: true,
+    });
+  },
+};

@@ -1,0 +1,60 @@
+import { ARK } from './ark/ark.descriptor';
+import type { ProviderDescriptor } from './descriptor';
+import { findModelSpec } from './model-spec';
+import { IMAGES_API } from './images-api/images-api.descriptor';
+import { VISUAL } from './jimeng/visual.descriptor';
+import { LOCAL } from './local/local.descriptor';
+
+/**
+ * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
+ * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
+ */
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API];
+
+const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
+
+/** The descriptor of a wire format (a channel's or catalog entry's `transport`), if the gateway speaks it. */
+export function descriptorOf(format: string): ProviderDescriptor | undefined {
+  return byFormat.get(format);
+}
+
+/** The descriptor of a format the gateway must speak (a stored channel's, a checked catalog entry's). */
+export function requireDescriptor(format: string): ProviderDescriptor {
+  const descriptor = byFormat.get(format);
+  if (!descriptor) throw new Error(`unknown wire format "${format}" (known: ${[...byFormat.keys()].join(', ')})`);
+  return descriptor;
+}
+
+/** Provider names known without configuration (a key may allow them before any account exists). */
+export const BUILT_IN_PROVIDERS: readonly string[] = [...new Set(FORMATS.flatMap((descriptor) => descriptor.providers))];
+
+/** The formats that serve `provider` (the generic one for a provider no descriptor lists). */
+export function formatsOf(provider: string): ProviderDescriptor[] {
+  const listed = FORMATS.filter((descriptor) => descriptor.providers.includes(provider));
+  return listed.length > 0 ? listed : FORMATS.filter((descriptor) => descriptor.generic);
+}
+
+/** The format a catalog entry without `transport` is served over: the one format of its provider; undefined when it has several (the entry must say). */
+export function defaultFormatOf(provider: string): ProviderDescriptor | undefined {
+  const formats = formatsOf(provider);
+  return formats.length === 1 ? formats[0] : undefined;
+}
+
+/** The format a catalog entry is served over: its `transport`, else its provider's one format. */
+export function formatOfEntry(entry: { provider: string; transport?: string }): ProviderDescriptor | undefined {
+  return entry.transport !== undefined ? descriptorOf(entry.transport) : defaultFormatOf(entry.provider);
+}
+
+/**
+ * The format a model outside the catalog (a trusted caller's) is served over, for a provider with
+ * several: the one whose table knows the id, else whose `modelIds` match it. Undefined when the
+ * provider has one format (the entry needs no `transport`) or none fits.
+ */
+export function formatForUpstreamModel(provider: string, upstreamModel: string): ProviderDescriptor | undefined {
+  const formats = formatsOf(provider);
+  if (formats.length <= 1) return undefined;
+  return formats.find((descriptor) => findModelSpec(descriptor.models, upstreamModel)) ?? formats.find((descriptor) => descriptor.modelIds?.test(upstreamModel));
+}
+
+/** Hosts upstream result URLs may be on, over every format (IMAGE_FETCH_ALLOWED_HOSTS's default). */
+export const RESULT_HOSTS: readonly string[] = [...new Set(FORMATS.flatMap((descriptor) => descriptor.resultHosts))];

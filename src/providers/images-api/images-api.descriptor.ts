@@ -1,0 +1,44 @@
+import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import type { ErrorRule } from '../error-table';
+import { ImagesApiClient } from './images-api-client';
+
+/** OpenAI's error codes (platform.openai.com/docs/guides/error-codes), read from `error.code` or `error.type`. */
+export const IMAGES_API_ERRORS: readonly ErrorRule[] = [
+  { codes: ['content_policy_violation', 'moderation_blocked'], kind: 'content' },
+  { codes: ['invalid_api_key', 'account_deactivated', 'billing_not_active', 'insufficient_quota'], kind: 'account' },
+  { codes: ['rate_limit_exceeded'], kind: 'busy' },
+];
+
+/**
+ * A generic OpenAI-compatible `POST {base}/images/generations` (operators' own servers and
+ * resellers): the operator names the provider (OPENAI_COMPAT_PROVIDER_NAME) and lists its models
+ * in the catalog; `n` goes in one call.
+ */
+export const IMAGES_API: ProviderDescriptor = {
+  format: 'images-api',
+  title: 'an OpenAI-compatible images API (`POST /images/generations`; API key)',
+  providers: [],
+  generic: true,
+  credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
+  environment: {
+    credentials: { api_key: 'OPENAI_COMPAT_API_KEY' },
+    baseUrl: 'OPENAI_COMPAT_BASE_URL',
+    providerName: 'OPENAI_COMPAT_PROVIDER_NAME',
+  },
+  calls: 'one-for-n',
+  resultHosts: [],
+  models: [],
+  errors: IMAGES_API_ERRORS,
+  createClient(account, settings) {
+    const credentials = credentialsOf(account, IMAGES_API);
+    return new ImagesApiClient({
+      provider: account.provider,
+      baseUrl: account.baseUrl as string,
+      apiKey: credentials.api_key as string,
+      oneImagePerCall: false,
+      publicOnly: settings.publicOnly,
+      models: [],
+      errors: IMAGES_API_ERRORS,
+    });
+  },
+};

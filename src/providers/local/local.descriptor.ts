@@ -1,0 +1,17 @@
+import type { ProviderDescriptor } from '../descriptor';
+import { LOCAL_MODELS } from './local-models';
+import { LocalProvider } from './local.provider';
+
+/** The built-in renderer: no account, no upstream, always configured (the environment's only). */
+export const LOCAL: ProviderDescriptor = {
+  format: 'local',
+  title: 'the built-in renderer (no upstream)',
+  providers: ['local'],
+  environment: { credentials: {}, settings: ['LOCAL_PROVIDER_MODE'], channelId: 'chn_envLocal' },
+  calls: 'one-for-n',
+  offline: true,
+  resultHosts: [],
+  models: LOCAL_MODELS,
+  errors: [],
+  createClient: (_account, settings) => new LocalProvider(settings.localMode ?? 'render'),
+};

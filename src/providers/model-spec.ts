@@ -1,0 +1,133 @@
+import { ApiError } from '../errors/api-error';
+
+/**
+ * A model's documented output sizes: pixel count and aspect ratio (width / height), optionally each
+ * side, a grid both sides must sit on, or an enumerated set of sizes (OpenAI's GPT image models).
+ */
+export interface SizeBounds {
+  min_pixels: number;
+  max_pixels: number;
+  min_ratio: number;
+  max_ratio: number;
+  min_side?: number;
+  max_side?: number;
+  /** Only these sizes (`WxH`), when the model takes an enumerated set; the other bounds still hold. */
+  allowed_sizes?: readonly string[];
+  /** Both sides must be multiples of this many pixels (e.g. 16). */
+  side_multiple?: number;
+}
+
+/** Image formats a model may take as inputs, named as the gateway sniffs them from the bytes. */
+export type InputImageFormat = 'png' | 'jpeg' | 'webp' | 'bmp' | 'tiff' | 'gif';
+
+/** What a model takes as input images (references, edits), as its upstream documents it. */
+export interface InputImageLimits {
+  /** Most input images per request. */
+  max_images: number;
+  formats: readonly InputImageFormat[];
+  /** Largest input image, in bytes. */
+  max_bytes: number;
+  /** Bounds on each input's width / height and pixel count. */
+  min_ratio?: number;
+  max_ratio?: number;
+  max_side?: number;
+  min_side?: number;
+  max_pixels?: number;
+  /** Inputs plus requested outputs at most this many (Ark Seedream: 15). */
+  max_inputs_plus_outputs?: number;
+  /** Whether it takes a mask (edits with a transparent area to repaint). */
+  mask: boolean;
+  /** How the upstream receives them: in the request body (`inline`: data URIs) or as URLs it fetches itself (`url`: the gateway's signed URLs). */
+  delivery: 'inline' | 'url';
+}
+
+/** The optional request fields a model documents; the gateway sends an upstream only these. */
+export interface UpstreamModelParams {
+  /** Its seed's largest value (the gateway's seed + image index is sent modulo max + 1). */
+  seed?: { max: number };
+  /** Visual API: one image per task (else a task may make, and bill, several). */
+  force_single?: true;
+  /** Ark: `sequential_image_generation` (group output), sent `disabled`: the gateway asks one image per call. */
+  sequential_image_generation?: true;
+  /** Ark: `output_format` (`png` | `jpeg`); passed through from the catalog's `upstream_options`. */
+  output_format?: true;
+  /**
+   * The `size` value it takes instead of `WxH` (SeedEdit 3.0: only `adaptive`, the output follows
+   * the input image).
+   */
+  fixed_size?: string;
+  /**
+   * Visual API: `min_ratio` / `max_ratio` widen the ratio the model accepts (defaults `default`);
+   * sent only for a request whose ratio lies outside the defaults.
+   */
+  ratio_bounds?: { default_min: number; default_max: number };
+}
+
+/**
+ * What one upstream model documents: the output sizes it takes, the optional request fields it reads
+ * and the input images it takes. The gateway refuses other sizes before charging. Each wire format's
+ * descriptor lists its rows; docs/operators/providers.md shows them with their public sources.
+ */
+export interface UpstreamModelSpec {
+  /** Upstream model id (Ark) or req_key (visual API); a trailing `*` matches the dated ids (`doubao-seedream-4-5-251128`). */
+  match: string;
+  /**
+   * The model family, for catalog entries whose upstream id the pattern cannot know (BytePlus ids
+   * without `doubao-`, Ark endpoint ids `ep-…`): catalog `upstream_family`.
+   */
+  family: string;
+  sizes?: SizeBounds;
+  params: UpstreamModelParams;
+  /** Input images it takes; none when absent. */
+  inputs?: InputImageLimits;
+}
+
+/** The row of `table` for an upstream id, or for its declared family (which wins). */
+export function findModelSpec(table: readonly UpstreamModelSpec[], upstreamModel: string, family?: string): UpstreamModelSpec | undefined {
+  if (family !== undefined) return table.find((spec) => spec.family === family);
+  return table.find((spec) => (spec.match.endsWith('*') ? upstreamModel.startsWith(spec.match.slice(0, -1)) : upstreamModel === spec.match));
+}
+
+/**
+ * The seed to send for the image at `index`, or undefined when the upstream takes none. Models
+ * no table knows get `seed + index`: they are mostly operators' OpenAI-compatible servers,
+ * which may honour a seed, and the tables list the models known to take none.
+ */
+export function seedFor(spec: UpstreamModelSpec | undefined, seed: number | undefined, index: number): number | undefined {
+  if (seed === undefined) return undefined;
+  if (!spec) return seed + index;
+  if (!spec.params.seed) return undefined;
+  // Wrapped into the upstream's range: the same gateway seed always sends the same upstream seed.
+  return (seed + index) % (spec.params.seed.max + 1);
+}
+
+/** Why `width`×`height` is outside `bounds`, or undefined when it is inside. */
+export function sizeOutOfBounds(width: number, height: number, bounds: SizeBounds): string | undefined {
+  const pixels = width * height;
+  const ratio = width / height;
+  if (bounds.allowed_sizes !== undefined && !bounds.allowed_sizes.includes(`${width}x${height}`)) return `the size must be one of ${bounds.allowed_sizes.join(', ')}`;
+  if (bounds.side_multiple !== undefined && (width % bounds.side_multiple !== 0 || height % bounds.side_multiple !== 0)) return `each side must be a multiple of ${bounds.side_multiple} px`;
+  if (bounds.min_side !== undefined && Math.min(width, height) < bounds.min_side) return `each side must be at least ${bounds.min_side} px`;
+  if (bounds.max_side !== undefined && Math.max(width, height) > bounds.max_side) return `each side must be at most ${bounds.max_side} px`;
+  if (pixels < bounds.min_pixels) return `width × height must be at least ${bounds.min_pixels} pixels (it is ${pixels})`;
+  if (pixels > bounds.max_pixels) return `width × height must be at most ${bounds.max_pixels} pixels (it is ${pixels})`;
+  if (ratio < bounds.min_ratio || ratio > bounds.max_ratio) return `width / height must be between ${formatRatio(bounds.min_ratio)} and ${formatRatio(bounds.max_ratio)}`;
+  return undefined;
+}
+
+function formatRatio(ratio: number): string {
+  return ratio < 1 ? `1/${Math.round(1 / ratio)}` : String(ratio);
+}
+
+/** 400 invalid_request (param `size`) for a size the model's upstream would refuse; checked before anything is charged. */
+export function checkSize(model: string, width: number, height: number, bounds: SizeBounds | undefined): void {
+  if (!bounds) return;
+  const why = sizeOutOfBounds(width, height, bounds);
+  if (why) throw new ApiError('invalid_request', `Size ${width}x${height} is not available on model ${model}: ${why}.`, { param: 'size' });
+}
+
+/** `WxH` or `W×H` (Ark writes both) as numbers; undefined when it is neither. */
+export function parseSize(text: string | undefined): { width: number; height: number } | undefined {
+  const match = text === undefined ? null : /^\s*(\d+)\s*[x×]\s*(\d+)\s*$/.exec(text);
+  return match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
+}
