@@ -1980,6 +1980,10 @@ export interface components {
             min_side?: number;
             /** @description Largest width and height, when the model bounds each side. */
             max_side?: number;
+            /** @description Only these sizes (`WxH`), when the model takes an enumerated set (OpenAI GPT image models); the other bounds hold too. */
+            allowed_sizes?: string[];
+            /** @description Both sides must be multiples of this many pixels, when the model takes a grid (e.g. 16). */
+            side_multiple?: number;
         };
         /**
          * @description The input images (references, edits) a model takes, as its upstream documents them (all

@@ -1,10 +1,10 @@
 import type { CatalogModel } from '../config/catalog';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { callsOfEntry } from '../providers/formats';
 import type { ProviderImage, ProviderRequest } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
-import { oneImagePerCall } from './channel-clients';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
 import type { CallScope, ChannelWaitLine } from './channel-wait-line';
@@ -21,6 +21,7 @@ interface Attempt {
 }
 
 interface RequestContext extends CallScope {
+  generationId: string;
   settings: ResilienceSettings;
   attempts: Attempt[];
   journal?: TaskJournal;
@@ -80,11 +81,11 @@ export class ChannelFailover {
     }, settings.timeoutMs);
     const unlink = abortWhen(clientSignal, deadline);
     const signal = deadline.signal;
-    const context: RequestContext = { entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal };
+    const context: RequestContext = { generationId, entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal };
     const started = this.deps.clock.now();
     const stats = this.runtimes.statsOf(entry.provider);
     try {
-      const split = request.n > 1 && oneImagePerCall({ transport: (entry.transport ?? 'images-api') as Channel['transport'] });
+      const split = request.n > 1 && callsOfEntry(entry, request.n) === request.n;
       const units = split
         ? Array.from({ length: request.n }, (_, index) => ({ ...request, n: 1, ...(request.seed !== undefined ? { seed: request.seed + index } : {}) }))
         : [request];
@@ -167,7 +168,13 @@ export class ChannelFailover {
         const onRequestSent = () => {
           reached = true;
         };
-        const images = await client.generate({ ...request, upstreamModel, onRequestSent, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
+        const onBilled = (billedImages: number, deliveredImages: number) => {
+          // The account is billed what the upstream says it made; no attempt field holds it, so the log does.
+          if (billedImages !== deliveredImages) {
+            this.deps.logger.warn({ generation_id: context.generationId, channel_id: channel.id, image_index: imageIndex, billed_images: billedImages, delivered_images: deliveredImages }, 'upstream billed a different number of images than it delivered');
+          }
+        };
+        const images = await client.generate({ ...request, upstreamModel, onRequestSent, onBilled, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });

@@ -1,11 +1,12 @@
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
+import { formatOfEntry } from '../providers/formats';
 import { UpstreamError } from '../providers/upstream-errors';
 import type { ChannelClient } from './channel-clients';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelLimitStore, ChannelUsage } from './channel-limits';
 import type { ChannelRouterDeps, ChannelRuntimes } from './channel-runtime';
-import { type Channel, environmentVariablesOf, servesModel } from './channel.model';
+import { type Channel, servesModel } from './channel.model';
 
 /** How often a request waiting for a slot looks again (a release on this replica wakes it at once). */
 const QUEUE_POLL_MS = 50;
@@ -233,8 +234,9 @@ export class ChannelWaitLine {
   }
 
   private unconfigured(entry: CatalogModel): ApiError {
-    const transport = (entry.transport ?? (entry.provider === 'local' ? 'local' : 'images-api')) as Channel['transport'];
-    const variables = environmentVariablesOf({ transport } as Channel).split(', ').slice(0, transport === 'visual' ? 2 : 1).join(' and ');
+    // The variables that make the environment account: its credentials (formats.ts / descriptor.ts).
+    const environment = formatOfEntry(entry)?.environment;
+    const variables = Object.values(environment?.credentials ?? {}).join(' and ') || 'its environment variables';
     return new ApiError('provider_unavailable', `Provider ${entry.provider} is not configured on this gateway: set ${variables}, or add a channel.`, {
       param: 'model',
     });

@@ -2,6 +2,7 @@ import type { components } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { GatewayConfig } from '../config/config';
 import type { ChannelsTable } from '../db/schema';
+import { defaultFormatOf, descriptorOf, FORMATS } from '../providers/formats';
 import { toIso, toIsoOrNull } from '../shared/clock';
 
 type Schemas = components['schemas'];
@@ -34,10 +35,10 @@ export interface Channel {
   updatedAt: number;
 }
 
-export const DEFAULT_BASE_URLS: Partial<Record<ChannelTransport, string>> = {
-  visual: 'https://visual.volcengineapi.com',
-  ark: 'https://ark.cn-beijing.volces.com/api/v3',
-};
+/** Each format's public endpoint, from its descriptor (formats without one need `base_url`). */
+export const DEFAULT_BASE_URLS: Partial<Record<ChannelTransport, string>> = Object.fromEntries(
+  FORMATS.flatMap((descriptor) => (descriptor.defaultBaseUrl === undefined ? [] : [[descriptor.format, descriptor.defaultBaseUrl]])),
+);
 
 export function parseModels(text: string): ChannelModelEntry[] {
   return JSON.parse(text) as ChannelModelEntry[];
@@ -107,8 +108,9 @@ export function servesModel(channel: Channel, entry: CatalogModel): boolean {
   return channel.models.some((m) => m.model === entry.model);
 }
 
-function defaultTransport(provider: string): ChannelTransport {
-  return provider === 'local' ? 'local' : 'images-api';
+/** The format of a provider's catalog entries without `transport` (formats.ts); none for a provider with several. */
+function defaultTransport(provider: string): ChannelTransport | undefined {
+  return defaultFormatOf(provider)?.format as ChannelTransport | undefined;
 }
 
 /**
@@ -154,9 +156,14 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
 }
 
 /** What the environment variables of an environment channel are, for messages. */
-export function environmentVariablesOf(channel: Channel): string {
-  if (channel.transport === 'visual') return 'VOLC_ACCESS_KEY_ID, VOLC_SECRET_ACCESS_KEY, VOLC_VISUAL_ENDPOINT';
-  if (channel.transport === 'ark') return 'ARK_API_KEY, ARK_BASE_URL';
-  if (channel.transport === 'images-api') return 'OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY';
-  return 'LOCAL_PROVIDER_MODE';
+export function environmentVariablesOf(channel: Pick<Channel, 'transport'>): string {
+  return environmentVariableList(channel.transport).join(', ');
+}
+
+/** Its format's environment variables: the credentials', then the base URL's (or its settings' when it has neither). */
+export function environmentVariableList(transport: string): string[] {
+  const environment = descriptorOf(transport)?.environment;
+  if (!environment) return [];
+  const variables = [...Object.values(environment.credentials), ...(environment.baseUrl === undefined ? [] : [environment.baseUrl])];
+  return variables.length > 0 ? variables : [...(environment.settings ?? [])];
 }

@@ -3,6 +3,7 @@ import { type AuditChange, type AuditContext, REDACTED, recordAuditEvent, update
 import type { CatalogModel } from '../config/catalog';
 import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { descriptorOf, formatOfEntry } from '../providers/formats';
 import { type Clock, toIsoOrNull } from '../shared/clock';
 import { newId } from '../shared/ids';
 import { pointsAtPrivateAddress, resolvedUrlProblem } from '../shared/safe-url';
@@ -119,15 +120,17 @@ export class ChannelsService {
       if (seen.has(model)) throw invalid(`Model ${model} is listed twice.`, 'models');
       seen.add(model);
       if (entry.provider !== provider) throw invalid(`Model ${model} is served by provider ${entry.provider}, not ${provider}.`, 'models');
-      const modelTransport = entry.transport ?? (entry.provider === 'local' ? 'local' : 'images-api');
+      const modelTransport = formatOfEntry(entry)?.format;
       if (modelTransport !== transport) throw invalid(`Model ${model} is served over ${modelTransport}, not ${transport}.`, 'models');
     }
   }
 
+  /** The credentials' fields are exactly those the transport's descriptor names. */
   private checkCredentials(transport: string, credentials: ChannelCredentials): void {
-    const wantsKeyPair = transport === 'visual';
-    if (wantsKeyPair !== 'access_key_id' in credentials) {
-      throw invalid(wantsKeyPair ? 'visual channels take access_key_id and secret_access_key.' : `${transport} channels take api_key.`, 'credentials');
+    const fields = (descriptorOf(transport)?.credentials?.fields ?? []).map((field) => field.name);
+    const given = Object.keys(credentials);
+    if (fields.length === 0 || fields.some((field) => !given.includes(field)) || given.some((field) => !fields.includes(field))) {
+      throw invalid(fields.length === 0 ? `${transport} channels cannot be created through the API.` : `${transport} channels take ${fields.join(' and ')}.`, 'credentials');
     }
   }
 

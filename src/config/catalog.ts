@@ -1,4 +1,4 @@
-import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, upstreamModelSpec } from '../providers/upstream-models';
+import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, UPSTREAM_FAMILIES, upstreamModelSpec } from '../providers/upstream-models';
 import { inputLimits } from './input-limits';
 import { type PriceRow, parsePriceTable } from './price-table';
 
@@ -19,6 +19,11 @@ export interface CatalogModel {
   default_size: string;
   /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
   transport?: string;
+  /**
+   * The model family of its format's table (src/providers/<format>/*-models.ts) when `upstream_model`
+   * does not say it: BytePlus ids (`seedream-4-5-251128`), Ark endpoint ids (`ep-…`).
+   */
+  upstream_family?: string;
   /** Extra fields sent to the upstream as they are, e.g. `{"scale": 0.5}` for the visual API. */
   upstream_options?: Record<string, unknown>;
   /** Sizes other than these are refused with 400 before charging; by default the upstream model's (upstream-models.ts). */
@@ -28,14 +33,14 @@ export interface CatalogModel {
 }
 
 /** The upstream model's documented sizes (none for models the table does not know). */
-function boundsOf(upstreamModel: string): { size_bounds?: SizeBounds } {
-  const sizes = upstreamModelSpec(upstreamModel)?.sizes;
+function boundsOf(upstreamModel: string, family?: string): { size_bounds?: SizeBounds } {
+  const sizes = upstreamModelSpec(upstreamModel, family)?.sizes;
   return sizes ? { size_bounds: sizes } : {};
 }
 
 /** The upstream model's documented input images (none for models the table does not know, or that take none). */
-function inputsOf(upstreamModel: string): { input_limits?: InputImageLimits } {
-  const inputs = upstreamModelSpec(upstreamModel)?.inputs;
+function inputsOf(upstreamModel: string, family?: string): { input_limits?: InputImageLimits } {
+  const inputs = upstreamModelSpec(upstreamModel, family)?.inputs;
   return inputs ? { input_limits: inputs } : {};
 }
 
@@ -57,6 +62,16 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
     credits_per_image: 4,
     default_size: '2048x2048',
     ...upstreamLimitsOf('doubao-seedream-4-5-251128'),
+  },
+  // Seedream 5.0 lite, through Ark: 2K / 3K sizes (3,686,400…10,404,496 pixels).
+  {
+    model: 'jimeng-5.0-lite',
+    provider: 'jimeng',
+    transport: 'ark',
+    upstream_model: 'doubao-seedream-5-0-260128',
+    credits_per_image: 4,
+    default_size: '2048x2048',
+    ...upstreamLimitsOf('doubao-seedream-5-0-260128'),
   },
   { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...upstreamLimitsOf('jimeng_t2i_v40') },
   { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...upstreamLimitsOf('jimeng_t2i_v31') },
@@ -85,7 +100,19 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   const minSide = positive('min_side', false);
   const maxSide = positive('max_side', false);
   if (bounds.min_pixels > bounds.max_pixels || bounds.min_ratio > bounds.max_ratio) throw new Error(`${where}: "size_bounds" has a minimum above its maximum`);
-  return { ...bounds, ...(minSide === undefined ? {} : { min_side: minSide }), ...(maxSide === undefined ? {} : { max_side: maxSide }) };
+  const multiple = positive('side_multiple', false);
+  if (multiple !== undefined && !Number.isInteger(multiple)) throw new Error(`${where}: "size_bounds.side_multiple" must be an integer`);
+  const allowed = v.allowed_sizes;
+  if (allowed !== undefined && (!Array.isArray(allowed) || allowed.length === 0 || allowed.some((size) => typeof size !== 'string' || !/^[1-9][0-9]*x[1-9][0-9]*$/.test(size)))) {
+    throw new Error(`${where}: "size_bounds.allowed_sizes" must be a non-empty array of sizes like 1024x1024`);
+  }
+  return {
+    ...bounds,
+    ...(minSide === undefined ? {} : { min_side: minSide }),
+    ...(maxSide === undefined ? {} : { max_side: maxSide }),
+    ...(allowed === undefined ? {} : { allowed_sizes: allowed as string[] }),
+    ...(multiple === undefined ? {} : { side_multiple: multiple }),
+  };
 }
 
 /** A catalog entry as written in MODEL_CATALOG: what `parseCatalog` derives from the upstream table left out. */
@@ -154,9 +181,11 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
     const defaultSize = e.default_size === undefined ? '1024x1024' : text('default_size');
     if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
     const upstreamModel = e.upstream_model === undefined ? model : text('upstream_model');
-    const bounds = e.size_bounds === undefined ? boundsOf(upstreamModel) : { size_bounds: sizeBounds(e.size_bounds, where) };
+    const family = e.upstream_family === undefined ? undefined : text('upstream_family');
+    if (family !== undefined && !UPSTREAM_FAMILIES.includes(family)) throw new Error(`${where}: "upstream_family" ${family} is not a known model family (known: ${UPSTREAM_FAMILIES.join(', ')})`);
+    const bounds = e.size_bounds === undefined ? boundsOf(upstreamModel, family) : { size_bounds: sizeBounds(e.size_bounds, where) };
     // `null` says the model takes no input images, whatever its upstream's table entry says.
-    const inputs = e.input_limits === undefined ? inputsOf(upstreamModel) : e.input_limits === null ? {} : { input_limits: inputLimits(e.input_limits, where) };
+    const inputs = e.input_limits === undefined ? inputsOf(upstreamModel, family) : e.input_limits === null ? {} : { input_limits: inputLimits(e.input_limits, where) };
     const [width, height] = defaultSize.split('x').map(Number) as [number, number];
     const outside = bounds.size_bounds && sizeOutOfBounds(width, height, bounds.size_bounds);
     if (outside) throw new Error(`${where}: "default_size" ${defaultSize} is outside the model's size bounds (${outside})`);
@@ -167,6 +196,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       credits_per_image: credits,
       default_size: defaultSize,
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
+      ...(family === undefined ? {} : { upstream_family: family }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
       ...(e.price_table === undefined ? {} : { price_table: parsePriceTable(e.price_table, where) }),
       ...bounds,

@@ -1,4 +1,5 @@
 import type { GenerationAttemptsTable } from '../db/schema';
+import { sendsNothingUpstream } from '../providers/formats';
 import { callsOf, type StoredGenerationRequest } from './durable';
 
 /**
@@ -21,7 +22,7 @@ function imagesPerCall(stored: StoredGenerationRequest): number {
 
 /** Images whose calls were sent, from the image indexes of the calls (each index counted once). */
 export function imagesOfCalls(stored: StoredGenerationRequest, callIndexes: Iterable<number>): number {
-  if (stored.entry.provider === 'local') return 0;
+  if (sendsNothingUpstream(stored.entry)) return 0;
   return new Set(callIndexes).size * imagesPerCall(stored);
 }
 
@@ -31,7 +32,7 @@ export function imagesOfCalls(stored: StoredGenerationRequest, callIndexes: Iter
  * one that does not (the synchronous path) counts every image as sent once it runs.
  */
 export function imagesSentAtCancel(stored: StoredGenerationRequest, status: 'queued' | 'running', markedCalls: readonly number[]): number {
-  if (status === 'queued' || stored.entry.provider === 'local') return 0;
+  if (status === 'queued' || sendsNothingUpstream(stored.entry)) return 0;
   return stored.mark_sends ? imagesOfCalls(stored, markedCalls) : stored.request.n;
 }
 

@@ -4,6 +4,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { GenerationTasksTable, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import type { StoredInputs } from '../images/inputs/input-images';
+import { callsOfEntry } from '../providers/formats';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
@@ -35,10 +36,9 @@ export function storedRequestOf(row: Pick<GenerationsTable, 'id' | 'request'>): 
   return JSON.parse(row.request) as StoredGenerationRequest;
 }
 
-/** Upstream calls a generation makes: one per image on one-image-per-call transports, else one. */
+/** Upstream calls a generation makes: its format's rule (formats.ts callsOfEntry), as the failover splits it. */
 export function callsOf(stored: StoredGenerationRequest): number {
-  const transport = stored.entry.transport;
-  return transport === 'visual' || transport === 'ark' ? stored.request.n : 1;
+  return callsOfEntry(stored.entry, stored.request.n);
 }
 
 /**

@@ -14,6 +14,7 @@ import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
 import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
+import { sendsNothingUpstream } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, storedRequestOf } from './durable';
 import { listGenerationTasks } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
@@ -120,7 +121,7 @@ export class GenerationRunner {
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = entry.provider === 'local' ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
+    const journal = sendsNothingUpstream(entry) ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
     if (row.runs > 1 && interrupted(stored, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
       const lost = imagesOfCalls(stored, unacknowledgedCalls(stored, tasks));
@@ -249,7 +250,7 @@ function errorCodeOf(error: unknown): string {
  * id, since it may have been sent. The local provider sends nothing upstream.
  */
 function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): boolean {
-  return stored.entry.provider !== 'local' && unacknowledgedCalls(stored, tasks).length > 0;
+  return !sendsNothingUpstream(stored.entry) && unacknowledgedCalls(stored, tasks).length > 0;
 }
 
 /** The calls a predecessor marked sent but never saw accepted: neither resumable nor safe to send again. */

@@ -259,6 +259,7 @@ export class GenerationService {
         prompt: input.prompt,
         ...(input.negative_prompt !== undefined ? { negativePrompt: input.negative_prompt } : {}),
         upstreamModel: entry.upstream_model,
+        ...(entry.upstream_family === undefined ? {} : { upstreamFamily: entry.upstream_family }),
         ...(entry.transport !== undefined ? { transport: entry.transport } : {}),
         ...(entry.upstream_options !== undefined ? { upstreamOptions: entry.upstream_options } : {}),
         n: input.n ?? 1,

@@ -1,5 +1,5 @@
 import { ARK } from './ark/ark.descriptor';
-import type { ProviderDescriptor } from './descriptor';
+import { callsFor, type ProviderDescriptor } from './descriptor';
 import { findModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
 import { VISUAL } from './jimeng/visual.descriptor';
@@ -43,6 +43,20 @@ export function defaultFormatOf(provider: string): ProviderDescriptor | undefine
 /** The format a catalog entry is served over: its `transport`, else its provider's one format. */
 export function formatOfEntry(entry: { provider: string; transport?: string }): ProviderDescriptor | undefined {
   return entry.transport !== undefined ? descriptorOf(entry.transport) : defaultFormatOf(entry.provider);
+}
+
+/**
+ * Upstream calls a request of `n` images for a catalog entry costs: the one rule the failover's
+ * split, the task journal and the charges of cancels and disconnects share.
+ */
+export function callsOfEntry(entry: { provider: string; transport?: string }, n: number): number {
+  const format = formatOfEntry(entry);
+  return format ? callsFor(format, n) : 1;
+}
+
+/** Whether a catalog entry's format sends nothing upstream (the built-in renderer): its cancels cost nothing, a takeover runs it again. */
+export function sendsNothingUpstream(entry: { provider: string; transport?: string }): boolean {
+  return formatOfEntry(entry)?.offline === true;
 }
 
 /**

@@ -12,7 +12,7 @@ export interface SizeBounds {
   min_side?: number;
   max_side?: number;
   /** Only these sizes (`WxH`), when the model takes an enumerated set; the other bounds still hold. */
-  allowed_sizes?: readonly string[];
+  allowed_sizes?: string[];
   /** Both sides must be multiples of this many pixels (e.g. 16). */
   side_multiple?: number;
 }

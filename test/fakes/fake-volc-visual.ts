@@ -160,7 +160,11 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
         const width = Number(body.width);
         const height = Number(body.height);
         const pixels = width * height;
-        if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < spec.minRatio || width / height > spec.maxRatio) {
+        // 4.0: min_ratio / max_ratio widen the ratio, each in [1/16, 16) (defaults 1/3 and 3).
+        const minRatio = body.min_ratio === undefined ? spec.minRatio : Number(body.min_ratio);
+        const maxRatio = body.max_ratio === undefined ? spec.maxRatio : Number(body.max_ratio);
+        if ([minRatio, maxRatio].some((r) => !(r >= 1 / 16 && r < 16))) return failure(res, INVALID_PARAMETER);
+        if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < minRatio || width / height > maxRatio) {
           return failure(res, INVALID_PARAMETER);
         }
       }

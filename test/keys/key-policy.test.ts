@@ -198,7 +198,7 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
       expect((await get('jimeng-4.0')).input_limits).toMatchObject({ max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15_000_000, max_side: 4096, mask: false, delivery: 'url' });
       expect(await get('jimeng-3.1')).not.toHaveProperty('input_limits');
       const listed = (await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } })).body.data as Array<{ id: string; input_limits?: { max_images: number } }>;
-      expect(Object.fromEntries(listed.map((m) => [m.id, m.input_limits?.max_images ?? null]))).toEqual({ 'local-1': 4, 'jimeng-4.5': 14, 'jimeng-4.0': 10, 'jimeng-3.1': null });
+      expect(Object.fromEntries(listed.map((m) => [m.id, m.input_limits?.max_images ?? null]))).toEqual({ 'local-1': 4, 'jimeng-4.5': 14, 'jimeng-5.0-lite': 14, 'jimeng-4.0': 10, 'jimeng-3.1': null });
     });
   });
 });

@@ -92,7 +92,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
 
   it.each([
     ['jimeng-4.0', '1024x768'],
-    ['jimeng-4.0', '4096x1024'],
+    ['jimeng-4.0', '4200x256'],
     ['jimeng-3.1', '3000x3000'],
   ])('%s at %s: 400 invalid_request on size, nothing submitted nor charged', async (model, size) => {
     const before = await creditsUsed();
@@ -102,6 +102,17 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
     expect(fake.requests).toHaveLength(calls);
     expect(await creditsUsed()).toBe(before);
+  });
+
+  it('jimeng-4.0 outside 1/3…3 (4096x1024) sends min_ratio / max_ratio, which unlock 1/16…16; inside, neither is sent', async () => {
+    const res = await generate('wide banner', { model: 'jimeng-4.0', size: '4096x1024' });
+    expect(res.status).toBe(200);
+    const submit = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').at(-1);
+    expect(submit?.body).toMatchObject({ req_key: 'jimeng_t2i_v40', width: 4096, height: 1024, min_ratio: 1 / 3, max_ratio: 4 });
+    expect((await generate('square', { model: 'jimeng-4.0', size: '2048x2048' })).status).toBe(200);
+    const square = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').at(-1);
+    expect(square?.body).not.toHaveProperty('min_ratio');
+    expect(square?.body).not.toHaveProperty('max_ratio');
   });
 
   it('returns b64_json when asked, and one task per image', async () => {
