@@ -36,6 +36,7 @@ describe('the startup output', () => {
       models: [
         { model: 'local-1', status: 'available' },
         { model: 'jimeng-4.5', status: 'unconfigured' },
+        { model: 'jimeng-5.0-lite', status: 'unconfigured' },
         { model: 'jimeng-4.0', status: 'unconfigured' },
         { model: 'jimeng-3.1', status: 'unconfigured' },
       ],
@@ -53,6 +54,6 @@ describe('the startup output', () => {
     expect(text).toContain(
       `creative-gateway listening on http://127.0.0.1:${port}: API reference http://127.0.0.1:${port}/docs, console http://127.0.0.1:${port}/console, internal API http://127.0.0.1:${internalPort}\n`,
     );
-    expect(text).toContain('models: local-1, jimeng-4.5 (no channel), jimeng-4.0 (no channel), jimeng-3.1 (no channel)\n');
+    expect(text).toContain('models: local-1, jimeng-4.5 (no channel), jimeng-5.0-lite (no channel), jimeng-4.0 (no channel), jimeng-3.1 (no channel)\n');
   });
 });
