@@ -1,0 +1,38 @@
+import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { FAL_RESULT_LIFE_MS, FalClient } from './fal-client';
+import { FAL_ERRORS } from './fal-errors';
+import { FAL_MODELS } from './fal-models';
+
+/**
+ * fal.ai's queue (`POST https://queue.fal.run/{app}`, `Authorization: Key …`): FLUX and other apps,
+ * one request for the `n` images (`num_images`), polled by the URLs the queue answers.
+ */
+export const FAL: ProviderDescriptor = {
+  format: 'fal',
+  title: "fal.ai's queue (`queue.fal.run/{app}`: FLUX apps; API key)",
+  providers: ['fal'],
+  credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
+  // FAL_KEY is the name fal's own SDKs and docs read (fal-ai/fal-js libs/client/src/config.ts
+  // credentialsFromEnv; fal.ai/docs "Authentication"): a key already exported for them works as it is.
+  environment: { credentials: { api_key: 'FAL_KEY' }, baseUrl: 'FAL_BASE_URL' },
+  defaultBaseUrl: 'https://queue.fal.run',
+  calls: 'one-for-n',
+  // Generated files are served from fal's CDN: fal.media and its v2/v3/v3b subdomains
+  // (fal.ai/docs/documentation/model-apis/media-expiration: "https://v3b.fal.media/files/...").
+  resultHosts: ['fal.media', '*.fal.media'],
+  models: FAL_MODELS,
+  errors: FAL_ERRORS,
+  // The handle is the request's own status, response and cancel URLs (fal: "do not build these URLs
+  // yourself"); fal keeps a completed request's result for 1 hour.
+  resume: { holds: 'the request_id with its status_url, response_url and cancel_url (JSON)', lifeMs: FAL_RESULT_LIFE_MS },
+  createClient(account, settings) {
+    const credentials = credentialsOf(account, FAL);
+    return new FalClient({
+      provider: account.provider,
+      baseUrl: account.baseUrl as string,
+      apiKey: credentials.api_key as string,
+      pollIntervalMs: settings.pollIntervalMs,
+      publicOnly: settings.publicOnly,
+    });
+  },
+};
