@@ -322,7 +322,9 @@ export class FalClient implements WireClient {
     if (answer.status === 202) return phase === 'status' ? answer : undefined;
     if (answer.status === 200) return answer;
     const failure = falError(provider, answer.status, (answer.json ?? {}) as FalErrorAnswer, answer.retryAfterMs, false);
-    if (failure.code === 'provider_busy' || (phase === 'status' && failure.retryable)) return undefined;
+    // The queue's own rate limit (429) delays any read; a status read's busy or 5xx answer too. A result
+    // read's other answers are the app's final error (a runner that could not be scheduled included).
+    if (answer.status === 429 || (phase === 'status' && failure.retryable)) return undefined;
     throw new UpstreamError(failure.code, `${failure.message} (request ${requestId} was accepted)`, false, {
       ...(failure.param === undefined ? {} : { param: failure.param }),
       accountProblem: failure.traits.accountProblem,
