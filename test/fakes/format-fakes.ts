@@ -1,3 +1,4 @@
+import { startFakeFal } from './fake-fal';
 import { startFakeImagesApi } from './fake-images-api';
 import { startFakeVisual } from './fake-volc-visual';
 
@@ -47,5 +48,9 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
       size: '1024x1024',
       close: () => fake.close(),
     };
+  },
+  fal: async () => {
+    const fake = await startFakeFal({ apiKey: 'fal-format:key' });
+    return { env: { FAL_KEY: 'fal-format:key', FAL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'fal', model: 'fal-flux-dev', size: '1024x768', close: () => fake.close() };
   },
 };

@@ -1,3 +1,4 @@
+import { declareVariable, httpUrl, text } from '../../config/env-types';
 import { credentialsOf, type ProviderDescriptor } from '../descriptor';
 import { FAL_RESULT_LIFE_MS, FalClient } from './fal-client';
 import { FAL_ERRORS } from './fal-errors';
@@ -14,11 +15,18 @@ export const FAL: ProviderDescriptor = {
   credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
   // FAL_KEY is the name fal's own SDKs and docs read (fal-ai/fal-js libs/client/src/config.ts
   // credentialsFromEnv; fal.ai/docs "Authentication"): a key already exported for them works as it is.
-  environment: { credentials: { api_key: 'FAL_KEY' }, baseUrl: 'FAL_BASE_URL' },
+  environment: {
+    credentials: { api_key: 'FAL_KEY' },
+    baseUrl: 'FAL_BASE_URL',
+    variables: {
+      FAL_KEY: declareVariable(text.optional(), { description: 'API key of fal.ai (`key_id:key_secret`; provider `fal`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      FAL_BASE_URL: declareVariable(httpUrl.default('https://queue.fal.run'), { description: "base URL of fal.ai's queue" }),
+    },
+  },
   defaultBaseUrl: 'https://queue.fal.run',
   calls: 'one-for-n',
   // Generated files are served from fal's CDN: fal.media and its v2/v3/v3b subdomains
-  // (fal.ai/docs/documentation/model-apis/media-expiration: "https://v3b.fal.media/files/...").
+  // (fal.ai/docs/documentation/model-apis/media-expiration: "https://v3.fal.media/files/...").
   resultHosts: ['fal.media', '*.fal.media'],
   models: FAL_MODELS,
   errors: FAL_ERRORS,
