@@ -52,6 +52,8 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
     expect(submit.body).toEqual({ prompt: 'a lighthouse', num_images: 2, image_size: { width: 1024, height: 768 }, seed: 7 });
     expect(sent).toEqual(['sent']);
     // The handle is what fal answered: its URLs name owner/app only (`fal-ai/flux`), never rebuilt from the app id.
+    // Stored as the response URL alone (the journal's task_id holds 200 characters), giving back the same URLs.
+    expect(accepted[0]).toBe(`${fal.url}/fal-ai/flux/requests/${submit.requestId}`);
     const handle = decodeHandle(accepted[0]!);
     expect(handle).toEqual({
       request_id: submit.requestId,

@@ -47,23 +47,34 @@ export interface FalHandle {
   cancel_url: string;
 }
 
-/** The resume handle (the task journal's `task_id`): the four fields, as one JSON string. */
+/**
+ * The resume handle (the task journal's `task_id`, at most 200 characters): the response URL alone
+ * when the status and cancel URLs are it plus `/status` and `/cancel`, as fal answers them (so the
+ * handle gives back exactly the URLs fal answered); all four fields as JSON otherwise.
+ */
 export function encodeHandle(handle: FalHandle): string {
-  return JSON.stringify({ request_id: handle.request_id, status_url: handle.status_url, response_url: handle.response_url, cancel_url: handle.cancel_url });
+  const { request_id, status_url, response_url, cancel_url } = handle;
+  const derived = status_url === `${response_url}/status` && cancel_url === `${response_url}/cancel` && response_url.endsWith(`/${request_id}`);
+  return derived ? response_url : JSON.stringify({ request_id, status_url, response_url, cancel_url });
 }
 
-export function decodeHandle(text: string): FalHandle {
+export function decodeHandle(text: string | null): FalHandle {
+  const refuse = () => new ApiError('internal_error', 'The stored fal request handle is not one this gateway wrote; the request is not sent again.');
+  if (text === null || text.length === 0) throw refuse();
+  if (!text.startsWith('{')) {
+    const requestId = text.slice(text.lastIndexOf('/') + 1);
+    if (!/^https?:\/\//.test(text) || requestId.length === 0) throw refuse();
+    return { request_id: requestId, status_url: `${text}/status`, response_url: text, cancel_url: `${text}/cancel` };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    value = undefined;
+    throw refuse();
   }
-  const handle = value as Partial<FalHandle> | undefined;
+  const handle = value as Partial<FalHandle> | null;
   const fields = ['request_id', 'status_url', 'response_url', 'cancel_url'] as const;
-  if (typeof handle !== 'object' || handle === null || fields.some((field) => typeof handle[field] !== 'string')) {
-    throw new ApiError('internal_error', 'The stored fal request handle is not one this gateway wrote; the request is not sent again.');
-  }
+  if (typeof handle !== 'object' || handle === null || fields.some((field) => typeof handle[field] !== 'string')) throw refuse();
   return handle as FalHandle;
 }
 

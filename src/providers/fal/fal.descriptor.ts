@@ -30,9 +30,9 @@ export const FAL: ProviderDescriptor = {
   resultHosts: ['fal.media', '*.fal.media'],
   models: FAL_MODELS,
   errors: FAL_ERRORS,
-  // The handle is the request's own status, response and cancel URLs (fal: "do not build these URLs
-  // yourself"); fal keeps a completed request's result for 1 hour.
-  resume: { holds: 'the request_id with its status_url, response_url and cancel_url (JSON)', lifeMs: FAL_RESULT_LIFE_MS },
+  // The handle gives back the request's own status, response and cancel URLs (fal: "do not build these
+  // URLs yourself"); fal keeps a completed request's result for 1 hour.
+  resume: { holds: "the request's response_url (its status_url and cancel_url are it plus /status and /cancel), else the four fields as JSON", lifeMs: FAL_RESULT_LIFE_MS },
   createClient(account, settings) {
     const credentials = credentialsOf(account, FAL);
     return new FalClient({
