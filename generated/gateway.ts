@@ -1859,7 +1859,7 @@ export interface components {
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`; more by configuration).
          * @example local
          * @example jimeng
          */
