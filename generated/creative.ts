@@ -266,6 +266,7 @@ export interface components {
             default_size: string;
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
+            fallbacks?: components["schemas"]["ModelFallbacks"];
             /**
              * @description `degraded`: the provider circuit is open; `unconfigured`: credentials missing.
              * @enum {string}
@@ -306,16 +307,20 @@ export interface components {
             /** @description As the gateway's `images` (GenerateImageRequest), with the same limits and codes; an `img_` id must name an image this service stored (its generations' outputs or inputs). */
             images?: components["schemas"]["InputImages"];
             mask?: components["schemas"]["InputImage"];
+            /** @description As the gateway's `fallback` (GenerateImageRequest), over the whole chain (a service has no key to restrict it); a request with `provider` and a model the catalog does not list has no fallbacks. */
+            fallback?: components["schemas"]["Fallback"];
         };
         InternalGenerationResponse: {
             id: string;
             created: number;
+            /** @description The model that delivered: the requested one, or one of its fallbacks. */
             model: string;
+            requested_model: components["schemas"]["RequestedModel"];
             provider: components["schemas"]["ProviderName"];
             data: components["schemas"]["GeneratedImage"][];
             usage: {
                 images: number;
-                /** @description Catalog price of the generation (recorded, not charged to any key). */
+                /** @description Catalog price of the generation at the model that delivered (recorded, not charged to any key). */
                 credits: number;
             };
         };
@@ -330,9 +335,12 @@ export interface components {
             key_id: string | null;
             /** @description The service token, for internal generations. */
             client_id: string | null;
+            /** @description The model it runs on: the requested one or the fallback it continued on; once it succeeded, the model that delivered. */
             model: string;
+            requested_model: components["schemas"]["RequestedModel"];
             provider: string;
             images: number;
+            /** @description Reserved while it runs (the highest price of its chain, with fallbacks); once it succeeded, the price of the model that delivered. */
             credits: number;
             status: components["schemas"]["GenerationStatus"];
             error_code: string | null;
@@ -345,13 +353,17 @@ export interface components {
             completed_at: string | null;
             /**
              * @description Only on `getGeneration`: every upstream call made for it, in order (one per image on
-             *     one-image-per-call transports), with the channel that served it. Clients never see these.
+             *     one-image-per-call transports), with the channel that served it and the model it was for:
+             *     a generation that continued on its fallbacks shows each model of the chain it tried, in
+             *     order. Clients never see these.
              */
             attempts?: components["schemas"]["GenerationAttempt"][];
         };
         GenerationAttempt: {
             /** @description Which of the request's upstream calls (0 for a single call). */
             image_index: number;
+            /** @description The catalog model the call was for (null on attempts recorded before fallbacks existed). */
+            model: string | null;
             channel_id: string;
             /** @enum {string} */
             outcome: "succeeded" | "failed" | "failed_over";
@@ -493,6 +505,12 @@ export interface components {
             delivery: "inline" | "url";
         };
         /**
+         * @description The models a request for this one continues on, in order, when every channel of it fails on
+         *     the provider's side (see the generation request's `fallback`): its catalog `fallbacks`, each
+         *     followed by its own. Absent when it has none.
+         */
+        ModelFallbacks: string[];
+        /**
          * @description Stable machine-readable error code.
          * @enum {string}
          */
@@ -591,6 +609,22 @@ export interface components {
          *     generated: inputs cost nothing.
          */
         InputImages: components["schemas"]["InputImage"][];
+        /**
+         * @description Whether the generation may continue on the model's `fallbacks` (`GET /v1/models`). With
+         *     `true` (the default), when every channel of the requested model fails on the provider's
+         *     side (no channel serves it, its channels are down or their circuits open, busy past the
+         *     wait line, a timeout, the upstream account's or the channel's configuration problem), the
+         *     generation continues on the next model of the chain that this key may use and that takes
+         *     the request's size, quality and input images; never after a refusal of the prompt or the
+         *     images (`content_policy_violation`, `output_moderated`) or an invalid request. It is charged
+         *     the price of the model that delivered (`model` of the answer and of the generation;
+         *     `requested_model` names the one asked for) and reserves, until it settles, `n` times the
+         *     highest price of the chain. `false`: only the requested model.
+         * @default true
+         */
+        Fallback: boolean;
+        /** @description The model the request asked for; `model` differs from it when the generation continued on one of its fallbacks. */
+        RequestedModel: string;
         GeneratedImage: {
             /** @description The gateway's signed image URL (when `response_format` is `url`); it expires with the image's retention. */
             url?: string;

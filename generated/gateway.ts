@@ -13,6 +13,9 @@ export interface paths {
          * Generate images
          * @description Generates `n` images with the given model. Credits (`n` x the model's price) are
          *     reserved before the provider is called, settled on success and released on failure.
+         *     A model with `fallbacks` (`GET /v1/models`) may be served by one of them when all its
+         *     channels fail on the provider's side (the request's `fallback`): the reservation is then `n`
+         *     x the highest price of the chain, and the charge the price of the model that delivered.
          *     Every response carries `RateLimit-Policy`, `RateLimit` and `X-RateLimit-*` headers.
          */
         post: operations["generateImage"];
@@ -1059,7 +1062,8 @@ export interface components {
             /** @enum {string} */
             object: "generation";
             status: components["schemas"]["ClientGenerationStatus"];
-            model: string;
+            model: components["schemas"]["GenerationModel"];
+            requested_model: components["schemas"]["RequestedModel"];
             provider: components["schemas"]["ProviderName"];
             created_at: components["schemas"]["Timestamp"];
             started_at: components["schemas"]["GenerationStartedAt"];
@@ -1069,6 +1073,8 @@ export interface components {
             usage: components["schemas"]["GenerationUsage"];
         };
         GenerationId: string;
+        /** @description The model it runs on: the requested one, or the fallback it continued on (`provider` is that model's); once it succeeded, the model that delivered, whose price it was charged. */
+        GenerationModel: string;
         /**
          * Format: date-time
          * @description When its current run started; null while queued.
@@ -1093,7 +1099,7 @@ export interface components {
             images: number;
             /** @description Held while queued or running. */
             credits_reserved: number;
-            /** @description Charged once it succeeded; 0 otherwise. */
+            /** @description Charged once it succeeded (the price of the model that delivered), or kept by a cancel or disconnect for the upstream calls already sent; 0 otherwise. */
             credits_charged: number;
         };
         ClientGenerationList: {
@@ -1231,7 +1237,8 @@ export interface components {
             /** @enum {string} */
             object: "generation";
             status: components["schemas"]["ClientGenerationStatus"];
-            model: string;
+            model: components["schemas"]["GenerationModel"];
+            requested_model: components["schemas"]["RequestedModel"];
             provider: components["schemas"]["ProviderName"];
             created_at: components["schemas"]["Timestamp"];
             started_at: components["schemas"]["GenerationStartedAt"];
@@ -1293,20 +1300,23 @@ export interface components {
             id: string;
             /** @description Unix time in seconds. */
             created: number;
+            /** @description The model that delivered the images: the requested one, or one of its fallbacks (`provider` is that model's). */
             model: string;
+            requested_model: components["schemas"]["RequestedModel"];
             provider: components["schemas"]["ProviderName"];
             data: components["schemas"]["GeneratedImage"][];
             usage: {
                 images: number;
                 credits_charged: number;
                 credits_remaining: number;
-                /** @description The price of each image of this request (the model's `price_table` row for its size and quality, else its `credits_per_image`). */
+                /** @description The price of each image of this request at the model that delivered it (its `price_table` row for the size and quality, else its `credits_per_image`). */
                 credits_per_image: number;
             };
         };
         /**
          * @description OpenAI's request. Honoured: `prompt`, `model`, `n`, `size` (`auto` = the model's default),
-         *     `response_format`, `quality` (as the gateway's `quality`). Accepted and ignored (hints that do not change what is asked for):
+         *     `response_format`, `quality` (as the gateway's `quality`), `fallback` (the gateway's own: `false` keeps the generation on the requested model).
+         *     Accepted and ignored (hints that do not change what is asked for):
          *     `user`, `style`, `background`, `moderation`, `output_format`,
          *     `output_compression`, and any other field not listed here. Refused with 400 naming the
          *     field, before anything is charged: `stream: true` and `partial_images` above 0 (this
@@ -1338,6 +1348,7 @@ export interface components {
             partial_images?: 0;
             webhook?: components["schemas"]["GenerationWebhookUrl"];
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
+            fallback?: components["schemas"]["Fallback"];
         } & {
             [key: string]: unknown;
         };
@@ -1345,7 +1356,7 @@ export interface components {
          * @description OpenAI's edit request as `multipart/form-data` (every non-file field is text on the wire,
          *     so `n` is the digits). Honoured: `image` (one or more files, also sent as `image[]`),
          *     `prompt`, `model`, `n`, `size` (`auto` = the model's default), `response_format`, `mask`,
-         *     `quality` (as the gateway's `quality`).
+         *     `quality` (as the gateway's `quality`), `fallback` (the gateway's own, `true` or `false`).
          *     Accepted and ignored: `user`, `background`, `input_fidelity`, `output_format`,
          *     `output_compression` and any other text field. Files other than `image` / `image[]` /
          *     `mask` are refused with 400. The body as a whole is at most 72 MiB; the files follow
@@ -1379,6 +1390,11 @@ export interface components {
              * @enum {string}
              */
             partial_images?: "0";
+            /**
+             * @description The gateway's `fallback` (GenerateImageRequest) as text: `false` keeps the generation on the requested model.
+             * @enum {string}
+             */
+            fallback?: "true" | "false";
         } & {
             [key: string]: unknown;
         };
@@ -1518,6 +1534,8 @@ export interface components {
             price_table?: components["schemas"]["PriceTable"];
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
+            /** @description The models a request for this one continues on, in order, when every channel of it fails on the provider's side: those of its chain this key may use. Absent when there are none. */
+            fallbacks?: components["schemas"]["ModelFallbacks"];
         };
         OpenAIModelList: {
             /** @enum {string} */
@@ -1815,6 +1833,20 @@ export interface components {
         GenerationWebhookUrl: string;
         /** @description Which settlements are delivered to `webhook`; default all three. */
         GenerationWebhookEvents: ("completed" | "failed" | "canceled")[];
+        /**
+         * @description Whether the generation may continue on the model's `fallbacks` (`GET /v1/models`). With
+         *     `true` (the default), when every channel of the requested model fails on the provider's
+         *     side (no channel serves it, its channels are down or their circuits open, busy past the
+         *     wait line, a timeout, the upstream account's or the channel's configuration problem), the
+         *     generation continues on the next model of the chain that this key may use and that takes
+         *     the request's size, quality and input images; never after a refusal of the prompt or the
+         *     images (`content_policy_violation`, `output_moderated`) or an invalid request. It is charged
+         *     the price of the model that delivered (`model` of the answer and of the generation;
+         *     `requested_model` names the one asked for) and reserves, until it settles, `n` times the
+         *     highest price of the chain. `false`: only the requested model.
+         * @default true
+         */
+        Fallback: boolean;
         GenerateImageRequest: {
             /** @description What to draw. */
             prompt: string;
@@ -1857,7 +1889,10 @@ export interface components {
             mask?: components["schemas"]["InputImage"];
             webhook?: components["schemas"]["GenerationWebhookUrl"];
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
+            fallback?: components["schemas"]["Fallback"];
         };
+        /** @description The model the request asked for; `model` differs from it when the generation continued on one of its fallbacks. */
+        RequestedModel: string;
         /**
          * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`; more by configuration).
          * @example local
@@ -2039,6 +2074,12 @@ export interface components {
              */
             delivery: "inline" | "url";
         };
+        /**
+         * @description The models a request for this one continues on, in order, when every channel of it fails on
+         *     the provider's side (see the generation request's `fallback`): its catalog `fallbacks`, each
+         *     followed by its own. Absent when it has none.
+         */
+        ModelFallbacks: string[];
     };
     responses: {
         /** @description The channel (never its credentials). */

@@ -1,11 +1,12 @@
 import type { CatalogModel } from '../config/catalog';
 import { ChannelDirectory, type Routable } from './channel-directory';
-import { ChannelFailover, type ChannelRun, type TaskJournal } from './channel-failover';
+import { ChannelFailover, type TaskJournal } from './channel-failover';
 import { type ChannelHealth, ChannelHealthMonitor, type ChannelTestOutcome, type ProviderHealthSummary } from './channel-health';
 import { type ChannelRouterDeps, ChannelRuntimes } from './channel-runtime';
-import { ChannelWaitLine } from './channel-wait-line';
+import { ChannelWaitLine, type ModelRoom } from './channel-wait-line';
+import { type ChainRun, ModelFallbacks, type ModelStage } from './model-fallbacks';
 
-export type { ChannelHealth, ChannelRouterDeps, ChannelTestOutcome, ProviderHealthSummary, TaskJournal };
+export type { ChainRun, ChannelHealth, ChannelRouterDeps, ChannelTestOutcome, ModelRoom, ModelStage, ProviderHealthSummary, TaskJournal };
 
 /**
  * Sends each generation to a channel (upstream account) of its model: enabled, under its limits,
@@ -16,19 +17,20 @@ export type { ChannelHealth, ChannelRouterDeps, ChannelTestOutcome, ProviderHeal
  *
  * The parts: the channel directory (channel-directory.ts), the per-replica breakers, cool-downs and
  * stats (channel-runtime.ts), the choice of a channel and the wait line (channel-wait-line.ts),
- * failover (channel-failover.ts), and health, test and probe (channel-health.ts).
+ * failover (channel-failover.ts), model fallbacks (model-fallbacks.ts), and health, test and probe
+ * (channel-health.ts).
  */
 export class ChannelRouter {
   private readonly directory: ChannelDirectory;
   private readonly waitLine: ChannelWaitLine;
-  private readonly failover: ChannelFailover;
+  private readonly fallbacks: ModelFallbacks;
   private readonly monitor: ChannelHealthMonitor;
 
   constructor(private readonly deps: ChannelRouterDeps) {
     const runtimes = new ChannelRuntimes(deps);
     this.directory = new ChannelDirectory(deps);
     this.waitLine = new ChannelWaitLine(deps, this.directory, runtimes);
-    this.failover = new ChannelFailover(deps, this.directory, runtimes, this.waitLine);
+    this.fallbacks = new ModelFallbacks(new ChannelFailover(deps, this.directory, runtimes, this.waitLine), deps.logger);
     this.monitor = new ChannelHealthMonitor(deps, this.directory, runtimes);
   }
 
@@ -42,14 +44,17 @@ export class ChannelRouter {
     this.directory.invalidate();
   }
 
-  /** See ChannelFailover.generate: the generation's calls, routed and failed over, with their attempt rows. */
-  generate(...args: Parameters<ChannelFailover['generate']>): Promise<ChannelRun> {
-    return this.failover.generate(...args);
+  /**
+   * See ModelFallbacks.generate: the generation's calls on its model (ChannelFailover.generate:
+   * routed and failed over), then on its fallbacks while the provider fails, with their attempt rows.
+   */
+  generate(...args: Parameters<ModelFallbacks['generate']>): Promise<ChainRun> {
+    return this.fallbacks.generate(...args);
   }
 
-  /** See ChannelWaitLine.hasRoom: a hint for the durable worker, no slot is taken. */
-  hasRoom(entry: CatalogModel): Promise<boolean> {
-    return this.waitLine.hasRoom(entry);
+  /** See ChannelWaitLine.roomFor: a hint for the durable worker, no slot is taken. */
+  roomFor(entry: CatalogModel): Promise<ModelRoom> {
+    return this.waitLine.roomFor(entry);
   }
 
   /** Calls waiting for a slot on this replica, per model (the saturation queue's depth). */

@@ -16,6 +16,9 @@ interface QueueTicket {
   wake: () => void;
 }
 
+/** Whether a model's channels could take a call now (ChannelWaitLine.roomFor). */
+export type ModelRoom = 'room' | 'full' | 'down';
+
 /** What choosing a channel needs of the request: its model, its one deadline, its cancellation. */
 export interface CallScope {
   entry: CatalogModel;
@@ -77,17 +80,23 @@ export class ChannelWaitLine {
   }
 
   /**
-   * Whether a call for `entry` could start now on some channel: enabled, breaker not open, not
-   * cooling down, under its concurrency cap, its limit store answering. Only a hint (no slot is
-   * taken): the durable worker leaves work queued while it is false, so a burst waits in the queue
+   * Whether a call for `entry` could start now on some channel (`room`): enabled, breaker not open,
+   * not cooling down, under its concurrency cap, its limit store answering. Only a hint (no slot is
+   * taken): the durable worker leaves work queued while it is not, so a burst waits in the queue
    * rather than in sockets, and work queued during a Redis outage waits for Redis instead of failing.
+   * `full` when a channel that could serve is cooling down, at its cap or its store is not answering
+   * (the work waits for it); `down` when no channel serves the model usably (none, all disabled,
+   * circuits open): work for it would only fail, or continue on a fallback (generation-worker.ts modelHasRoom).
    */
-  async hasRoom(entry: CatalogModel): Promise<boolean> {
+  async roomFor(entry: CatalogModel): Promise<ModelRoom> {
     const now = this.deps.clock.now();
+    let room: ModelRoom = 'down';
     for (const { channel, client } of await this.directory.channels()) {
       if (!servesModel(channel, entry) || channel.status !== 'enabled' || client === undefined) continue;
       const runtime = this.runtimes.runtime(channel);
-      if (runtime.breaker.state === 'open' || runtime.coolingUntil > now) continue;
+      if (runtime.breaker.state === 'open') continue;
+      room = 'full';
+      if (runtime.coolingUntil > now) continue;
       let usage: ChannelUsage;
       try {
         usage = await this.runtimes.limitsOf(channel).usage(channel.id, now);
@@ -95,9 +104,9 @@ export class ChannelWaitLine {
         // Logged by the store's health; a slot could not be taken there now.
         continue;
       }
-      if (channel.maxConcurrency === null || usage.inFlight < channel.maxConcurrency) return true;
+      if (channel.maxConcurrency === null || usage.inFlight < channel.maxConcurrency) return 'room';
     }
-    return false;
+    return room;
   }
 
   /**

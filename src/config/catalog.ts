@@ -30,6 +30,11 @@ export interface CatalogModel {
   size_bounds?: SizeBounds;
   /** Input images (references, edits) it takes; none when absent. By default the upstream model's (upstream-models.ts). */
   input_limits?: InputImageLimits;
+  /**
+   * Other catalog models to continue on, in order, when every channel of this one fails on the
+   * provider's side (src/channels/model-fallbacks.ts); each brings its own fallbacks after it (fallbackChain).
+   */
+  fallbacks?: string[];
 }
 
 /** The upstream model's documented sizes (none for models the table does not know). */
@@ -162,8 +167,61 @@ export function extendCatalog(raw: unknown, base: readonly CatalogModel[] = DEFA
   return parseCatalog(entries);
 }
 
+function fallbackNames(value: unknown, where: string, model: string): string[] {
+  if (!Array.isArray(value) || value.some((name) => typeof name !== 'string' || name.length === 0)) throw new Error(`${where}: "fallbacks" must be an array of model names`);
+  const names = value as string[];
+  if (names.includes(model)) throw new Error(`${where}: "fallbacks" of ${model} names ${model} itself`);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw new Error(`${where}: "fallbacks" of ${model} names ${twice} twice`);
+  return names;
+}
+
+/** Every model a catalog's `fallbacks` name is in it, and no chain of fallbacks comes back to where it started. */
+function checkFallbacks(models: readonly CatalogModel[]): void {
+  const byName = new Map(models.map((entry) => [entry.model, entry]));
+  for (const entry of models) {
+    const unknown = entry.fallbacks?.find((name) => !byName.has(name));
+    if (unknown !== undefined) throw new Error(`model ${entry.model}: "fallbacks" names ${unknown}, which is not in the catalog`);
+  }
+  // Depth-first, with the path walked so far: a name met again on its own path is a cycle.
+  const done = new Set<string>();
+  const visit = (name: string, path: string[]): void => {
+    if (path.includes(name)) throw new Error(`"fallbacks" make a cycle: ${[...path.slice(path.indexOf(name)), name].join(' -> ')}`);
+    if (done.has(name)) return;
+    for (const next of byName.get(name)?.fallbacks ?? []) visit(next, [...path, name]);
+    done.add(name);
+  };
+  for (const entry of models) visit(entry.model, []);
+}
+
+/**
+ * The models a request for `entry` may continue on, in order: its `fallbacks`, each followed by its
+ * own chain (depth-first), every model once. The catalog has no cycles (checkFallbacks).
+ */
+export function fallbackChain(entry: CatalogModel, catalog: ReadonlyMap<string, CatalogModel>): CatalogModel[] {
+  const chain: CatalogModel[] = [];
+  const seen = new Set([entry.model]);
+  const walk = (from: CatalogModel): void => {
+    for (const name of from.fallbacks ?? []) {
+      const next = catalog.get(name);
+      if (!next || seen.has(name)) continue;
+      seen.add(name);
+      chain.push(next);
+      walk(next);
+    }
+  };
+  walk(entry);
+  return chain;
+}
+
 /** Parses and checks a catalog (from MODEL_CATALOG JSON); throws a readable message when it is wrong. */
 export function parseCatalog(raw: unknown): CatalogModel[] {
+  const models = parseModels(raw);
+  checkFallbacks(models);
+  return models;
+}
+
+function parseModels(raw: unknown): CatalogModel[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new Error('must be a non-empty JSON array of models');
   const seen = new Set<string>();
   return raw.map((entry: unknown, index) => {
@@ -205,6 +263,7 @@ export function parseCatalog(raw: unknown): CatalogModel[] {
       ...(e.price_table === undefined ? {} : { price_table: parsePriceTable(e.price_table, where) }),
       ...bounds,
       ...inputs,
+      ...(e.fallbacks === undefined ? {} : { fallbacks: fallbackNames(e.fallbacks, where, model) }),
     };
   });
 }

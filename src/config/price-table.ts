@@ -41,11 +41,15 @@ export function creditsPerImage(entry: { credits_per_image: number; price_table?
  * ignores it, as OpenAI-shaped clients send one by habit).
  */
 export function checkQuality(entry: { model: string; price_table?: readonly PriceRow[] }, quality: string | undefined): void {
-  if (quality === undefined || quality === 'auto') return;
+  const refusal = qualityRefusal(entry, quality);
+  if (refusal) throw new ApiError('invalid_request', refusal, { param: 'quality' });
+}
+
+/** Why `entry` does not take `quality` (checkQuality's rule), or undefined when it does. */
+export function qualityRefusal(entry: { model: string; price_table?: readonly PriceRow[] }, quality: string | undefined): string | undefined {
+  if (quality === undefined || quality === 'auto') return undefined;
   const priced: string[] = [...new Set((entry.price_table ?? []).flatMap((row) => (row.quality === undefined ? [] : [row.quality])))];
-  if (priced.length > 0 && !priced.includes(quality)) {
-    throw new ApiError('invalid_request', `Quality ${quality} is not available on model ${entry.model}; it takes ${priced.join(', ')} (or none).`, { param: 'quality' });
-  }
+  return priced.length > 0 && !priced.includes(quality) ? `Quality ${quality} is not available on model ${entry.model}; it takes ${priced.join(', ')} (or none).` : undefined;
 }
 
 /** Parses and checks a `price_table` of MODEL_CATALOG; throws a readable message when it is wrong. */

@@ -76,6 +76,11 @@ export interface GenerationsTable {
   /** Images made (or possibly made) upstream that no key paid for: the operator's loss, with its reason. */
   unbilled_images?: number;
   unbilled_reason?: string | null;
+  /**
+   * The model the client asked for, when the generation continued on a fallback (0023): `model` and
+   * `provider` then name the one that ran last (and delivered, when it succeeded). Null otherwise.
+   */
+  requested_model?: string | null;
 }
 
 /** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */
@@ -212,6 +217,8 @@ export interface GenerationAttemptsTable {
   error_code: string | null;
   latency_ms: number;
   started_at: number;
+  /** The catalog model the call was for (0023): a generation's fallbacks show as a change of model; null on older rows. */
+  model?: string | null;
 }
 
 /** A receiver of events (Standard Webhooks). */

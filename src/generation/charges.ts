@@ -1,6 +1,7 @@
+import { creditsPerImage } from '../config/price-table';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { sendsNothingUpstream } from '../providers/formats';
-import { callsOf, type StoredGenerationRequest } from './durable';
+import { callsOf, chainOf, onModel, type StoredGenerationRequest } from './durable';
 
 /**
  * What a generation that delivers nothing still costs, and what the operator loses. The rule, in one
@@ -11,6 +12,11 @@ import { callsOf, type StoredGenerationRequest } from './durable';
  * - a failure is never charged; images the upstream made for it anyway (the other images of a
  *   request whose one image failed, images that could not be stored, calls cut by a timeout or a
  *   takeover) are the operator's loss, counted on the generation and in a metric with their reason.
+ * - with model fallbacks (src/channels/model-fallbacks.ts) the reservation is `n` times the highest
+ *   price of the request's chain, and every charge is at the price of the model whose calls it pays
+ *   for: a success at the model that delivered, a cancel or disconnect at the model then running.
+ *   The calls of the models before it are never charged: what they may have made (cut by a timeout)
+ *   is the operator's loss.
  * Every upstream call is therefore either charged to a key or listed as a loss, never silently dropped.
  */
 export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere';
@@ -36,6 +42,26 @@ export function imagesSentAtCancel(stored: StoredGenerationRequest, status: 'que
   return stored.mark_sends ? imagesOfCalls(stored, markedCalls) : stored.request.n;
 }
 
+/** The price of each image of the request on its model (price-table.ts). */
+function priceOf(stored: StoredGenerationRequest): number {
+  return creditsPerImage(stored.entry, stored.request);
+}
+
+/** What a request reserves: `n` times the highest price of the models it may run on. */
+export function reservedCredits(stored: StoredGenerationRequest): number {
+  return stored.request.n * Math.max(...chainOf(stored).map((entry) => priceOf(onModel(stored, entry.model))));
+}
+
+/**
+ * The credits a generation holds for the model it runs on (`stage`: its stored request there,
+ * onModel): all it reserved, unless it has fallbacks and so reserved for the dearest of its chain;
+ * then `n` times this model's price. What creditsOf divides for a cancel, a disconnect or a success.
+ */
+export function heldFor(stage: StoredGenerationRequest, generation: { credits: number; images: number }): { credits: number; images: number } {
+  if (stage.fallbacks === undefined || stage.fallbacks.length === 0) return generation;
+  return { credits: Math.min(generation.credits, stage.request.n * priceOf(stage)), images: generation.images };
+}
+
 /** The credits of `images` of a generation that reserved `credits` for `of` images. */
 export function creditsOf(images: number, generation: { credits: number; images: number }): number {
   if (generation.images <= 0) return 0;
@@ -48,12 +74,20 @@ export function creditsOf(images: number, generation: { credits: number; images:
  */
 export function unbilledOf(
   stored: StoredGenerationRequest,
-  attempts: readonly Pick<GenerationAttemptsTable, 'image_index' | 'outcome' | 'error_code'>[],
+  attempts: readonly Pick<GenerationAttemptsTable, 'image_index' | 'outcome' | 'error_code' | 'model'>[],
   notStored: boolean,
 ): { images: number; reason: UnbilledReason } | undefined {
-  const made = imagesOfCalls(stored, attempts.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index));
-  const cut = imagesOfCalls(stored, attempts.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
-  const images = Math.min(made + cut, stored.request.n);
+  let made = 0;
+  let images = 0;
+  // Per model of the chain (attempts without one are the requested model's): each made at most `n`.
+  for (const model of new Set(attempts.map((a) => a.model ?? stored.entry.model))) {
+    const stage = onModel(stored, model);
+    const own = attempts.filter((a) => (a.model ?? stored.entry.model) === model);
+    const succeeded = imagesOfCalls(stage, own.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index));
+    const cut = imagesOfCalls(stage, own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
+    made += succeeded;
+    images += Math.min(succeeded + cut, stored.request.n);
+  }
   if (images === 0) return undefined;
   return { images, reason: notStored ? 'not_stored' : made > 0 ? 'partial_failure' : 'provider_timeout' };
 }

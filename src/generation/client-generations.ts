@@ -5,10 +5,10 @@ import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
-import type { StoredGenerationRequest } from './durable';
+import { onModel, type StoredGenerationRequest } from './durable';
 import type { ClientGeneration, GenerationResources } from './generation-resource';
 import type { GenerationWorker } from './generation-worker';
-import { creditsOf, imagesSentAtCancel } from './charges';
+import { creditsOf, heldFor, imagesSentAtCancel } from './charges';
 import { markedCallIndexes } from './durable.repository';
 import { findGeneration, listGenerations } from './generations.repository';
 import { cancelGeneration } from './settlement.repository';
@@ -90,7 +90,10 @@ export class ClientGenerations {
       let canceledFrom: 'queued' | 'running' = 'queued';
       const settled = await cancelGeneration(trx, row, { errorMessage, completedAt: clock.now() }, async (from) => {
         canceledFrom = from;
-        return stored ? creditsOf(imagesSentAtCancel(stored, from, from === 'running' ? await markedCallIndexes(trx, id) : []), row) : 0;
+        if (!stored) return 0;
+        // The model it runs on, read under the cancel's lock: a fallback may have moved it since `row` was read.
+        const stage = stored.fallbacks === undefined ? stored : onModel(stored, (await findGeneration(trx, id))?.model ?? row.model);
+        return creditsOf(imagesSentAtCancel(stage, from, from === 'running' ? await markedCallIndexes(trx, id) : []), heldFor(stage, row));
       });
       if (settled) await options.onCanceled?.(trx, { from: canceledFrom, chargedCredits: settled.chargedCredits });
       if (settled && (await this.deps.onSettled?.(trx, id))) return 'hooked';

@@ -176,6 +176,26 @@ export async function pruneSettledTasks(db: Db): Promise<number> {
   return Number(result.numDeletedRows ?? 0);
 }
 
+/**
+ * A generation moving on to the next model of its chain (src/channels/model-fallbacks.ts), while
+ * `owner` still runs it: the row names that model and its provider from now on (the model asked for
+ * kept in requested_model), its run's clock restarts (the sweeper gives it that provider's deadline),
+ * and the journal of the previous model's calls goes: they ended, and none is resumed. False when
+ * `owner` no longer holds it (canceled, or taken over).
+ */
+export async function recordFallback(db: Db, id: string, owner: string, to: { model: string; provider: string }, now: number): Promise<boolean> {
+  const moved = await db
+    .updateTable('generations')
+    .set((eb) => ({ requested_model: eb.fn.coalesce('requested_model', 'model'), model: to.model, provider: to.provider, started_at: now }))
+    .where('id', '=', id)
+    .where('status', '=', 'running')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  if (Number(moved.numUpdatedRows) !== 1) return false;
+  await db.deleteFrom('generation_tasks').where('generation_id', '=', id).execute();
+  return true;
+}
+
 /** The call provably reached nothing upstream: a takeover may send it again. */
 export async function forgetTask(db: Db, generationId: string, imageIndex: number): Promise<void> {
   await db.deleteFrom('generation_tasks').where('generation_id', '=', generationId).where('image_index', '=', imageIndex).execute();

@@ -28,6 +28,39 @@ export interface StoredGenerationRequest {
   mark_sends: boolean;
   /** The request's completion webhook (completion-webhooks.ts), when it asked for one. */
   webhook?: GenerationWebhook;
+  /**
+   * The models it may continue on, in order, when every channel of the one before fails on the
+   * provider's side (fallback-chain.ts chose them for this request and key; src/channels/model-fallbacks.ts
+   * runs them), as the catalog had them at submission. Absent without any.
+   */
+  fallbacks?: CatalogModel[];
+}
+
+/** The request fields a catalog model decides: what its upstream is asked for. */
+export function upstreamFieldsOf(entry: CatalogModel): Pick<StoredGenerationRequest['request'], 'upstreamModel' | 'upstreamFamily' | 'transport' | 'upstreamOptions'> {
+  return {
+    upstreamModel: entry.upstream_model,
+    ...(entry.upstream_family === undefined ? {} : { upstreamFamily: entry.upstream_family }),
+    ...(entry.transport !== undefined ? { transport: entry.transport } : {}),
+    ...(entry.upstream_options !== undefined ? { upstreamOptions: entry.upstream_options } : {}),
+  };
+}
+
+/** The models a generation may run on, in order: the requested one, then its fallbacks. */
+export function chainOf(stored: StoredGenerationRequest): CatalogModel[] {
+  return [stored.entry, ...(stored.fallbacks ?? [])];
+}
+
+/**
+ * The stored request as it runs on `model` of its chain: that model's entry and upstream fields, the
+ * rest as asked (what its calls, charges and losses are counted by). The requested model (or one the
+ * chain lacks) gives the stored request itself.
+ */
+export function onModel(stored: StoredGenerationRequest, model: string): StoredGenerationRequest {
+  const entry = stored.fallbacks?.find((candidate) => candidate.model === model);
+  if (!entry || model === stored.entry.model) return stored;
+  const { upstreamModel: _model, upstreamFamily: _family, transport: _transport, upstreamOptions: _options, ...asked } = stored.request;
+  return { ...stored, entry, request: { ...asked, ...upstreamFieldsOf(entry) } };
 }
 
 /** The request a generation row stores, for the worker that runs it (on any replica). */
@@ -63,6 +96,15 @@ export class GenerationTaskJournal implements TaskJournal {
   ) {
     for (const task of found) if (task.task_id !== null) this.resumable.set(task.image_index, { channelId: task.channel_id, taskId: task.task_id });
     for (const imageIndex of this.resumable.keys()) this.sent.add(imageIndex);
+  }
+
+  /**
+   * The generation moved on to the next model of its chain (recordFallback dropped the rows): the
+   * previous model's calls ended, so none is resumed, and what a disconnect charges starts afresh.
+   */
+  restart(): void {
+    this.resumable.clear();
+    this.sent.clear();
   }
 
   resume(imageIndex: number): { channelId: string; taskId: string } | undefined {

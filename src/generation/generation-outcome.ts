@@ -5,7 +5,11 @@ import type { ProviderImage } from '../providers/provider';
 export interface GenerationOutcome {
   id: string;
   created: number;
+  /** The model that delivered: the requested one, or one of its fallbacks. */
   entry: CatalogModel;
+  /** The model the request asked for. */
+  requestedModel: string;
   images: ProviderImage[];
+  /** What it was charged (recorded, for an internal service): the price of `entry`. */
   credits: number;
 }

@@ -27,6 +27,7 @@ export class GenerationResources {
       object: 'generation',
       status: row.status as ClientGeneration['status'],
       model: row.model,
+      requested_model: row.requested_model ?? row.model,
       provider: row.provider,
       created_at: toIso(row.created_at),
       started_at: toIsoOrNull(row.started_at),

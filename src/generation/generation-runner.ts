@@ -12,18 +12,19 @@ import type { ImagesService } from '../images/images.service';
 import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
-import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
+import { creditsOf, heldFor, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream } from '../providers/formats';
-import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, storedRequestOf } from './durable';
-import { listGenerationTasks } from './durable.repository';
+import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, chainOf, onModel, storedRequestOf } from './durable';
+import { listGenerationTasks, recordFallback } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
 import { LeaseLost, RunDeferred } from './generation-worker';
 import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
-import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleGeneration, settleGenerations } from './settlement.repository';
+import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleDelivered, settleGeneration, settleGenerations } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf } from '../images/images.repository';
+import type { CatalogModel } from '../config/catalog';
 
 export interface GenerationRunnerDeps {
   db: Kysely<Database>;
@@ -77,10 +78,18 @@ export class GenerationRunner {
    * (any Ark/images-API call, or a visual submit cut before its answer) cannot be resumed, and
    * sending it again could make the account pay twice, so the generation fails as `abandoned`.
    * `stored`: the row's request as this process wrote it (the synchronous path), not parsed back.
+   * With fallbacks, the run continues on the next model of the request's chain while the provider
+   * fails (src/channels/model-fallbacks.ts), a takeover on the model its predecessor had moved to,
+   * and the success is charged the price of the model that delivered (charges.ts).
    */
-  async execute(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest = storedRequestOf(row)): Promise<Omit<GenerationOutcome, 'credits'>> {
+  async execute(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest = storedRequestOf(row)): Promise<GenerationOutcome> {
     const { clock, channels, metrics, writes, db } = this.deps;
-    const { entry, request } = stored;
+    const { request } = stored;
+    const chain = chainOf(stored);
+    // The row names the model the run moved to (recordFallback): a takeover continues there.
+    const startAt = Math.max(0, chain.findIndex((candidate) => candidate.model === row.model));
+    // The stored request as the model now running takes it: what its calls, charges and losses are counted by.
+    let stage = onModel(stored, (chain[startAt] as CatalogModel).model);
     const started = clock.now();
     // The channel attempts, written here only: with the settlement (the same transaction, or statement), or alone when there is none.
     let attempts: GenerationAttemptsTable[] = [];
@@ -91,7 +100,7 @@ export class GenerationRunner {
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
       // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
       const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
-      const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stored, journal?.sent ?? []), row) : 0;
+      const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)) : 0;
       try {
         const hooked = await writes.run(async (trx) => {
           if (!attemptsWritten) await insertAttempts(trx, attempts);
@@ -106,7 +115,7 @@ export class GenerationRunner {
           });
           if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
           // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
-          if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stored, journal?.sent ?? []), row));
+          if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
           return settled && (await this.deps.completionWebhooks?.emit(trx, row.id)) === true;
         });
         attemptsWritten = true;
@@ -121,19 +130,28 @@ export class GenerationRunner {
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = sendsNothingUpstream(entry) ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
-    if (row.runs > 1 && interrupted(stored, tasks)) {
+    const journal = chain.every(sendsNothingUpstream) ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
+    if (row.runs > 1 && interrupted(stage, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
-      const lost = imagesOfCalls(stored, unacknowledgedCalls(stored, tasks));
+      const lost = imagesOfCalls(stage, unacknowledgedCalls(stage, tasks));
       await settleFailure(error, 'abandoned', lost > 0 ? { images: lost, reason: 'abandoned' } : undefined);
       throw error;
     }
     try {
       // Read back by id on every run: a takeover sends exactly the inputs the request gave.
-      const providerRequest = stored.inputs ? { ...request, ...(await this.deps.inputs.resolve(stored.inputs)) } : request;
-      const run = await channels.generate(row.id, entry, providerRequest, signal, journal);
+      const inputs = stored.inputs ? await this.deps.inputs.resolve(stored.inputs) : {};
+      const stages = chain.slice(startAt).map((entry) => ({ entry, request: { ...onModel(stored, entry.model).request, ...inputs } }));
+      const onFallback = async (next: CatalogModel) => {
+        if (!(await writes.run((trx) => recordFallback(trx, row.id, this.deps.owner, next, clock.now())))) {
+          throw new LeaseLost(row.id, (await findGeneration(db, row.id))?.status === 'canceled');
+        }
+        journal?.restart();
+        stage = onModel(stored, next.model);
+      };
+      const run = await channels.generate(row.id, stages, signal, journal, onFallback);
       attempts = run.attempts;
       if (!run.ok) throw run.error;
+      const entry = run.entry;
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
         { generationId: row.id, owner: imageOwnerOf(row), provider: entry.provider, images: run.images, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
@@ -142,15 +160,33 @@ export class GenerationRunner {
       const latencyMs = elapsedMs(clock, started);
       let hooked = false;
       const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
-      // Without a completion webhook (most requests) there is no event to write: one statement on PostgreSQL.
+      // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
+      const credits = heldFor(stage, row).credits;
+      const delivered =
+        credits === row.credits && entry.model === stored.entry.model
+          ? undefined
+          : {
+              model: entry.model,
+              provider: entry.provider,
+              requestedModel: stored.entry.model,
+              credits,
+              // What the models before it may have made (calls cut by a timeout): the operator's loss.
+              unbilled: unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false),
+            };
+      // Without a completion webhook or a new price (most requests) there is no event to write: one statement on PostgreSQL.
       let settled: boolean;
       try {
         settled =
-          stored.webhook === undefined
+          stored.webhook === undefined && delivered === undefined
             ? await this.settle({ id: row.id, outcome, attempts })
             : await writes.run(async (trx) => {
-                await insertAttempts(trx, attempts);
-                const done = await completeGeneration(trx, row.id, outcome);
+                let done: boolean;
+                if (delivered) {
+                  done = await settleDelivered(trx, row, delivered, outcome, attempts);
+                } else {
+                  await insertAttempts(trx, attempts);
+                  done = await completeGeneration(trx, row.id, outcome);
+                }
                 hooked = done && (await this.deps.completionWebhooks?.emit(trx, row.id)) === true;
                 return done;
               });
@@ -168,14 +204,15 @@ export class GenerationRunner {
         await this.withdraw(row.id, stored, attempts);
         throw signal.aborted ? signal.reason : new LeaseLost(row.id, true);
       }
-      if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, row.credits);
+      if (delivered?.unbilled) metrics.unbilledImages.inc({ reason: delivered.unbilled.reason }, delivered.unbilled.images);
+      if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
-      return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
+      return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images, credits };
     } catch (error) {
       if (error instanceof LeaseLost) {
         // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
         if (error.canceled && !stored.mark_sends && journal) {
-          const sent = creditsOf(imagesOfCalls(stored, journal.sent), row);
+          const sent = creditsOf(imagesOfCalls(stage, journal.sent), heldFor(stage, row));
           await writes.run((trx) => refundUnsentCalls(trx, row, sent)).catch((refundError: unknown) => this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'));
         }
         throw error;
@@ -183,7 +220,7 @@ export class GenerationRunner {
       // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
       // before any channel attempt, so before any upstream call: run again later, not failed.
       if (stored.mark_sends && attempts.length === 0 && !signal.aborted && dependencyApiError(error)) throw new RunDeferred(row.id, error);
-      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
+      metrics.generationSeconds.observe({ provider: stage.entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
       if (isDatabaseOutage(error)) {
         // The database already cost this request its wait: the answer does not wait for the release
         // too (it releases, whenever it lands, or is retried by onUnsettled; it never charges).

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { CatalogModel } from '../config/catalog';
+import type { ModelRoom } from '../channels/channel-router';
+import { type CatalogModel, fallbackChain } from '../config/catalog';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
@@ -221,12 +222,22 @@ export class GenerationWorker {
   }
 }
 
-/** Room for `model` on its channels; a model the catalog no longer has is let through (its run fails and releases it). */
+/**
+ * Room for `model` on its channels, or, when none of them is usable at all, on the first fallback of
+ * its chain that is not down as well (a run fails over to it: src/channels/model-fallbacks.ts); a model
+ * that is merely full keeps its work queued. A model the catalog no longer has is let through (its
+ * run fails and releases it).
+ */
 export async function modelHasRoom(
-  channels: { hasRoom(entry: CatalogModel): Promise<boolean> },
+  channels: { roomFor(entry: CatalogModel): Promise<ModelRoom> },
   catalog: ReadonlyMap<string, CatalogModel>,
   model: string,
 ): Promise<boolean> {
   const entry = catalog.get(model);
-  return entry === undefined ? true : channels.hasRoom(entry);
+  if (entry === undefined) return true;
+  for (const candidate of [entry, ...fallbackChain(entry, catalog)]) {
+    const room = await channels.roomFor(candidate);
+    if (room !== 'down') return room === 'room';
+  }
+  return false;
 }

@@ -52,8 +52,11 @@ async function submitAsync(
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await generation.clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await generation.resources.resource(row);
-  // Every image of a generation has one price: what it reserved for each.
-  if (resource.status === 'succeeded') return { done: resource, creditsRemaining: submitted.creditsRemaining, creditsPerImage: row.credits / row.images };
+  // Every image of a generation has one price, the delivering model's: settled, the row holds it, and the
+  // rest of what it reserved (for a dearer model of its chain) went back to the key.
+  if (resource.status === 'succeeded') {
+    return { done: resource, creditsRemaining: submitted.creditsRemaining + submitted.row.credits - row.credits, creditsPerImage: row.credits / row.images };
+  }
   if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
     throw new ApiError(resource.error.code as ErrorCode, resource.error.message);
   }
@@ -120,6 +123,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
             id: done.id,
             created: Math.floor(Date.parse(done.created_at) / 1000),
             model: done.model,
+            requested_model: done.requested_model,
             provider: done.provider,
             data: done.data ?? [],
             usage: { images: done.usage.images, credits_charged: done.usage.credits_charged, credits_remaining: outcome.creditsRemaining, credits_per_image: outcome.creditsPerImage },
@@ -138,13 +142,14 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
     createImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter } = body;
+      const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter, fallback } = body;
       const input = {
         prompt,
         model,
         n,
         response_format,
         ...(quality !== undefined ? { quality } : {}),
+        ...(fallback !== undefined ? { fallback } : {}),
         ...(size && size !== 'auto' ? { size } : {}),
         ...(webhook !== undefined ? { webhook } : {}),
         ...(webhook_events_filter !== undefined ? { webhook_events_filter } : {}),
@@ -154,7 +159,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/edits`: the uploaded files become the generation's input images.
     editImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format, quality } = body;
+      const { prompt, model, n, size, response_format, quality, fallback } = body;
       const files = uploadedFiles(body);
       if (!files || files.images.length === 0) throw new ApiError('invalid_request', 'image: send at least one image file.', { param: 'image' });
       const input: GenerationInput = {
@@ -163,6 +168,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         n: n === undefined ? 1 : Number(n),
         ...(response_format !== undefined ? { response_format } : {}),
         ...(quality !== undefined ? { quality } : {}),
+        ...(fallback !== undefined ? { fallback: fallback === 'true' } : {}),
         ...(size && size !== 'auto' ? { size } : {}),
         images: files.images,
         ...(files.mask ? { mask: files.mask } : {}),

@@ -5,7 +5,7 @@ import type { ChannelRouter } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
-import { checkQuality, creditsPerImage } from '../config/price-table';
+import { checkQuality } from '../config/price-table';
 import { ApiError } from '../errors/api-error';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
@@ -24,7 +24,9 @@ import { GenerationAdmission } from './admission';
 import type { GenerationOutcome } from './generation-outcome';
 import { ClientGenerations } from './client-generations';
 import type { CompletionWebhooks } from './completion-webhooks';
-import type { StoredGenerationRequest } from './durable';
+import { type StoredGenerationRequest, upstreamFieldsOf } from './durable';
+import { requestFallbacks } from './fallback-chain';
+import { reservedCredits } from './charges';
 import type { GenerationResources } from './generation-resource';
 import type { GenerationRunner } from './generation-runner';
 import { type GenerationWorker, LeaseLost } from './generation-worker';
@@ -85,6 +87,7 @@ export function generationSummary(outcome: GenerationOutcome): Omit<GenerateImag
     id: outcome.id,
     created: outcome.created,
     model: outcome.entry.model,
+    requested_model: outcome.requestedModel,
     provider: outcome.entry.provider,
     data: outcome.images.map((image) => ({
       ...(image.url !== undefined ? { url: image.url } : {}),
@@ -163,14 +166,16 @@ export class GenerationService {
       const webhook = await this.webhookOf(key, input);
       const request = this.storedRequest(entry, input, false);
       const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input, signal);
+      const fallbacks = this.fallbacksOf(entry, input, request, checked, key);
       slot = await holdConcurrencySlot(this.deps.leases, key);
       // Stored only once the request holds its slot: a request refused for concurrency stores nothing.
       const { generationId, inputs } = await this.keepInputs(checked);
       const n = input.n ?? 1;
-      const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
+      const stored = { ...request, ...fallbacks, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
       const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
       const outcome = await this.runHeld(reservation.row, signal, stored);
-      return { ...outcome, credits: reservation.cost, creditsPerImage: reservation.cost / n, creditsRemaining: reservation.creditsRemaining };
+      // Charged the price of the model that delivered; the rest of the reservation went back to the key.
+      return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
     } finally {
       await slot?.release();
     }
@@ -193,8 +198,10 @@ export class GenerationService {
     }
     const webhook = await this.webhookOf(key, input);
     const request = this.storedRequest(entry, input, true);
-    const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'key', id: key.id }, entry, input));
-    const stored = { ...request, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
+    const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input);
+    const fallbacks = this.fallbacksOf(entry, input, request, checked, key);
+    const { generationId, inputs } = await this.keepInputs(checked);
+    const stored = { ...request, ...fallbacks, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
     const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, stored, false, generationId);
     this.deps.worker.wake();
     return { row: reservation.row, creditsRemaining: reservation.creditsRemaining };
@@ -209,9 +216,11 @@ export class GenerationService {
     const { writes, clock } = this.deps;
     const now = clock.now();
     const request = this.storedRequest(entry, input, false);
-    const credits = (input.n ?? 1) * creditsPerImage(entry, request.request);
-    const { generationId, inputs } = await this.keepInputs(await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal));
-    const stored = { ...request, ...(inputs ? { inputs } : {}) };
+    const checked = await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal);
+    const { generationId, inputs } = await this.keepInputs(checked);
+    const stored = { ...request, ...this.fallbacksOf(entry, input, request, checked), ...(inputs ? { inputs } : {}) };
+    // Recorded, not charged: the same rule as a key's reservation, re-priced at settlement.
+    const credits = reservedCredits(stored);
     const row: GenerationsTable = {
       ...this.reservations.heldRow(now),
       id: generationId,
@@ -227,8 +236,7 @@ export class GenerationService {
       request: JSON.stringify(stored),
     };
     await writes.run((trx) => insertGeneration(trx, row));
-    const outcome = await this.runHeld(row, signal, stored);
-    return { ...outcome, credits };
+    return this.runHeld(row, signal, stored);
   }
 
   /** The request's input images, read and checked against the model's limits: the 4xx refusals, before anything is stored or reserved. */
@@ -245,6 +253,19 @@ export class GenerationService {
     return { generationId, ...(checked ? { inputs: await this.deps.inputs.keep(generationId, checked) } : {}) };
   }
 
+  /** The request's fallbacks (fallback-chain.ts), as the stored request keeps them: absent when none. */
+  private fallbacksOf(
+    entry: CatalogModel,
+    input: GenerationInput,
+    request: StoredGenerationRequest,
+    inputs: CheckedInputs | undefined,
+    key?: ClientKey,
+  ): Pick<StoredGenerationRequest, 'fallbacks'> {
+    const { width, height, quality } = request.request;
+    const fallbacks = requestFallbacks(entry, this.deps.catalog, { wanted: input.fallback, width, height, quality, inputs, ...(key ? { key } : {}) });
+    return fallbacks.length > 0 ? { fallbacks } : {};
+  }
+
   /** What a worker needs to run the generation later, on any replica. */
   private storedRequest(entry: CatalogModel, input: GenerationInput, background: boolean): StoredGenerationRequest {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
@@ -258,10 +279,7 @@ export class GenerationService {
       request: {
         prompt: input.prompt,
         ...(input.negative_prompt !== undefined ? { negativePrompt: input.negative_prompt } : {}),
-        upstreamModel: entry.upstream_model,
-        ...(entry.upstream_family === undefined ? {} : { upstreamFamily: entry.upstream_family }),
-        ...(entry.transport !== undefined ? { transport: entry.transport } : {}),
-        ...(entry.upstream_options !== undefined ? { upstreamOptions: entry.upstream_options } : {}),
+        ...upstreamFieldsOf(entry),
         n: input.n ?? 1,
         width,
         height,
@@ -273,7 +291,7 @@ export class GenerationService {
   }
 
   /** Runs a row this process holds, for a client awaiting it; its disconnect aborts (fails and releases) the run. */
-  private async runHeld(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest): Promise<Omit<GenerationOutcome, 'credits'>> {
+  private async runHeld(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest): Promise<GenerationOutcome> {
     try {
       return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.runner.execute(held, runSignal, stored));
     } catch (error) {

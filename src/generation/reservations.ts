@@ -1,4 +1,3 @@
-import { creditsPerImage } from '../config/price-table';
 import type { Kysely } from 'kysely';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
@@ -14,6 +13,7 @@ import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
+import { reservedCredits } from './charges';
 import type { StoredGenerationRequest } from './durable';
 import { insertGeneration } from './generations.repository';
 import { type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './reservations.repository';
@@ -78,7 +78,8 @@ export class Reservations {
   async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true, generationId = newSortableId('gen', this.deps.clock.now())) {
     const { writes, clock } = this.deps;
     const now = clock.now();
-    const cost = n * creditsPerImage(entry, stored.request);
+    // The highest price of the request's chain: a fallback may deliver (charges.ts).
+    const cost = reservedCredits(stored);
     const request = JSON.stringify(stored);
     const reservationFailed = (error: unknown): unknown => {
       if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;

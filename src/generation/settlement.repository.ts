@@ -79,6 +79,37 @@ export async function settleGeneration(db: Db, id: string, outcome: Settlement['
   return Number(result.rows[0]?.n ?? 0) === 1;
 }
 
+/**
+ * Settles a success charged other than it reserved, in the caller's transaction: a generation with
+ * fallbacks reserved for the dearest model of its chain (src/generation/charges.ts), and one of them
+ * delivered. The row takes the delivering model, its provider and the charge (`requested_model` the
+ * model asked for, when another delivered); the rest of the reservation goes back to the book it was
+ * taken from; completeGeneration then adds the charge to the rollups. `unbilled`: what the models
+ * before it may have made (the operator's loss). False when the row was no longer active.
+ */
+export async function settleDelivered(
+  trx: Db,
+  generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
+  delivered: { model: string; provider: string; requestedModel: string; credits: number; unbilled?: Unbilled | undefined },
+  outcome: Settlement['outcome'],
+  attempts: readonly GenerationAttemptsTable[],
+): Promise<boolean> {
+  await insertAttempts(trx, [...attempts]);
+  const charged = Math.min(delivered.credits, generation.credits);
+  const repriced = await trx
+    .updateTable('generations')
+    .set({ model: delivered.model, provider: delivered.provider, requested_model: delivered.model === delivered.requestedModel ? null : delivered.requestedModel, credits: charged })
+    .where('id', '=', generation.id)
+    .where('status', 'in', [...ACTIVE_STATUSES])
+    .executeTakeFirst();
+  if (Number(repriced.numUpdatedRows) !== 1 || !(await completeGeneration(trx, generation.id, outcome))) return false;
+  if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
+    await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
+  }
+  if (delivered.unbilled) await recordUnbilled(trx, generation.id, delivered.unbilled);
+  return true;
+}
+
 /** One settlement of settleGenerations(): what settleGeneration() takes. */
 export interface Settlement {
   id: string;

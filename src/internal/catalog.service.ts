@@ -1,6 +1,6 @@
 import type { components } from '../../generated/creative';
 import type { ChannelRouter } from '../channels/channel-router';
-import type { CatalogModel } from '../config/catalog';
+import { type CatalogModel, fallbackChain } from '../config/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 
 type Schemas = components['schemas'];
@@ -16,6 +16,7 @@ export class CatalogService {
   async models(): Promise<Schemas['Model'][]> {
     return Promise.all(
       [...this.catalog.values()].map(async (entry) => {
+        const fallbacks = fallbackChain(entry, this.catalog).map((next) => next.model);
         const status: Schemas['Model']['status'] = !(await this.channels.isConfigured(entry.provider, entry.transport))
           ? 'unconfigured'
           : (await this.channels.providerHealth(entry.provider)).circuit === 'open'
@@ -30,6 +31,7 @@ export class CatalogService {
           default_size: entry.default_size,
           ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
           ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
+          ...(fallbacks.length > 0 ? { fallbacks } : {}),
           status,
         };
       }),

@@ -18,6 +18,7 @@ function toGenerationResource(row: GenerationsTable): GenerationResource {
     key_id: row.key_id,
     client_id: row.client_id,
     model: row.model,
+    requested_model: row.requested_model ?? row.model,
     provider: row.provider,
     images: row.images,
     credits: row.credits,
@@ -49,6 +50,7 @@ export class UsageService {
       ...toGenerationResource(row),
       attempts: attempts.map((a) => ({
         image_index: a.image_index,
+        model: a.model ?? null,
         channel_id: a.channel_id,
         outcome: a.outcome as 'succeeded' | 'failed' | 'failed_over',
         error_code: a.error_code,

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/gateway';
-import type { CatalogModel } from '../config/catalog';
+import { type CatalogModel, fallbackChain } from '../config/catalog';
 import type { ApiKeysTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { CidrSet, parseCidr } from '../shared/cidr';
@@ -127,11 +127,14 @@ export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedP
   }
 }
 
-function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
+/** Whether the key may use `entry` (checkModelPermitted without the refusal). */
+export function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
   return modelRefusal(permissionsOf(key), entry) === undefined;
 }
 
-function openAiModel(entry: CatalogModel): OpenAIModel {
+function openAiModel(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, entry: CatalogModel): OpenAIModel {
+  // The chain a request of this key continues on: only the models it may use.
+  const fallbacks = fallbackChain(entry, catalog).filter((next) => mayUse(key, next)).map((next) => next.model);
   return {
     id: entry.model,
     object: 'model',
@@ -142,12 +145,13 @@ function openAiModel(entry: CatalogModel): OpenAIModel {
     ...(entry.price_table ? { price_table: entry.price_table.map((row) => ({ ...row })) } : {}),
     ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
     ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
+    ...(fallbacks.length > 0 ? { fallbacks } : {}),
   };
 }
 
 /** `GET /v1/models`: the catalog models this key may use. */
 export function modelsForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
-  return [...catalog.values()].filter((entry) => mayUse(key, entry)).map(openAiModel);
+  return [...catalog.values()].filter((entry) => mayUse(key, entry)).map((entry) => openAiModel(key, catalog, entry));
 }
 
 /** `GET /v1/models/{model}`: 404 for a model the catalog lacks, 403 for one this key may not use. */
@@ -155,7 +159,7 @@ export function modelForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders
   const entry = catalog.get(model);
   if (!entry) throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
   if (!mayUse(key, entry)) throw new ApiError('model_not_allowed', `This key may not use model ${model}.`, { param: 'model' });
-  return openAiModel(entry);
+  return openAiModel(key, catalog, entry);
 }
 
 /** Takes a slot of the key's `max_concurrent` (none needed without a cap); 429 concurrency_limited when all are taken. */

@@ -21,6 +21,7 @@ import { migration as m0019 } from './0019_stored_image_roles';
 import { migration as m0020 } from './0020_usage_rollups';
 import { migration as m0021 } from './0021_usage_key_months_and_day_totals';
 import { migration as m0022 } from './0022_stored_image_owners';
+import { migration as m0023 } from './0023_model_fallbacks';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -53,6 +54,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0020_usage_rollups', m0020],
   ['0021_usage_key_months_and_day_totals', m0021],
   ['0022_stored_image_owners', m0022],
+  ['0023_model_fallbacks', m0023],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

@@ -68,6 +68,33 @@ export function checkInputImage(model: string, limits: InputImageLimits, param: 
   return header;
 }
 
+/**
+ * Whether inputs read and checked for one model (intake) fit another's `limits` as they are: the same
+ * checks, as a yes or no (a fallback model that would refuse them is skipped). `delivery`: how they
+ * were stored for the first model; the other must take them the same way.
+ */
+export function inputsFit(
+  model: string,
+  limits: InputImageLimits | undefined,
+  inputs: { delivery: InputImageLimits['delivery']; images: ReadonlyArray<{ bytes: Buffer; header: ImageHeader }>; mask?: { bytes: Buffer; header: ImageHeader } } | undefined,
+): boolean {
+  if (!inputs || inputs.images.length === 0) return true;
+  if (!limits || limits.delivery !== inputs.delivery) return false;
+  try {
+    checkInputCounts(model, limits, inputs.images.length, inputs.mask !== undefined);
+    let used = 0;
+    for (const input of [...inputs.images, ...(inputs.mask ? [inputs.mask] : [])]) {
+      if (input.bytes.length > inputByteLimit(limits, used).maxBytes) return false;
+      used += input.bytes.length;
+      checkInputImage(model, limits, 'images', input.header);
+    }
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError) return false;
+    throw error;
+  }
+}
+
 /** An edit's mask: a PNG with an alpha channel, the size of the first image. */
 export function checkMask(first: ImageHeader, mask: ImageHeader): void {
   const unsupported = (why: string) => new ApiError('image_input_unsupported', `mask: ${why}`, { param: 'mask' });
