@@ -73,7 +73,7 @@ export async function settleGeneration(db: Db, id: string, outcome: Settlement['
     return completeGeneration(db, id, outcome);
   }
   const parameters: unknown[] = [id, outcome.status, outcome.errorCode, null, outcome.latencyMs, outcome.completedAt];
-  for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column]);
+  for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column] ?? null);
   parameters.push(rollupChannelOf(attempts), latencyBucketParameter(outcome.latencyMs));
   const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
   return Number(result.rows[0]?.n ?? 0) === 1;
@@ -127,6 +127,7 @@ const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   error_code: 'text',
   latency_ms: 'int',
   started_at: 'bigint',
+  model: 'text',
 };
 const SETTLE_MANY_STATEMENT =
   `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $${5 + ATTEMPT_COLUMNS.length}::text[], $${6 + ATTEMPT_COLUMNS.length}::int[]) ` +
@@ -155,7 +156,7 @@ export async function settleGenerations(db: Db, settlements: readonly Settlement
     columns[1]!.push(outcome.status);
     columns[2]!.push(outcome.latencyMs);
     columns[3]!.push(outcome.completedAt);
-    for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column]));
+    for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column] ?? null));
     usageColumns[0]!.push(rollupChannelOf(attempts));
     usageColumns[1]!.push(latencyBucketParameter(outcome.latencyMs));
   }
