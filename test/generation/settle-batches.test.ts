@@ -18,6 +18,8 @@ const attempt = (generationId: string, seq: number, channelId: string, outcome =
   error_code: errorCode,
   latency_ms: 12 + seq,
   started_at: 1_700_000_000_000 + seq,
+  // The catalog model each call was for (model fallbacks): written by the batched statement too.
+  model: seq === 0 ? 'requested-model' : 'fallback-model',
 });
 
 const succeeded = (latencyMs: number) => ({ status: 'succeeded' as const, errorCode: null, latencyMs, completedAt: 1_700_000_000_500 + latencyMs });
