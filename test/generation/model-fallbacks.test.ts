@@ -57,6 +57,9 @@ describe('model fallbacks', () => {
   const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
   const resourceOf = async (key: string, id: string) => (await t.api.send('get', `/generations/${id}`, { headers: { Authorization: `Bearer ${key}` } })).body;
   const callsTo = (fake: FakeImagesApi) => fake.requests.length;
+  /** Ark makes one call per image: waits until all `n` of a held request are held (the fake records each just before it holds it). */
+  const heldCalls = (fake: FakeImagesApi, tag: string, n: number) =>
+    until(() => fake.requests.filter((r) => String(r.prompt).includes(`[hold:${tag}]`)).length === n, `${n} calls of ${tag} held`);
 
   it('GET /v1/models publishes a model\'s fallbacks, those of its chain the key may use', async () => {
     const { key } = await newKey();
@@ -74,7 +77,7 @@ describe('model fallbacks', () => {
   it('the requested model delivers: it reserves the dearest price of the chain and is charged its own', async () => {
     const { id, key } = await newKey();
     const response = generate(key, { prompt: 'prime delivers [hold:p1]', n: 2 });
-    await primeFake.whenHeld('p1');
+    await heldCalls(primeFake, 'p1', 2);
     // Reserved for `second` (5 an image), the dearest model it may fall back to.
     expect(await creditsUsed(id)).toBe(10);
     primeFake.releaseHeld('p1');
@@ -180,7 +183,7 @@ describe('model fallbacks', () => {
     });
     expect(queued.status).toBe(202);
     expect(queued.body).toMatchObject({ model: 'prime', requested_model: 'prime', usage: { credits_reserved: 15 } });
-    await secondFake.whenHeld('a1');
+    await heldCalls(secondFake, 'a1', 3);
     await until(async () => (await resourceOf(key, queued.body.id)).model === 'second', 'the generation to name its fallback');
     expect(await resourceOf(key, queued.body.id)).toMatchObject({ status: 'running', model: 'second', requested_model: 'prime', usage: { credits_reserved: 15, credits_charged: 0 } });
     expect(await creditsUsed(id)).toBe(15);
@@ -204,7 +207,7 @@ describe('model fallbacks', () => {
   it('a cancel keeps the credits of the calls sent at the price of the model running them', async () => {
     const { id, key } = await newKey();
     const response = generate(key, { prompt: 'cancel on prime [hold:c1]', n: 2 });
-    await primeFake.whenHeld('c1');
+    await heldCalls(primeFake, 'c1', 2);
     const running = (await t.gateway.database.db.selectFrom('generations').select('id').where('request', 'like', '%[hold:c1]%').executeTakeFirstOrThrow()).id;
     const canceled = await t.api.send('post', `/generations/${running}/cancel`, { headers: { Authorization: `Bearer ${key}` } });
     expect(canceled.status).toBe(200);
