@@ -193,6 +193,23 @@ describe('model fallbacks', () => {
     expect(await creditsUsed(id)).toBe(15);
   });
 
+  it('queued work of a model with no usable channel is taken by a worker once a fallback has room', async () => {
+    const { id, key } = await newKey();
+    expect((await t.api.admin('patch', `/admin/channels/${channels.prime}`, { status: 'disabled' })).status).toBe(200);
+    try {
+      const queued = await t.api.send('post', '/images/generate', {
+        body: { prompt: 'queued while prime is down', model: 'prime', size: '1024x1024' },
+        headers: { Authorization: `Bearer ${key}`, Prefer: 'respond-async' },
+      });
+      expect(queued.status).toBe(202);
+      await until(async () => (await resourceOf(key, queued.body.id)).status === 'succeeded', 'the queued generation to run on its fallback');
+      expect(await resourceOf(key, queued.body.id)).toMatchObject({ model: 'second', requested_model: 'prime', usage: { credits_charged: 5 } });
+      expect(await creditsUsed(id)).toBe(5);
+    } finally {
+      await t.api.admin('patch', `/admin/channels/${channels.prime}`, { status: 'enabled' });
+    }
+  });
+
   it('an asynchronous generation its requested model delivers is charged that model\'s price', async () => {
     const { id, key } = await newKey();
     const queued = await t.api.send('post', '/images/generate', {
