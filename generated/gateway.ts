@@ -1112,7 +1112,7 @@ export interface components {
         };
         /**
          * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
-         *     `ark` and `images-api`: `api_key`.
+         *     `ark`, `images-api` and `bfl`: `api_key` (bfl: sent as `x-key`).
          */
         ChannelCredentials: {
             access_key_id: string;
@@ -1125,13 +1125,13 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /**
-             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider.
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `bfl` the `bfl` provider (Black Forest Labs' FLUX API).
              * @enum {string}
              */
-            transport: "visual" | "ark" | "images-api";
+            transport: "visual" | "ark" | "images-api" | "bfl";
             /**
              * Format: uri
-             * @description Defaults to the transport's public endpoint (visual, ark); required for images-api.
+             * @description Defaults to the transport's public endpoint (visual, ark, bfl); required for images-api.
              *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
              *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
              *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
@@ -1195,7 +1195,7 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /** @enum {string} */
-            transport: "visual" | "ark" | "images-api" | "local";
+            transport: "visual" | "ark" | "images-api" | "bfl" | "local";
             base_url: string | null;
             models: {
                 model: string;

@@ -75,6 +75,24 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
   },
   { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...upstreamLimitsOf('jimeng_t2i_v40') },
   { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...upstreamLimitsOf('jimeng_t2i_v31') },
+  // Black Forest Labs' FLUX API (they serve once a `bfl` channel exists: BFL_API_KEY or the channels API).
+  // FLUX.2 [pro] is priced per megapixel by BFL (3 cents the first, 1.5 each further one): a tier per MP, rounded up.
+  { model: 'flux-pro-1.1', provider: 'bfl', upstream_model: 'flux-pro-1.1', credits_per_image: 4, default_size: '1024x768', ...upstreamLimitsOf('flux-pro-1.1') },
+  { model: 'flux-kontext-pro', provider: 'bfl', upstream_model: 'flux-kontext-pro', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('flux-kontext-pro') },
+  {
+    model: 'flux-2-pro',
+    provider: 'bfl',
+    upstream_model: 'flux-2-pro',
+    credits_per_image: 8,
+    price_table: [
+      { tier: '1 MP', max_pixels: 1024 * 1024, credits: 3 },
+      { tier: '2 MP', max_pixels: 2 * 1024 * 1024, credits: 5 },
+      { tier: '3 MP', max_pixels: 3 * 1024 * 1024, credits: 6 },
+      { tier: '4 MP', max_pixels: 4 * 1024 * 1024, credits: 8 },
+    ],
+    default_size: '1024x1024',
+    ...upstreamLimitsOf('flux-2-pro'),
+  },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {

@@ -1,4 +1,5 @@
 import { ARK } from './ark/ark.descriptor';
+import { BFL } from './bfl/bfl.descriptor';
 import { callsFor, type ProviderDescriptor } from './descriptor';
 import { findModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
@@ -9,7 +10,7 @@ import { LOCAL } from './local/local.descriptor';
  * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
  * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
  */
-export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API];
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, BFL];
 
 const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
 

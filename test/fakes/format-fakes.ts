@@ -1,3 +1,4 @@
+import { startFakeBfl } from './fake-bfl';
 import { startFakeImagesApi } from './fake-images-api';
 import { startFakeVisual } from './fake-volc-visual';
 
@@ -47,5 +48,9 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
       size: '1024x1024',
       close: () => fake.close(),
     };
+  },
+  bfl: async () => {
+    const fake = await startFakeBfl({ apiKey: 'bfl-format-key' });
+    return { env: { BFL_API_KEY: 'bfl-format-key', BFL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'bfl', model: 'flux-pro-1.1', size: '1024x768', close: () => fake.close() };
   },
 };

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describeConfig, loadConfig } from '../../src/config/config';
 import { accountSchema, envSchema, namedVariables, providerSchema, readEnv } from '../../src/config/env-schema';
 import { envMeta } from '../../src/config/env-types';
+import { BUILT_IN_PROVIDERS, RESULT_HOSTS } from '../../src/providers/formats';
 
 const quiet = () => undefined;
 const database = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-config-schema-')), 'gw.db');
@@ -44,16 +45,17 @@ describe('configuration schema', () => {
       dependencyStartupTimeoutMs: 30_000,
       readinessFailureWindowMs: 3000,
       accessJwt: undefined,
-      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: ['*.byteimg.com', '*.volces.com'] },
+      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: [...RESULT_HOSTS] },
       channels: { queueTimeoutMs: 2000, queueMaxWaiters: 100, probeIntervalMs: 0, pollIntervalMs: 1000, allowPrivateUpstreams: false },
       generations: { leaseMs: 30_000, pollMs: 1000, workerConcurrency: 16, maxQueuedPerKey: 50 },
       webhooks: { allowPrivateNetworks: false, pollIntervalMs: 1000, leaseMs: 60_000, timeoutMs: 15_000, disableAfterMs: 120 * 3_600_000, keyExpiringDays: 7, expiryScanIntervalMs: 60_000 },
     });
+    expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', '*.bfl.ai']));
     expect(config.providers.connectTimeoutMs).toBe(3000);
-    expect(config.providers.resilience).toEqual({
-      local: { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 },
-      jimeng: { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 },
-    });
+    // The same defaults for every built-in provider (formats.ts BUILT_IN_PROVIDERS).
+    const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 };
+    expect(config.providers.resilience).toEqual(Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, defaults])));
+    expect(Object.keys(config.providers.resilience)).toEqual(expect.arrayContaining(['local', 'jimeng']));
     expect(config.maxConnections).toBeGreaterThanOrEqual(16);
   });
 
