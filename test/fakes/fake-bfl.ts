@@ -50,6 +50,8 @@ export interface FakeBfl {
   counters: AccountCounters;
   /** Called on each poll of a known task, before it is answered (a test may abort there). */
   onPoll?: (id: string, count: number) => void;
+  /** Every submit answers `status` from now on (an account out of credits: 402), or as the prompt says again (undefined). */
+  failSubmitsWith(status: number | undefined): void;
   /** Lets every task held by [hold] so far go on (later ones hold again). */
   releaseHeld(): void;
   /** Resolves once a task with [hold] is being polled. */
@@ -160,6 +162,7 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
   const downloads: string[] = [];
   const counters = new AccountCounters();
   const pollErrors = new Map<string, number>();
+  let failSubmits: number | undefined;
   const heldWaiters: Array<() => void> = [];
   const sign = (id: string, expires: number) => createHmac('sha256', signingKey).update(`${id}:${expires}`).digest('hex');
   const invalid = (res: http.ServerResponse, field: string, msg: string, type = 'value_error') => sendJson(res, 422, { detail: [{ loc: ['body', field], msg, type }] });
@@ -242,7 +245,7 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
     received.push({ model, body });
     const prompt = body.prompt;
     if (typeof prompt !== 'string' || prompt.length === 0) return invalid(res, 'prompt', 'Field required', 'missing');
-    const forced = token(prompt, 'submit');
+    const forced = failSubmits ?? token(prompt, 'submit');
     if (forced) return sendJson(res, Number(forced), { detail: `fake submit answer ${forced}` });
     const undocumented = Object.keys(body).filter((field) => !schema.fields.includes(field));
     if (undocumented.length > 0) return invalid(res, undocumented[0]!, `Extra inputs are not permitted for ${model}`, 'extra_forbidden');
@@ -279,6 +282,9 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
     polls,
     downloads,
     counters,
+    failSubmitsWith(status) {
+      failSubmits = status;
+    },
     releaseHeld() {
       for (const task of tasks.values()) task.held = false;
     },
