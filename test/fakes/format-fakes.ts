@@ -1,4 +1,5 @@
 import { startFakeBfl } from './fake-bfl';
+import { startFakeFal } from './fake-fal';
 import { startFakeImagesApi } from './fake-images-api';
 import { startFakeVisual } from './fake-volc-visual';
 
@@ -52,5 +53,9 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
   bfl: async () => {
     const fake = await startFakeBfl({ apiKey: 'bfl-format-key' });
     return { env: { BFL_API_KEY: 'bfl-format-key', BFL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'bfl', model: 'flux-pro-1.1', size: '1024x768', close: () => fake.close() };
+  },
+  fal: async () => {
+    const fake = await startFakeFal({ apiKey: 'fal-format:key' });
+    return { env: { FAL_KEY: 'fal-format:key', FAL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'fal', model: 'fal-flux-dev', size: '1024x768', close: () => fake.close() };
   },
 };
