@@ -83,12 +83,17 @@ interface ModelSchema {
 const inputFields = (count: number) => Array.from({ length: count }, (_, i) => (i === 0 ? 'input_image' : `input_image_${i + 1}`));
 const COMMON = ['prompt', 'seed', 'output_format', 'webhook_url', 'webhook_secret', 'safety_tolerance'];
 
-function sideRefusal(body: Record<string, unknown>, check: (width: number, height: number) => { field: string; msg: string } | undefined, defaults: [number, number]) {
-  const width = body.width ?? defaults[0];
-  const height = body.height ?? defaults[1];
-  if (!Number.isInteger(width)) return { field: 'width', msg: 'Input should be a valid integer' };
-  if (!Number.isInteger(height)) return { field: 'height', msg: 'Input should be a valid integer' };
-  return check(width as number, height as number);
+/** Why `width` / `height` break a model's side rules (FastAPI's messages), or undefined. */
+function sideRefusal(body: Record<string, unknown>, rule: { defaults: [number, number]; min: number; max?: number; multiple: number; maxPixels?: number }) {
+  const sides = [['width', body.width ?? rule.defaults[0]], ['height', body.height ?? rule.defaults[1]]] as const;
+  for (const [field, value] of sides) {
+    if (!Number.isInteger(value)) return { field, msg: 'Input should be a valid integer' };
+    const side = value as number;
+    if (side < rule.min || (rule.max !== undefined && side > rule.max)) return { field, msg: `Input should be between ${rule.min} and ${rule.max ?? 'any'} (got ${side})` };
+    if (side % rule.multiple !== 0) return { field, msg: `Input should be a multiple of ${rule.multiple}` };
+  }
+  const pixels = (sides[0][1] as number) * (sides[1][1] as number);
+  return rule.maxPixels !== undefined && pixels > rule.maxPixels ? { field: 'width', msg: 'The output may be at most 4 megapixels' } : undefined;
 }
 
 const MODELS: Record<string, ModelSchema> = {
@@ -97,18 +102,7 @@ const MODELS: Record<string, ModelSchema> = {
     fields: [...COMMON, 'image_prompt', 'width', 'height', 'prompt_upsampling'],
     maxImages: 0,
     defaultFormat: 'jpeg',
-    size: (body) =>
-      sideRefusal(
-        body,
-        (width, height) => {
-          for (const [field, value] of [['width', width], ['height', height]] as const) {
-            if (value < 256 || value > 1440) return { field, msg: `Input should be between 256 and 1440 (got ${value})` };
-            if (value % 32 !== 0) return { field, msg: 'Input should be a multiple of 32' };
-          }
-          return undefined;
-        },
-        [1024, 768],
-      ),
+    size: (body) => sideRefusal(body, { defaults: [1024, 768], min: 256, max: 1440, multiple: 32 }),
   },
   // FLUX.1 Kontext [pro]: aspect_ratio "between 21:9 and 9:21" (default 1:1), input_image … _4.
   'flux-kontext-pro': {
@@ -127,18 +121,7 @@ const MODELS: Record<string, ModelSchema> = {
     fields: [...COMMON, ...inputFields(8), 'width', 'height'],
     maxImages: 8,
     defaultFormat: 'jpeg',
-    size: (body) =>
-      sideRefusal(
-        body,
-        (width, height) => {
-          for (const [field, value] of [['width', width], ['height', height]] as const) {
-            if (value < 64) return { field, msg: 'Input should be greater than or equal to 64' };
-            if (value % 16 !== 0) return { field, msg: 'Input should be a multiple of 16' };
-          }
-          return width * height > 2048 * 2048 ? { field: 'width', msg: 'The output may be at most 4 megapixels' } : undefined;
-        },
-        [1024, 1024],
-      ),
+    size: (body) => sideRefusal(body, { defaults: [1024, 1024], min: 64, multiple: 16, maxPixels: 2048 * 2048 }),
   },
 };
 

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors/api-error';
 import { failureOf, kindOf } from '../error-table';
 import { seedFor } from '../model-spec';
 import type { ProviderImage, ProviderRequest, WireClient } from '../provider';
-import { callJson, postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
+import { afterAcceptance, callJson, postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
 import { BFL_ERRORS } from './bfl-errors';
 import { type BflModel, bflModel } from './bfl-models';
 
@@ -68,17 +68,6 @@ function paramOf(json: unknown): string | undefined {
   if (field === 'width' || field === 'height' || field === 'aspect_ratio') return 'size';
   if (typeof field === 'string' && field.startsWith('input_image')) return 'images';
   return field === 'prompt' || field === 'seed' ? field : undefined;
-}
-
-/** An error met once BFL had the task: never sent elsewhere (the task exists and may be billed), whatever it says. */
-function afterAcceptance(error: UpstreamError): UpstreamError {
-  if (!error.traits.safeElsewhere) return error;
-  return new UpstreamError(error.code, error.message, false, {
-    ...(error.param === undefined ? {} : { param: error.param }),
-    safeElsewhere: false,
-    accountProblem: error.traits.accountProblem,
-    statusCode: error.traits.statusCode,
-  });
 }
 
 /** `hostname` under one of `patterns` (`*.bfl.ai`: any subdomain; else exactly). */
