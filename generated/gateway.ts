@@ -167,7 +167,7 @@ export interface paths {
          * @description `queued`: canceled at once, its credits released; nothing was sent upstream. `running`:
          *     canceled at once and its credits released; the process running it stops at its next
          *     lease renewal (at once when it is this replica). Upstream calls already sent cannot be
-         *     withdrawn (the visual API and Ark have no cancel; fal's queue removes a request still
+         *     withdrawn (the visual API, Ark and BFL have no cancel; fal's queue removes a request still
          *     queued, which the gateway asks it to): the upstream may still bill the account for them,
          *     the key is not charged. A settled generation cannot be canceled: 409
          *     `generation_finished`.

@@ -28,6 +28,7 @@ export const BFL: ProviderDescriptor = {
   resultHosts: BFL_HOSTS,
   models: BFL_MODELS,
   errors: BFL_ERRORS,
+  // BFL's polling URLs are about 80 characters: they fit the task journal's task_id (200).
   resume: { holds: 'the polling URL', lifeMs: BFL_RESULT_LIFE_MS },
   createClient(account, settings) {
     const credentials = credentialsOf(account, BFL);
