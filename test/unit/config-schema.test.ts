@@ -50,7 +50,7 @@ describe('configuration schema', () => {
       generations: { leaseMs: 30_000, pollMs: 1000, workerConcurrency: 16, maxQueuedPerKey: 50 },
       webhooks: { allowPrivateNetworks: false, pollIntervalMs: 1000, leaseMs: 60_000, timeoutMs: 15_000, disableAfterMs: 120 * 3_600_000, keyExpiringDays: 7, expiryScanIntervalMs: 60_000 },
     });
-    expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', 'fal.media', '*.fal.media', '*.bfl.ai']));
+    expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', 'fal.media', '*.fal.media']));
     expect(config.providers.connectTimeoutMs).toBe(3000);
     // The same defaults for every built-in provider (formats.ts BUILT_IN_PROVIDERS).
     const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 };
