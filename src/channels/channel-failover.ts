@@ -1,7 +1,7 @@
 import type { CatalogModel } from '../config/catalog';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
-import { callsOfEntry } from '../providers/formats';
+import { callsOfEntry, familyOfEntry } from '../providers/formats';
 import type { ProviderImage, ProviderRequest } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
@@ -163,7 +163,7 @@ export class ChannelFailover {
       let reached = false;
       runtime.inFlight += 1;
       try {
-        const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
+        const upstream = upstreamOn(channel, context.entry, request);
         const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
         const onRequestSent = () => {
           reached = true;
@@ -174,7 +174,7 @@ export class ChannelFailover {
             this.deps.logger.warn({ generation_id: context.generationId, channel_id: channel.id, image_index: imageIndex, billed_images: billedImages, delivered_images: deliveredImages }, 'upstream billed a different number of images than it delivered');
           }
         };
-        const images = await client.generate({ ...request, upstreamModel, onRequestSent, onBilled, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
+        const images = await client.generate({ ...request, ...upstream, onRequestSent, onBilled, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
@@ -226,8 +226,7 @@ export class ChannelFailover {
     const { channel, client } = routable;
     const started = this.deps.clock.now();
     try {
-      const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
-      const images = await client.generate({ ...request, upstreamModel, resumeTaskId: resume.taskId }, context.signal);
+      const images = await client.generate({ ...request, ...upstreamOn(channel, context.entry, request), resumeTaskId: resume.taskId }, context.signal);
       context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
       const sourceHost = hostOf(channel.baseUrl);
       return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
@@ -297,6 +296,17 @@ export class ChannelFailover {
     this.waitLine.slotFreed();
   }
 
+}
+
+/**
+ * The upstream id a channel serves the catalog model under (its own mapping, else the catalog's) and
+ * the model family its format's table knows it by: a channel's own id (a BytePlus id, an endpoint
+ * `ep-…`) is still the catalog model, so it keeps that model's family.
+ */
+function upstreamOn(channel: Channel, entry: CatalogModel, request: ProviderRequest): Pick<ProviderRequest, 'upstreamModel' | 'upstreamFamily'> {
+  const mapped = channel.models.find((m) => m.model === entry.model)?.upstream_model;
+  const family = request.upstreamFamily ?? (mapped === undefined || mapped === request.upstreamModel ? undefined : familyOfEntry({ ...entry, upstream_model: request.upstreamModel }));
+  return { upstreamModel: mapped ?? request.upstreamModel, ...(family === undefined ? {} : { upstreamFamily: family }) };
 }
 
 function hostOf(url: string | null): string | undefined {
