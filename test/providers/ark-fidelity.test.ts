@@ -148,6 +148,44 @@ describe('Ark fidelity per model (fake Ark)', () => {
     });
   });
 
+  describe('Ark bills `usage.generated_images`: a mismatch with the images delivered is logged and booked', () => {
+    const lastGeneration = () =>
+      t.gateway.database.db
+        .selectFrom('generations')
+        .select(['id', 'status', 'unbilled_images', 'unbilled_reason'])
+        .where('key_id', '=', keyId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .executeTakeFirstOrThrow();
+
+    it('billed 3, delivered 1: the key pays the image delivered, the 2 others are the operator\'s loss', async () => {
+      const credits = await creditsUsed();
+      const res = await generate({ prompt: 'billed three [billed:3]', model: 'jimeng-4.5' });
+      expect(res.status).toBe(200);
+      expect(res.body.usage).toMatchObject({ images: 1, credits_charged: 4 });
+      expect((await creditsUsed()) - credits).toBe(4);
+      const row = await t.gateway.database.db.selectFrom('generations').select(['unbilled_images', 'unbilled_reason']).where('id', '=', res.body.id).executeTakeFirstOrThrow();
+      expect({ images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ images: 2, reason: 'billed_undelivered' });
+      expect(t.logs.some((line) => line.includes('upstream billed a different number of images') && line.includes(res.body.id) && line.includes('"billed_images":3'))).toBe(true);
+    });
+
+    it('billed 1, delivered none: the request fails uncharged and the billed image is the operator\'s loss', async () => {
+      const credits = await creditsUsed();
+      const res = await generate({ prompt: 'billed nothing delivered [empty] [billed:1]', model: 'jimeng-4.5' });
+      expect(res.status).toBe(502);
+      expect(await creditsUsed()).toBe(credits);
+      const row = await lastGeneration();
+      expect({ status: row.status, images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ status: 'failed', images: 1, reason: 'billed_undelivered' });
+    });
+
+    it('billed as delivered: no loss', async () => {
+      const res = await generate({ prompt: 'billed as made', model: 'jimeng-4.5' });
+      expect(res.status).toBe(200);
+      const row = await lastGeneration();
+      expect({ images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ images: 0, reason: null });
+    });
+  });
+
   describe('catalog size rules: allowed_sizes and side_multiple', () => {
     it('only the enumerated sizes are taken', async () => {
       expect((await generate({ prompt: 'enum', model: 'local-enum', size: '768x512' })).status).toBe(200);
