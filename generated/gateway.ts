@@ -167,8 +167,9 @@ export interface paths {
          * @description `queued`: canceled at once, its credits released; nothing was sent upstream. `running`:
          *     canceled at once and its credits released; the process running it stops at its next
          *     lease renewal (at once when it is this replica). Upstream calls already sent cannot be
-         *     withdrawn (the visual API and Ark have no cancel): the upstream may still bill the account
-         *     for them, the key is not charged. A settled generation cannot be canceled: 409
+         *     withdrawn (the visual API and Ark have no cancel; fal's queue removes a request still
+         *     queued, which the gateway asks it to): the upstream may still bill the account for them,
+         *     the key is not charged. A settled generation cannot be canceled: 409
          *     `generation_finished`.
          */
         post: operations["cancelGeneration"];
@@ -1112,7 +1113,7 @@ export interface components {
         };
         /**
          * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
-         *     `ark` and `images-api`: `api_key`.
+         *     `ark`, `images-api` and `fal`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`).
          */
         ChannelCredentials: {
             access_key_id: string;
@@ -1125,13 +1126,13 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /**
-             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider.
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue).
              * @enum {string}
              */
-            transport: "visual" | "ark" | "images-api";
+            transport: "visual" | "ark" | "images-api" | "fal";
             /**
              * Format: uri
-             * @description Defaults to the transport's public endpoint (visual, ark); required for images-api.
+             * @description Defaults to the transport's public endpoint (visual, ark, fal); required for images-api.
              *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
              *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
              *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
@@ -1195,7 +1196,7 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /** @enum {string} */
-            transport: "visual" | "ark" | "images-api" | "local";
+            transport: "visual" | "ark" | "images-api" | "fal" | "local";
             base_url: string | null;
             models: {
                 model: string;
@@ -1858,7 +1859,7 @@ export interface components {
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`; more by configuration).
          * @example local
          * @example jimeng
          */

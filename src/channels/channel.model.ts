@@ -10,7 +10,8 @@ export type ChannelResource = Schemas['Channel'];
 export type ChannelTransport = ChannelResource['transport'];
 export type ChannelStatus = Schemas['ChannelStatus'];
 export type ChannelModelEntry = ChannelResource['models'][number];
-export type ChannelCredentials = { access_key_id: string; secret_access_key: string } | { api_key: string };
+/** A channel's credential fields, as its format's descriptor names them. */
+export type ChannelCredentials = Readonly<Record<string, string>>;
 
 /** A channel as the router uses it: from the database (`api`) or from environment variables. */
 export interface Channel {
@@ -97,8 +98,10 @@ export function secretHint(secret: string): string {
   return secret.length <= 12 ? `${secret.slice(0, 2)}...` : `${secret.slice(0, 4)}...${secret.slice(-4)}`;
 }
 
-export function credentialsHint(credentials: ChannelCredentials): string {
-  return 'api_key' in credentials ? secretHint(credentials.api_key) : secretHint(credentials.access_key_id);
+/** The hint of the field the transport's descriptor shows (credentials_hint). */
+export function credentialsHint(transport: string, credentials: ChannelCredentials): string {
+  const field = descriptorOf(transport)?.credentials?.hintField;
+  return secretHint((field === undefined ? undefined : credentials[field]) ?? '');
 }
 
 /** Whether `channel` serves catalog `entry`: listed by the channel (environment channels: any of their transport). */
@@ -145,12 +148,10 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
     updatedAt: startedAt,
   });
   const channels = [base('chn_envLocal', 'local', 'local', null, null)];
-  if (providers.volc) channels.push(base('chn_envJimengVisual', 'jimeng', 'visual', providers.volc.endpoint, secretHint(providers.volc.accessKeyId)));
-  if (providers.ark) channels.push(base('chn_envJimengArk', 'jimeng', 'ark', providers.ark.baseUrl, secretHint(providers.ark.apiKey)));
-  const compat = providers.openaiCompatible;
-  if (compat) {
-    const suffix = compat.name.replace(/[^0-9A-Za-z]/g, '');
-    channels.push(base(`chn_env${suffix.charAt(0).toUpperCase()}${suffix.slice(1)}`, compat.name, 'images-api', compat.baseUrl, secretHint(compat.apiKey)));
+  for (const account of providers.accounts) {
+    const hintField = descriptorOf(account.format)?.credentials?.hintField;
+    const hinted = hintField === undefined ? undefined : account.credentials?.[hintField];
+    channels.push(base(account.channelId, account.provider, account.format as ChannelTransport, account.baseUrl ?? null, hinted === undefined ? null : secretHint(hinted)));
   }
   return channels;
 }

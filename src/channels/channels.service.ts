@@ -160,7 +160,7 @@ export class ChannelsService {
       ipm: input.ipm ?? null,
       timeout_ms: input.timeout_ms ?? 60_000,
       credentials_sealed: this.deps.sealer.seal(id, JSON.stringify(input.credentials)),
-      credentials_hint: credentialsHint(input.credentials),
+      credentials_hint: credentialsHint(input.transport, input.credentials),
       created_at: now,
       updated_at: now,
     };
@@ -244,7 +244,7 @@ export class ChannelsService {
     if (input.credentials !== undefined) {
       this.checkCredentials(current.transport, input.credentials);
       changes.credentials_sealed = this.deps.sealer.seal(id, JSON.stringify(input.credentials));
-      changes.credentials_hint = credentialsHint(input.credentials);
+      changes.credentials_hint = credentialsHint(current.transport, input.credentials);
     }
     if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null });
     if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: null, disabled_at: now });

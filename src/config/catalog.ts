@@ -75,6 +75,10 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
   },
   { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...upstreamLimitsOf('jimeng_t2i_v40') },
   { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...upstreamLimitsOf('jimeng_t2i_v31') },
+  // fal.ai's queue: FLUX apps (they serve once a `fal` channel exists: FAL_KEY or the channels API).
+  { model: 'fal-flux-dev', provider: 'fal', upstream_model: 'fal-ai/flux/dev', credits_per_image: 3, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux/dev') },
+  { model: 'fal-flux-pro-1.1', provider: 'fal', upstream_model: 'fal-ai/flux-pro/v1.1', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/v1.1') },
+  { model: 'fal-flux-kontext-pro', provider: 'fal', upstream_model: 'fal-ai/flux-pro/kontext', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/kontext') },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envSchema, providerSchema } from './env-schema';
+import { FORMATS } from '../providers/formats';
 import { envMeta } from './env-types';
 
 /** Where `npm run gen` writes the reference, relative to the repository. */
@@ -26,6 +27,7 @@ function row(name: string, type: z.ZodType): string {
 export function renderConfigReference(): string {
   const rows = [
     ...Object.entries(envSchema.shape).map(([name, type]) => row(name, type)),
+    ...FORMATS.flatMap((descriptor) => Object.entries(descriptor.environment?.variables ?? {}).map(([name, type]) => row(name, type))),
     ...Object.entries(providerSchema.shape).map(([setting, type]) => row(`PROVIDER_<NAME>_${setting}`, type)),
   ];
   return [
@@ -36,7 +38,9 @@ export function renderConfigReference(): string {
     'Every environment variable the gateway reads. A value that is set but invalid stops startup with one',
     'line naming the variable (exit code 78). Secrets are masked (`***`) in the `"msg":"configuration"`',
     'log line of every start. `PROVIDER_<NAME>_*` exist for each configured provider name (`LOCAL`,',
-    '`JIMENG`, the OpenAI-compatible one\'s), e.g. `PROVIDER_JIMENG_TIMEOUT_MS`.',
+    '`JIMENG`, the OpenAI-compatible one\'s), e.g. `PROVIDER_JIMENG_TIMEOUT_MS`. Each wire format\'s environment',
+    'account has its own variables, declared by its descriptor (`src/providers/<format>/`); an account exists',
+    'when its credential variables are set.',
     '',
     '| variable | default | description | secret |',
     '| --- | --- | --- | --- |',

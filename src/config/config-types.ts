@@ -2,11 +2,13 @@ import type { S3ImageStoreSettings } from '../images/s3-image-store';
 import type { ResilienceSettings } from '../channels/resilience/resilience-settings';
 import type { CatalogModel } from './catalog';
 import type { AdminScope } from '../admin-tokens/admin-token.model';
+import type { EnvironmentAccount } from '../providers/descriptor';
 
 export interface ProvidersConfig {
-  volc?: { accessKeyId: string; secretAccessKey: string; endpoint: string; pollIntervalMs: number };
-  ark?: { apiKey: string; baseUrl: string };
-  openaiCompatible?: { name: string; baseUrl: string; apiKey: string };
+  /** Every format's account configured by environment variables (their descriptors name them), in registry order. */
+  accounts: EnvironmentAccount[];
+  /** How often an accepted upstream task is polled (UPSTREAM_POLL_INTERVAL_MS). */
+  pollIntervalMs: number;
   /** Per provider name: deadline, retries, concurrency, breaker. */
   resilience: Record<string, ResilienceSettings>;
   /** Deadline of the TCP connect to an upstream (UPSTREAM_CONNECT_TIMEOUT_MS); past it, the call may fail over. */
@@ -116,7 +118,7 @@ export interface ChannelsConfig {
   queueMaxWaiters: number;
   /** Period of the probe that re-enables auto-disabled channels that pass a test; 0 = off. */
   probeIntervalMs: number;
-  /** Poll interval of visual tasks on API channels (VOLC_POLL_INTERVAL_MS). */
+  /** How often an accepted upstream task is polled on API channels (UPSTREAM_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
   /** Lets API channels' base URLs point at loopback/private/link-local addresses (self-hosted upstreams, tests). */
   allowPrivateUpstreams: boolean;

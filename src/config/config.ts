@@ -4,9 +4,11 @@ import { DEFAULT_CATALOG, extendCatalog, parseCatalog, type CatalogModel } from 
 import { ConfigError } from './config-error';
 import type { AccessJwtConfig, GatewayConfig, ImagesConfig, ProvidersConfig, ServiceToken } from './config-types';
 import { dataDirectory, resolveDevSecrets } from './dev-secrets';
-import { envSchema, providerPrefix, providerSchema, readEnv, type EnvValues } from './env-schema';
+import { accountSchema, envSchema, providerPrefix, providerSchema, readEnv, type EnvValues } from './env-schema';
 import { splitList } from './env-types';
 import { ALL_ADMIN_SCOPES, type AdminScope } from '../admin-tokens/admin-token.model';
+import type { EnvironmentAccount, ProviderDescriptor } from '../providers/descriptor';
+import { BUILT_IN_PROVIDERS, defaultFormatOf, descriptorOf, FORMATS, formatsOf } from '../providers/formats';
 
 export type * from './config-types';
 export { ConfigError } from './config-error';
@@ -82,29 +84,65 @@ function maxConnections(values: EnvValues): number {
   return chosen;
 }
 
-/** Provider credentials and per-provider resilience; PROVIDER_<NAME>_* override the defaults. */
+/**
+ * A format's environment account, when its credential variables are set: all of them or none, and a
+ * base URL when the format has no default.
+ */
+function environmentAccount(descriptor: ProviderDescriptor, values: Readonly<Record<string, unknown>>): EnvironmentAccount | undefined {
+  const spec = descriptor.environment;
+  if (!spec || descriptor.offline) return undefined;
+  const credentialVariables = Object.entries(spec.credentials);
+  const set = credentialVariables.filter(([, variable]) => values[variable] !== undefined);
+  const baseUrl = (spec.baseUrl === undefined ? undefined : values[spec.baseUrl]) as string | undefined;
+  const needed = [...credentialVariables.map(([, variable]) => variable), ...(spec.baseUrl !== undefined && descriptor.defaultBaseUrl === undefined ? [spec.baseUrl] : [])];
+  const given = needed.filter((variable) => values[variable] !== undefined);
+  if (given.length === 0) return undefined;
+  if (set.length < credentialVariables.length || given.length < needed.length) {
+    throw new ConfigError(needed.length === 2 ? `set both ${needed[0]} and ${needed[1]}, or neither` : `set all of ${needed.join(', ')}, or none`);
+  }
+  const provider = spec.providerName !== undefined ? (values[spec.providerName] as string) : (descriptor.providers[0] as string);
+  if (descriptor.generic && BUILT_IN_PROVIDERS.includes(provider)) {
+    throw new ConfigError(`${spec.providerName} must name a provider other than the built-in ${BUILT_IN_PROVIDERS.join(', ')}, got "${provider}"`);
+  }
+  const pascal = provider.replace(/[^0-9A-Za-z]/g, '');
+  return {
+    format: descriptor.format,
+    provider,
+    baseUrl: baseUrl ?? descriptor.defaultBaseUrl,
+    credentials: Object.fromEntries(credentialVariables.map(([field, variable]) => [field, values[variable] as string])),
+    channelId: spec.channelId ?? `chn_env${pascal.charAt(0).toUpperCase()}${pascal.slice(1)}`,
+  };
+}
+
+/** Whether catalog `model` names a wire format that serves its provider, or needs none. */
+function checkCatalogFormat(model: CatalogModel): void {
+  if (model.transport !== undefined) {
+    const descriptor = descriptorOf(model.transport);
+    if (!descriptor || !(descriptor.providers.includes(model.provider) || (descriptor.generic && !BUILT_IN_PROVIDERS.includes(model.provider)))) {
+      throw new ConfigError(`catalog model ${model.model}: transport "${model.transport}" does not serve provider "${model.provider}" (it is served over ${formatsOf(model.provider).map((f) => `"${f.format}"`).join(' or ')})`);
+    }
+  } else if (!defaultFormatOf(model.provider)) {
+    const formats = formatsOf(model.provider).map((f) => `"${f.format}"`);
+    throw new ConfigError(`catalog model ${model.model}: ${model.provider} models need "transport": ${formats.join(' or ')}`);
+  }
+}
+
+/** The environment accounts of every format, and per-provider resilience; PROVIDER_<NAME>_* override the defaults. */
 function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]): ProvidersConfig {
-  const providers: ProvidersConfig = { resilience: {}, connectTimeoutMs: values.UPSTREAM_CONNECT_TIMEOUT_MS };
-  if (bothOrNeither(values, 'VOLC_ACCESS_KEY_ID', 'VOLC_SECRET_ACCESS_KEY')) {
-    providers.volc = {
-      accessKeyId: values.VOLC_ACCESS_KEY_ID as string,
-      secretAccessKey: values.VOLC_SECRET_ACCESS_KEY as string,
-      endpoint: values.VOLC_VISUAL_ENDPOINT,
-      pollIntervalMs: values.VOLC_POLL_INTERVAL_MS,
-    };
-  }
-  if (values.ARK_API_KEY !== undefined) providers.ark = { apiKey: values.ARK_API_KEY, baseUrl: values.ARK_BASE_URL };
-  if (bothOrNeither(values, 'OPENAI_COMPAT_BASE_URL', 'OPENAI_COMPAT_API_KEY')) {
-    providers.openaiCompatible = { name: values.OPENAI_COMPAT_PROVIDER_NAME, baseUrl: values.OPENAI_COMPAT_BASE_URL as string, apiKey: values.OPENAI_COMPAT_API_KEY as string };
-  }
-  const names = ['local', 'jimeng', ...(providers.openaiCompatible ? [providers.openaiCompatible.name] : [])];
+  const accountValues: Record<string, unknown> = readEnv(accountSchema, env);
+  const accounts = FORMATS.flatMap((descriptor) => environmentAccount(descriptor, accountValues) ?? []);
+  const providers: ProvidersConfig = {
+    accounts,
+    resilience: {},
+    connectTimeoutMs: values.UPSTREAM_CONNECT_TIMEOUT_MS,
+    pollIntervalMs: values.UPSTREAM_POLL_INTERVAL_MS ?? values.VOLC_POLL_INTERVAL_MS ?? 1000,
+  };
+  const names = [...new Set([...BUILT_IN_PROVIDERS, ...accounts.map((account) => account.provider)])];
   for (const model of catalog) {
     if (!names.includes(model.provider)) {
       throw new ConfigError(`catalog model ${model.model} uses provider "${model.provider}", which is not configured (known: ${names.join(', ')})`);
     }
-    if (model.provider === 'jimeng' && model.transport !== 'visual' && model.transport !== 'ark') {
-      throw new ConfigError(`catalog model ${model.model}: jimeng models need "transport": "visual" or "ark"`);
-    }
+    checkCatalogFormat(model);
   }
   for (const name of names) {
     const prefix = providerPrefix(name);
@@ -232,7 +270,6 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
       publicBaseUrl: values.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
       maxBytes: values.IMAGE_MAX_BYTES,
       fetchTimeoutMs: values.IMAGE_FETCH_TIMEOUT_MS,
-      // Ark serves results from TOS under volces.com; the visual API from p<N>-aiop-sign.byteimg.com.
       allowedHosts: splitList(values.IMAGE_FETCH_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     },
     channels: {
@@ -240,7 +277,7 @@ export function loadConfig(env: Env = process.env, announce: (line: string) => v
       queueTimeoutMs: values.CHANNEL_QUEUE_TIMEOUT_MS,
       queueMaxWaiters: values.CHANNEL_QUEUE_MAX_WAITERS,
       probeIntervalMs: values.CHANNEL_PROBE_INTERVAL_MS,
-      pollIntervalMs: values.VOLC_POLL_INTERVAL_MS,
+      pollIntervalMs: providers.pollIntervalMs,
       allowPrivateUpstreams: values.CHANNEL_ALLOW_PRIVATE_UPSTREAMS,
     },
     trustedProxies: values.TRUSTED_PROXIES,

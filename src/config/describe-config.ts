@@ -1,12 +1,12 @@
 import type { GatewayConfig } from './config-types';
-import { envSchema } from './env-schema';
+import { namedVariables } from './env-schema';
 import { envMeta, maskUrl, type EnvMeta } from './env-types';
 
 const MASK = '***';
 
 /** The GatewayConfig fields that hold a variable declared secret, and how each is masked. */
 const SECRET_FIELDS: ReadonlyMap<string, Exclude<EnvMeta['secret'], false>> = new Map(
-  Object.values(envSchema.shape).flatMap((type) => {
+  Object.values(namedVariables).flatMap((type) => {
     const meta = envMeta.get(type);
     return meta?.secret && meta.field !== undefined ? [[meta.field, meta.secret] as const] : [];
   }),

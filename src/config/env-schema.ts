@@ -9,27 +9,20 @@ import {
   list,
   minLength,
   oneOf,
-  providerName,
   redisUrl,
   sealingKeys,
   text,
-  type EnvMeta,
+  declareVariable,
 } from './env-types';
+import { FORMATS, RESULT_HOSTS } from '../providers/formats';
 import { ConfigError } from './config-error';
 
-type Declared = Omit<EnvMeta, 'secret'> & { secret?: EnvMeta['secret'] };
-
-/** One variable: its type (with its default, if fixed), and what the reference and the log need. */
-function declare<S extends z.ZodType<unknown, string | undefined>>(type: S, meta: Declared): S {
-  const schema: z.ZodType = type;
-  envMeta.add(schema, { ...meta, secret: meta.secret ?? false });
-  return type;
-}
+const declare = declareVariable;
 
 const GENERATED = 'generated outside production';
 
-/** Hosts upstream images may come from unless IMAGE_FETCH_ALLOWED_HOSTS says otherwise. */
-export const DEFAULT_IMAGE_HOSTS = '*.volces.com,*.byteimg.com';
+/** Hosts upstream images may come from unless IMAGE_FETCH_ALLOWED_HOSTS says otherwise: every format's result hosts. */
+export const DEFAULT_IMAGE_HOSTS = RESULT_HOSTS.join(',');
 
 /**
  * Every environment variable the gateway reads, one declaration each. loadConfig turns the parsed
@@ -147,25 +140,11 @@ export const envSchema = z.object({
   UPSTREAM_CONNECT_TIMEOUT_MS: declare(integer(10, 60_000).default(3000), {
     description: 'deadline of the TCP connect to an upstream; past it the call never reached the upstream and goes to another channel',
   }),
-  VOLC_ACCESS_KEY_ID: declare(text.optional(), { description: 'access key id of the Volcengine visual API (jimeng, transport `visual`), with `VOLC_SECRET_ACCESS_KEY`', defaultText: 'none' }),
-  VOLC_SECRET_ACCESS_KEY: declare(text.optional(), {
-    description: 'secret access key of the Volcengine visual API, with `VOLC_ACCESS_KEY_ID`',
-    secret: true,
-    field: 'providers.volc.secretAccessKey',
-    defaultText: 'none',
+  UPSTREAM_POLL_INTERVAL_MS: declare(integer(1, 60_000).optional(), {
+    description: 'how often an accepted upstream task is polled (every task-based format, environment accounts and API channels)',
+    defaultText: '`VOLC_POLL_INTERVAL_MS`, else 1000',
   }),
-  VOLC_VISUAL_ENDPOINT: declare(httpUrl.default('https://visual.volcengineapi.com'), { description: 'base URL of the Volcengine visual API' }),
-  VOLC_POLL_INTERVAL_MS: declare(integer(1, 60_000).default(1000), { description: 'poll interval of visual tasks (environment account and API channels)' }),
-  ARK_API_KEY: declare(text.optional(), { description: 'API key of Ark (jimeng, transport `ark`)', secret: true, field: 'providers.ark.apiKey', defaultText: 'none' }),
-  ARK_BASE_URL: declare(httpUrl.default('https://ark.cn-beijing.volces.com/api/v3'), { description: 'base URL of Ark' }),
-  OPENAI_COMPAT_BASE_URL: declare(httpUrl.optional(), { description: 'base URL of an OpenAI-compatible images API, with `OPENAI_COMPAT_API_KEY`', defaultText: 'none' }),
-  OPENAI_COMPAT_API_KEY: declare(text.optional(), {
-    description: 'API key of the OpenAI-compatible upstream, with `OPENAI_COMPAT_BASE_URL`',
-    secret: true,
-    field: 'providers.openaiCompatible.apiKey',
-    defaultText: 'none',
-  }),
-  OPENAI_COMPAT_PROVIDER_NAME: declare(providerName.default('openai'), { description: 'provider name of the OpenAI-compatible upstream; add its models to `MODEL_CATALOG`' }),
+  VOLC_POLL_INTERVAL_MS: declare(integer(1, 60_000).optional(), { description: 'the same as `UPSTREAM_POLL_INTERVAL_MS`, read when that is unset', defaultText: 'none' }),
 
   // Image storage.
   IMAGE_STORE: declare(oneOf(['directory', 's3'], 'directory or s3,').default('directory'), { description: '`directory` or `s3`' }),
@@ -255,6 +234,12 @@ export const envSchema = z.object({
 });
 
 export type EnvValues = z.output<typeof envSchema>;
+
+/** The variables of every wire format's environment account, as each descriptor declares them (src/providers/<format>/). */
+export const accountSchema = z.object(Object.fromEntries(FORMATS.flatMap((descriptor) => Object.entries(descriptor.environment?.variables ?? {}))));
+
+/** Every variable with a fixed name: the gateway's own and the environment accounts'. */
+export const namedVariables: Readonly<Record<string, z.ZodType>> = { ...envSchema.shape, ...accountSchema.shape };
 
 /**
  * PROVIDER_<NAME>_<SETTING>: the guard around each provider, one family per configured provider

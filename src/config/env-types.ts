@@ -23,6 +23,19 @@ export interface EnvMeta {
 
 export const envMeta = z.registry<EnvMeta>();
 
+/** A variable's type with its default (if fixed): what `declareVariable` takes. */
+export type DeclaredType = z.ZodType<unknown, string | undefined>;
+
+/** Variables by name, each declared (`declareVariable`). */
+export type EnvVariables = Readonly<Record<string, DeclaredType>>;
+
+/** One variable: its type (with its default, if fixed), and what the reference and the log need. */
+export function declareVariable<S extends DeclaredType>(type: S, meta: Omit<EnvMeta, 'secret'> & { secret?: EnvMeta['secret'] }): S {
+  const schema: z.ZodType = type;
+  envMeta.add(schema, { ...meta, secret: meta.secret ?? false });
+  return type;
+}
+
 /** A conversion that refuses with a message (returns a string in `refused`), or gives the value. */
 type Parsed<T> = { value: T } | { refused: string };
 

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { BUILT_IN_PROVIDERS } from '../providers/formats';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/config';
 import type { Database } from '../db/schema';
@@ -24,11 +25,8 @@ export async function createImageStore(store: GatewayConfig['images']['store']):
 export function imageHostsByProvider(config: GatewayConfig): Map<string, HostAllowList> {
   const { providers, images } = config;
   const hostOf = (url: string | undefined) => (url ? [new URL(url).host] : []);
-  const own: Record<string, string[]> = {
-    local: [],
-    jimeng: [...hostOf(providers.volc?.endpoint), ...hostOf(providers.ark?.baseUrl)],
-  };
-  if (providers.openaiCompatible) own[providers.openaiCompatible.name] = hostOf(providers.openaiCompatible.baseUrl);
+  const own: Record<string, string[]> = Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, []]));
+  for (const account of providers.accounts) own[account.provider] = [...(own[account.provider] ?? []), ...hostOf(account.baseUrl)];
   return new Map(Object.entries(own).map(([name, hosts]) => [name, new HostAllowList([...hosts, ...images.allowedHosts])]));
 }
 

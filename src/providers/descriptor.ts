@@ -1,3 +1,4 @@
+import type { EnvVariables } from '../config/env-types';
 import type { ErrorRule } from './error-table';
 import type { UpstreamModelSpec } from './model-spec';
 import type { WireClient } from './provider';
@@ -78,6 +79,12 @@ export interface EnvironmentAccountSpec {
   settings?: readonly string[];
   /** The stable id of its environment channel; by default derived from the provider's name. */
   channelId?: string;
+  /**
+   * The declarations of the variables above (type, default, description, secrecy: `declareVariable`),
+   * which the configuration schema and its reference take as they are. A base URL variable's default
+   * is the descriptor's `defaultBaseUrl`.
+   */
+  variables: EnvVariables;
 }
 
 /** An account on an upstream: where it is and how it signs in (credential fields as the descriptor names them). */
@@ -86,6 +93,12 @@ export interface WireAccount {
   provider: string;
   baseUrl?: string;
   credentials?: Readonly<Record<string, string>>;
+}
+
+/** An account configured by environment variables: served as a read-only channel of this id. */
+export interface EnvironmentAccount extends WireAccount {
+  channelId: string;
+  baseUrl?: string;
 }
 
 export interface WireSettings {

@@ -1,5 +1,6 @@
 import { ARK } from './ark/ark.descriptor';
 import { callsFor, type ProviderDescriptor } from './descriptor';
+import { FAL } from './fal/fal.descriptor';
 import { findModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
 import { VISUAL } from './jimeng/visual.descriptor';
@@ -9,7 +10,7 @@ import { LOCAL } from './local/local.descriptor';
  * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
  * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
  */
-export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API];
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL];
 
 const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
 

@@ -1,7 +1,7 @@
 import { ApiError, type ApiErrorOptions } from '../errors/api-error';
 import type { ErrorCode } from '../errors/error-codes';
 import { redactUpstreamText } from './redaction';
-import { encodeMultipart, type MultipartPart, post, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
+import { encodeMultipart, type MultipartPart, send, type UpstreamAnswer, UpstreamHttpError } from './upstream-http';
 
 /**
  * The credentials of every upstream account this process holds (API channels and the environment's
@@ -115,7 +115,22 @@ export async function postJson(
   onSent?: () => void,
 ): Promise<JsonAnswer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  return exchange(provider, new URL(url), text, headers, signal, publicOnly, onSent);
+  return exchange(provider, 'POST', new URL(url), text, headers, signal, publicOnly, onSent);
+}
+
+/**
+ * A bodiless GET or PUT whose answer is JSON (polling a task, cancelling it), with postJson's failures.
+ * `url` is the caller's to check: one an upstream handed back must be on a host the account trusts.
+ */
+export async function callJson(
+  provider: string,
+  method: 'GET' | 'PUT',
+  url: URL,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly = false,
+): Promise<JsonAnswer> {
+  return exchange(provider, method, url, undefined, headers, signal, publicOnly, undefined);
 }
 
 /**
@@ -131,7 +146,7 @@ export async function postMultipart(
   onSent?: () => void,
 ): Promise<JsonAnswer> {
   const { body, contentType } = encodeMultipart(parts);
-  return exchange(provider, new URL(url), body, { ...headers, 'content-type': contentType }, signal, publicOnly, onSent);
+  return exchange(provider, 'POST', new URL(url), body, { ...headers, 'content-type': contentType }, signal, publicOnly, onSent);
 }
 
 export interface JsonAnswer {
@@ -142,8 +157,9 @@ export interface JsonAnswer {
 
 async function exchange(
   provider: string,
+  method: 'GET' | 'POST' | 'PUT',
   target: URL,
-  body: string | Buffer,
+  body: string | Buffer | undefined,
   headers: Record<string, string>,
   signal: AbortSignal,
   publicOnly: boolean,
@@ -151,7 +167,7 @@ async function exchange(
 ): Promise<JsonAnswer> {
   let answer: UpstreamAnswer;
   try {
-    answer = await post(target, body, headers, signal, publicOnly, onSent);
+    answer = await send(method, target, body, headers, signal, publicOnly, onSent);
   } catch (error) {
     if (signal.aborted || !(error instanceof UpstreamHttpError)) throw error;
     const phase = error.neverSent ? 'before the request was sent' : 'after the request was sent';

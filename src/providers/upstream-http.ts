@@ -83,6 +83,19 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
  * The content type is JSON unless `headers` names another (`content-type`, lower case).
  */
 export function post(url: URL, body: string | Buffer, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
+  return send('POST', url, body, headers, signal, publicOnly, onSent);
+}
+
+/** As post, with any method; a call without `body` (GET, a bodiless PUT) sends no content type. */
+export function send(
+  method: 'GET' | 'POST' | 'PUT',
+  url: URL,
+  body: string | Buffer | undefined,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly = false,
+  onSent?: () => void,
+): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);
@@ -155,9 +168,8 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
       {
         origin: url.origin,
         path: url.pathname + url.search,
-        method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json', ...headers },
+        method,
+        ...(body === undefined ? { headers } : { body, headers: { 'content-type': 'application/json', ...headers } }),
       },
       handler,
     );

@@ -1,3 +1,4 @@
+import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type GatewayProcess, MAIN_JS, startGatewayProcess } from '../helpers/gateway-process';
 import { eventually, killGroup } from '../helpers/process-tree';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
@@ -32,14 +33,8 @@ describe('the startup output', () => {
         console: `http://127.0.0.1:${port}/console`,
         internal: `http://127.0.0.1:${internalPort}`,
       },
-      // The built-in catalog: local-1 is served in-process, the jimeng models need a channel this gateway has not.
-      models: [
-        { model: 'local-1', status: 'available' },
-        { model: 'jimeng-4.5', status: 'unconfigured' },
-        { model: 'jimeng-5.0-lite', status: 'unconfigured' },
-        { model: 'jimeng-4.0', status: 'unconfigured' },
-        { model: 'jimeng-3.1', status: 'unconfigured' },
-      ],
+      // The built-in catalog: local-1 is served in-process, every other model needs a channel this gateway has not.
+      models: DEFAULT_CATALOG.map(({ model }) => ({ model, status: model === 'local-1' ? 'available' : 'unconfigured' })),
     });
     expect(gateway.output.join('')).not.toContain('creative-gateway listening on');
   });
@@ -54,6 +49,7 @@ describe('the startup output', () => {
     expect(text).toContain(
       `creative-gateway listening on http://127.0.0.1:${port}: API reference http://127.0.0.1:${port}/docs, console http://127.0.0.1:${port}/console, internal API http://127.0.0.1:${internalPort}\n`,
     );
-    expect(text).toContain('models: local-1, jimeng-4.5 (no channel), jimeng-5.0-lite (no channel), jimeng-4.0 (no channel), jimeng-3.1 (no channel)\n');
+    expect(text).toContain(`models: ${DEFAULT_CATALOG.map(({ model }) => (model === 'local-1' ? model : `${model} (no channel)`)).join(', ')}\n`);
+    expect(text).toContain('models: local-1, jimeng-4.5 (no channel), ');
   });
 });

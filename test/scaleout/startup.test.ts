@@ -103,7 +103,12 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
         adminSecret: '***',
         serviceTokens: [{ clientId: SERVICE_TOKEN['CF-Access-Client-Id'], clientSecret: '***' }],
         bodyLimitBytes: 65536,
-        providers: { ark: { apiKey: '***' }, volc: { accessKeyId: 'AKLTvisible', secretAccessKey: '***' } },
+        providers: {
+          accounts: [
+            { format: 'visual', credentials: { access_key_id: 'AKLTvisible', secret_access_key: '***' } },
+            { format: 'ark', credentials: { api_key: '***' } },
+          ],
+        },
       });
       for (const secret of [ADMIN_SECRET, SERVICE_TOKEN['CF-Access-Client-Secret'], ...Object.values(secrets)]) expect(output).not.toContain(secret);
     } finally {

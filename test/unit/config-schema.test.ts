@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describeConfig, loadConfig } from '../../src/config/config';
-import { envSchema, providerSchema, readEnv } from '../../src/config/env-schema';
+import { accountSchema, envSchema, namedVariables, providerSchema, readEnv } from '../../src/config/env-schema';
 import { envMeta } from '../../src/config/env-types';
+import { BUILT_IN_PROVIDERS, RESULT_HOSTS } from '../../src/providers/formats';
 
 const quiet = () => undefined;
 const database = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-config-schema-')), 'gw.db');
@@ -11,7 +12,7 @@ const given = () => ({ DATABASE_URL: database(), ADMIN_SECRET: 'a-long-enough-se
 
 describe('configuration schema', () => {
   it('every variable has a one-line description', () => {
-    for (const [name, type] of [...Object.entries(envSchema.shape), ...Object.entries(providerSchema.shape)]) {
+    for (const [name, type] of [...Object.entries(namedVariables), ...Object.entries(providerSchema.shape)]) {
       const description = envMeta.get(type)?.description;
       expect({ name, description: typeof description === 'string' && description.length > 0 && !description.includes('\n') }).toEqual({ name, description: true });
     }
@@ -44,16 +45,17 @@ describe('configuration schema', () => {
       dependencyStartupTimeoutMs: 30_000,
       readinessFailureWindowMs: 3000,
       accessJwt: undefined,
-      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: ['*.volces.com', '*.byteimg.com'] },
+      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: [...RESULT_HOSTS] },
       channels: { queueTimeoutMs: 2000, queueMaxWaiters: 100, probeIntervalMs: 0, pollIntervalMs: 1000, allowPrivateUpstreams: false },
       generations: { leaseMs: 30_000, pollMs: 1000, workerConcurrency: 16, maxQueuedPerKey: 50 },
       webhooks: { allowPrivateNetworks: false, pollIntervalMs: 1000, leaseMs: 60_000, timeoutMs: 15_000, disableAfterMs: 120 * 3_600_000, keyExpiringDays: 7, expiryScanIntervalMs: 60_000 },
     });
+    expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', 'fal.media', '*.fal.media']));
     expect(config.providers.connectTimeoutMs).toBe(3000);
-    expect(config.providers.resilience).toEqual({
-      local: { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 },
-      jimeng: { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 },
-    });
+    // The same defaults for every built-in provider (formats.ts BUILT_IN_PROVIDERS).
+    const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 };
+    expect(config.providers.resilience).toEqual(Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, defaults])));
+    expect(Object.keys(config.providers.resilience)).toEqual(expect.arrayContaining(['local', 'jimeng']));
     expect(config.maxConnections).toBeGreaterThanOrEqual(16);
   });
 
@@ -82,9 +84,9 @@ describe('configuration schema', () => {
   });
 
   it('every refused value is named by its variable, several at once', () => {
-    for (const name of Object.keys(envSchema.shape)) {
+    for (const [name, schema] of [...Object.keys(envSchema.shape).map((key) => [key, envSchema] as const), ...Object.keys(accountSchema.shape).map((key) => [key, accountSchema] as const)]) {
       try {
-        readEnv(envSchema, { [name]: '%not valid%' });
+        readEnv(schema, { [name]: '%not valid%' });
       } catch (error) {
         expect((error as Error).message).toMatch(new RegExp(`^${name} `));
       }
@@ -130,7 +132,13 @@ describe('describeConfig', () => {
       serviceTokens: [{ clientId: 'svc-visible', clientSecret: '***' }],
       images: { signingKey: '***', store: { bucket: 'bucket', credentials: { accessKeyId: 's3-id-visible', secretAccessKey: '***' } } },
       channels: { sealingKeys: ['***'] },
-      providers: { volc: { accessKeyId: 'AKLTvisible', secretAccessKey: '***' }, ark: { apiKey: '***' }, openaiCompatible: { apiKey: '***' } },
+      providers: {
+        accounts: [
+          { format: 'visual', provider: 'jimeng', channelId: 'chn_envJimengVisual', credentials: { access_key_id: 'AKLTvisible', secret_access_key: '***' } },
+          { format: 'ark', provider: 'jimeng', channelId: 'chn_envJimengArk', credentials: { api_key: '***' } },
+          { format: 'images-api', provider: 'openai', channelId: 'chn_envOpenai', credentials: { api_key: '***' } },
+        ],
+      },
       port: 8080,
       accessJwt: null,
     });
@@ -141,10 +149,10 @@ describe('describeConfig', () => {
     const at = (value: unknown, steps: string[]): unknown => {
       const [step, ...rest] = steps;
       if (step === undefined) return value;
-      if (step === '*') return Array.isArray(value) ? at(value[0], rest) : undefined;
+      if (step === '*') return Array.isArray(value) ? value.map((item: unknown) => at(item, rest)).find((found) => found !== undefined) : undefined;
       return value !== null && typeof value === 'object' ? at((value as Record<string, unknown>)[step], rest) : undefined;
     };
-    for (const [name, type] of Object.entries(envSchema.shape)) {
+    for (const [name, type] of Object.entries(namedVariables)) {
       const meta = envMeta.get(type);
       if (!meta?.secret) continue;
       expect({ name, field: meta.field !== undefined && at(config, meta.field.split('.')) !== undefined }).toEqual({ name, field: true });

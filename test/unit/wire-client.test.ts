@@ -5,6 +5,7 @@ import { apiChannelClient } from '../../src/channels/channel-clients';
 import type { Channel } from '../../src/channels/channel.model';
 import { loadConfig } from '../../src/config/config';
 import { createProviderRegistry } from '../../src/providers/create-registry';
+import { BUILT_IN_PROVIDERS } from '../../src/providers/formats';
 import { ImagesApiClient } from '../../src/providers/images-api/images-api-client';
 import { VisualTransport } from '../../src/providers/jimeng/visual-transport';
 import { LocalProvider } from '../../src/providers/local/local.provider';
@@ -49,7 +50,9 @@ describe('wireClient', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-wire-'));
     const quiet = () => undefined;
     const bare = createProviderRegistry(loadConfig({ DATABASE_URL: path.join(dir, 'a.db') }, quiet));
-    expect([...bare.names()]).toEqual(['local', 'jimeng']);
+    // Every provider a descriptor lists is known before any account exists (formats.ts BUILT_IN_PROVIDERS).
+    expect([...bare.names()]).toEqual([...BUILT_IN_PROVIDERS]);
+    expect(BUILT_IN_PROVIDERS).toEqual(expect.arrayContaining(['local', 'jimeng']));
     expect(bare.environmentClient('local', 'local')).toBeInstanceOf(LocalProvider);
     expect(bare.environmentClient('jimeng', 'visual')).toBeUndefined();
     expect(bare.environmentClient('jimeng', 'ark')).toBeUndefined();
@@ -67,7 +70,7 @@ describe('wireClient', () => {
         quiet,
       ),
     );
-    expect([...configured.names()]).toEqual(['local', 'jimeng', 'openai']);
+    expect([...configured.names()]).toEqual([...BUILT_IN_PROVIDERS, 'openai']);
     const visual = configured.environmentClient('jimeng', 'visual');
     expect(visual).toBeInstanceOf(VisualTransport);
     expect(optionsOf(visual)).toMatchObject({ credentials: { accessKeyId: 'AKENV', secretAccessKey: 'SKENV' }, publicOnly: false });

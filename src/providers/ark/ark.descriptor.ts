@@ -1,3 +1,4 @@
+import { declareVariable, httpUrl, text } from '../../config/env-types';
 import { credentialsOf, type ProviderDescriptor } from '../descriptor';
 import { ImagesApiClient } from '../images-api/images-api-client';
 import { ARK_ERRORS } from './ark-errors';
@@ -9,7 +10,15 @@ export const ARK: ProviderDescriptor = {
   title: 'Volcengine Ark / BytePlus ModelArk images API (Seedream, SeedEdit; API key)',
   providers: ['jimeng'],
   credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
-  environment: { credentials: { api_key: 'ARK_API_KEY' }, baseUrl: 'ARK_BASE_URL', channelId: 'chn_envJimengArk' },
+  environment: {
+    credentials: { api_key: 'ARK_API_KEY' },
+    baseUrl: 'ARK_BASE_URL',
+    channelId: 'chn_envJimengArk',
+    variables: {
+      ARK_API_KEY: declareVariable(text.optional(), { description: 'API key of Ark (jimeng, transport `ark`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      ARK_BASE_URL: declareVariable(httpUrl.default('https://ark.cn-beijing.volces.com/api/v3'), { description: 'base URL of Ark' }),
+    },
+  },
   defaultBaseUrl: 'https://ark.cn-beijing.volces.com/api/v3',
   calls: 'one-per-image',
   // Results are served from TOS buckets under volces.com (BytePlus: the account's own region host).

@@ -1,3 +1,4 @@
+import { declareVariable, httpUrl, providerName, text } from '../../config/env-types';
 import { credentialsOf, type ProviderDescriptor } from '../descriptor';
 import type { ErrorRule } from '../error-table';
 import { ImagesApiClient } from './images-api-client';
@@ -24,6 +25,16 @@ export const IMAGES_API: ProviderDescriptor = {
     credentials: { api_key: 'OPENAI_COMPAT_API_KEY' },
     baseUrl: 'OPENAI_COMPAT_BASE_URL',
     providerName: 'OPENAI_COMPAT_PROVIDER_NAME',
+    variables: {
+      OPENAI_COMPAT_BASE_URL: declareVariable(httpUrl.optional(), { description: 'base URL of an OpenAI-compatible images API, with `OPENAI_COMPAT_API_KEY`', defaultText: 'none' }),
+      OPENAI_COMPAT_API_KEY: declareVariable(text.optional(), {
+        description: 'API key of the OpenAI-compatible upstream, with `OPENAI_COMPAT_BASE_URL`',
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
+      OPENAI_COMPAT_PROVIDER_NAME: declareVariable(providerName.default('openai'), { description: 'provider name of the OpenAI-compatible upstream; add its models to `MODEL_CATALOG`' }),
+    },
   },
   calls: 'one-for-n',
   resultHosts: [],

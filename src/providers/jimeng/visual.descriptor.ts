@@ -1,3 +1,4 @@
+import { declareVariable, httpUrl, text } from '../../config/env-types';
 import { credentialsOf, type ProviderDescriptor } from '../descriptor';
 import { VISUAL_ERRORS } from './visual-errors';
 import { VisualTransport } from './visual-transport';
@@ -12,8 +13,17 @@ export const VISUAL: ProviderDescriptor = {
   environment: {
     credentials: { access_key_id: 'VOLC_ACCESS_KEY_ID', secret_access_key: 'VOLC_SECRET_ACCESS_KEY' },
     baseUrl: 'VOLC_VISUAL_ENDPOINT',
-    settings: ['VOLC_POLL_INTERVAL_MS'],
     channelId: 'chn_envJimengVisual',
+    variables: {
+      VOLC_ACCESS_KEY_ID: declareVariable(text.optional(), { description: 'access key id of the Volcengine visual API (jimeng, transport `visual`), with `VOLC_SECRET_ACCESS_KEY`', defaultText: 'none' }),
+      VOLC_SECRET_ACCESS_KEY: declareVariable(text.optional(), {
+        description: 'secret access key of the Volcengine visual API, with `VOLC_ACCESS_KEY_ID`',
+        secret: true,
+        field: 'providers.accounts.*.credentials.secret_access_key',
+        defaultText: 'none',
+      }),
+      VOLC_VISUAL_ENDPOINT: declareVariable(httpUrl.default('https://visual.volcengineapi.com'), { description: 'base URL of the Volcengine visual API' }),
+    },
   },
   defaultBaseUrl: 'https://visual.volcengineapi.com',
   calls: 'one-per-image',

@@ -7,7 +7,7 @@ export const LOCAL: ProviderDescriptor = {
   format: 'local',
   title: 'the built-in renderer (no upstream)',
   providers: ['local'],
-  environment: { credentials: {}, settings: ['LOCAL_PROVIDER_MODE'], channelId: 'chn_envLocal' },
+  environment: { credentials: {}, settings: ['LOCAL_PROVIDER_MODE'], channelId: 'chn_envLocal', variables: {} },
   calls: 'one-for-n',
   offline: true,
   resultHosts: [],

@@ -1,0 +1,136 @@
+import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import { decodeHandle } from '../../src/providers/fal/fal-client';
+import { type FakeFal, startFakeFal } from '../fakes/fake-fal';
+import { Books } from '../helpers/books';
+import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
+import { ApiClient, createKeyVia } from '../helpers/test-gateway';
+import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { until } from '../helpers/until';
+
+const FAL_KEY = 'fal-takeover-id:fal-takeover-secret';
+
+/**
+ * Issue #36 §2 "takeover by another replica without a second upstream submission", for the `fal`
+ * format (the same harness as durable-generations.test.ts): an asynchronous generation whose fal
+ * request is queued (held by the fake) when the process running it is SIGKILLed. The process that
+ * takes it over once its lease lapsed polls the stored handle (the request's own status and response
+ * URLs): fal sees one submission, no cancel (the dead process sent none), and the books charge the
+ * images delivered.
+ */
+async function takeover(setup: { fal: FakeFal; observer: GatewayDatabase; receiver: GatewayProcess; owner: () => Promise<GatewayProcess>; survivor: (dead: GatewayProcess) => Promise<GatewayProcess> }) {
+  const { fal, observer, receiver } = setup;
+  const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 100, allowed_providers: ['fal'] });
+  const prompt = 'a harbour at dusk, taken over [hold]';
+  const submitted = await new ApiClient(receiver.url).send('post', '/images/generate', {
+    headers: { Authorization: `Bearer ${created.key}`, Prefer: 'respond-async' },
+    body: { prompt, model: 'fal-flux-dev', size: '1024x768', n: 2 },
+  });
+  expect(submitted.status).toBe(202);
+  const generationId = submitted.body.id as string;
+  const generation = () => observer.db.selectFrom('generations').selectAll().where('id', '=', generationId).executeTakeFirstOrThrow();
+  const tasks = () => observer.db.selectFrom('generation_tasks').selectAll().where('generation_id', '=', generationId).execute();
+  const submits = () => fal.submits.filter((s) => s.body.prompt === prompt);
+
+  // Accepted by fal (one request for both images) and its handle stored, then the process running it dies.
+  await until(async () => (await tasks()).some((task) => task.task_id !== null), 'the fal request handle to be stored');
+  expect(submits()).toHaveLength(1);
+  const [task] = await tasks();
+  expect(decodeHandle(task!.task_id).request_id).toBe(submits()[0]!.requestId);
+  expect((await generation()).status).toBe('running');
+  const doomed = await setup.owner();
+  await doomed.stop('SIGKILL');
+  fal.releaseHeld();
+
+  const survivor = await setup.survivor(doomed);
+  await until(async () => (await generation()).status === 'succeeded', 'the takeover to finish the generation', 40_000);
+  const after = await generation();
+  expect(Number(after.runs)).toBe(2);
+  // Resumed, never repeated, never cancelled: the one request polled to its end.
+  expect(submits()).toHaveLength(1);
+  expect(fal.cancelCalls.filter((c) => c.requestId === submits()[0]!.requestId)).toEqual([]);
+  const stored = await observer.db.selectFrom('stored_images').select('id').where('generation_id', '=', generationId).execute();
+  expect(stored).toHaveLength(2);
+  const key = await new ApiClient(survivor.url).admin('get', `/admin/keys/${created.id}`);
+  expect(key.body.credits_used).toBe(6);
+  expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
+}
+
+describe('fal: SIGKILL while the request is queued at fal, restart, takeover (SQLite)', () => {
+  let fal: FakeFal;
+  let database: ThrowawayDatabase;
+  let observer: GatewayDatabase;
+  const started: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    fal = await startFakeFal({ apiKey: FAL_KEY });
+    database = await createThrowawayDatabase('sqlite');
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((p) => p.stop('SIGKILL')));
+    await observer?.close();
+    await fal.close();
+    await database.drop();
+  });
+
+  it('the restarted gateway polls the stored handle instead of submitting again; credits charged = images delivered', async () => {
+    const env = { DATABASE_URL: database.url, FAL_KEY, FAL_BASE_URL: fal.url, UPSTREAM_POLL_INTERVAL_MS: '20', GENERATION_LEASE_MS: '1000', GENERATION_POLL_MS: '100' };
+    const first = await startGatewayProcess(env);
+    started.push(first);
+    observer = openDatabase(database.url, { poolSize: 1 });
+    await takeover({
+      fal,
+      observer,
+      receiver: first,
+      owner: async () => first,
+      survivor: async () => {
+        const second = await startGatewayProcess(env);
+        started.push(second);
+        return second;
+      },
+    });
+  });
+});
+
+describeWithServices('fal: 2 replicas on PostgreSQL + Redis, the one running the generation SIGKILLed', () => {
+  let fal: FakeFal;
+  let database: ThrowawayDatabase;
+  let redis: ReturnType<typeof throwawayRedisPrefix>;
+  let observer: GatewayDatabase;
+  const replicas: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    fal = await startFakeFal({ apiKey: FAL_KEY });
+    database = await createThrowawayDatabase('postgres');
+    redis = throwawayRedisPrefix();
+    const env = {
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: redis.prefix,
+      FAL_KEY,
+      FAL_BASE_URL: fal.url,
+      UPSTREAM_POLL_INTERVAL_MS: '20',
+      GENERATION_LEASE_MS: '1000',
+      GENERATION_POLL_MS: '100',
+    };
+    // One after the other: several cold starts at once can miss the start deadline on a loaded machine.
+    for (let i = 0; i < 2; i += 1) replicas.push(await startGatewayProcess(env));
+    observer = openDatabase(database.url, { poolSize: 2 });
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
+    await observer?.close();
+    await fal?.close();
+    await database?.drop();
+    await redis?.drop();
+  });
+
+  it('the surviving replica polls the stored handle: one submission, credits charged = images delivered', async () => {
+    const generationOwner = async () => {
+      const running = await observer.db.selectFrom('generations').select('lease_owner').where('status', '=', 'running').executeTakeFirstOrThrow();
+      // The lease owner is host:pid:random.
+      return replicas.find((p) => running.lease_owner?.split(':')[1] === String(p.child.pid))!;
+    };
+    await takeover({ fal, observer, receiver: replicas[0]!, owner: generationOwner, survivor: async (dead) => replicas.find((p) => p !== dead)! });
+  });
+});
