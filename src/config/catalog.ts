@@ -122,6 +122,8 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   const minSide = positive('min_side', false);
   const maxSide = positive('max_side', false);
   if (bounds.min_pixels > bounds.max_pixels || bounds.min_ratio > bounds.max_ratio) throw new Error(`${where}: "size_bounds" has a minimum above its maximum`);
+  const exclusive = v.max_ratio_exclusive;
+  if (exclusive !== undefined && exclusive !== true && exclusive !== false) throw new Error(`${where}: "size_bounds.max_ratio_exclusive" must be true or false`);
   const multiple = positive('side_multiple', false);
   if (multiple !== undefined && !Number.isInteger(multiple)) throw new Error(`${where}: "size_bounds.side_multiple" must be an integer`);
   const allowed = v.allowed_sizes;
@@ -130,6 +132,7 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   }
   return {
     ...bounds,
+    ...(exclusive === true ? { max_ratio_exclusive: true } : {}),
     ...(minSide === undefined ? {} : { min_side: minSide }),
     ...(maxSide === undefined ? {} : { max_side: maxSide }),
     ...(allowed === undefined ? {} : { allowed_sizes: allowed as string[] }),

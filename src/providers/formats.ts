@@ -62,6 +62,21 @@ export function sendsNothingUpstream(entry: { provider: string; transport?: stri
 }
 
 /**
+ * The model family of its format's table a catalog entry serves (its `upstream_family`, else the
+ * row of its upstream id): a channel's own id for the model (a BytePlus id, an endpoint `ep-…`) is that family too.
+ */
+export function familyOfEntry(entry: { provider: string; transport?: string; upstream_model: string; upstream_family?: string }): string | undefined {
+  if (entry.upstream_family !== undefined) return entry.upstream_family;
+  const format = formatOfEntry(entry);
+  return format && findModelSpec(format.models, entry.upstream_model)?.family;
+}
+
+/** How long the upstream of a catalog entry's format keeps an accepted task (descriptor `resume.lifeMs`); undefined when it does not say. */
+export function taskLifeOf(entry: { provider: string; transport?: string }): number | undefined {
+  return formatOfEntry(entry)?.resume?.lifeMs;
+}
+
+/**
  * The format a model outside the catalog (a trusted caller's) is served over, for a provider with
  * several: the one whose table knows the id, else whose `modelIds` match it. Undefined when the
  * provider has one format (the entry needs no `transport`) or none fits.
