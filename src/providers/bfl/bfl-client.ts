@@ -164,6 +164,8 @@ export class BflClient implements WireClient {
   async poll(request: ProviderRequest, pollingUrl: string, signal: AbortSignal): Promise<ProviderImage> {
     const target = this.trusted(pollingUrl, 'polling_url');
     for (;;) {
+      // Past the task's life the polling URL no longer answers for it: it is not asked again.
+      request.beforePoll?.();
       const answer = await callJson(this.options.provider, 'GET', target, this.headers, signal, this.options.publicOnly).catch((error: unknown) => {
         throw error instanceof UpstreamError ? afterAcceptance(error) : error;
       });

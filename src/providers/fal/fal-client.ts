@@ -287,6 +287,8 @@ export class FalClient implements WireClient {
       if (signal.aborted) onAbort();
       for (;;) {
         signal.throwIfAborted();
+        // Past the request's life its result is gone: it is not asked again.
+        request.beforePoll?.();
         const answer = await this.read(statusUrl, 'status', signal, handle.request_id);
         if (answer === undefined) {
           await sleep(pollIntervalMs, undefined, { signal });
