@@ -1,4 +1,5 @@
 import type { InputImageLimits, UpstreamModelSpec } from '../model-spec';
+import { KONTEXT_RATIOS } from '../flux-kontext';
 
 /**
  * The BFL models the gateway maps, declaratively: each model's endpoint (`POST /v1/{id}`), how the
@@ -22,23 +23,6 @@ const MB = 1_000_000;
  * as it is.
  */
 const SEED = { max: 4_294_967_295 } as const;
-
-/**
- * FLUX.1 Kontext [pro] `aspect_ratio`: "Aspect ratio of the image between 21:9 and 9:21"; the output
- * is about 1 MP whatever the ratio. The gateway names each of the usual ratios by a nominal size of
- * about 1 MP (the same sizes fal's Kontext app is offered at, so a catalog can move between the two).
- */
-const KONTEXT_RATIOS: Readonly<Record<string, string>> = {
-  '1568x672': '21:9',
-  '1280x720': '16:9',
-  '1152x864': '4:3',
-  '1248x832': '3:2',
-  '1024x1024': '1:1',
-  '832x1248': '2:3',
-  '864x1152': '3:4',
-  '720x1280': '9:16',
-  '672x1568': '9:21',
-};
 
 /**
  * Reference images: `input_image` (and `_2` … `_8` for FLUX.2) is "Base64 encoded image or URL".
