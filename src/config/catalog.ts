@@ -1,6 +1,7 @@
 import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, UPSTREAM_FAMILIES, upstreamModelSpec } from '../providers/upstream-models';
 import { inputLimits } from './input-limits';
 import { type PriceRow, parsePriceTable } from './price-table';
+import { OPENAI_IMAGE_MODELS, proposedPriceTable } from '../providers/openai/models';
 
 export type { InputImageLimits, SizeBounds };
 
@@ -97,6 +98,20 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
     default_size: '1024x1024',
     ...upstreamLimitsOf('flux-2-pro'),
   },
+  // OpenAI's Images API (they serve once an `openai` channel exists: OPENAI_API_KEY or the channels API). Priced from
+  // OpenAI's per-image prices by quality and size at 1 credit = US$0.001 (src/providers/openai/models.ts proposedPriceTable).
+  ...OPENAI_IMAGE_MODELS.map((row) => {
+    const price_table = proposedPriceTable(row);
+    return {
+      model: row.model,
+      provider: 'openai',
+      upstream_model: row.model,
+      credits_per_image: Math.max(...price_table.map((r) => r.credits)),
+      price_table,
+      default_size: '1024x1024',
+      ...upstreamLimitsOf(row.model),
+    };
+  }),
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {

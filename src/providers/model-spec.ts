@@ -82,6 +82,11 @@ export interface UpstreamModelSpec {
   params: UpstreamModelParams;
   /** Input images it takes; none when absent. */
   inputs?: InputImageLimits;
+  /**
+   * Most images one call makes, on a format whose calls take `n` (`one-for-n`): n images cost
+   * ceil(n / this) calls (dall-e-3: 1). No limit when absent.
+   */
+  max_images_per_call?: number;
 }
 
 /** The row of `table` for an upstream id, or for its declared family (which wins). */
