@@ -4,7 +4,7 @@ import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { ProviderRequest } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
-import type { ChannelFailover, ChannelRun, TaskJournal } from './channel-failover';
+import type { ChannelFailover, ChannelRun, TaskJournal, UpstreamLosses } from './channel-failover';
 
 /** One model of a generation's chain, with the request as that model's upstream takes it. */
 export interface ModelStage {
@@ -12,7 +12,7 @@ export interface ModelStage {
   request: ProviderRequest;
 }
 
-/** A generation's run over its chain: the last model's run (`entry`: the one that delivered, or whose failure ended it), with every model's attempts. */
+/** A generation's run over its chain: the last model's run (`entry`: the one that delivered, or whose failure ended it), with every model's attempts and losses. */
 export type ChainRun = ChannelRun & { entry: CatalogModel };
 
 /**
@@ -58,8 +58,11 @@ export class ModelFallbacks {
     onFallback: (next: CatalogModel) => Promise<void>,
   ): Promise<ChainRun> {
     const attempts: GenerationAttemptsTable[] = [];
+    const losses: UpstreamLosses = { billedUndelivered: 0, expiredCalls: [] };
     const withModel = (run: ChannelRun, entry: CatalogModel): void => {
       for (const attempt of run.attempts) attempts.push({ ...attempt, seq: attempts.length, model: entry.model });
+      losses.billedUndelivered += run.losses.billedUndelivered;
+      losses.expiredCalls.push(...run.losses.expiredCalls);
     };
     for (let index = 0; ; index += 1) {
       const stage = stages[index];
@@ -67,7 +70,7 @@ export class ModelFallbacks {
       const run = await this.failover.generate(generationId, stage.entry, stage.request, signal, journal);
       withModel(run, stage.entry);
       const next = stages[index + 1]?.entry;
-      if (next === undefined || !fallsBack(run, signal)) return { ...run, attempts, entry: stage.entry };
+      if (next === undefined || !fallsBack(run, signal)) return { ...run, attempts, losses, entry: stage.entry };
       this.logger.warn(
         { generation_id: generationId, model: stage.entry.model, fallback: next.model, err_code: (run as { error: ApiError }).error.code },
         'every channel of the model failed on the provider side; continuing on its fallback',
@@ -75,7 +78,7 @@ export class ModelFallbacks {
       try {
         await onFallback(next);
       } catch (error) {
-        return { ok: false, error, attempts, entry: stage.entry };
+        return { ok: false, error, attempts, losses, entry: stage.entry };
       }
     }
   }

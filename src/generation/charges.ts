@@ -1,4 +1,5 @@
 import { creditsPerImage } from '../config/price-table';
+import type { UpstreamLosses } from '../channels/channel-failover';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { sendsNothingUpstream } from '../providers/formats';
 import { callsOf, chainOf, onModel, type StoredGenerationRequest } from './durable';
@@ -17,9 +18,14 @@ import { callsOf, chainOf, onModel, type StoredGenerationRequest } from './durab
  *   for: a success at the model that delivered, a cancel or disconnect at the model then running.
  *   The calls of the models before it are never charged: what they may have made (cut by a timeout)
  *   is the operator's loss.
+ * - an accepted task older than its upstream keeps one (descriptor `resume.lifeMs`) is not polled:
+ *   the generation fails, and the images of its accepted tasks are the loss (`task_expired`).
+ * - images the upstream says it billed beyond those it delivered (Ark's `usage.generated_images`)
+ *   are the loss too, on a succeeded generation as on a failed one (`billed_undelivered` when no
+ *   other reason applies).
  * Every upstream call is therefore either charged to a key or listed as a loss, never silently dropped.
  */
-export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere';
+export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere' | 'task_expired' | 'billed_undelivered';
 
 /** Images one upstream call makes: one on one-image-per-call transports, else the whole request. */
 function imagesPerCall(stored: StoredGenerationRequest): number {
@@ -70,24 +76,34 @@ export function creditsOf(images: number, generation: { credits: number; images:
 
 /**
  * What the upstream made (or may have made) for a run that is not charged: the images of its
- * succeeded calls, and of calls cut by a timeout (the upstream may finish and bill them).
+ * succeeded calls and of its expired tasks, of calls cut by a timeout (the upstream may finish and
+ * bill them), and those it billed beyond what it delivered.
  */
 export function unbilledOf(
   stored: StoredGenerationRequest,
   attempts: readonly Pick<GenerationAttemptsTable, 'image_index' | 'outcome' | 'error_code' | 'model'>[],
   notStored: boolean,
+  losses: Partial<UpstreamLosses> = {},
 ): { images: number; reason: UnbilledReason } | undefined {
+  const expired = losses.expiredCalls ?? [];
+  const modelOf = (attempt: { model?: string | null | undefined }) => attempt.model ?? stored.entry.model;
+  // Expired tasks are the last model's the run was on (the only one whose tasks it polls).
+  const last = attempts.length > 0 ? modelOf(attempts[attempts.length - 1]!) : stored.entry.model;
   let made = 0;
+  let cut = 0;
   let images = 0;
   // Per model of the chain (attempts without one are the requested model's): each made at most `n`.
-  for (const model of new Set(attempts.map((a) => a.model ?? stored.entry.model))) {
+  for (const model of new Set([...attempts.map(modelOf), ...(expired.length > 0 ? [last] : [])])) {
     const stage = onModel(stored, model);
-    const own = attempts.filter((a) => (a.model ?? stored.entry.model) === model);
-    const succeeded = imagesOfCalls(stage, own.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index));
-    const cut = imagesOfCalls(stage, own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
+    const own = attempts.filter((a) => modelOf(a) === model);
+    const succeeded = imagesOfCalls(stage, [...own.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index), ...(model === last ? expired : [])]);
+    const timedOut = imagesOfCalls(stage, own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
     made += succeeded;
-    images += Math.min(succeeded + cut, stored.request.n);
+    cut += timedOut;
+    images += Math.min(succeeded + timedOut, stored.request.n);
   }
+  images += losses.billedUndelivered ?? 0;
   if (images === 0) return undefined;
-  return { images, reason: notStored ? 'not_stored' : made > 0 ? 'partial_failure' : 'provider_timeout' };
+  const reason = notStored ? 'not_stored' : expired.length > 0 ? 'task_expired' : made > 0 ? 'partial_failure' : cut > 0 ? 'provider_timeout' : 'billed_undelivered';
+  return { images, reason };
 }

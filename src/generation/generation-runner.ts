@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { TaskExpired, type UpstreamLosses } from '../channels/channel-failover';
 import type { ChannelRouter } from '../channels/channel-router';
 import { mayHaveCommitted } from '../db/bounded-pool';
 import type { Database, GenerationAttemptsTable, GenerationTasksTable, GenerationsTable } from '../db/schema';
@@ -14,14 +15,14 @@ import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
 import { creditsOf, heldFor, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
-import { sendsNothingUpstream } from '../providers/formats';
+import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, chainOf, onModel, storedRequestOf } from './durable';
 import { listGenerationTasks, recordFallback } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
 import { LeaseLost, RunDeferred } from './generation-worker';
 import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
-import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleDelivered, settleGeneration, settleGenerations } from './settlement.repository';
+import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleDelivered, settleGeneration, settleGenerations, type Unbilled } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
@@ -95,7 +96,9 @@ export class GenerationRunner {
     let attempts: GenerationAttemptsTable[] = [];
     let attemptsWritten = false;
     let attemptsInBackground = false;
-    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable')) => {
+    // What the upstream billed beyond the attempts' record (billed but undelivered images, expired tasks): charges.ts books it.
+    let losses: UpstreamLosses = { billedUndelivered: 0, expiredCalls: [] };
+    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable', losses)) => {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
       // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
@@ -130,11 +133,21 @@ export class GenerationRunner {
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = chain.every(sendsNothingUpstream) ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
+    const journal = chain.every(sendsNothingUpstream)
+      ? undefined
+      : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner, taskLifeOf(stage.entry));
     if (row.runs > 1 && interrupted(stage, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
       const lost = imagesOfCalls(stage, unacknowledgedCalls(stage, tasks));
       await settleFailure(error, 'abandoned', lost > 0 ? { images: lost, reason: 'abandoned' } : undefined);
+      throw error;
+    }
+    if (journal && journal.expired.length > 0) {
+      // The upstream no longer keeps the task (descriptor resume.lifeMs): polling it would only find
+      // it gone. Its accepted tasks were billed and are never delivered: the operator's loss.
+      const [first] = journal.expired;
+      const error = new TaskExpired(first!, tasks.find((task) => Number(task.image_index) === first)?.task_id ?? 'unknown', taskLifeOf(stage.entry)!);
+      await settleFailure(error, error.code, unbilledOf(stage, [], false, { expiredCalls: [...journal.sent] }));
       throw error;
     }
     try {
@@ -150,6 +163,7 @@ export class GenerationRunner {
       };
       const run = await channels.generate(row.id, stages, signal, journal, onFallback);
       attempts = run.attempts;
+      losses = run.losses;
       if (!run.ok) throw run.error;
       const entry = run.entry;
       // Stored before success is recorded: an image the client cannot get is never charged.
@@ -162,6 +176,9 @@ export class GenerationRunner {
       const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
       // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
       const credits = heldFor(stage, row).credits;
+      // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
+      // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
+      const loss = unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false, { billedUndelivered: losses.billedUndelivered });
       const delivered =
         credits === row.credits && entry.model === stored.entry.model
           ? undefined
@@ -170,8 +187,7 @@ export class GenerationRunner {
               provider: entry.provider,
               requestedModel: stored.entry.model,
               credits,
-              // What the models before it may have made (calls cut by a timeout): the operator's loss.
-              unbilled: unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false),
+              unbilled: loss,
             };
       // Without a completion webhook or a new price (most requests) there is no event to write: one statement on PostgreSQL.
       let settled: boolean;
@@ -201,10 +217,12 @@ export class GenerationRunner {
         // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
         // what else the upstream made is the operator's loss.
         this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
-        await this.withdraw(row.id, stored, attempts);
+        await this.withdraw(row.id, stored, attempts, losses);
         throw signal.aborted ? signal.reason : new LeaseLost(row.id, true);
       }
-      if (delivered?.unbilled) metrics.unbilledImages.inc({ reason: delivered.unbilled.reason }, delivered.unbilled.images);
+      // Recorded with the settlement when it re-priced, else after it.
+      if (loss && delivered) metrics.unbilledImages.inc({ reason: loss.reason }, loss.images);
+      else if (loss) await this.recordLoss(row.id, loss);
       if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images, credits };
@@ -249,13 +267,23 @@ export class GenerationRunner {
     }
   }
 
+  /** The loss of a succeeded generation (charges.ts), after its settlement; a failure is logged, never thrown. */
+  private async recordLoss(id: string, unbilled: Unbilled): Promise<void> {
+    try {
+      await this.deps.writes.run((trx) => recordUnbilled(trx, id, unbilled));
+      this.deps.metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+    } catch (error) {
+      this.deps.logger.error({ err: error, generation_id: id, unbilled }, 'could not record the operator\'s loss of a succeeded generation');
+    }
+  }
+
   /** A finished run whose generation had been settled elsewhere: its stored images go, and a loss the settlement did not charge is listed. */
-  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[]): Promise<void> {
+  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[], losses: UpstreamLosses): Promise<void> {
     const { writes, clock, metrics, logger } = this.deps;
     try {
       await this.deps.images.withdraw(id);
       const ended = await findGeneration(this.deps.db, id);
-      const made = unbilledOf(stored, attempts, false);
+      const made = unbilledOf(stored, attempts, false, losses);
       if (ended && ended.status !== 'canceled' && made) {
         const unbilled = { images: made.images, reason: 'settled_elsewhere' } as const;
         await writes.run((trx) => recordUnbilled(trx, id, unbilled));

@@ -136,6 +136,7 @@ describe('fallsBack: the provider side of a failure, on every channel of the mod
     ok: false as const,
     error,
     attempts: succeeded ? [{ generation_id: 'g', seq: 0, image_index: 0, channel_id: 'chn_a', outcome: 'succeeded', error_code: null, latency_ms: 1, started_at: 0 }] : [],
+    losses: { billedUndelivered: 0, expiredCalls: [] },
   });
 
   it.each([
@@ -164,6 +165,6 @@ describe('fallsBack: the provider side of a failure, on every channel of the mod
     const aborted = new AbortController();
     aborted.abort();
     expect(fallsBack(failedWith(new ApiError('provider_timeout', 'x')), aborted.signal)).toBe(false);
-    expect(fallsBack({ ok: true, images: [], attempts: [] }, signal)).toBe(false);
+    expect(fallsBack({ ok: true, images: [], attempts: [], losses: { billedUndelivered: 0, expiredCalls: [] } }, signal)).toBe(false);
   });
 });
