@@ -1113,7 +1113,8 @@ export interface components {
         };
         /**
          * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
-         *     `ark`, `images-api` and `fal`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`).
+         *     `ark`, `images-api`, `fal` and `gemini`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`;
+         *     gemini: a Gemini API key, sent as `x-goog-api-key`).
          */
         ChannelCredentials: {
             access_key_id: string;
@@ -1126,13 +1127,13 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /**
-             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue).
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue); `gemini` the `google` provider (the Gemini API).
              * @enum {string}
              */
-            transport: "visual" | "ark" | "images-api" | "fal";
+            transport: "visual" | "ark" | "images-api" | "fal" | "gemini";
             /**
              * Format: uri
-             * @description Defaults to the transport's public endpoint (visual, ark, fal); required for images-api.
+             * @description Defaults to the transport's public endpoint (visual, ark, fal, gemini); required for images-api.
              *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
              *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
              *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
@@ -1196,7 +1197,7 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /** @enum {string} */
-            transport: "visual" | "ark" | "images-api" | "fal" | "local";
+            transport: "visual" | "ark" | "images-api" | "fal" | "gemini" | "local";
             base_url: string | null;
             models: {
                 model: string;
@@ -1859,7 +1860,7 @@ export interface components {
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `google`; more by configuration).
          * @example local
          * @example jimeng
          */

@@ -79,6 +79,36 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
   { model: 'fal-flux-dev', provider: 'fal', upstream_model: 'fal-ai/flux/dev', credits_per_image: 3, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux/dev') },
   { model: 'fal-flux-pro-1.1', provider: 'fal', upstream_model: 'fal-ai/flux-pro/v1.1', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/v1.1') },
   { model: 'fal-flux-kontext-pro', provider: 'fal', upstream_model: 'fal-ai/flux-pro/kontext', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/kontext') },
+  // Google's Gemini image models (they serve once a `gemini` channel exists: GEMINI_API_KEY or the channels API).
+  // Credits at the catalog's scale (about US$0.01 each, rounded up) of Google's per-image prices by size tier:
+  // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
+  { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('gemini-2.5-flash-image') },
+  {
+    model: 'gemini-3-pro-image',
+    provider: 'google',
+    upstream_model: 'gemini-3-pro-image',
+    credits_per_image: 14,
+    price_table: [
+      { tier: '1K', max_pixels: 1200 * 896, credits: 14 },
+      { tier: '2K', max_pixels: 2400 * 1792, credits: 14 },
+      { tier: '4K', credits: 24 },
+    ],
+    default_size: '1024x1024',
+    ...upstreamLimitsOf('gemini-3-pro-image'),
+  },
+  {
+    model: 'gemini-3.1-flash-image',
+    provider: 'google',
+    upstream_model: 'gemini-3.1-flash-image',
+    credits_per_image: 7,
+    price_table: [
+      { tier: '1K', max_pixels: 384 * 3072, credits: 7 },
+      { tier: '2K', max_pixels: 768 * 6144, credits: 11 },
+      { tier: '4K', credits: 16 },
+    ],
+    default_size: '1024x1024',
+    ...upstreamLimitsOf('gemini-3.1-flash-image'),
+  },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {

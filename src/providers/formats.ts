@@ -1,6 +1,7 @@
 import { ARK } from './ark/ark.descriptor';
 import { callsFor, type ProviderDescriptor } from './descriptor';
 import { FAL } from './fal/fal.descriptor';
+import { GEMINI } from './gemini/gemini.descriptor';
 import { findModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
 import { VISUAL } from './jimeng/visual.descriptor';
@@ -10,7 +11,7 @@ import { LOCAL } from './local/local.descriptor';
  * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
  * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
  */
-export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL];
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL, GEMINI];
 
 const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
 

@@ -1,4 +1,5 @@
 import { startFakeFal } from './fake-fal';
+import { startFakeGemini } from './fake-gemini';
 import { startFakeImagesApi } from './fake-images-api';
 import { startFakeVisual } from './fake-volc-visual';
 
@@ -52,5 +53,9 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
   fal: async () => {
     const fake = await startFakeFal({ apiKey: 'fal-format:key' });
     return { env: { FAL_KEY: 'fal-format:key', FAL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'fal', model: 'fal-flux-dev', size: '1024x768', close: () => fake.close() };
+  },
+  gemini: async () => {
+    const fake = await startFakeGemini({ apiKey: 'gemini-format-key' });
+    return { env: { GEMINI_API_KEY: 'gemini-format-key', GEMINI_BASE_URL: fake.url }, provider: 'google', model: 'gemini-2.5-flash-image', size: '1344x768', close: () => fake.close() };
   },
 };
