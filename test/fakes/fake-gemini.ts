@@ -51,10 +51,14 @@ export interface FakeGemini {
   /** The API's root, as GEMINI_BASE_URL / a channel's base_url take it (the client adds `/v1beta`). */
   url: string;
   calls: FakeGeminiCall[];
+  /** Every generateContent request and the HTTP status it was answered with, refused ones included. */
+  answered: Array<{ model: string; status: number }>;
   /** One prompt per image answered: what the account is billed for. */
   made: string[];
   counters: AccountCounters;
   setApiKey(apiKey: string): void;
+  /** Every call answers this error (an account whose region is down) until cleared with undefined. */
+  setOutage(outage: { status: string; code: number } | undefined): void;
   releaseHeld(): void;
   close(): Promise<void>;
 }
@@ -64,16 +68,19 @@ const googleError = (res: http.ServerResponse, code: number, status: string, mes
 
 export async function startFakeGemini(options: { apiKey: string }, port = 0): Promise<FakeGemini> {
   const calls: FakeGeminiCall[] = [];
+  const answered: Array<{ model: string; status: number }> = [];
   const made: string[] = [];
   const counters = new AccountCounters();
   const callsOfPrompt = new Map<string, number>();
   let apiKey = options.apiKey;
+  let outage: { status: string; code: number } | undefined;
   let held: Array<() => void> = [];
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
     const route = /^\/v1beta\/models\/([^/:]+):generateContent(?:\?.*)?$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !route) return googleError(res, 404, 'NOT_FOUND', `Requested entity was not found: ${req.method} ${req.url}`);
+    res.once('finish', () => answered.push({ model: decodeURIComponent(route[1]!), status: res.statusCode }));
     const sentKey = req.headers['x-goog-api-key'] as string | undefined;
     if (sentKey === undefined) {
       return googleError(res, 403, 'PERMISSION_DENIED', "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.");
@@ -115,6 +122,7 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
     callsOfPrompt.set(prompt, nth);
     if (images.length > rules.maxImages) return googleError(res, 400, 'INVALID_ARGUMENT', `Too many images: ${model} takes at most ${rules.maxImages}.`);
     if (images.some((image) => !image?.format)) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting');
+    if (outage) return googleError(res, outage.code, outage.status, `fake outage: ${outage.status}`);
     if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
     const failure = token(prompt, 'error');
     if (failure) {
@@ -147,10 +155,14 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    answered,
     made,
     counters,
     setApiKey(next) {
       apiKey = next;
+    },
+    setOutage(next) {
+      outage = next;
     },
     releaseHeld() {
       const releasing = held;

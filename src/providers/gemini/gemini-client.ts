@@ -3,7 +3,7 @@ import { failureOf, kindOf } from '../error-table';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, WireClient } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
 import { GEMINI_ERRORS } from './gemini-errors';
-import { imageConfigFor } from './gemini-models';
+import { geminiModel, imageConfigFor } from './gemini-models';
 
 /**
  * Google's Gemini image models over the Gemini API: `POST {base}/v1beta/models/{model}:generateContent`
@@ -91,6 +91,10 @@ function inlinePart(image: ProviderInputImage): GeminiPart {
 /** The body of one call: the prompt, then the reference images, as one user turn; images only back. */
 export function generateContentBody(request: ProviderRequest): Record<string, unknown> {
   if (request.mask) throw new ApiError('internal_error', `Gemini takes no mask (model ${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  if (!geminiModel(request.upstreamModel, request.upstreamFamily)) {
+    // The size must become an aspect ratio and a tier, which only a known model's table says.
+    throw new ApiError('invalid_request', `${request.upstreamModel} is not a Gemini image model the gateway knows; its catalog entry needs an upstream_family.`, { param: 'model' });
+  }
   const imageConfig = imageConfigFor(request.upstreamModel, request.width, request.height, request.upstreamFamily);
   if (!imageConfig) {
     throw new ApiError('invalid_request', `Size ${request.width}x${request.height} is not one ${request.upstreamModel} makes.`, { param: 'size' });

@@ -66,8 +66,12 @@ const tiered = (rows: readonly TierRow[]): GeminiOutputSize[] =>
     { aspectRatio, size: k4, imageSize: '4K' as const },
   ]);
 
+/** A side of 10,000 px or more does not fit the API's `size` (`WxH`, up to four digits a side). */
+const requestable = (output: GeminiOutputSize) => output.size.split('x').every((side) => side.length <= 4);
+
 const PRO_3 = tiered(TIERED_3);
-const FLASH_3_1 = tiered([...TIERED_3, ...EXTREME_3_1]);
+// 1:8 and 8:1 at 4K (1536x12288, 12288x1536) are left out by `requestable`.
+const FLASH_3_1 = tiered([...TIERED_3, ...EXTREME_3_1]).filter(requestable);
 
 /** The size rule of an enumerated table: exactly its sizes (the pixel and ratio bounds are theirs). */
 function boundsOf(outputs: readonly GeminiOutputSize[]): SizeBounds {
