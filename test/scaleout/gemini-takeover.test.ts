@@ -1,25 +1,22 @@
-import { type GatewayDatabase, openDatabase } from '../../src/db/database';
 import { type FakeGemini, startFakeGemini } from '../fakes/fake-gemini';
 import { Books } from '../helpers/books';
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
+import { describeTakeovers, type TakeoverStage } from '../helpers/takeover-stages';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
-import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { until } from '../helpers/until';
 
 const GEMINI_API_KEY = 'gemini-takeover-key-0001';
 
 /**
  * Issue #36 §2 "takeover by another replica without a second upstream submission", for the `gemini`
- * format (the harness of fal-takeover.test.ts). `generateContent` answers at once: there is no task to
+ * format (test/helpers/takeover-stages.ts). `generateContent` answers at once: there is no task to
  * resume, only calls that were sent. An asynchronous generation of two images has both calls held by
  * the fake when the process running it is SIGKILLed; the process that takes it over once the lease
  * lapsed finds both marked sent without an answer: it never sends them again (Google may have billed
  * them), fails the generation as `abandoned`, releases the key's credits and lists the two images as
  * the operator's loss; the books stay exact.
  */
-async function takeover(setup: { gemini: FakeGemini; observer: GatewayDatabase; receiver: GatewayProcess; owner: () => Promise<GatewayProcess>; survivor: (dead: GatewayProcess) => Promise<GatewayProcess> }) {
-  const { gemini, observer, receiver } = setup;
+async function takeover(gemini: FakeGemini, setup: TakeoverStage) {
+  const { observer, receiver } = setup;
   const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 100, allowed_providers: ['google'] });
   const prompt = 'a harbour at dusk, taken over [hold]';
   const submitted = await new ApiClient(receiver.url).send('post', '/images/generate', {
@@ -51,80 +48,10 @@ async function takeover(setup: { gemini: FakeGemini; observer: GatewayDatabase; 
   expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
 }
 
-describe('gemini: SIGKILL while both calls are at Gemini, restart, takeover (SQLite)', () => {
-  let gemini: FakeGemini;
-  let database: ThrowawayDatabase;
-  let observer: GatewayDatabase;
-  const started: GatewayProcess[] = [];
-
-  beforeAll(async () => {
-    gemini = await startFakeGemini({ apiKey: GEMINI_API_KEY });
-    database = await createThrowawayDatabase('sqlite');
-  });
-  afterAll(async () => {
-    await Promise.all(started.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await gemini.close();
-    await database.drop();
-  });
-
-  it('the restarted gateway settles it as abandoned without sending either call again; the key is charged nothing', async () => {
-    const env = { DATABASE_URL: database.url, GEMINI_API_KEY, GEMINI_BASE_URL: gemini.url, GENERATION_LEASE_MS: '1000', GENERATION_POLL_MS: '100' };
-    const first = await startGatewayProcess(env);
-    started.push(first);
-    observer = openDatabase(database.url, { poolSize: 1 });
-    await takeover({
-      gemini,
-      observer,
-      receiver: first,
-      owner: async () => first,
-      survivor: async () => {
-        const second = await startGatewayProcess(env);
-        started.push(second);
-        return second;
-      },
-    });
-  });
-});
-
-describeWithServices('gemini: 2 replicas on PostgreSQL + Redis, the one running the generation SIGKILLed', () => {
-  let gemini: FakeGemini;
-  let database: ThrowawayDatabase;
-  let redis: ReturnType<typeof throwawayRedisPrefix>;
-  let observer: GatewayDatabase;
-  const replicas: GatewayProcess[] = [];
-
-  beforeAll(async () => {
-    gemini = await startFakeGemini({ apiKey: GEMINI_API_KEY });
-    database = await createThrowawayDatabase('postgres');
-    redis = throwawayRedisPrefix();
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: redis.prefix,
-      GEMINI_API_KEY,
-      GEMINI_BASE_URL: gemini.url,
-      GENERATION_LEASE_MS: '1000',
-      GENERATION_POLL_MS: '100',
-    };
-    // One after the other: several cold starts at once can miss the start deadline on a loaded machine.
-    for (let i = 0; i < 2; i += 1) replicas.push(await startGatewayProcess(env));
-    observer = openDatabase(database.url, { poolSize: 2 });
-  }, 120_000);
-  afterAll(async () => {
-    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await gemini?.close();
-    await database?.drop();
-    await redis?.drop();
-  });
-
-  it('the surviving replica settles it as abandoned: no second submission, the key charged nothing', async () => {
-    const generationOwner = async () => {
-      const running = await observer.db.selectFrom('generations').select('lease_owner').where('status', '=', 'running').executeTakeFirstOrThrow();
-      // The lease owner is host:pid:random.
-      return replicas.find((p) => running.lease_owner?.split(':')[1] === String(p.child.pid))!;
-    };
-    await takeover({ gemini, observer, receiver: replicas[0]!, owner: generationOwner, survivor: async (dead) => replicas.find((p) => p !== dead)! });
-  });
+describeTakeovers('gemini', {
+  when: 'while both calls are at Gemini',
+  startFake: () => startFakeGemini({ apiKey: GEMINI_API_KEY }),
+  env: (gemini) => ({ GEMINI_API_KEY, GEMINI_BASE_URL: gemini.url }),
+  outcome: 'settles it as abandoned without sending either call again; the key is charged nothing',
+  run: takeover,
 });
