@@ -406,14 +406,15 @@ export interface components {
             credits: number;
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `google`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`, `google`; more by configuration).
          * @example local
          * @example jimeng
          */
         ProviderName: string;
         /**
-         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
-         *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
+         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive but
+         *     `max_ratio` with `max_ratio_exclusive`). A size outside them is refused with 400
+         *     `invalid_request`, `param` `size`, before anything is charged.
          * @example {
          *       "min_pixels": 3686400,
          *       "max_pixels": 16777216,
@@ -430,6 +431,8 @@ export interface components {
             min_ratio: number;
             /** @description Largest width / height. */
             max_ratio: number;
+            /** @description width / height must stay below `max_ratio` (Jimeng 4.0 takes up to, not including, 16:1). */
+            max_ratio_exclusive?: boolean;
             /** @description Smallest width and height, when the model bounds each side. */
             min_side?: number;
             /** @description Largest width and height, when the model bounds each side. */

@@ -167,7 +167,7 @@ export interface paths {
          * @description `queued`: canceled at once, its credits released; nothing was sent upstream. `running`:
          *     canceled at once and its credits released; the process running it stops at its next
          *     lease renewal (at once when it is this replica). Upstream calls already sent cannot be
-         *     withdrawn (the visual API and Ark have no cancel; fal's queue removes a request still
+         *     withdrawn (the visual API, Ark and BFL have no cancel; fal's queue removes a request still
          *     queued, which the gateway asks it to): the upstream may still bill the account for them,
          *     the key is not charged. A settled generation cannot be canceled: 409
          *     `generation_finished`.
@@ -1113,7 +1113,7 @@ export interface components {
         };
         /**
          * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
-         *     `ark`, `images-api`, `fal` and `gemini`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`;
+         *     `ark`, `images-api`, `fal`, `bfl`, `openai` and `gemini`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`; bfl: sent as `x-key`;
          *     gemini: a Gemini API key, sent as `x-goog-api-key`).
          */
         ChannelCredentials: {
@@ -1127,13 +1127,13 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /**
-             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue); `gemini` the `google` provider (the Gemini API).
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue); `bfl` the `bfl` provider (Black Forest Labs' FLUX API); `openai` the `openai` provider (OpenAI's Images API: GPT image models, dall-e-3); `gemini` the `google` provider (the Gemini API).
              * @enum {string}
              */
-            transport: "visual" | "ark" | "images-api" | "fal" | "gemini";
+            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai" | "gemini";
             /**
              * Format: uri
-             * @description Defaults to the transport's public endpoint (visual, ark, fal, gemini); required for images-api.
+             * @description Defaults to the transport's public endpoint (visual, ark, fal, bfl, openai, gemini); required for images-api.
              *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
              *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
              *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
@@ -1197,7 +1197,7 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /** @enum {string} */
-            transport: "visual" | "ark" | "images-api" | "fal" | "gemini" | "local";
+            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai" | "gemini" | "local";
             base_url: string | null;
             models: {
                 model: string;
@@ -1860,7 +1860,7 @@ export interface components {
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `google`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`, `google`; more by configuration).
          * @example local
          * @example jimeng
          */
@@ -1960,8 +1960,9 @@ export interface components {
             tier?: string;
         }[];
         /**
-         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive). A
-         *     size outside them is refused with 400 `invalid_request`, `param` `size`, before anything is charged.
+         * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive but
+         *     `max_ratio` with `max_ratio_exclusive`). A size outside them is refused with 400
+         *     `invalid_request`, `param` `size`, before anything is charged.
          * @example {
          *       "min_pixels": 3686400,
          *       "max_pixels": 16777216,
@@ -1978,6 +1979,8 @@ export interface components {
             min_ratio: number;
             /** @description Largest width / height. */
             max_ratio: number;
+            /** @description width / height must stay below `max_ratio` (Jimeng 4.0 takes up to, not including, 16:1). */
+            max_ratio_exclusive?: boolean;
             /** @description Smallest width and height, when the model bounds each side. */
             min_side?: number;
             /** @description Largest width and height, when the model bounds each side. */

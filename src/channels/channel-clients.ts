@@ -7,11 +7,6 @@ import type { Channel, ChannelCredentials } from './channel.model';
 /** Speaks one channel's wire format with its own credentials. */
 export type ChannelClient = WireClient;
 
-/** Whether the transport makes one upstream call per image (so each image is routed on its own): its descriptor says. */
-export function oneImagePerCall(channel: Pick<Channel, 'transport'>): boolean {
-  return requireDescriptor(channel.transport).calls === 'one-per-image';
-}
-
 /** The client for an API channel, from its opened credentials; `publicOnly` unless private upstreams are allowed. */
 export function apiChannelClient(channel: Channel, credentials: ChannelCredentials, settings: { pollIntervalMs: number; publicOnly: boolean }): ChannelClient {
   const descriptor = requireDescriptor(channel.transport);

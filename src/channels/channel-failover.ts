@@ -1,7 +1,7 @@
 import type { CatalogModel } from '../config/catalog';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
-import { callsOfEntry } from '../providers/formats';
+import { callsOfEntry, familyOfEntry, taskLifeOf } from '../providers/formats';
 import type { ProviderImage, ProviderRequest } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
@@ -25,14 +25,44 @@ interface RequestContext extends CallScope {
   settings: ResilienceSettings;
   attempts: Attempt[];
   journal?: TaskJournal;
+  losses: UpstreamLosses;
   /** The first failure of one of the request's images: the others send nothing more. */
   stopped?: unknown;
 }
 
+/**
+ * What the upstream billed that the attempt rows do not show (src/generation/charges.ts books it):
+ * images it billed beyond those it delivered (Ark's `usage.generated_images`), and the image indexes
+ * of accepted tasks that outlived the upstream's keeping of them (never polled to their end).
+ */
+export interface UpstreamLosses {
+  billedUndelivered: number;
+  expiredCalls: number[];
+}
+
 /** What a generation's calls came to: its images or the error that ended it, and every attempt either way. */
 export type ChannelRun =
-  | { ok: true; images: ProviderImage[]; attempts: GenerationAttemptsTable[] }
-  | { ok: false; error: unknown; attempts: GenerationAttemptsTable[] };
+  | { ok: true; images: ProviderImage[]; attempts: GenerationAttemptsTable[]; losses: UpstreamLosses }
+  | { ok: false; error: unknown; attempts: GenerationAttemptsTable[]; losses: UpstreamLosses };
+
+/**
+ * An accepted task older than its format's `resume.lifeMs` (descriptor.ts): the upstream no longer
+ * keeps it (the visual API answers `not_found` after 12 hours), so it is not polled again, nor sent
+ * again. Not the channel's fault: it never counts against the breaker.
+ */
+export class TaskExpired extends ApiError {
+  constructor(
+    readonly imageIndex: number,
+    taskId: string,
+    lifeMs: number,
+  ) {
+    super('provider_error', `Upstream task ${taskId} was accepted more than ${formatLife(lifeMs)} ago, longer than the upstream keeps a task; it is not polled nor sent again, and nothing was charged.`);
+  }
+}
+
+function formatLife(ms: number): string {
+  return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 60_000)} min`;
+}
 
 /**
  * What a durable generation records about its upstream calls, per image (src/generation): a call
@@ -40,8 +70,8 @@ export type ChannelRun =
  * dropped when the call provably reached nothing. A takeover polls the stored task instead.
  */
 export interface TaskJournal {
-  /** The task of this image accepted earlier (by a process that died), to poll on its channel. */
-  resume(imageIndex: number): { channelId: string; taskId: string } | undefined;
+  /** The task of this image accepted earlier (by a process that died), to poll on its channel; `acceptedAt` (clock time) counts its life. */
+  resume(imageIndex: number): { channelId: string; taskId: string; acceptedAt: number } | undefined;
   /** Before a call is sent; throws (and the call is not sent) when the generation may no longer send it. */
   sending(imageIndex: number, channelId: string): Promise<void>;
   accepted(imageIndex: number, channelId: string, taskId: string): Promise<void>;
@@ -81,7 +111,7 @@ export class ChannelFailover {
     }, settings.timeoutMs);
     const unlink = abortWhen(clientSignal, deadline);
     const signal = deadline.signal;
-    const context: RequestContext = { generationId, entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal };
+    const context: RequestContext = { generationId, entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal, losses: { billedUndelivered: 0, expiredCalls: [] } };
     const started = this.deps.clock.now();
     const stats = this.runtimes.statsOf(entry.provider);
     try {
@@ -103,12 +133,12 @@ export class ChannelFailover {
       if (failed) throw context.stopped ?? failed.reason;
       stats.record(true, this.deps.clock.now() - started);
       const images = outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
-      return { ok: true, images, attempts: attemptRows(generationId, context.attempts) };
+      return { ok: true, images, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } catch (error) {
       const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
       const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
       stats.record(!providerAtFault, this.deps.clock.now() - started);
-      return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts) };
+      return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } finally {
       clearTimeout(timer);
       unlink();
@@ -163,18 +193,27 @@ export class ChannelFailover {
       let reached = false;
       runtime.inFlight += 1;
       try {
-        const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
-        const onTaskAccepted = journal && ((taskId: string) => journal.accepted(imageIndex, channel.id, taskId));
+        const upstream = upstreamOn(channel, context.entry, request);
+        const life = this.taskLife(context, imageIndex);
+        const onTaskAccepted =
+          (journal || life) &&
+          (async (taskId: string) => {
+            life?.accepted(taskId, this.deps.clock.now());
+            await journal?.accepted(imageIndex, channel.id, taskId);
+          });
         const onRequestSent = () => {
           reached = true;
         };
         const onBilled = (billedImages: number, deliveredImages: number) => {
-          // The account is billed what the upstream says it made; no attempt field holds it, so the log does.
-          if (billedImages !== deliveredImages) {
-            this.deps.logger.warn({ generation_id: context.generationId, channel_id: channel.id, image_index: imageIndex, billed_images: billedImages, delivered_images: deliveredImages }, 'upstream billed a different number of images than it delivered');
-          }
+          if (billedImages === deliveredImages) return;
+          this.deps.logger.warn({ generation_id: context.generationId, channel_id: channel.id, image_index: imageIndex, billed_images: billedImages, delivered_images: deliveredImages }, 'upstream billed a different number of images than it delivered');
+          // Billed and not delivered: the operator's loss (charges.ts); delivered beyond the bill costs nobody.
+          context.losses.billedUndelivered += Math.max(0, billedImages - deliveredImages);
         };
-        const images = await client.generate({ ...request, upstreamModel, onRequestSent, onBilled, ...(onTaskAccepted ? { onTaskAccepted } : {}) }, attemptSignal);
+        const images = await client.generate(
+          { ...request, ...upstream, onRequestSent, onBilled, ...(onTaskAccepted ? { onTaskAccepted } : {}), ...(life ? { beforePoll: life.check } : {}) },
+          attemptSignal,
+        );
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
@@ -183,6 +222,7 @@ export class ChannelFailover {
         return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
       } catch (error) {
         const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : error;
+        if (failure instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
         const moveOn = await this.judgeFailure(context, channel, runtime, failure, busyTries, failedOver, this.deps.clock.now() - started);
         context.attempts.push({
           imageIndex,
@@ -217,7 +257,7 @@ export class ChannelFailover {
     context: RequestContext,
     request: ProviderRequest,
     imageIndex: number,
-    resume: { channelId: string; taskId: string },
+    resume: { channelId: string; taskId: string; acceptedAt: number },
   ): Promise<ProviderImage[]> {
     const routable = (await this.directory.channels()).find((r) => r.channel.id === resume.channelId);
     if (!routable?.client) {
@@ -226,16 +266,40 @@ export class ChannelFailover {
     const { channel, client } = routable;
     const started = this.deps.clock.now();
     try {
-      const upstreamModel = channel.models.find((m) => m.model === context.entry.model)?.upstream_model ?? request.upstreamModel;
-      const images = await client.generate({ ...request, upstreamModel, resumeTaskId: resume.taskId }, context.signal);
+      const life = this.taskLife(context, imageIndex);
+      life?.accepted(resume.taskId, resume.acceptedAt);
+      const images = await client.generate(
+        { ...request, ...upstreamOn(channel, context.entry, request), resumeTaskId: resume.taskId, ...(life ? { beforePoll: life.check } : {}) },
+        context.signal,
+      );
       context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
       const sourceHost = hostOf(channel.baseUrl);
       return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
     } catch (error) {
+      if (error instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
       const code = error instanceof ApiError ? error.code : 'internal_error';
       context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'failed', errorCode: code, latencyMs: this.deps.clock.now() - started, startedAt: started });
       throw error;
     }
+  }
+
+  /**
+   * The life of the task a call of a format with `resume.lifeMs` gets accepted as: `check` (asked
+   * before each poll) ends the poll with TaskExpired once the task outlived it, by this process's
+   * clock. Undefined for formats whose upstream does not say how long it keeps a task.
+   */
+  private taskLife(context: RequestContext, imageIndex: number): { accepted(taskId: string, at: number): void; check(): void } | undefined {
+    const lifeMs = taskLifeOf(context.entry);
+    if (lifeMs === undefined) return undefined;
+    let task: { id: string; at: number } | undefined;
+    return {
+      accepted: (id, at) => {
+        task = { id, at };
+      },
+      check: () => {
+        if (task && this.deps.clock.now() - task.at >= lifeMs) throw new TaskExpired(imageIndex, task.id, lifeMs);
+      },
+    };
   }
 
   /**
@@ -297,6 +361,17 @@ export class ChannelFailover {
     this.waitLine.slotFreed();
   }
 
+}
+
+/**
+ * The upstream id a channel serves the catalog model under (its own mapping, else the catalog's) and
+ * the model family its format's table knows it by: a channel's own id (a BytePlus id, an endpoint
+ * `ep-…`) is still the catalog model, so it keeps that model's family.
+ */
+function upstreamOn(channel: Channel, entry: CatalogModel, request: ProviderRequest): Pick<ProviderRequest, 'upstreamModel' | 'upstreamFamily'> {
+  const mapped = channel.models.find((m) => m.model === entry.model)?.upstream_model;
+  const family = request.upstreamFamily ?? (mapped === undefined || mapped === request.upstreamModel ? undefined : familyOfEntry({ ...entry, upstream_model: request.upstreamModel }));
+  return { upstreamModel: mapped ?? request.upstreamModel, ...(family === undefined ? {} : { upstreamFamily: family }) };
 }
 
 function hostOf(url: string | null): string | undefined {

@@ -104,13 +104,13 @@ function environmentAccount(descriptor: ProviderDescriptor, values: Readonly<Rec
   if (descriptor.generic && BUILT_IN_PROVIDERS.includes(provider)) {
     throw new ConfigError(`${spec.providerName} must name a provider other than the built-in ${BUILT_IN_PROVIDERS.join(', ')}, got "${provider}"`);
   }
-  const pascal = provider.replace(/[^0-9A-Za-z]/g, '');
+  const pascal = provider.split(/[^0-9A-Za-z]+/).map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join('');
   return {
     format: descriptor.format,
     provider,
     baseUrl: baseUrl ?? descriptor.defaultBaseUrl,
     credentials: Object.fromEntries(credentialVariables.map(([field, variable]) => [field, values[variable] as string])),
-    channelId: spec.channelId ?? `chn_env${pascal.charAt(0).toUpperCase()}${pascal.slice(1)}`,
+    channelId: spec.channelId ?? `chn_env${pascal}`,
   };
 }
 

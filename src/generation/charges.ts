@@ -1,3 +1,4 @@
+import type { UpstreamLosses } from '../channels/channel-failover';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { sendsNothingUpstream } from '../providers/formats';
 import { callsOf, type StoredGenerationRequest } from './durable';
@@ -11,9 +12,14 @@ import { callsOf, type StoredGenerationRequest } from './durable';
  * - a failure is never charged; images the upstream made for it anyway (the other images of a
  *   request whose one image failed, images that could not be stored, calls cut by a timeout or a
  *   takeover) are the operator's loss, counted on the generation and in a metric with their reason.
+ * - an accepted task older than its upstream keeps one (descriptor `resume.lifeMs`) is not polled:
+ *   the generation fails, and the images of its accepted tasks are the loss (`task_expired`).
+ * - images the upstream says it billed beyond those it delivered (Ark's `usage.generated_images`)
+ *   are the loss too, on a succeeded generation as on a failed one (`billed_undelivered` when no
+ *   other reason applies).
  * Every upstream call is therefore either charged to a key or listed as a loss, never silently dropped.
  */
-export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere';
+export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere' | 'task_expired' | 'billed_undelivered';
 
 /** Images one upstream call makes: one on one-image-per-call transports, else the whole request. */
 function imagesPerCall(stored: StoredGenerationRequest): number {
@@ -44,16 +50,26 @@ export function creditsOf(images: number, generation: { credits: number; images:
 
 /**
  * What the upstream made (or may have made) for a run that is not charged: the images of its
- * succeeded calls, and of calls cut by a timeout (the upstream may finish and bill them).
+ * succeeded calls and of its expired tasks, of calls cut by a timeout (the upstream may finish and
+ * bill them), and those it billed beyond what it delivered.
  */
 export function unbilledOf(
   stored: StoredGenerationRequest,
   attempts: readonly Pick<GenerationAttemptsTable, 'image_index' | 'outcome' | 'error_code'>[],
   notStored: boolean,
+  losses: Partial<UpstreamLosses> = {},
 ): { images: number; reason: UnbilledReason } | undefined {
-  const made = imagesOfCalls(stored, attempts.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index));
+  const expired = losses.expiredCalls ?? [];
+  const made = imagesOfCalls(stored, [...attempts.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index), ...expired]);
   const cut = imagesOfCalls(stored, attempts.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
-  const images = Math.min(made + cut, stored.request.n);
+  const billedUndelivered = losses.billedUndelivered ?? 0;
+  const images = Math.min(made + cut, stored.request.n) + billedUndelivered;
   if (images === 0) return undefined;
-  return { images, reason: notStored ? 'not_stored' : made > 0 ? 'partial_failure' : 'provider_timeout' };
+  const reason = notStored ? 'not_stored' : expired.length > 0 ? 'task_expired' : made > 0 ? 'partial_failure' : cut > 0 ? 'provider_timeout' : 'billed_undelivered';
+  return { images, reason };
+}
+
+/** The loss of a succeeded generation: images the upstream billed beyond those it delivered. */
+export function unbilledOfDelivered(losses: UpstreamLosses): { images: number; reason: UnbilledReason } | undefined {
+  return losses.billedUndelivered > 0 ? { images: losses.billedUndelivered, reason: 'billed_undelivered' } : undefined;
 }

@@ -47,9 +47,14 @@ export function callsOf(stored: StoredGenerationRequest): number {
  * the call provably reached nothing. Built with the rows a takeover found, to resume their tasks.
  */
 export class GenerationTaskJournal implements TaskJournal {
-  private readonly resumable = new Map<number, { channelId: string; taskId: string }>();
+  private readonly resumable = new Map<number, { channelId: string; taskId: string; acceptedAt: number }>();
   /** Image indexes of the calls this run sent, or found sent by its predecessor: what a disconnect charges. */
   readonly sent = new Set<number>();
+  /**
+   * Image indexes of accepted tasks a takeover found older than their upstream keeps a task
+   * (`lifeMs`, counted from when the call was sent): not resumable, the generation fails instead.
+   */
+  readonly expired: number[] = [];
 
   constructor(
     private readonly writes: WriteTransactions,
@@ -60,12 +65,21 @@ export class GenerationTaskJournal implements TaskJournal {
     private readonly markSends: boolean,
     /** This run's lease owner: a mark is refused once another holds the generation, or none does. */
     private readonly owner: string,
+    /** How long the upstream keeps an accepted task (descriptor `resume.lifeMs`); undefined when it does not say. */
+    lifeMs?: number,
   ) {
-    for (const task of found) if (task.task_id !== null) this.resumable.set(task.image_index, { channelId: task.channel_id, taskId: task.task_id });
-    for (const imageIndex of this.resumable.keys()) this.sent.add(imageIndex);
+    const now = clock.now();
+    for (const task of found) {
+      if (task.task_id === null) continue;
+      const imageIndex = Number(task.image_index);
+      const acceptedAt = Number(task.sent_at);
+      this.sent.add(imageIndex);
+      if (lifeMs !== undefined && now - acceptedAt >= lifeMs) this.expired.push(imageIndex);
+      else this.resumable.set(imageIndex, { channelId: task.channel_id, taskId: task.task_id, acceptedAt });
+    }
   }
 
-  resume(imageIndex: number): { channelId: string; taskId: string } | undefined {
+  resume(imageIndex: number): { channelId: string; taskId: string; acceptedAt: number } | undefined {
     return this.resumable.get(imageIndex);
   }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { TaskExpired, type UpstreamLosses } from '../channels/channel-failover';
 import type { ChannelRouter } from '../channels/channel-router';
 import { mayHaveCommitted } from '../db/bounded-pool';
 import type { Database, GenerationAttemptsTable, GenerationTasksTable, GenerationsTable } from '../db/schema';
@@ -12,16 +13,16 @@ import type { ImagesService } from '../images/images.service';
 import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
-import { creditsOf, imagesOfCalls, unbilledOf } from './charges';
+import { creditsOf, imagesOfCalls, unbilledOf, unbilledOfDelivered } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
-import { sendsNothingUpstream } from '../providers/formats';
+import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, storedRequestOf } from './durable';
 import { listGenerationTasks } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
 import { LeaseLost, RunDeferred } from './generation-worker';
 import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
-import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleGeneration, settleGenerations } from './settlement.repository';
+import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleGeneration, settleGenerations, type Unbilled } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf } from '../images/images.repository';
 
@@ -86,7 +87,9 @@ export class GenerationRunner {
     let attempts: GenerationAttemptsTable[] = [];
     let attemptsWritten = false;
     let attemptsInBackground = false;
-    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable')) => {
+    // What the upstream billed beyond the attempts' record (billed but undelivered images, expired tasks): charges.ts books it.
+    let losses: UpstreamLosses = { billedUndelivered: 0, expiredCalls: [] };
+    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable', losses)) => {
       const latencyMs = elapsedMs(clock, started);
       const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
       // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
@@ -121,11 +124,21 @@ export class GenerationRunner {
     };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = sendsNothingUpstream(entry) ? undefined : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner);
+    const journal = sendsNothingUpstream(entry)
+      ? undefined
+      : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner, taskLifeOf(entry));
     if (row.runs > 1 && interrupted(stored, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
       const lost = imagesOfCalls(stored, unacknowledgedCalls(stored, tasks));
       await settleFailure(error, 'abandoned', lost > 0 ? { images: lost, reason: 'abandoned' } : undefined);
+      throw error;
+    }
+    if (journal && journal.expired.length > 0) {
+      // The upstream no longer keeps the task (descriptor resume.lifeMs): polling it would only find
+      // it gone. Its accepted tasks were billed and are never delivered: the operator's loss.
+      const [first] = journal.expired;
+      const error = new TaskExpired(first!, tasks.find((task) => Number(task.image_index) === first)?.task_id ?? 'unknown', taskLifeOf(entry)!);
+      await settleFailure(error, error.code, unbilledOf(stored, [], false, { expiredCalls: [...journal.sent] }));
       throw error;
     }
     try {
@@ -133,6 +146,7 @@ export class GenerationRunner {
       const providerRequest = stored.inputs ? { ...request, ...(await this.deps.inputs.resolve(stored.inputs)) } : request;
       const run = await channels.generate(row.id, entry, providerRequest, signal, journal);
       attempts = run.attempts;
+      losses = run.losses;
       if (!run.ok) throw run.error;
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
@@ -165,9 +179,11 @@ export class GenerationRunner {
         // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
         // what else the upstream made is the operator's loss.
         this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
-        await this.withdraw(row.id, stored, attempts);
+        await this.withdraw(row.id, stored, attempts, losses);
         throw signal.aborted ? signal.reason : new LeaseLost(row.id, true);
       }
+      const billedUndelivered = unbilledOfDelivered(losses);
+      if (billedUndelivered) await this.recordLoss(row.id, billedUndelivered);
       if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, row.credits);
       metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
       return { id: row.id, created: Math.floor(row.created_at / 1000), entry, images };
@@ -212,13 +228,23 @@ export class GenerationRunner {
     }
   }
 
+  /** The loss of a succeeded generation (charges.ts), after its settlement; a failure is logged, never thrown. */
+  private async recordLoss(id: string, unbilled: Unbilled): Promise<void> {
+    try {
+      await this.deps.writes.run((trx) => recordUnbilled(trx, id, unbilled));
+      this.deps.metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+    } catch (error) {
+      this.deps.logger.error({ err: error, generation_id: id, unbilled }, 'could not record the operator\'s loss of a succeeded generation');
+    }
+  }
+
   /** A finished run whose generation had been settled elsewhere: its stored images go, and a loss the settlement did not charge is listed. */
-  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[]): Promise<void> {
+  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[], losses: UpstreamLosses): Promise<void> {
     const { writes, clock, metrics, logger } = this.deps;
     try {
       await this.deps.images.withdraw(id);
       const ended = await findGeneration(this.deps.db, id);
-      const made = unbilledOf(stored, attempts, false);
+      const made = unbilledOf(stored, attempts, false, losses);
       if (ended && ended.status !== 'canceled' && made) {
         const unbilled = { images: made.images, reason: 'settled_elsewhere' } as const;
         await writes.run((trx) => recordUnbilled(trx, id, unbilled));

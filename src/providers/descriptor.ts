@@ -122,9 +122,10 @@ export interface ResumeHandleSpec {
   lifeMs?: number;
 }
 
-/** Upstream calls a request of `n` images costs on `descriptor`. */
-export function callsFor(descriptor: Pick<ProviderDescriptor, 'calls'>, n: number): number {
-  return descriptor.calls === 'one-per-image' ? n : 1;
+/** Upstream calls a request of `n` images costs on `descriptor`, for a model row `spec` of its table (if it has one). */
+export function callsFor(descriptor: Pick<ProviderDescriptor, 'calls'>, n: number, spec?: Pick<UpstreamModelSpec, 'max_images_per_call'>): number {
+  if (descriptor.calls === 'one-per-image') return n;
+  return spec?.max_images_per_call === undefined ? 1 : Math.ceil(n / spec.max_images_per_call);
 }
 
 /** The credentials of `account`, required by a format that signs its calls. */

@@ -1,7 +1,9 @@
 import { ARK } from './ark/ark.descriptor';
+import { BFL } from './bfl/bfl.descriptor';
 import { callsFor, type ProviderDescriptor } from './descriptor';
 import { FAL } from './fal/fal.descriptor';
 import { GEMINI } from './gemini/gemini.descriptor';
+import { OPENAI } from './openai/openai.descriptor';
 import { findModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
 import { VISUAL } from './jimeng/visual.descriptor';
@@ -11,7 +13,7 @@ import { LOCAL } from './local/local.descriptor';
  * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
  * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
  */
-export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL, GEMINI];
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL, BFL, OPENAI, GEMINI];
 
 const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
 
@@ -51,14 +53,31 @@ export function formatOfEntry(entry: { provider: string; transport?: string }): 
  * Upstream calls a request of `n` images for a catalog entry costs: the one rule the failover's
  * split, the task journal and the charges of cancels and disconnects share.
  */
-export function callsOfEntry(entry: { provider: string; transport?: string }, n: number): number {
+export function callsOfEntry(entry: { provider: string; transport?: string; upstream_model?: string; upstream_family?: string }, n: number): number {
   const format = formatOfEntry(entry);
-  return format ? callsFor(format, n) : 1;
+  if (!format) return 1;
+  const spec = entry.upstream_model === undefined ? undefined : findModelSpec(format.models, entry.upstream_model, entry.upstream_family);
+  return callsFor(format, n, spec);
 }
 
 /** Whether a catalog entry's format sends nothing upstream (the built-in renderer): its cancels cost nothing, a takeover runs it again. */
 export function sendsNothingUpstream(entry: { provider: string; transport?: string }): boolean {
   return formatOfEntry(entry)?.offline === true;
+}
+
+/**
+ * The model family of its format's table a catalog entry serves (its `upstream_family`, else the
+ * row of its upstream id): a channel's own id for the model (a BytePlus id, an endpoint `ep-…`) is that family too.
+ */
+export function familyOfEntry(entry: { provider: string; transport?: string; upstream_model: string; upstream_family?: string }): string | undefined {
+  if (entry.upstream_family !== undefined) return entry.upstream_family;
+  const format = formatOfEntry(entry);
+  return format && findModelSpec(format.models, entry.upstream_model)?.family;
+}
+
+/** How long the upstream of a catalog entry's format keeps an accepted task (descriptor `resume.lifeMs`); undefined when it does not say. */
+export function taskLifeOf(entry: { provider: string; transport?: string }): number | undefined {
+  return formatOfEntry(entry)?.resume?.lifeMs;
 }
 
 /**

@@ -9,6 +9,8 @@ export interface SizeBounds {
   max_pixels: number;
   min_ratio: number;
   max_ratio: number;
+  /** width / height must stay below `max_ratio` (Jimeng 4.0: max_ratio is taken in [1/16, 16), so 16:1 is out). */
+  max_ratio_exclusive?: true;
   min_side?: number;
   max_side?: number;
   /** Only these sizes (`WxH`), when the model takes an enumerated set; the other bounds still hold. */
@@ -80,6 +82,11 @@ export interface UpstreamModelSpec {
   params: UpstreamModelParams;
   /** Input images it takes; none when absent. */
   inputs?: InputImageLimits;
+  /**
+   * Most images one call makes, on a format whose calls take `n` (`one-for-n`): n images cost
+   * ceil(n / this) calls (dall-e-3: 1). No limit when absent.
+   */
+  max_images_per_call?: number;
 }
 
 /** The row of `table` for an upstream id, or for its declared family (which wins). */
@@ -111,6 +118,9 @@ export function sizeOutOfBounds(width: number, height: number, bounds: SizeBound
   if (bounds.max_side !== undefined && Math.max(width, height) > bounds.max_side) return `each side must be at most ${bounds.max_side} px`;
   if (pixels < bounds.min_pixels) return `width × height must be at least ${bounds.min_pixels} pixels (it is ${pixels})`;
   if (pixels > bounds.max_pixels) return `width × height must be at most ${bounds.max_pixels} pixels (it is ${pixels})`;
+  if (bounds.max_ratio_exclusive && (ratio < bounds.min_ratio || ratio >= bounds.max_ratio)) {
+    return `width / height must be at least ${formatRatio(bounds.min_ratio)} and below ${formatRatio(bounds.max_ratio)}`;
+  }
   if (ratio < bounds.min_ratio || ratio > bounds.max_ratio) return `width / height must be between ${formatRatio(bounds.min_ratio)} and ${formatRatio(bounds.max_ratio)}`;
   return undefined;
 }

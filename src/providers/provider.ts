@@ -43,6 +43,11 @@ export interface ProviderRequest {
   resumeTaskId?: string;
   /** Called with the upstream's task id once it accepted the work, before it is polled (durable generations). */
   onTaskAccepted?: (taskId: string) => Promise<void>;
+  /**
+   * Called before each poll of an accepted task (formats whose descriptor gives `resume.lifeMs`):
+   * throws once the task outlived the upstream's keeping of it, which ends the poll with that error.
+   */
+  beforePoll?: () => void;
   /** Called with the images the upstream says it billed for a call (Ark's `usage.generated_images`) and the images it delivered. */
   onBilled?: (billedImages: number, deliveredImages: number) => void;
   /** Called when a billable call (a submit or a generation, not a poll) was written to the upstream: from then on it may have been accepted. */

@@ -81,6 +81,21 @@ export const upstream = {
     new UpstreamError('output_moderated', `Provider ${provider} withheld the generated image: ${detail}`),
 };
 
+/**
+ * `error` as met once the upstream had accepted the work (a task, a queued request): never sent
+ * elsewhere, whatever it says, since the work exists and may be billed; an account problem still
+ * disables the channel.
+ */
+export function afterAcceptance(error: UpstreamError): UpstreamError {
+  if (!error.traits.safeElsewhere) return error;
+  return new UpstreamError(error.code, error.message, false, {
+    ...(error.param === undefined ? {} : { param: error.param }),
+    safeElsewhere: false,
+    accountProblem: error.traits.accountProblem,
+    statusCode: error.traits.statusCode,
+  });
+}
+
 /** An HTTP status that proves the upstream refused the call (504/524 are proxies giving up: unknown). */
 export function refusedWithStatus(status: number): boolean {
   return status >= 500 && status !== 504 && status !== 524;

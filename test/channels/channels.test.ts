@@ -325,6 +325,21 @@ describe('channels: upstream accounts', () => {
       expect(record).toMatchObject({ status: 'auto_disabled', disabled_reason: expect.stringContaining('SetLimitExceeded') });
     });
 
+    it.each(['AccountOverdueError:403', 'OperationDenied.ServiceOverdue:403', 'OperationDenied.ServiceNotOpen:403'])(
+      'Ark\'s %s (arrears, a service not opened) is an account problem: the channel is auto-disabled at once, the call goes to another account',
+      async (scenario) => {
+        const overdue = await arkChannel(0, { priority: 10 });
+        await arkChannel(1);
+        const before = arkCalls();
+        const res = await generate(`account refused [error:${scenario}]`);
+        // The other account answers the same prompt with the same refusal: the request fails, each account asked once.
+        expect(res.status).not.toBe(200);
+        expect(since(before)).toEqual([1, 1, 0]);
+        const record = (await t.api.admin('get', `/admin/channels/${overdue.id}`)).body;
+        expect(record).toMatchObject({ status: 'auto_disabled', disabled_reason: expect.stringContaining(scenario.split(':')[0]!) });
+      },
+    );
+
     it('revoked credentials auto-disable the channel at once; a passing testChannel re-enables it', async () => {
       const revoked = await arkChannel(0, { priority: 10 });
       await arkChannel(1);

@@ -10,7 +10,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * prompt answer 429; [garbage] a non-JSON body; [slow:MS] answers late; [hold] waits for releaseHeld();
  * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [echo:CODE:STATUS] an error answer whose message
  * echoes the Authorization header and the key (a hostile or careless upstream); [empty] no images; [image:KIND] a misbehaving
- * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB. Image URLs point at the fake itself (GET /files/...).
+ * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB;
+ * [billed:N] Ark's `usage.generated_images` is N. Image URLs point at the fake itself (GET /files/...).
  */
 /** The base64 image of an answer: the tiny PNG, or a misbehaving one ([b64:html], [b64:huge]). */
 function b64Image(kind: string | undefined): string {
@@ -20,55 +21,66 @@ function b64Image(kind: string | undefined): string {
 }
 
 /**
- * Ark's documented sizes per model (kept apart from the gateway's table on purpose): total pixels,
- * and width / height within 1/16…16. Another size is refused with 400 InvalidParameter.
+ * Ark's documented models (BytePlus "Image generation API", docs.byteplus.com/en/docs/ModelArk/1541523;
+ * volcengine.com/docs/82379/1541523), kept apart from the gateway's table on purpose, by the model id
+ * without its `doubao-` prefix (BytePlus ids have none): the sizes each takes (total pixels, width /
+ * height within 1/16…16; SeedEdit 3.0 only `adaptive`), the optional fields each reads, and its
+ * input images. Group output (`sequential_image_generation`), `stream` and `optimize_prompt_options`
+ * only for 5.0 lite / 4.5 / 4.0; `output_format` and `tools` only for 5.0 lite; `seed` and
+ * `guidance_scale` only for Seedream 3.0 t2i and SeedEdit 3.0.
  */
-const ARK_SIZES: Array<{ prefix: string; minPixels: number; maxPixels: number }> = [
-  { prefix: 'doubao-seedream-4-5-', minPixels: 3_686_400, maxPixels: 16_777_216 },
-  { prefix: 'doubao-seedream-4-0-', minPixels: 921_600, maxPixels: 16_777_216 },
+interface ArkModelDoc {
+  pattern: RegExp;
+  sizes: { minPixels: number; maxPixels: number } | 'adaptive';
+  fields: string[];
+  inputs?: { maxImages: number; formats: string[]; minRatio: number; maxRatio: number };
+}
+const ARK_COMMON_FIELDS = ['model', 'prompt', 'image', 'size', 'response_format', 'watermark'];
+const SEEDREAM_4_FIELDS = ['sequential_image_generation', 'sequential_image_generation_options', 'stream', 'optimize_prompt_options'];
+const SEEDREAM_4_INPUTS = { maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 };
+const ARK_MODELS: ArkModelDoc[] = [
+  { pattern: /^seedream-5-0-(lite-)?260128$/, sizes: { minPixels: 3_686_400, maxPixels: 10_404_496 }, fields: [...SEEDREAM_4_FIELDS, 'output_format', 'tools'], inputs: SEEDREAM_4_INPUTS },
+  { pattern: /^seedream-4-5-/, sizes: { minPixels: 3_686_400, maxPixels: 16_777_216 }, fields: SEEDREAM_4_FIELDS, inputs: SEEDREAM_4_INPUTS },
+  { pattern: /^seedream-4-0-/, sizes: { minPixels: 921_600, maxPixels: 16_777_216 }, fields: SEEDREAM_4_FIELDS, inputs: SEEDREAM_4_INPUTS },
+  { pattern: /^seedream-3-0-t2i-/, sizes: { minPixels: 512 * 512, maxPixels: 2048 * 2048 }, fields: ['seed', 'guidance_scale'] },
+  { pattern: /^seededit-3-0-i2i-/, sizes: 'adaptive', fields: ['seed', 'guidance_scale'], inputs: { maxImages: 1, formats: ['jpeg', 'png'], minRatio: 1 / 3, maxRatio: 3 } },
 ];
 
-/** The fields Ark's images API documents; `seed` only for the 3.0 models (Seedream 4.x ignores it). */
-const ARK_FIELDS = ['model', 'prompt', 'image', 'size', 'sequential_image_generation', 'sequential_image_generation_options', 'stream', 'response_format', 'watermark', 'optimize_prompt_options'];
-const ARK_SEED_MODELS = ['doubao-seedream-3-0-t2i-', 'doubao-seededit-3-0-i2i-'];
+/** The documented model an id names: a Volcengine id (`doubao-…`), a BytePlus id (none), or one of the account's endpoints (`ep-…`). */
+function arkModel(model: string, endpoints: Record<string, string>): ArkModelDoc | undefined {
+  const bare = (endpoints[model] ?? model).replace(/^doubao-/, '');
+  return ARK_MODELS.find((doc) => doc.pattern.test(bare));
+}
 
 /**
  * Stricter than Ark (which ignores what a model does not read): a field the model does not
  * document is refused, so a test sees the gateway send it.
  */
-function arkUndocumented(body: Record<string, unknown>): string[] {
-  const model = String(body.model);
-  const fields = ARK_SEED_MODELS.some((prefix) => model.startsWith(prefix)) ? [...ARK_FIELDS, 'seed'] : ARK_FIELDS;
-  return model.startsWith('doubao-') ? Object.keys(body).filter((field) => !fields.includes(field)) : [];
+function arkUndocumented(doc: ArkModelDoc | undefined, body: Record<string, unknown>): string[] {
+  if (!doc) return [];
+  return Object.keys(body).filter((field) => !ARK_COMMON_FIELDS.includes(field) && !doc.fields.includes(field));
 }
 
-function arkSizeRefusal(model: string, size: string): string | undefined {
-  const bounds = ARK_SIZES.find((b) => model.startsWith(b.prefix));
+function arkSizeRefusal(doc: ArkModelDoc | undefined, size: string): string | undefined {
+  if (!doc) return undefined;
+  // SeedEdit 3.0: "Only support adaptive for now".
+  if (doc.sizes === 'adaptive') return size === 'adaptive' ? undefined : 'The parameter `size` specified in the request is not valid: only adaptive is supported for this model.';
   const match = /^(\d+)x(\d+)$/.exec(size);
-  if (!bounds || !match) return undefined;
+  if (!match) return undefined;
   const width = Number(match[1]);
   const height = Number(match[2]);
   const pixels = width * height;
   const ratio = width / height;
-  if (pixels >= bounds.minPixels && pixels <= bounds.maxPixels && ratio >= 1 / 16 && ratio <= 16) return undefined;
-  return `The parameter \`size\` specified in the request is not valid: image size must be within [${bounds.minPixels}, ${bounds.maxPixels}] pixels and its aspect ratio within [1/16, 16].`;
+  if (pixels >= doc.sizes.minPixels && pixels <= doc.sizes.maxPixels && ratio >= 1 / 16 && ratio <= 16) return undefined;
+  return `The parameter \`size\` specified in the request is not valid: image size must be within [${doc.sizes.minPixels}, ${doc.sizes.maxPixels}] pixels and its aspect ratio within [1/16, 16].`;
 }
 
-/**
- * Ark's documented input images (kept apart from the gateway's table on purpose): which models take
- * `image` and how many, the formats, bytes, sides and ratio. Seedream 3.0 t2i takes none.
- */
-const ARK_INPUTS: Array<{ prefix: string; maxImages: number; formats: string[]; minRatio: number; maxRatio: number }> = [
-  { prefix: 'doubao-seedream-4-5-', maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 },
-  { prefix: 'doubao-seedream-4-0-', maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 },
-  { prefix: 'doubao-seededit-3-0-i2i-', maxImages: 1, formats: ['jpeg', 'png'], minRatio: 1 / 3, maxRatio: 3 },
-];
 const ARK_INPUT_MAX_BYTES = 10 * 1000 * 1000;
 const ARK_INPUT_MAX_PIXELS = 6000 * 6000;
 
 /** Why Ark would refuse these input images, or undefined when it takes them. */
-function arkInputRefusal(model: string, images: Array<ReceivedImage | undefined>): string | undefined {
-  const spec = ARK_INPUTS.find((s) => model.startsWith(s.prefix));
+function arkInputRefusal(model: string, doc: ArkModelDoc | undefined, images: Array<ReceivedImage | undefined>): string | undefined {
+  const spec = doc?.inputs;
   if (!spec) return `model ${model} does not support the parameter \`image\``;
   if (images.length === 0 || images.length > spec.maxImages) return `\`image\` takes 1 to ${spec.maxImages} images for ${model} (got ${images.length})`;
   // Reference images + outputs ≤ 15; one output per call without group output.
@@ -127,7 +139,15 @@ export interface FakeImagesApi {
 
 type Mode = 'normal' | 'busy' | 'failing' | 'echo';
 
-export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ark' | 'openai' }, port = 0): Promise<FakeImagesApi> {
+export interface FakeImagesApiOptions {
+  apiKey: string;
+  flavour: 'ark' | 'openai';
+  /** Ark: the account's endpoints (`ep-…`) and the model each serves; `model` may name one. */
+  endpoints?: Record<string, string>;
+}
+
+export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0): Promise<FakeImagesApi> {
+  const endpoints = options.endpoints ?? {};
   const requests: Array<Record<string, unknown>> = [];
   const inputs: FakeImagesApi['inputs'] = [];
   const made: string[] = [];
@@ -194,28 +214,35 @@ export async function startFakeImagesApi(options: { apiKey: string; flavour: 'ar
       return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
     }
     const size = String(body.size ?? '1024x1024');
-    const undocumented = options.flavour === 'ark' ? arkUndocumented(body) : [];
+    const doc = options.flavour === 'ark' ? arkModel(String(body.model), endpoints) : undefined;
+    const undocumented = arkUndocumented(doc, body);
     if (undocumented.length > 0) {
       return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `undocumented field(s) for ${String(body.model)}: ${undocumented.join(', ')}`, param: undocumented[0], type: 'BadRequest' } });
     }
-    const badSize = options.flavour === 'ark' ? arkSizeRefusal(String(body.model), size) : undefined;
+    const badSize = arkSizeRefusal(doc, size);
     if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
+    let images: Array<ReceivedImage | undefined> = [];
     if (body.image !== undefined || body.mask !== undefined) {
-      const images = body.image === undefined ? [] : await receiveImages(body.image);
+      images = body.image === undefined ? [] : await receiveImages(body.image);
       const mask = body.mask === undefined ? undefined : (await receiveImages(body.mask))[0];
       inputs.push({ prompt, images, ...(body.mask === undefined ? {} : { mask }) });
       // Ark has no `mask` (refused above as undocumented); an OpenAI-compatible server reads both as images.
       const received = body.mask === undefined ? images : [...images, mask];
-      const badImage = options.flavour === 'ark' ? arkInputRefusal(String(body.model), images) : received.some((image) => !image?.format) ? 'an input is not an image' : undefined;
+      const badImage = options.flavour === 'ark' ? arkInputRefusal(String(body.model), doc, images) : received.some((image) => !image?.format) ? 'an input is not an image' : undefined;
       if (badImage) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `The parameter \`image\` specified in the request is not valid: ${badImage}.`, param: 'image', type: 'BadRequest' } });
     }
+    // `adaptive`: the output follows the input image, and the answer names its size as the doc writes it (`2048×2048`).
+    const first = images[0];
+    const madeSize = size === 'adaptive' && first?.width !== undefined && first.height !== undefined ? `${first.width}×${first.height}` : size;
     const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
     const data = Array.from({ length: count }, (_, i) => ({
       ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
-      ...(options.flavour === 'ark' ? { size } : { revised_prompt: prompt }),
+      ...(options.flavour === 'ark' ? { size: madeSize } : { revised_prompt: prompt }),
     }));
     for (let i = 0; i < count; i += 1) made.push(prompt);
-    sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: count, output_tokens: 16384 * count, total_tokens: 16384 * count } });
+    // Ark bills `usage.generated_images`; [billed:N] makes it N whatever was delivered (a group call billed in full, say).
+    const billed = token(prompt, 'billed') === undefined ? count : Number(token(prompt, 'billed'));
+    sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: billed, output_tokens: 16384 * count, total_tokens: 16384 * count } });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {

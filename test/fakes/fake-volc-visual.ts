@@ -20,6 +20,8 @@ export interface FakeVisual {
   inputs: Array<{ taskId: string; prompt: string; urls: string[]; images: Array<ReceivedImage | undefined> }>;
   /** Tasks in flight at this account (submitted, not yet finished or failed) and submits per minute. */
   counters: AccountCounters;
+  /** A task this account accepted earlier (from a process that is gone), polled like a submitted one; its id. */
+  acceptTask(prompt: string, size?: { width: number; height: number }): string;
   close(): Promise<void>;
 }
 
@@ -242,6 +244,11 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
     requests,
     inputs,
     counters,
+    acceptTask(prompt, size = { width: 1024, height: 1024 }) {
+      const taskId = `task-${nextTask++}`;
+      tasks.set(taskId, { prompt, polls: 0, ...size, finished: counters.start() });
+      return taskId;
+    },
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

@@ -1,6 +1,8 @@
+import { startFakeBfl } from './fake-bfl';
 import { startFakeFal } from './fake-fal';
 import { startFakeGemini } from './fake-gemini';
 import { startFakeImagesApi } from './fake-images-api';
+import { startFakeOpenAIImages } from './fake-openai-images';
 import { startFakeVisual } from './fake-volc-visual';
 
 /** A fake upstream started for one wire format, and how a gateway's environment account reaches it. */
@@ -50,9 +52,17 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
       close: () => fake.close(),
     };
   },
+  bfl: async () => {
+    const fake = await startFakeBfl({ apiKey: 'bfl-format-key' });
+    return { env: { BFL_API_KEY: 'bfl-format-key', BFL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'bfl', model: 'flux-pro-1.1', size: '1024x768', close: () => fake.close() };
+  },
   fal: async () => {
     const fake = await startFakeFal({ apiKey: 'fal-format:key' });
     return { env: { FAL_KEY: 'fal-format:key', FAL_BASE_URL: fake.url, UPSTREAM_POLL_INTERVAL_MS: '5' }, provider: 'fal', model: 'fal-flux-dev', size: '1024x768', close: () => fake.close() };
+  },
+  openai: async () => {
+    const fake = await startFakeOpenAIImages({ apiKey: 'sk-format-openai' });
+    return { env: { OPENAI_API_KEY: 'sk-format-openai', OPENAI_BASE_URL: `${fake.url}/v1` }, provider: 'openai', model: 'gpt-image-1-mini', size: '1024x1024', close: () => fake.close() };
   },
   gemini: async () => {
     const fake = await startFakeGemini({ apiKey: 'gemini-format-key' });

@@ -67,8 +67,8 @@ describe('image settings', () => {
     const hosts = imageHostsByProvider(config);
     expect(hosts.get('jimeng')?.allows('ark.example.net')).toBe(true);
     expect(hosts.get('jimeng')?.allows('10.0.0.5:9000')).toBe(false);
-    expect(hosts.get('openai')?.allows('10.0.0.5:9000')).toBe(true);
-    expect(hosts.get('openai')?.allows('img.cdn.example.org')).toBe(true);
+    expect(hosts.get('openai-compatible')?.allows('10.0.0.5:9000')).toBe(true);
+    expect(hosts.get('openai-compatible')?.allows('img.cdn.example.org')).toBe(true);
     expect(hosts.get('local')?.allows('ark.example.net')).toBe(false);
   });
 });

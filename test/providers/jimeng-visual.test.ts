@@ -104,6 +104,21 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(await creditsUsed()).toBe(before);
   });
 
+  it('jimeng-4.0 at 1:16 sends min_ratio 1/16; 16:1 is refused before anything is sent or charged (max_ratio is taken in [1/16, 16))', async () => {
+    const tall = await generate('a tall banner', { size: '256x4096' });
+    expect(tall.status).toBe(200);
+    const submit = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').at(-1);
+    expect(submit?.body).toMatchObject({ width: 256, height: 4096, min_ratio: 1 / 16, max_ratio: 3 });
+    const before = await creditsUsed();
+    const submits = fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask').length;
+    const wide = await generate('a 16:1 banner', { size: '4096x256' });
+    expect(wide.status).toBe(400);
+    expect(wide.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+    expect(wide.body.error.message).toContain('below 16');
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask')).toHaveLength(submits);
+    expect(await creditsUsed()).toBe(before);
+  });
+
   it('jimeng-4.0 outside 1/3…3 (4096x1024) sends min_ratio / max_ratio, which unlock 1/16…16; inside, neither is sent', async () => {
     const res = await generate('wide banner', { model: 'jimeng-4.0', size: '4096x1024' });
     expect(res.status).toBe(200);

@@ -83,10 +83,10 @@ describe('GenerationAdmission.modelFor', () => {
   });
 
   it('an uncatalogued model with a provider (trusted callers): addressed upstream as it is, free, default size', () => {
-    expect(admission.modelFor('gpt-image-1', 'openai')).toEqual({
-      model: 'gpt-image-1',
+    expect(admission.modelFor('some-new-image-model', 'openai')).toEqual({
+      model: 'some-new-image-model',
       provider: 'openai',
-      upstream_model: 'gpt-image-1',
+      upstream_model: 'some-new-image-model',
       credits_per_image: 0,
       default_size: '1024x1024',
     });
@@ -95,7 +95,7 @@ describe('GenerationAdmission.modelFor', () => {
   it('jimeng: jimeng_* ids go to the visual API, others to Ark', () => {
     expect(admission.modelFor('jimeng_t2i_v31', 'jimeng').transport).toBe('visual');
     expect(admission.modelFor('doubao-seedream-3-0-t2i-250415', 'jimeng').transport).toBe('ark');
-    expect(admission.modelFor('gpt-image-1', 'openai')).not.toHaveProperty('transport');
+    expect(admission.modelFor('some-new-image-model', 'openai')).not.toHaveProperty('transport');
   });
 
   it('takes size_bounds from the upstream-model table when it knows the model', () => {
@@ -105,7 +105,8 @@ describe('GenerationAdmission.modelFor', () => {
     expect(admission.modelFor('doubao-seedream-4-5-251128', 'jimeng').size_bounds).toEqual(sizes('doubao-seedream-4-5-*'));
     // In the table without sizes, and not in the table at all.
     expect(admission.modelFor('doubao-seededit-3-0-i2i-250628', 'jimeng')).not.toHaveProperty('size_bounds');
-    expect(admission.modelFor('gpt-image-1', 'openai')).not.toHaveProperty('size_bounds');
+    expect(admission.modelFor('some-new-image-model', 'openai')).not.toHaveProperty('size_bounds');
+    expect(admission.modelFor('gpt-image-1', 'openai').size_bounds?.allowed_sizes).toEqual(['1024x1024', '1536x1024', '1024x1536']);
   });
 });
 

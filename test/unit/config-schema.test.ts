@@ -136,7 +136,7 @@ describe('describeConfig', () => {
         accounts: [
           { format: 'visual', provider: 'jimeng', channelId: 'chn_envJimengVisual', credentials: { access_key_id: 'AKLTvisible', secret_access_key: '***' } },
           { format: 'ark', provider: 'jimeng', channelId: 'chn_envJimengArk', credentials: { api_key: '***' } },
-          { format: 'images-api', provider: 'openai', channelId: 'chn_envOpenai', credentials: { api_key: '***' } },
+          { format: 'images-api', provider: 'openai-compatible', channelId: 'chn_envOpenaiCompatible', credentials: { api_key: '***' } },
         ],
       },
       port: 8080,

@@ -7,8 +7,8 @@ const bounds = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)
 describe('model size bounds (pure)', () => {
   it('the default catalog carries each upstream\'s documented bounds', () => {
     expect(bounds('jimeng-4.5')).toEqual({ min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 });
-    // Jimeng 4.0 takes 1/16…16 when min_ratio / max_ratio are sent (visual-transport.ts sends them outside 1/3…3).
-    expect(bounds('jimeng-4.0')).toEqual({ min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 16, max_ratio: 16 });
+    // Jimeng 4.0 takes [1/16, 16) when min_ratio / max_ratio are sent (visual-transport.ts sends them outside 1/3…3).
+    expect(bounds('jimeng-4.0')).toEqual({ min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 16, max_ratio: 16, max_ratio_exclusive: true });
     expect(bounds('jimeng-3.1')).toMatchObject({ min_ratio: 1 / 3, max_ratio: 3 });
     expect(bounds('local-1')).toMatchObject({ min_side: 16, max_side: 1024 });
     for (const entry of DEFAULT_CATALOG) {
@@ -31,8 +31,12 @@ describe('model size bounds (pure)', () => {
     ['jimeng-4.0', 3072, 1024, undefined],
     ['jimeng-4.0', 1024, 3072, undefined],
     ['jimeng-4.0', 3200, 1024, undefined],
-    ['jimeng-4.0', 4096, 256, undefined],
-    ['jimeng-4.0', 4200, 256, /between 1\/16 and 16/],
+    // min_ratio / max_ratio are taken in [1/16, 16): 1:16 is in, 16:1 is not.
+    ['jimeng-4.0', 256, 4096, undefined],
+    ['jimeng-4.0', 4096, 256, /at least 1\/16 and below 16/],
+    ['jimeng-4.0', 4095, 256, /at least 1048576/],
+    ['jimeng-4.0', 4111, 257, undefined],
+    ['jimeng-4.0', 4200, 256, /below 16/],
     ['jimeng-4.0', 6198, 2656, undefined], // a documented 4K size: sides may pass 4096
     ['jimeng-4.0', 4096, 4097, /at most 16777216/],
     ['local-1', 2048, 16, /at most 1024 px/],
@@ -48,10 +52,14 @@ describe('model size bounds (pure)', () => {
   });
 
   it('catalog entries inherit their upstream model\'s bounds (dated Ark ids too), may set their own, and a default size outside them is a startup error', () => {
-    const [ark, own] = parseCatalog([
+    const [ark, own, exclusive] = parseCatalog([
       { model: 's45', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-260101', credits_per_image: 1, default_size: '2048x2048' },
       { model: 'own', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2 } },
+      { model: 'below', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2, max_ratio_exclusive: true } },
     ]);
+    expect(exclusive!.size_bounds).toMatchObject({ max_ratio: 2, max_ratio_exclusive: true });
+    expect(sizeOutOfBounds(2000, 1000, exclusive!.size_bounds!)).toMatch(/below 2/);
+    expect(() => parseCatalog([{ model: 'x', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 9, min_ratio: 1, max_ratio: 1, max_ratio_exclusive: 'yes' } }])).toThrow(/max_ratio_exclusive/);
     expect(ark!.size_bounds).toEqual(upstreamModelSpec('doubao-seedream-4-5-251128')!.sizes);
     expect(own!.size_bounds).toEqual({ min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2 });
     expect(() => parseCatalog([{ model: 's45', provider: 'jimeng', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '1024x1024' }])).toThrow(

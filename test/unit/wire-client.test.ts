@@ -70,12 +70,12 @@ describe('wireClient', () => {
         quiet,
       ),
     );
-    expect([...configured.names()]).toEqual([...BUILT_IN_PROVIDERS, 'openai']);
+    expect([...configured.names()]).toEqual([...BUILT_IN_PROVIDERS, 'openai-compatible']);
     const visual = configured.environmentClient('jimeng', 'visual');
     expect(visual).toBeInstanceOf(VisualTransport);
     expect(optionsOf(visual)).toMatchObject({ credentials: { accessKeyId: 'AKENV', secretAccessKey: 'SKENV' }, publicOnly: false });
     expect(optionsOf(configured.environmentClient('jimeng', 'ark'))).toMatchObject({ apiKey: 'ark-env', oneImagePerCall: true, publicOnly: false });
-    expect(optionsOf(configured.environmentClient('openai', 'images-api'))).toMatchObject({ provider: 'openai', apiKey: 'sk-env', baseUrl: 'http://127.0.0.1:9/v1', oneImagePerCall: false });
+    expect(optionsOf(configured.environmentClient('openai-compatible', 'images-api'))).toMatchObject({ provider: 'openai-compatible', apiKey: 'sk-env', baseUrl: 'http://127.0.0.1:9/v1', oneImagePerCall: false });
     expect(configured.environmentClient('openai', 'ark')).toBeUndefined();
   });
 });

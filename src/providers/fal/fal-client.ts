@@ -3,7 +3,7 @@ import { ApiError } from '../../errors/api-error';
 import { failureOf, kindOf } from '../error-table';
 import { seedFor } from '../model-spec';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, WireClient } from '../provider';
-import { callJson, type JsonAnswer, postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
+import { afterAcceptance, callJson, type JsonAnswer, postJson, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError } from '../upstream-errors';
 import { FAL_ERRORS } from './fal-errors';
 import { type FalApp, falApp } from './fal-models';
 
@@ -156,17 +156,6 @@ export function falError(provider: string, status: number, answer: FalErrorAnswe
   return accepted ? afterAcceptance(error) : error;
 }
 
-/** An error met after the queue took the request: never sent elsewhere (the request exists and may run), whatever it says. */
-function afterAcceptance(error: UpstreamError): UpstreamError {
-  if (!error.traits.safeElsewhere) return error;
-  return new UpstreamError(error.code, error.message, false, {
-    ...(error.param === undefined ? {} : { param: error.param }),
-    safeElsewhere: false,
-    accountProblem: error.traits.accountProblem,
-    statusCode: error.traits.statusCode,
-  });
-}
-
 /** An input as `image_url(s)` takes it: the gateway's signed URL, else a data URI. */
 function inputReference(image: ProviderInputImage): string {
   return image.url ?? `data:${image.mimeType};base64,${image.bytes.toString('base64')}`;
@@ -287,6 +276,8 @@ export class FalClient implements WireClient {
       if (signal.aborted) onAbort();
       for (;;) {
         signal.throwIfAborted();
+        // Past the request's life its result is gone: it is not asked again.
+        request.beforePoll?.();
         const answer = await this.read(statusUrl, 'status', signal, handle.request_id);
         if (answer === undefined) {
           await sleep(pollIntervalMs, undefined, { signal });

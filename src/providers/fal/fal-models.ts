@@ -1,4 +1,5 @@
 import type { InputImageLimits, SizeBounds, UpstreamModelSpec } from '../model-spec';
+import { KONTEXT_RATIOS } from '../flux-kontext';
 
 /**
  * The fal apps the gateway maps, declaratively: each app's own input schema names where a request's
@@ -21,22 +22,6 @@ const MB = 1_000_000;
 
 /** fal's ImageSize: each side an integer ≤ 14142 (no documented minimum or grid). */
 const IMAGE_SIZE: SizeBounds = { min_pixels: 1, max_pixels: 14142 * 14142, min_ratio: 1 / 14142, max_ratio: 14142, max_side: 14142 };
-
-/**
- * FLUX.1 Kontext [pro] takes `aspect_ratio` (21:9 … 9:21, nine values) and makes about 1 MP; the
- * gateway's size names the ratio by its nominal size, and the image's own size is what fal reports.
- */
-const KONTEXT_RATIOS: Readonly<Record<string, string>> = {
-  '1568x672': '21:9',
-  '1280x720': '16:9',
-  '1152x864': '4:3',
-  '1248x832': '3:2',
-  '1024x1024': '1:1',
-  '832x1248': '2:3',
-  '864x1152': '3:4',
-  '720x1280': '9:16',
-  '672x1568': '9:21',
-};
 
 /**
  * Reference images: `image_url` takes a URL fal fetches or a data URI; the gateway sends its signed

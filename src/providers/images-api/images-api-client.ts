@@ -105,9 +105,14 @@ export class ImagesApiClient {
     );
     const answer = (json ?? {}) as ImagesAnswer;
     if (status !== 200 || answer.error) throw imagesApiError(this.options, status, answer, retryAfterMs);
-    if (!Array.isArray(answer.data) || answer.data.length === 0) throw upstream.failed(provider, 'the answer has no images');
-    const billed = this.options.readsUsage && typeof answer.usage?.generated_images === 'number' ? answer.usage.generated_images : undefined;
-    const images = answer.data.map((item) => {
+    const data = Array.isArray(answer.data) ? answer.data : [];
+    // Read before an answer is judged: a call that delivers no usable image may still have been billed.
+    if (this.options.readsUsage && typeof answer.usage?.generated_images === 'number') {
+      const field = request.responseFormat === 'b64_json' ? 'b64_json' : 'url';
+      request.onBilled?.(answer.usage.generated_images, data.filter((item) => typeof item[field] === 'string' && item[field] !== '').length);
+    }
+    if (data.length === 0) throw upstream.failed(provider, 'the answer has no images');
+    const images = data.map((item) => {
       // Ark writes `2048x2048` or `2048×2048`.
       const image = parseSize(item.size) ?? { width: request.width, height: request.height };
       if (request.responseFormat === 'b64_json') {
@@ -117,7 +122,6 @@ export class ImagesApiClient {
       if (!item.url) throw upstream.failed(provider, 'an image has no url');
       return { url: item.url, ...image };
     });
-    if (billed !== undefined) request.onBilled?.(billed, images.length);
     return images;
   }
 }

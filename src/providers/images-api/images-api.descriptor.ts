@@ -33,7 +33,7 @@ export const IMAGES_API: ProviderDescriptor = {
         field: 'providers.accounts.*.credentials.api_key',
         defaultText: 'none',
       }),
-      OPENAI_COMPAT_PROVIDER_NAME: declareVariable(providerName.default('openai'), { description: 'provider name of the OpenAI-compatible upstream; add its models to `MODEL_CATALOG`' }),
+      OPENAI_COMPAT_PROVIDER_NAME: declareVariable(providerName.default('openai-compatible'), { description: 'provider name of the OpenAI-compatible upstream (not a built-in one such as `openai`); add its models to `MODEL_CATALOG`' }),
     },
   },
   calls: 'one-for-n',

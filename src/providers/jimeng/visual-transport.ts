@@ -180,6 +180,8 @@ export class VisualTransport {
     const reqKey = request.upstreamModel;
     const reqJson = JSON.stringify({ return_url: request.responseFormat === 'url' });
     for (;;) {
+      // Past the task's life (12 h) the API answers not_found: it is not asked again.
+      request.beforePoll?.();
       let answer: VisualAnswer;
       try {
         answer = await this.call('CVSync2AsyncGetResult', { req_key: reqKey, task_id: taskId, req_json: reqJson }, signal);

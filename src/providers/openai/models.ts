@@ -1,5 +1,5 @@
 import type { PriceRow } from '../../config/price-table';
-import type { InputImageLimits, SizeBounds } from '../upstream-models';
+import type { InputImageLimits, SizeBounds } from '../model-spec';
 
 /**
  * OpenAI's image models as its API documents them, as plain data: the sizes each takes, the optional
