@@ -74,6 +74,7 @@ function literal(cp: number): Node {
 class Parser {
   private pos = 0;
   private readonly cps: string[];
+  private readonly groupNames = new Set<string>();
 
   constructor(source: string) {
     this.cps = Array.from(source);
@@ -189,6 +190,8 @@ class Parser {
         const close = this.cps.indexOf('>', this.pos);
         const name = close < 0 ? '' : this.cps.slice(this.pos + 1, close).join('');
         if (!/^[A-Za-z_$][\w$]*$/.test(name)) throw this.error('a group name must be an identifier');
+        if (this.groupNames.has(name)) throw this.error(`a second group named "${name}"`);
+        this.groupNames.add(name);
         this.pos = close + 1;
       } else if (!this.eat(':')) {
         throw this.error('unsupported group (only (…), (?:…) and (?<name>…))');
@@ -196,7 +199,8 @@ class Parser {
     }
     const inner = this.alternation();
     if (!this.eat(')')) throw this.error('missing ")"');
-    return inner;
+    // Wrapped: a group may be repeated even when it holds only an assertion.
+    return { type: 'seq', items: [inner] };
   }
 
   private atomEscape(): Node {
