@@ -406,7 +406,7 @@ export interface components {
             credits: number;
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`, `google`; more by configuration).
          * @example local
          * @example jimeng
          */

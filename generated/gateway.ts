@@ -1116,7 +1116,8 @@ export interface components {
         };
         /**
          * @description Write-only. `visual`: `access_key_id` and `secret_access_key` of a Volcengine account;
-         *     `ark`, `images-api`, `fal`, `bfl` and `openai`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`; bfl: sent as `x-key`).
+         *     `ark`, `images-api`, `fal`, `bfl`, `openai` and `gemini`: `api_key` (fal: the key as fal issues it, `key_id:key_secret`; bfl: sent as `x-key`;
+         *     gemini: a Gemini API key, sent as `x-goog-api-key`).
          */
         ChannelCredentials: {
             access_key_id: string;
@@ -1129,13 +1130,13 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /**
-             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue); `bfl` the `bfl` provider (Black Forest Labs' FLUX API); `openai` the `openai` provider (OpenAI's Images API: GPT image models, dall-e-3).
+             * @description `visual` and `ark` serve `jimeng` models; `images-api` an OpenAI-compatible provider; `fal` the `fal` provider (fal.ai's queue); `bfl` the `bfl` provider (Black Forest Labs' FLUX API); `openai` the `openai` provider (OpenAI's Images API: GPT image models, dall-e-3); `gemini` the `google` provider (the Gemini API).
              * @enum {string}
              */
-            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai";
+            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai" | "gemini";
             /**
              * Format: uri
-             * @description Defaults to the transport's public endpoint (visual, ark, fal, bfl, openai); required for images-api.
+             * @description Defaults to the transport's public endpoint (visual, ark, fal, bfl, openai, gemini); required for images-api.
              *     Loopback, private, link-local (cloud metadata) and other non-public addresses, literal or
              *     resolved, are refused (400 `invalid_request`, `param` `base_url`) unless the gateway runs
              *     with `CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true`.
@@ -1199,7 +1200,7 @@ export interface components {
             name: string;
             provider: components["schemas"]["ProviderName"];
             /** @enum {string} */
-            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai" | "local";
+            transport: "visual" | "ark" | "images-api" | "fal" | "bfl" | "openai" | "gemini" | "local";
             base_url: string | null;
             models: {
                 model: string;
@@ -1889,7 +1890,7 @@ export interface components {
             webhook_events_filter?: components["schemas"]["GenerationWebhookEvents"];
         };
         /**
-         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`; more by configuration).
+         * @description A provider configured on the gateway (built in `local`, `jimeng`, `fal`, `bfl`, `openai`, `google`; more by configuration).
          * @example local
          * @example jimeng
          */

@@ -52,6 +52,11 @@ export function upstreamLimitsOf(upstreamModel: string): Pick<CatalogModel, 'siz
 
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
 
+/** Price rows by named size tier: `[tier, credits, largest output (width × height) of the tier]`; the last row takes the rest. */
+function tiers(...rows: Array<[tier: string, credits: number, maxPixels?: number]>): PriceRow[] {
+  return rows.map(([tier, credits, maxPixels]) => ({ tier, credits, ...(maxPixels === undefined ? {} : { max_pixels: maxPixels }) }));
+}
+
 export const DEFAULT_CATALOG: CatalogModel[] = [
   { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', ...upstreamLimitsOf('local-1') },
   // Jimeng 4.5 is Seedream 4.5, served through Ark (the visual API has no 4.5 req_key).
@@ -112,6 +117,12 @@ export const DEFAULT_CATALOG: CatalogModel[] = [
       ...upstreamLimitsOf(row.model),
     };
   }),
+  // Google's Gemini image models (they serve once a `gemini` channel exists: GEMINI_API_KEY or the channels API).
+  // Credits at the catalog's scale (about US$0.01 each, rounded up) of Google's per-image prices by size tier:
+  // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
+  { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('gemini-2.5-flash-image') },
+  { model: 'gemini-3-pro-image', provider: 'google', upstream_model: 'gemini-3-pro-image', credits_per_image: 24, price_table: tiers(['1K', 14, 1200 * 896], ['2K', 14, 2400 * 1792], ['4K', 24]), default_size: '1024x1024', ...upstreamLimitsOf('gemini-3-pro-image') },
+  { model: 'gemini-3.1-flash-image', provider: 'google', upstream_model: 'gemini-3.1-flash-image', credits_per_image: 16, price_table: tiers(['1K', 7, 384 * 3072], ['2K', 11, 768 * 6144], ['4K', 16]), default_size: '1024x1024', ...upstreamLimitsOf('gemini-3.1-flash-image') },
 ];
 
 function options(value: unknown, where: string): Record<string, unknown> {

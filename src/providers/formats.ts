@@ -2,6 +2,7 @@ import { ARK } from './ark/ark.descriptor';
 import { BFL } from './bfl/bfl.descriptor';
 import { callsFor, type ProviderDescriptor } from './descriptor';
 import { FAL } from './fal/fal.descriptor';
+import { GEMINI } from './gemini/gemini.descriptor';
 import { OPENAI } from './openai/openai.descriptor';
 import { findModelSpec, type UpstreamModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
@@ -12,7 +13,7 @@ import { LOCAL } from './local/local.descriptor';
  * Every wire format the gateway speaks, one descriptor each (descriptor.ts). The spec's transport
  * enums and provider names are checked against this list (test/unit/provider-registry.test.ts).
  */
-export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL, BFL, OPENAI];
+export const FORMATS: readonly ProviderDescriptor[] = [LOCAL, VISUAL, ARK, IMAGES_API, FAL, BFL, OPENAI, GEMINI];
 
 const byFormat = new Map(FORMATS.map((descriptor) => [descriptor.format, descriptor]));
 

@@ -5,38 +5,60 @@ import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token } from './scen
 
 /**
  * A local stand-in for the Gemini API's `POST /v1beta/models/{model}:generateContent` with image
- * output (ai.google.dev/api/generate-content, ai.google.dev/gemini-api/docs/image-generation),
- * kept apart from the gateway's tables on purpose. Like the real one it authenticates `x-goog-api-key`
- * (a wrong key: 400 INVALID_ARGUMENT with reason API_KEY_INVALID), refuses unknown fields ("Invalid
- * JSON payload received. Unknown name"), takes the documented aspect ratios only, and `imageSize` only
- * on the 3.x models; errors are `{error: {code, message, status, details}}`.
+ * output (ai.google.dev/api/generate-content, ai.google.dev/gemini-api/docs/image-generation,
+ * ai.google.dev/gemini-api/docs/troubleshooting for the error statuses), kept apart from the
+ * gateway's tables on purpose. Like the real one it authenticates `x-goog-api-key` (none: 403
+ * PERMISSION_DENIED; a wrong one: 400 INVALID_ARGUMENT with reason API_KEY_INVALID), refuses unknown
+ * fields ("Invalid JSON payload received. Unknown name"), a request over 20 MB, aspect ratios and
+ * `imageSize` values the model does not list, more reference images than it takes, and bytes that are
+ * no image; errors are `{error: {code, message, status, details}}`; an image is one `inlineData` part.
  * Prompt tokens: [block:REASON] promptFeedback.blockReason; [finish:REASON] a candidate ending so,
- * with no image; [error:STATUS:HTTP] that error; [busy] 429 RESOURCE_EXHAUSTED with a RetryInfo of 7 s;
- * [textonly] a text answer without an image; [hold] waits for releaseHeld().
+ * with no image; [error:STATUS:HTTP] that error; [busy] 429 RESOURCE_EXHAUSTED with a RetryInfo of
+ * 7 s ([busy:K]: the first K calls of the prompt only); [unavailable:K] the first K calls of the prompt
+ * answer 503 UNAVAILABLE; [textonly] a text answer without an image; [hold] waits for releaseHeld().
  */
-const RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
-const MODELS: Record<string, { imageSizes: string[]; maxImages: number }> = {
-  'gemini-2.5-flash-image': { imageSizes: [], maxImages: 3 },
-  'gemini-3-pro-image-preview': { imageSizes: ['1K', '2K', '4K'], maxImages: 14 },
+const RATIOS_2_5 = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
+const RATIOS_3_1 = [...RATIOS_2_5, '1:4', '4:1', '1:8', '8:1'];
+interface ModelRules {
+  ratios: string[];
+  imageSizes: string[];
+  maxImages: number;
+}
+const PRO: ModelRules = { ratios: RATIOS_2_5, imageSizes: ['1K', '2K', '4K'], maxImages: 14 };
+const FLASH_3_1: ModelRules = { ratios: RATIOS_3_1, imageSizes: ['1K', '2K', '4K'], maxImages: 14 };
+const MODELS: Record<string, ModelRules> = {
+  'gemini-2.5-flash-image': { ratios: RATIOS_2_5, imageSizes: [], maxImages: 3 },
+  'gemini-3-pro-image': PRO,
+  'gemini-3-pro-image-preview': PRO,
+  'gemini-3.1-flash-image': FLASH_3_1,
+  'gemini-3.1-flash-image-preview': FLASH_3_1,
 };
 const TOP_LEVEL = ['contents', 'generationConfig', 'generation_config', 'safetySettings', 'safety_settings', 'systemInstruction', 'system_instruction', 'tools', 'toolConfig', 'cachedContent'];
-const GENERATION_CONFIG = ['responseModalities', 'imageConfig', 'temperature', 'topP', 'topK', 'candidateCount', 'maxOutputTokens', 'stopSequences', 'seed'];
+const GENERATION_CONFIG = ['responseModalities', 'imageConfig', 'temperature', 'topP', 'topK', 'candidateCount', 'maxOutputTokens', 'stopSequences', 'seed', 'thinkingConfig'];
+/** The Gemini API's inline request limit. */
+const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
 
 export interface FakeGeminiCall {
   model: string;
   body: Record<string, unknown>;
+  /** The `x-goog-api-key` it carried. */
+  apiKey: string | undefined;
   /** The reference images of the call, as the API decoded them. */
   images: Array<ReceivedImage | undefined>;
 }
 
 export interface FakeGemini {
-  /** The base URL up to the version, as GEMINI_BASE_URL / a channel's base_url take it. */
+  /** The API's root, as GEMINI_BASE_URL / a channel's base_url take it (the client adds `/v1beta`). */
   url: string;
   calls: FakeGeminiCall[];
-  /** One entry per image answered: what the account is billed for. */
+  /** Every generateContent request and the HTTP status it was answered with, refused ones included. */
+  answered: Array<{ model: string; status: number }>;
+  /** One prompt per image answered: what the account is billed for. */
   made: string[];
   counters: AccountCounters;
   setApiKey(apiKey: string): void;
+  /** Every call answers this error (an account whose region is down) until cleared with undefined. */
+  setOutage(outage: { status: string; code: number } | undefined): void;
   releaseHeld(): void;
   close(): Promise<void>;
 }
@@ -46,23 +68,32 @@ const googleError = (res: http.ServerResponse, code: number, status: string, mes
 
 export async function startFakeGemini(options: { apiKey: string }, port = 0): Promise<FakeGemini> {
   const calls: FakeGeminiCall[] = [];
+  const answered: Array<{ model: string; status: number }> = [];
   const made: string[] = [];
   const counters = new AccountCounters();
+  const callsOfPrompt = new Map<string, number>();
   let apiKey = options.apiKey;
+  let outage: { status: string; code: number } | undefined;
   let held: Array<() => void> = [];
 
   const server = http.createServer(async (req, res) => {
     const raw = await readBody(req);
     const route = /^\/v1beta\/models\/([^/:]+):generateContent(?:\?.*)?$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !route) return googleError(res, 404, 'NOT_FOUND', `Requested entity was not found: ${req.method} ${req.url}`);
-    if (req.headers['x-goog-api-key'] !== apiKey) {
+    res.once('finish', () => answered.push({ model: decodeURIComponent(route[1]!), status: res.statusCode }));
+    const sentKey = req.headers['x-goog-api-key'] as string | undefined;
+    if (sentKey === undefined) {
+      return googleError(res, 403, 'PERMISSION_DENIED', "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.");
+    }
+    if (sentKey !== apiKey) {
       return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
-        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' },
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
       ]);
     }
     const model = decodeURIComponent(route[1]!);
-    const spec = MODELS[model];
-    if (!spec) return googleError(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for generateContent.`);
+    const rules = MODELS[model];
+    if (!rules) return googleError(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`);
+    if (Buffer.byteLength(raw) > MAX_REQUEST_BYTES) return googleError(res, 400, 'INVALID_ARGUMENT', `Request payload size exceeds the limit: ${MAX_REQUEST_BYTES} bytes.`);
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(raw) as Record<string, unknown>;
@@ -77,8 +108,8 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
     const unknownConfig = Object.keys(config).find((field) => !GENERATION_CONFIG.includes(field));
     if (unknownConfig) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknownConfig}" at 'generation_config': Cannot find field.`);
     const imageConfig = (config.imageConfig ?? {}) as Record<string, unknown>;
-    if (imageConfig.aspectRatio !== undefined && !RATIOS.includes(String(imageConfig.aspectRatio))) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unsupported aspect ratio.');
-    if (imageConfig.imageSize !== undefined && !spec.imageSizes.includes(String(imageConfig.imageSize))) return googleError(res, 400, 'INVALID_ARGUMENT', `imageSize is not supported for ${model}.`);
+    if (imageConfig.aspectRatio !== undefined && !rules.ratios.includes(String(imageConfig.aspectRatio))) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unsupported aspect ratio.');
+    if (imageConfig.imageSize !== undefined && !rules.imageSizes.includes(String(imageConfig.imageSize))) return googleError(res, 400, 'INVALID_ARGUMENT', `imageSize is not supported for ${model}.`);
     const contents = (body.contents ?? []) as Array<{ role?: string; parts?: Array<Record<string, unknown>> }>;
     const parts = contents.flatMap((content) => content.parts ?? []);
     const prompt = parts.map((part) => (typeof part.text === 'string' ? part.text : '')).join(' ');
@@ -86,16 +117,22 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
       .map((part) => (part.inline_data ?? part.inlineData) as { mime_type?: string; mimeType?: string; data?: string } | undefined)
       .filter((inline) => inline !== undefined)
       .map((inline) => decodeDataUri(`data:${inline.mime_type ?? inline.mimeType};base64,${inline.data ?? ''}`));
-    calls.push({ model, body, images });
-    if (images.length > spec.maxImages) return googleError(res, 400, 'INVALID_ARGUMENT', `Too many images: ${model} takes at most ${spec.maxImages}.`);
-    if (images.some((image) => !image?.format)) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unable to process input image.');
+    calls.push({ model, body, apiKey: sentKey, images });
+    const nth = (callsOfPrompt.get(prompt) ?? 0) + 1;
+    callsOfPrompt.set(prompt, nth);
+    if (images.length > rules.maxImages) return googleError(res, 400, 'INVALID_ARGUMENT', `Too many images: ${model} takes at most ${rules.maxImages}.`);
+    if (images.some((image) => !image?.format)) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting');
+    if (outage) return googleError(res, outage.code, outage.status, `fake outage: ${outage.status}`);
     if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
     const failure = token(prompt, 'error');
     if (failure) {
       const [status, code] = failure.split(':');
       return googleError(res, Number(code ?? 500), status ?? 'INTERNAL', `fake ${status}`);
     }
-    if (token(prompt, 'busy') !== undefined) {
+    const unavailable = token(prompt, 'unavailable');
+    if (unavailable !== undefined && nth <= Number(unavailable || Infinity)) return googleError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
+    const busy = token(prompt, 'busy');
+    if (busy !== undefined && nth <= Number(busy || Infinity)) {
       return googleError(res, 429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' }]);
     }
     const block = token(prompt, 'block');
@@ -116,12 +153,16 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1beta`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    answered,
     made,
     counters,
     setApiKey(next) {
       apiKey = next;
+    },
+    setOutage(next) {
+      outage = next;
     },
     releaseHeld() {
       const releasing = held;

@@ -1,5 +1,6 @@
 import { startFakeBfl } from './fake-bfl';
 import { startFakeFal } from './fake-fal';
+import { startFakeGemini } from './fake-gemini';
 import { startFakeImagesApi } from './fake-images-api';
 import { startFakeOpenAIImages } from './fake-openai-images';
 import { startFakeVisual } from './fake-volc-visual';
@@ -62,5 +63,9 @@ export const FORMAT_FAKES: Readonly<Record<string, () => Promise<RunningFormatFa
   openai: async () => {
     const fake = await startFakeOpenAIImages({ apiKey: 'sk-format-openai' });
     return { env: { OPENAI_API_KEY: 'sk-format-openai', OPENAI_BASE_URL: `${fake.url}/v1` }, provider: 'openai', model: 'gpt-image-1-mini', size: '1024x1024', close: () => fake.close() };
+  },
+  gemini: async () => {
+    const fake = await startFakeGemini({ apiKey: 'gemini-format-key' });
+    return { env: { GEMINI_API_KEY: 'gemini-format-key', GEMINI_BASE_URL: fake.url }, provider: 'google', model: 'gemini-2.5-flash-image', size: '1344x768', close: () => fake.close() };
   },
 };

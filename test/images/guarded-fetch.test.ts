@@ -1,22 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { GuardedFetchError, getGuarded } from '../../src/shared/safe-url';
+import { selfSigned } from '../helpers/self-signed-tls';
 import { testPng } from '../helpers/test-images';
-
-/** A self-signed certificate for 127.0.0.1, made for this run (openssl). */
-function selfSigned(): { key: Buffer; cert: Buffer } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-tls-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-    return { key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 /**
  * The guarded GET image inputs are fetched with (src/shared/safe-url.ts), against a local https

@@ -1,4 +1,4 @@
-import { GeminiClient, geminiError } from '../../src/providers/gemini/gemini-client';
+import { GeminiClient, geminiError, versionedBase } from '../../src/providers/gemini/gemini-client';
 import type { ProviderRequest } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
 import { type FakeGemini, startFakeGemini } from '../fakes/fake-gemini';
@@ -43,16 +43,36 @@ describe('Gemini client (generateContent with image output)', () => {
     expect(Buffer.from(images[0]!.b64Json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
     const [call] = gemini.calls.slice(before);
     expect(call!.model).toBe('gemini-2.5-flash-image');
+    expect(call!.apiKey).toBe(KEY);
     expect(call!.body).toEqual({
       contents: [{ role: 'user', parts: [{ text: 'a lighthouse' }] }],
       generationConfig: { responseModalities: ['IMAGE'], imageConfig: { aspectRatio: '16:9' } },
     });
   });
 
-  it('3 Pro: the size picks the aspect ratio and the size tier', async () => {
+  it('3 Pro (GA id and its -preview id): the size picks the aspect ratio and the size tier', async () => {
     const before = gemini.calls.length;
-    await run({ upstreamModel: 'gemini-3-pro-image-preview', width: 2752, height: 1536 });
+    await run({ upstreamModel: 'gemini-3-pro-image', width: 2752, height: 1536 });
+    await run({ upstreamModel: 'gemini-3-pro-image-preview', width: 3392, height: 5056 });
     expect(gemini.calls[before]!.body.generationConfig).toEqual({ responseModalities: ['IMAGE'], imageConfig: { aspectRatio: '16:9', imageSize: '2K' } });
+    expect(gemini.calls[before + 1]!.body.generationConfig).toEqual({ responseModalities: ['IMAGE'], imageConfig: { aspectRatio: '2:3', imageSize: '4K' } });
+  });
+
+  it('3.1 Flash: the extreme ratios (1:8 at 1K, 4:1 at 4K); a catalog family picks the table for an id it does not know', async () => {
+    const before = gemini.calls.length;
+    await run({ upstreamModel: 'gemini-3.1-flash-image', width: 384, height: 3072 });
+    await run({ upstreamModel: 'gemini-3.1-flash-image-preview', width: 8192, height: 2048, upstreamFamily: 'gemini-3.1-flash-image' });
+    expect(gemini.calls.slice(before).map((c) => (c.body.generationConfig as { imageConfig: unknown }).imageConfig)).toEqual([
+      { aspectRatio: '1:8', imageSize: '1K' },
+      { aspectRatio: '4:1', imageSize: '4K' },
+    ]);
+  });
+
+  it('the base URL is the API root; /v1beta is added unless the base already names a version', () => {
+    expect(versionedBase('https://generativelanguage.googleapis.com')).toBe('https://generativelanguage.googleapis.com/v1beta');
+    expect(versionedBase('https://generativelanguage.googleapis.com/')).toBe('https://generativelanguage.googleapis.com/v1beta');
+    expect(versionedBase('https://proxy.example/gemini/v1beta/')).toBe('https://proxy.example/gemini/v1beta');
+    expect(versionedBase('https://proxy.example/v1')).toBe('https://proxy.example/v1');
   });
 
   it('n images are n calls, each one image', async () => {
@@ -75,6 +95,8 @@ describe('Gemini client (generateContent with image output)', () => {
     const before = gemini.calls.length;
     await expect(run({ width: 1024, height: 768 })).rejects.toMatchObject({ code: 'invalid_request', param: 'size' });
     await expect(run({ upstreamModel: 'gemini-2.5-flash-image', width: 2048, height: 2048 })).rejects.toMatchObject({ code: 'invalid_request' });
+    // 1:8 is 3.1 Flash's only: 3 Pro does not make it.
+    await expect(run({ upstreamModel: 'gemini-3-pro-image', width: 384, height: 3072 })).rejects.toMatchObject({ code: 'invalid_request' });
     expect(gemini.calls.length).toBe(before);
   });
 

@@ -1,25 +1,22 @@
-import { type GatewayDatabase, openDatabase } from '../../src/db/database';
 import { decodeHandle } from '../../src/providers/fal/fal-client';
 import { type FakeFal, startFakeFal } from '../fakes/fake-fal';
 import { Books } from '../helpers/books';
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
+import { describeTakeovers, type TakeoverStage } from '../helpers/takeover-stages';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
-import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { until } from '../helpers/until';
 
 const FAL_KEY = 'fal-takeover-id:fal-takeover-secret';
 
 /**
  * Issue #36 §2 "takeover by another replica without a second upstream submission", for the `fal`
- * format (the same harness as durable-generations.test.ts): an asynchronous generation whose fal
+ * format (the stages of test/helpers/takeover-stages.ts): an asynchronous generation whose fal
  * request is queued (held by the fake) when the process running it is SIGKILLed. The process that
  * takes it over once its lease lapsed polls the stored handle (the request's own status and response
  * URLs): fal sees one submission, no cancel (the dead process sent none), and the books charge the
  * images delivered.
  */
-async function takeover(setup: { fal: FakeFal; observer: GatewayDatabase; receiver: GatewayProcess; owner: () => Promise<GatewayProcess>; survivor: (dead: GatewayProcess) => Promise<GatewayProcess> }) {
-  const { fal, observer, receiver } = setup;
+async function takeover(fal: FakeFal, setup: TakeoverStage) {
+  const { observer, receiver } = setup;
   const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 100, allowed_providers: ['fal'] });
   const prompt = 'a harbour at dusk, taken over [hold]';
   const submitted = await new ApiClient(receiver.url).send('post', '/images/generate', {
@@ -56,81 +53,10 @@ async function takeover(setup: { fal: FakeFal; observer: GatewayDatabase; receiv
   expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
 }
 
-describe('fal: SIGKILL while the request is queued at fal, restart, takeover (SQLite)', () => {
-  let fal: FakeFal;
-  let database: ThrowawayDatabase;
-  let observer: GatewayDatabase;
-  const started: GatewayProcess[] = [];
-
-  beforeAll(async () => {
-    fal = await startFakeFal({ apiKey: FAL_KEY });
-    database = await createThrowawayDatabase('sqlite');
-  });
-  afterAll(async () => {
-    await Promise.all(started.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await fal.close();
-    await database.drop();
-  });
-
-  it('the restarted gateway polls the stored handle instead of submitting again; credits charged = images delivered', async () => {
-    const env = { DATABASE_URL: database.url, FAL_KEY, FAL_BASE_URL: fal.url, UPSTREAM_POLL_INTERVAL_MS: '20', GENERATION_LEASE_MS: '1000', GENERATION_POLL_MS: '100' };
-    const first = await startGatewayProcess(env);
-    started.push(first);
-    observer = openDatabase(database.url, { poolSize: 1 });
-    await takeover({
-      fal,
-      observer,
-      receiver: first,
-      owner: async () => first,
-      survivor: async () => {
-        const second = await startGatewayProcess(env);
-        started.push(second);
-        return second;
-      },
-    });
-  });
-});
-
-describeWithServices('fal: 2 replicas on PostgreSQL + Redis, the one running the generation SIGKILLed', () => {
-  let fal: FakeFal;
-  let database: ThrowawayDatabase;
-  let redis: ReturnType<typeof throwawayRedisPrefix>;
-  let observer: GatewayDatabase;
-  const replicas: GatewayProcess[] = [];
-
-  beforeAll(async () => {
-    fal = await startFakeFal({ apiKey: FAL_KEY });
-    database = await createThrowawayDatabase('postgres');
-    redis = throwawayRedisPrefix();
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: redis.prefix,
-      FAL_KEY,
-      FAL_BASE_URL: fal.url,
-      UPSTREAM_POLL_INTERVAL_MS: '20',
-      GENERATION_LEASE_MS: '1000',
-      GENERATION_POLL_MS: '100',
-    };
-    // One after the other: several cold starts at once can miss the start deadline on a loaded machine.
-    for (let i = 0; i < 2; i += 1) replicas.push(await startGatewayProcess(env));
-    observer = openDatabase(database.url, { poolSize: 2 });
-  }, 120_000);
-  afterAll(async () => {
-    await Promise.all(replicas.map((p) => p.stop('SIGKILL')));
-    await observer?.close();
-    await fal?.close();
-    await database?.drop();
-    await redis?.drop();
-  });
-
-  it('the surviving replica polls the stored handle: one submission, credits charged = images delivered', async () => {
-    const generationOwner = async () => {
-      const running = await observer.db.selectFrom('generations').select('lease_owner').where('status', '=', 'running').executeTakeFirstOrThrow();
-      // The lease owner is host:pid:random.
-      return replicas.find((p) => running.lease_owner?.split(':')[1] === String(p.child.pid))!;
-    };
-    await takeover({ fal, observer, receiver: replicas[0]!, owner: generationOwner, survivor: async (dead) => replicas.find((p) => p !== dead)! });
-  });
+describeTakeovers('fal', {
+  when: 'while the request is queued at fal',
+  startFake: () => startFakeFal({ apiKey: FAL_KEY }),
+  env: (fal) => ({ FAL_KEY, FAL_BASE_URL: fal.url, UPSTREAM_POLL_INTERVAL_MS: '20' }),
+  outcome: 'polls the stored handle instead of submitting again; credits charged = images delivered',
+  run: takeover,
 });

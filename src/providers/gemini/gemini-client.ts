@@ -1,16 +1,21 @@
 import { ApiError } from '../../errors/api-error';
+import { failureOf, kindOf } from '../error-table';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, WireClient } from '../provider';
 import { postJson, refusedWithStatus, registerAccountSecrets, upstream, type UpstreamError } from '../upstream-errors';
-import { imageConfigFor } from './gemini-models';
+import { GEMINI_ERRORS } from './gemini-errors';
+import { geminiModel, imageConfigFor } from './gemini-models';
 
 /**
- * Google's Gemini image models over the Gemini API: `POST {base}/models/{model}:generateContent` with
- * `x-goog-api-key` (ai.google.dev/api/generate-content). One call makes one image and takes no `n`
+ * Google's Gemini image models over the Gemini API: `POST {base}/v1beta/models/{model}:generateContent`
+ * with `x-goog-api-key` (ai.google.dev/api/generate-content). One call makes one image and takes no `n`
  * and no seed, so an `n`-image request is `n` calls. The image comes back inline as base64.
  */
 export interface GeminiClientOptions {
   provider: string;
-  /** Up to the API version: `https://generativelanguage.googleapis.com/v1beta`. */
+  /**
+   * The API's root, `https://generativelanguage.googleapis.com`; the version (`v1beta`, the official
+   * SDK's default) is appended unless the path already ends with one (a proxy's `…/v1beta`).
+   */
   baseUrl: string;
   apiKey: string;
   publicOnly?: boolean;
@@ -28,10 +33,14 @@ interface GeminiAnswer {
   error?: { code?: number; message?: string; status?: string; details?: Array<{ '@type'?: string; reason?: string; retryDelay?: string }> };
 }
 
-/** finishReason values that mean the prompt or its images were refused (the client's content). */
-const PROMPT_REFUSALS = new Set(['SAFETY', 'PROHIBITED_CONTENT', 'BLOCKLIST', 'SPII']);
-/** The image was made and withheld by the output filter. */
-const OUTPUT_REFUSALS = new Set(['IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT']);
+/** The version segment the official SDK puts after the root (googleapis/js-genai `GOOGLE_AI_API_DEFAULT_VERSION`). */
+const API_VERSION = 'v1beta';
+
+/** `{root}/v1beta`, or the base as it is when it already names a version. */
+export function versionedBase(baseUrl: string): string {
+  const base = baseUrl.replace(/\/+$/, '');
+  return /\/v1(?:alpha|beta)?$/.test(base) ? base : `${base}/${API_VERSION}`;
+}
 
 /** `"30s"` / `"1.5s"` of a google.rpc.RetryInfo, in ms. */
 function retryDelayMs(answer: GeminiAnswer): number | undefined {
@@ -40,18 +49,39 @@ function retryDelayMs(answer: GeminiAnswer): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
-/** Our error for a non-200 answer, by Google's canonical status (cloud.google.com/apis/design/errors). */
+/** The codes a failed answer is looked up by (gemini-errors.ts), most specific first. */
+function errorCodes(httpStatus: number, answer: GeminiAnswer): string[] {
+  const reasons = (answer.error?.details ?? []).map((d) => d.reason).filter((r): r is string => typeof r === 'string' && r.length > 0);
+  const status = answer.error?.status;
+  return [...reasons, ...(status ? [status] : []), `http_${httpStatus}`];
+}
+
+function kindOfCodes(codes: readonly string[]) {
+  return codes.map((code) => kindOf(GEMINI_ERRORS, code)).find((kind) => kind !== undefined);
+}
+
+/** Our error for a non-200 answer (or one carrying `error`), by Gemini's error table; else by its HTTP status. */
 export function geminiError(provider: string, httpStatus: number, answer: GeminiAnswer, retryAfterMs: number | undefined): UpstreamError {
-  const status = answer.error?.status ?? '';
-  const detail = `HTTP ${httpStatus} ${status} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  const reasons = (answer.error?.details ?? []).map((d) => d.reason ?? '');
-  const accountProblem =
-    httpStatus === 401 || httpStatus === 403 || status === 'UNAUTHENTICATED' || status === 'PERMISSION_DENIED' || status === 'FAILED_PRECONDITION' || reasons.some((r) => r.startsWith('API_KEY_'));
-  if (accountProblem) return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: httpStatus });
-  if (httpStatus === 429 || status === 'RESOURCE_EXHAUSTED' || httpStatus === 503 || status === 'UNAVAILABLE') return upstream.busy(provider, detail, retryAfterMs ?? retryDelayMs(answer));
-  // NOT_FOUND: the channel names a model this account does not have; nothing ran.
-  if (httpStatus === 404) return upstream.failed(provider, detail, { safeElsewhere: true });
+  const detail = `HTTP ${httpStatus} ${answer.error?.status ?? ''} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
+  const kind = kindOfCodes(errorCodes(httpStatus, answer));
+  if (kind) return failureOf(kind, provider, detail, { status: httpStatus, retryAfterMs: retryAfterMs ?? retryDelayMs(answer) });
   return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(httpStatus) });
+}
+
+/**
+ * A 200 answer that carries no image because something was refused: the prompt (`promptFeedback`)
+ * or the candidate (`finishReason`), by the error table. Undefined when it refused nothing.
+ */
+function refusal(provider: string, answer: GeminiAnswer): UpstreamError | undefined {
+  const block = answer.promptFeedback?.blockReason;
+  const candidate = answer.candidates?.[0];
+  const codes = [...(block ? [`blockReason.${block}`] : []), ...(candidate?.finishReason ? [`finishReason.${candidate.finishReason}`] : [])];
+  const kind = kindOfCodes(codes);
+  if (!kind) return undefined;
+  const detail = block
+    ? `prompt blocked (${block}) ${answer.promptFeedback?.blockReasonMessage ?? ''}`
+    : `finishReason ${candidate?.finishReason ?? ''} ${candidate?.finishMessage ?? ''}`;
+  return failureOf(kind, provider, detail.trim());
 }
 
 function inlinePart(image: ProviderInputImage): GeminiPart {
@@ -61,7 +91,11 @@ function inlinePart(image: ProviderInputImage): GeminiPart {
 /** The body of one call: the prompt, then the reference images, as one user turn; images only back. */
 export function generateContentBody(request: ProviderRequest): Record<string, unknown> {
   if (request.mask) throw new ApiError('internal_error', `Gemini takes no mask (model ${request.upstreamModel}); the request should have been refused before it reached the provider.`);
-  const imageConfig = imageConfigFor(request.upstreamModel, request.width, request.height);
+  if (!geminiModel(request.upstreamModel, request.upstreamFamily)) {
+    // The size must become an aspect ratio and a tier, which only a known model's table says.
+    throw new ApiError('invalid_request', `${request.upstreamModel} is not a Gemini image model the gateway knows; its catalog entry needs an upstream_family.`, { param: 'model' });
+  }
+  const imageConfig = imageConfigFor(request.upstreamModel, request.width, request.height, request.upstreamFamily);
   if (!imageConfig) {
     throw new ApiError('invalid_request', `Size ${request.width}x${request.height} is not one ${request.upstreamModel} makes.`, { param: 'size' });
   }
@@ -73,8 +107,11 @@ export function generateContentBody(request: ProviderRequest): Record<string, un
 }
 
 export class GeminiClient implements WireClient {
+  private readonly base: string;
+
   constructor(private readonly options: GeminiClientOptions) {
     registerAccountSecrets(options.apiKey);
+    this.base = versionedBase(options.baseUrl);
   }
 
   async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
@@ -83,21 +120,18 @@ export class GeminiClient implements WireClient {
   }
 
   private async call(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
-    const { provider, baseUrl, apiKey } = this.options;
+    const { provider, apiKey, publicOnly } = this.options;
     const body = generateContentBody(request);
-    const url = `${baseUrl.replace(/\/$/, '')}/models/${encodeURIComponent(request.upstreamModel)}:generateContent`;
-    const { status, json, retryAfterMs } = await postJson(provider, url, body, { 'x-goog-api-key': apiKey }, signal, this.options.publicOnly, request.onRequestSent);
+    const url = `${this.base}/models/${encodeURIComponent(request.upstreamModel)}:generateContent`;
+    const { status, json, retryAfterMs } = await postJson(provider, url, body, { 'x-goog-api-key': apiKey }, signal, publicOnly, request.onRequestSent);
     const answer = (json ?? {}) as GeminiAnswer;
     if (status !== 200 || answer.error) throw geminiError(provider, status, answer, retryAfterMs);
-    const block = answer.promptFeedback?.blockReason;
-    if (block) throw upstream.contentRefused(provider, `prompt blocked (${block}) ${answer.promptFeedback?.blockReasonMessage ?? ''}`.trim());
+    const refused = refusal(provider, answer);
+    if (refused) throw refused;
     const candidate = answer.candidates?.[0];
-    const finish = candidate?.finishReason ?? '';
-    if (PROMPT_REFUSALS.has(finish)) throw upstream.contentRefused(provider, `finishReason ${finish} ${candidate?.finishMessage ?? ''}`.trim());
-    if (OUTPUT_REFUSALS.has(finish)) throw upstream.outputModerated(provider, `finishReason ${finish} ${candidate?.finishMessage ?? ''}`.trim());
     const image = (candidate?.content?.parts ?? []).map((part) => part.inlineData?.data ?? part.inline_data?.data).find((data) => typeof data === 'string' && data.length > 0);
-    // The call ran (and is billed) but made no image, e.g. the model answered in text only.
-    if (!image) throw upstream.failed(provider, `the answer has no image (finishReason ${finish || 'none'})`);
+    // The call ran (and is billed) but made no image, e.g. the model answered in text only, or NO_IMAGE.
+    if (!image) throw upstream.failed(provider, `the answer has no image (finishReason ${candidate?.finishReason ?? 'none'})`);
     // One image per call: a second one would be an image nobody asked (or pays) for.
     return [{ b64Json: image, width: request.width, height: request.height }];
   }

@@ -1,0 +1,42 @@
+import { declareVariable, httpUrl, text } from '../../config/env-types';
+import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { GeminiClient } from './gemini-client';
+import { GEMINI_ERRORS } from './gemini-errors';
+import { GEMINI_MODEL_SPECS } from './gemini-models';
+
+/** The Gemini API's public root (the official SDK's default base URL; the client adds `/v1beta`). */
+const GEMINI_API = 'https://generativelanguage.googleapis.com';
+
+/**
+ * Google's Gemini image models over the Gemini API (`POST …/v1beta/models/{model}:generateContent`,
+ * `x-goog-api-key`): one image per call, returned inline as base64.
+ */
+export const GEMINI: ProviderDescriptor = {
+  format: 'gemini',
+  title: "Google's Gemini API (`generateContent`: Gemini image models; API key)",
+  providers: ['google'],
+  credentials: { fields: [{ name: 'api_key', secret: true }], hintField: 'api_key' },
+  // GEMINI_API_KEY is the name Google's Gemini API docs tell users to export (ai.google.dev
+  // "Using Gemini API keys"), read by its SDKs. GOOGLE_API_KEY is left alone: the SDKs read it too (and
+  // prefer it), but it is the generic name of keys for other Google APIs, which must not open a
+  // billable Gemini account by accident.
+  environment: {
+    credentials: { api_key: 'GEMINI_API_KEY' },
+    baseUrl: 'GEMINI_BASE_URL',
+    variables: {
+      GEMINI_API_KEY: declareVariable(text.optional(), { description: 'API key of the Gemini API (provider `google`, transport `gemini`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      GEMINI_BASE_URL: declareVariable(httpUrl.default(GEMINI_API), { description: 'root URL of the Gemini API (`/v1beta` is added unless it ends with a version)' }),
+    },
+  },
+  defaultBaseUrl: GEMINI_API,
+  // No `n` upstream (candidateCount is 1 for the image models): one call per image.
+  calls: 'one-per-image',
+  // Images come back inline (base64), never as URLs to fetch.
+  resultHosts: [],
+  models: GEMINI_MODEL_SPECS,
+  errors: GEMINI_ERRORS,
+  createClient(account, settings) {
+    const credentials = credentialsOf(account, GEMINI);
+    return new GeminiClient({ provider: account.provider, baseUrl: account.baseUrl as string, apiKey: credentials.api_key as string, publicOnly: settings.publicOnly });
+  },
+};
