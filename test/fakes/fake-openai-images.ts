@@ -16,7 +16,7 @@ import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token } from './s
  *   < 50 MB; at most 16); `mask` a PNG with alpha, the first image's size.
  * Failures per prompt token: [fail:CODE] or [fail:CODE:STATUS], CODE one of FAILURES (rate_limit_exceeded
  * answers with Retry-After: 7). Every error body is `{error:{message,type,param,code}}`. [hold]: the call
- * is answered only after releaseHeld() (a call whose client went away first is listed in `abandoned`).
+ * is answered only after releaseHeld() (a call whose client closes the connection first is listed in `abandoned` at once).
  */
 
 /** Each model's documented sizes, fields and values (SDK `ImageGenerateParamsBase` / `ImageEditParamsBase`). */
@@ -235,13 +235,14 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
       let gone = false;
       res.once('close', () => {
         gone = !res.writableEnded;
+        if (gone) abandoned.push(prompt);
       });
       await new Promise<void>((resolve) => {
         held.push(resolve);
         for (const notify of heldWaiters) notify();
         heldWaiters = [];
       });
-      if (gone) return void abandoned.push(prompt);
+      if (gone) return;
     }
     const failure = token(prompt, 'fail');
     if (failure) {
