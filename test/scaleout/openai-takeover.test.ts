@@ -1,8 +1,6 @@
 import { type FakeOpenAIImages, startFakeOpenAIImages } from '../fakes/fake-openai-images';
-import { Books } from '../helpers/books';
-import { describeTakeovers, type TakeoverStage } from '../helpers/takeover-stages';
+import { describeTakeovers, expectAbandonedAfterKill, type TakeoverStage } from '../helpers/takeover-stages';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
-import { until } from '../helpers/until';
 
 const OPENAI_API_KEY = 'sk-openai-takeover-0001';
 
@@ -16,7 +14,7 @@ const OPENAI_API_KEY = 'sk-openai-takeover-0001';
  * key's credits and lists the two images as the operator's loss; the books stay exact.
  */
 async function takeover(openai: FakeOpenAIImages, setup: TakeoverStage) {
-  const { observer, receiver } = setup;
+  const { receiver } = setup;
   const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 1000, allowed_providers: ['openai'] });
   const prompt = 'a lighthouse in a storm, taken over [hold]';
   const submitted = await new ApiClient(receiver.url).send('post', '/v1/images/generations', {
@@ -24,30 +22,14 @@ async function takeover(openai: FakeOpenAIImages, setup: TakeoverStage) {
     body: { prompt, model: 'gpt-image-1', size: '1536x1024', n: 2, quality: 'low', background: 'opaque' },
   });
   expect(submitted.status).toBe(202);
-  const generationId = submitted.body.id as string;
-  const generation = () => observer.db.selectFrom('generations').selectAll().where('id', '=', generationId).executeTakeFirstOrThrow();
   const callsOf = () => openai.requests.filter((r) => r.fields.prompt === prompt);
 
-  // The one call (n = 2) written to OpenAI and held there, then the process running it dies.
+  // The one call (n = 2) written to OpenAI and held there, with the option the request gave.
   await openai.whenHeld();
   expect(callsOf().map((r) => r.fields)).toEqual([{ model: 'gpt-image-1', prompt, n: 2, size: '1536x1024', quality: 'low', background: 'opaque' }]);
-  expect((await generation()).status).toBe('running');
   // Two images at gpt-image-1's low-quality 1536x1024 price.
   expect((await new ApiClient(receiver.url).admin('get', `/admin/keys/${created.id}`)).body.credits_used).toBe(2 * 16);
-  const doomed = await setup.owner();
-  await doomed.stop('SIGKILL');
-  openai.releaseHeld();
-
-  const survivor = await setup.survivor(doomed);
-  await until(async () => (await generation()).status === 'failed', 'the takeover to settle the generation', 40_000);
-  const after = await generation();
-  expect(after).toMatchObject({ error_code: 'abandoned', unbilled_reason: 'abandoned' });
-  expect(Number(after.unbilled_images)).toBe(2);
-  // Never sent a second time.
-  expect(callsOf()).toHaveLength(1);
-  const key = await new ApiClient(survivor.url).admin('get', `/admin/keys/${created.id}`);
-  expect(key.body.credits_used).toBe(0);
-  expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
+  await expectAbandonedAfterKill(setup, { generationId: submitted.body.id as string, keyId: created.id, images: 2, release: () => openai.releaseHeld(), calls: () => callsOf().length });
 }
 
 describeTakeovers('openai', {
