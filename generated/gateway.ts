@@ -37,10 +37,12 @@ export interface paths {
         /**
          * Generate images (OpenAI-compatible)
          * @description The OpenAI images API shape, so OpenAI SDKs work with `baseURL` set to this gateway's
-         *     `/v1`. Same keys, quotas, limits and error envelope as `POST /images/generate`. Unknown
-         *     OpenAI fields (`quality`, `style`, `background`, ...) are accepted and ignored; `size: auto`
-         *     means the model's default size. `stream: true` and `partial_images` are refused with 400
-         *     before anything is charged: answers are one JSON body, never an event stream.
+         *     `/v1`. Same keys, quotas, limits and error envelope as `POST /images/generate`. OpenAI's
+         *     output options (`quality`, `background`, `output_format`, `output_compression`,
+         *     `moderation`, `style`) are sent to models whose upstream documents them, and ignored by the
+         *     others (see `OpenAIImageRequest`); `size: auto` means the model's default size.
+         *     `stream: true` and `partial_images` are refused with 400 before anything is charged:
+         *     answers are one JSON body, never an event stream.
          */
         post: operations["createImageOpenAI"];
         delete?: never;
@@ -67,9 +69,10 @@ export interface paths {
          *     with `images` (and `mask`) taken from the uploaded files: the same keys, quotas, limits,
          *     asynchronous form (`Prefer`), error envelope and input limits (`InputImages` in the
          *     reference: count, bytes per file and in all, formats, pixel bounds, each checked before
-         *     anything is charged, the byte limits while the upload streams in). Other OpenAI fields
-         *     (`quality`, `background`, `input_fidelity`, `output_format`, ...) are accepted and ignored;
-         *     `stream: true` and `partial_images` above 0 are refused with 400.
+         *     anything is charged, the byte limits while the upload streams in). OpenAI's output options
+         *     (`quality`, `background`, `input_fidelity`, `output_format`, `output_compression`) are sent
+         *     to models whose upstream documents them on edits, and ignored by the others (see
+         *     `OpenAIImageEditRequest`); `stream: true` and `partial_images` above 0 are refused with 400.
          */
         post: operations["editImageOpenAI"];
         delete?: never;
@@ -1316,12 +1319,16 @@ export interface components {
         };
         /**
          * @description OpenAI's request. Honoured: `prompt`, `model`, `n`, `size` (`auto` = the model's default),
-         *     `response_format`, `quality` (as the gateway's `quality`), `fallback` (the gateway's own: `false` keeps the generation on the requested model).
-         *     Accepted and ignored (hints that do not change what is asked for):
-         *     `user`, `style`, `background`, `moderation`, `output_format`,
-         *     `output_compression`, and any other field not listed here. Refused with 400 naming the
-         *     field, before anything is charged: `stream: true` and `partial_images` above 0 (this
-         *     gateway answers one JSON body, never a stream of events).
+         *     `response_format`, `quality` (as the gateway's `quality`), `fallback` (the gateway's own: `false` keeps the generation on the requested model), and the output options
+         *     `background`, `output_format`, `output_compression`, `moderation`, `style`: each is sent to
+         *     a model whose upstream documents it (OpenAI's GPT image models: all but `style`; `dall-e-3`:
+         *     `style`; the per-model table is in the operators' providers page), and a value that model
+         *     does not take is refused with 400 `invalid_request` naming the field before anything is
+         *     charged (`background: transparent` also needs `output_format` `png` or `webp`). Models
+         *     whose upstream does not document an option ignore it. Accepted and ignored: `user` and any
+         *     other field not listed here. Refused with 400 naming the field, before anything is charged:
+         *     `stream: true` and `partial_images` above 0 (this gateway answers one JSON body, never a
+         *     stream of events).
          */
         OpenAIImageRequest: {
             prompt: string;
@@ -1335,6 +1342,16 @@ export interface components {
              */
             response_format?: "url" | "b64_json";
             quality?: components["schemas"]["Quality"];
+            /** @description OpenAI's `transparent`, `opaque` or `auto`, for models that document it. */
+            background?: string;
+            /** @description OpenAI's `png`, `jpeg` or `webp`: the format the upstream makes, for models that document it. */
+            output_format?: string;
+            /** @description Percent, for models that document it (OpenAI: with `jpeg` or `webp`). */
+            output_compression?: number;
+            /** @description OpenAI's `low` or `auto`, for models that document it. */
+            moderation?: string;
+            /** @description OpenAI's `vivid` or `natural`, for models that document it (`dall-e-3`). */
+            style?: string;
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
             /**
@@ -1357,9 +1374,13 @@ export interface components {
          * @description OpenAI's edit request as `multipart/form-data` (every non-file field is text on the wire,
          *     so `n` is the digits). Honoured: `image` (one or more files, also sent as `image[]`),
          *     `prompt`, `model`, `n`, `size` (`auto` = the model's default), `response_format`, `mask`,
-         *     `quality` (as the gateway's `quality`), `fallback` (the gateway's own, `true` or `false`).
-         *     Accepted and ignored: `user`, `background`, `input_fidelity`, `output_format`,
-         *     `output_compression` and any other text field. Files other than `image` / `image[]` /
+         *     `quality` (as the gateway's `quality`), `fallback` (the gateway's own, `true` or `false`), and the output options `background`,
+         *     `output_format`, `output_compression`, `input_fidelity`, each sent to a model whose upstream
+         *     documents it on edits (OpenAI's GPT image models; `input_fidelity` not on
+         *     `gpt-image-1-mini`) and refused with 400 `invalid_request` naming the field, before
+         *     anything is charged, when that model does not take its value; other models ignore them.
+         *     Accepted and ignored: `user`, `moderation` (OpenAI's edits take none) and any other text
+         *     field. Files other than `image` / `image[]` /
          *     `mask` are refused with 400. The body as a whole is at most 72 MiB; the files follow
          *     `InputImages`' limits (at most 16, 15 MiB each and the model's `max_bytes`, 50 MiB in all).
          */
@@ -1379,6 +1400,14 @@ export interface components {
             /** @enum {string} */
             response_format?: "url" | "b64_json";
             quality?: components["schemas"]["Quality"];
+            /** @description OpenAI's `transparent`, `opaque` or `auto`, for models that document it. */
+            background?: string;
+            /** @description OpenAI's `png`, `jpeg` or `webp`, for models that document it. */
+            output_format?: string;
+            /** @description Percent (0 to 100), for models that document it. */
+            output_compression?: string;
+            /** @description OpenAI's `high` or `low`: how closely the output keeps the inputs' features, for models that document it. */
+            input_fidelity?: string;
             /** @description Your end user's id (recorded nowhere; accepted for compatibility). */
             user?: string;
             /**

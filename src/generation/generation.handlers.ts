@@ -9,6 +9,7 @@ import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 import type { ClientGeneration } from './generation-resource';
 import { secretResource } from './completion-webhooks';
 import { uploadedFiles } from '../images/inputs/multipart-body';
+import type { ProviderImageOptions } from '../providers/provider';
 import { type GenerationInput, type GenerationService, generationSummary } from './generation.service';
 
 type GenerationHandlers = Pick<
@@ -66,6 +67,12 @@ async function submitAsync(
     body: resource,
     headers: { Location: fillPath(gatewayOperations.getGeneration.path, { id: row.id }), 'Preference-Applied': applied },
   };
+}
+
+/** The OpenAI request's output options the client gave (the generation service checks them against the model and sends those it documents). */
+function imageOptionsOf(options: ProviderImageOptions): { image_options?: ProviderImageOptions } {
+  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  return Object.keys(given).length > 0 ? { image_options: given } : {};
 }
 
 /** A generation answered in OpenAI's image shape (generations and edits alike), synchronously or as `Prefer` asks. */
@@ -142,7 +149,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation.
     createImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter, fallback } = body;
+      const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter, background, output_format, output_compression, moderation, style, fallback } = body;
       const input = {
         prompt,
         model,
@@ -150,6 +157,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         response_format,
         ...(quality !== undefined ? { quality } : {}),
         ...(fallback !== undefined ? { fallback } : {}),
+        ...imageOptionsOf({ background, output_format, output_compression, moderation, style }),
         ...(size && size !== 'auto' ? { size } : {}),
         ...(webhook !== undefined ? { webhook } : {}),
         ...(webhook_events_filter !== undefined ? { webhook_events_filter } : {}),
@@ -159,7 +167,7 @@ export function generationHandlers(generation: GenerationService): GenerationHan
 
     // OpenAI's `POST /v1/images/edits`: the uploaded files become the generation's input images.
     editImageOpenAI: async ({ principal, body, signal, header, rateLimit }) => {
-      const { prompt, model, n, size, response_format, quality, fallback } = body;
+      const { prompt, model, n, size, response_format, quality, background, output_format, output_compression, input_fidelity, fallback } = body;
       const files = uploadedFiles(body);
       if (!files || files.images.length === 0) throw new ApiError('invalid_request', 'image: send at least one image file.', { param: 'image' });
       const input: GenerationInput = {
@@ -169,6 +177,8 @@ export function generationHandlers(generation: GenerationService): GenerationHan
         ...(response_format !== undefined ? { response_format } : {}),
         ...(quality !== undefined ? { quality } : {}),
         ...(fallback !== undefined ? { fallback: fallback === 'true' } : {}),
+        // Multipart fields are text: the compression is its digits.
+        ...imageOptionsOf({ background, output_format, output_compression: output_compression === undefined ? undefined : Number(output_compression), input_fidelity }),
         ...(size && size !== 'auto' ? { size } : {}),
         images: files.images,
         ...(files.mask ? { mask: files.mask } : {}),

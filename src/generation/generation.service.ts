@@ -14,6 +14,9 @@ import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
 import { holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
+import { modelSpecOfEntry } from '../providers/formats';
+import { imageOptionsFor } from '../providers/model-spec';
+import type { ProviderImageOptions } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import { checkSize } from '../providers/upstream-models';
 import type { RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
@@ -35,8 +38,11 @@ import { Reservations } from './reservations';
 import type { CursorCodec } from '../shared/cursor';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
-/** A generation request as the handlers pass it: the JSON API's fields, inputs also as uploaded files' bytes (OpenAI edits). */
-export type GenerationInput = Omit<GenerateImageInput, 'images' | 'mask'> & RequestedInputs;
+/**
+ * A generation request as the handlers pass it: the JSON API's fields, inputs also as uploaded files'
+ * bytes (OpenAI edits), and the OpenAI request's output options besides `quality` (`background`, …).
+ */
+export type GenerationInput = Omit<GenerateImageInput, 'images' | 'mask'> & RequestedInputs & { image_options?: ProviderImageOptions };
 export type GenerateImageResult = components['schemas']['GenerateImageResponse'];
 
 export interface GenerationDeps {
@@ -269,9 +275,12 @@ export class GenerationService {
   /** What a worker needs to run the generation later, on any replica. */
   private storedRequest(entry: CatalogModel, input: GenerationInput, background: boolean): StoredGenerationRequest {
     const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
-    // Refused here, before the reservation: a size the upstream would refuse is never charged nor sent.
+    // Refused here, before the reservation: a size, quality or output option the upstream would refuse is never charged nor sent.
     checkSize(entry.model, width, height, entry.size_bounds);
     checkQuality(entry, input.quality);
+    const quality = input.quality !== undefined && input.quality !== 'auto' ? input.quality : undefined;
+    const withInputs = (input.images?.length ?? 0) > 0 || input.mask !== undefined;
+    imageOptionsFor(entry.model, modelSpecOfEntry(entry), { ...input.image_options, ...(quality !== undefined ? { quality } : {}) }, withInputs);
     return {
       entry,
       keep_base64: background,
@@ -284,7 +293,9 @@ export class GenerationService {
         width,
         height,
         ...(input.seed !== undefined ? { seed: input.seed } : {}),
-        ...(input.quality !== undefined && input.quality !== 'auto' ? { quality: input.quality } : {}),
+        ...(quality !== undefined ? { quality } : {}),
+        // As the client gave them: each wire client sends those its model takes.
+        ...(input.image_options !== undefined ? { imageOptions: input.image_options } : {}),
         responseFormat: input.response_format ?? 'url',
       },
     };

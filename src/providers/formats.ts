@@ -4,7 +4,7 @@ import { callsFor, type ProviderDescriptor } from './descriptor';
 import { FAL } from './fal/fal.descriptor';
 import { GEMINI } from './gemini/gemini.descriptor';
 import { OPENAI } from './openai/openai.descriptor';
-import { findModelSpec } from './model-spec';
+import { findModelSpec, type UpstreamModelSpec } from './model-spec';
 import { IMAGES_API } from './images-api/images-api.descriptor';
 import { VISUAL } from './jimeng/visual.descriptor';
 import { LOCAL } from './local/local.descriptor';
@@ -49,6 +49,12 @@ export function formatOfEntry(entry: { provider: string; transport?: string }): 
   return entry.transport !== undefined ? descriptorOf(entry.transport) : defaultFormatOf(entry.provider);
 }
 
+/** The row of its format's model table a catalog entry is served by (its `upstream_family`'s, else its upstream id's); undefined when the table does not know it. */
+export function modelSpecOfEntry(entry: { provider: string; transport?: string; upstream_model: string; upstream_family?: string }): UpstreamModelSpec | undefined {
+  const format = formatOfEntry(entry);
+  return format && findModelSpec(format.models, entry.upstream_model, entry.upstream_family);
+}
+
 /**
  * Upstream calls a request of `n` images for a catalog entry costs: the one rule the failover's
  * split, the task journal and the charges of cancels and disconnects share.
@@ -56,7 +62,7 @@ export function formatOfEntry(entry: { provider: string; transport?: string }): 
 export function callsOfEntry(entry: { provider: string; transport?: string; upstream_model?: string; upstream_family?: string }, n: number): number {
   const format = formatOfEntry(entry);
   if (!format) return 1;
-  const spec = entry.upstream_model === undefined ? undefined : findModelSpec(format.models, entry.upstream_model, entry.upstream_family);
+  const spec = entry.upstream_model === undefined ? undefined : modelSpecOfEntry({ ...entry, upstream_model: entry.upstream_model });
   return callsFor(format, n, spec);
 }
 
@@ -70,9 +76,7 @@ export function sendsNothingUpstream(entry: { provider: string; transport?: stri
  * row of its upstream id): a channel's own id for the model (a BytePlus id, an endpoint `ep-…`) is that family too.
  */
 export function familyOfEntry(entry: { provider: string; transport?: string; upstream_model: string; upstream_family?: string }): string | undefined {
-  if (entry.upstream_family !== undefined) return entry.upstream_family;
-  const format = formatOfEntry(entry);
-  return format && findModelSpec(format.models, entry.upstream_model)?.family;
+  return entry.upstream_family ?? modelSpecOfEntry(entry)?.family;
 }
 
 /** How long the upstream of a catalog entry's format keeps an accepted task (descriptor `resume.lifeMs`); undefined when it does not say. */

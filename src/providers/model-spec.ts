@@ -63,7 +63,27 @@ export interface UpstreamModelParams {
    * sent only for a request whose ratio lies outside the defaults.
    */
   ratio_bounds?: { default_min: number; default_max: number };
+  /**
+   * The output options it reads (OpenAI's names: `quality`, `background`, …) and the values each
+   * takes. A client's option the model documents is sent (a value it does not take is refused
+   * before anything is charged); one it does not document is not sent.
+   */
+  image_options?: ImageOptions;
 }
+
+/** The output options a request may carry besides its size, named as OpenAI's Images API names them (provider.ts ProviderImageOptions, and `quality`). */
+export type ImageOptionName = 'quality' | 'background' | 'output_format' | 'output_compression' | 'moderation' | 'style' | 'input_fidelity';
+
+/** What a model documents for one output option: an enumeration, or an integer range. */
+export type ImageOptionRule = ({ readonly values: readonly string[] } | { readonly min: number; readonly max: number }) & {
+  /** Read only on requests without input images (`text`: OpenAI's generations) or only on those with some (`inputs`: its edits). */
+  readonly only?: 'text' | 'inputs';
+  /** When the option has the value `when`, the option `field` (when given) must be one of `values`. */
+  readonly requires?: { readonly when: string; readonly field: ImageOptionName; readonly values: readonly string[] };
+};
+
+/** A model's output options and their rules. */
+export type ImageOptions = Readonly<Partial<Record<ImageOptionName, ImageOptionRule>>>;
 
 /**
  * What one upstream model documents: the output sizes it takes, the optional request fields it reads
@@ -140,4 +160,41 @@ export function checkSize(model: string, width: number, height: number, bounds: 
 export function parseSize(text: string | undefined): { width: number; height: number } | undefined {
   const match = text === undefined ? null : /^\s*(\d+)\s*[x×]\s*(\d+)\s*$/.exec(text);
   return match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
+}
+
+/** Why `value` is not one the rule documents, or undefined when it is. */
+function ruleRefusal(rule: ImageOptionRule, value: unknown): string | undefined {
+  if ('values' in rule) return typeof value === 'string' && rule.values.includes(value) ? undefined : `it takes ${rule.values.join(', ')}`;
+  return typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max ? undefined : `it takes an integer from ${rule.min} to ${rule.max}`;
+}
+
+/**
+ * The output options of a request to send to `spec`'s model: those it documents for a request with
+ * (or without) input images. A documented option with a value the model does not take is 400
+ * `invalid_request` naming the option: the generation service asks this before anything is reserved,
+ * the client again for what it sends. Options the model does not document (or a model the tables do
+ * not know) are left out.
+ */
+export function imageOptionsFor(
+  model: string,
+  spec: Pick<UpstreamModelSpec, 'params'> | undefined,
+  options: Readonly<Record<string, unknown>>,
+  withInputs: boolean,
+): Partial<Record<ImageOptionName, string | number>> {
+  const rules = Object.entries(spec?.params.image_options ?? {}) as Array<[ImageOptionName, ImageOptionRule]>;
+  const sent: Partial<Record<ImageOptionName, string | number>> = {};
+  for (const [field, rule] of rules) {
+    const value = options[field];
+    if (value === undefined || value === null || rule.only === (withInputs ? 'text' : 'inputs')) continue;
+    const why = ruleRefusal(rule, value);
+    if (why) throw new ApiError('invalid_request', `${field} ${JSON.stringify(value)} is not available on model ${model}: ${why}.`, { param: field });
+    sent[field] = value as string | number;
+  }
+  for (const [field, { requires }] of rules) {
+    const other = requires && sent[field] === requires.when ? sent[requires.field] : undefined;
+    if (requires && other !== undefined && !requires.values.includes(String(other))) {
+      throw new ApiError('invalid_request', `${field} ${JSON.stringify(requires.when)} needs ${requires.field} ${requires.values.join(' or ')} on model ${model}.`, { param: field });
+    }
+  }
+  return sent;
 }

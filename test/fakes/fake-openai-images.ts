@@ -15,7 +15,8 @@ import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token } from './s
  * - edits: the body parsed as real multipart; images from `image` or `image[]` file parts (png, webp, jpeg;
  *   < 50 MB; at most 16); `mask` a PNG with alpha, the first image's size.
  * Failures per prompt token: [fail:CODE] or [fail:CODE:STATUS], CODE one of FAILURES (rate_limit_exceeded
- * answers with Retry-After: 7). Every error body is `{error:{message,type,param,code}}`.
+ * answers with Retry-After: 7). Every error body is `{error:{message,type,param,code}}`. [hold]: the call
+ * is answered only after releaseHeld() (a call whose client closes the connection first is listed in `abandoned` at once).
  */
 
 /** Each model's documented sizes, fields and values (SDK `ImageGenerateParamsBase` / `ImageEditParamsBase`). */
@@ -92,7 +93,13 @@ export interface FakeOpenAIImages {
   requests: FakeOpenAIRequest[];
   /** Images answered, one entry (the prompt) per image: what OpenAI bills. */
   made: string[];
+  /** Prompts of held calls whose client closed the connection before the answer. */
+  abandoned: string[];
   setApiKey(apiKey: string): void;
+  /** Resolves once a call with [hold] is waiting here (accepted, not answered). */
+  whenHeld(): Promise<void>;
+  /** Answers every call held so far. */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
@@ -182,6 +189,9 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
   let apiKey = options.apiKey;
   const requests: FakeOpenAIRequest[] = [];
   const made: string[] = [];
+  const abandoned: string[] = [];
+  let held: Array<() => void> = [];
+  let heldWaiters: Array<() => void> = [];
 
   const server = http.createServer(async (req, res) => {
     const raw = await readRaw(req);
@@ -221,6 +231,19 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
       if (badFile) return openaiError(res, 400, { ...badFile, type: 'invalid_request_error', code: 'invalid_value' });
     }
     const prompt = String(fields.prompt);
+    if (token(prompt, 'hold') !== undefined) {
+      let gone = false;
+      res.once('close', () => {
+        gone = !res.writableEnded;
+        if (gone) abandoned.push(prompt);
+      });
+      await new Promise<void>((resolve) => {
+        held.push(resolve);
+        for (const notify of heldWaiters) notify();
+        heldWaiters = [];
+      });
+      if (gone) return;
+    }
     const failure = token(prompt, 'fail');
     if (failure) {
       const [code, status] = failure.split(':');
@@ -264,8 +287,15 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     made,
+    abandoned,
     setApiKey(next: string) {
       apiKey = next;
+    },
+    whenHeld: () => (held.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => heldWaiters.push(resolve))),
+    releaseHeld() {
+      const waiting = held;
+      held = [];
+      for (const release of waiting) release();
     },
     close: () =>
       new Promise((resolve) => {

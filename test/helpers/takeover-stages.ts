@@ -1,7 +1,10 @@
 import { type GatewayDatabase, openDatabase } from '../../src/db/database';
+import { Books } from './books';
 import { type GatewayProcess, startGatewayProcess } from './gateway-process';
 import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from './test-database';
+import { ApiClient } from './test-gateway';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from './test-redis';
+import { until } from './until';
 
 /** Where a takeover scenario runs: the process it sends to, the one to kill, and the one that takes over. */
 export interface TakeoverStage {
@@ -94,4 +97,34 @@ export function describeTakeovers<F extends { close(): Promise<void> }>(
       await setup.run(fake, { observer, receiver: replicas[0]!, owner: generationOwner, survivor: async (dead) => replicas.find((p) => p !== dead)! });
     });
   });
+}
+
+/**
+ * The end of a takeover of calls that answer at once (no task to resume, only calls that were sent):
+ * the process running the generation is SIGKILLed while its calls are held upstream; the process that
+ * takes it over finds them marked sent without an answer, never sends them again (the upstream may
+ * have made and billed the images), fails the generation as `abandoned`, releases the key's credits
+ * and lists `images` as the operator's loss; the books stay exact.
+ */
+export async function expectAbandonedAfterKill(
+  setup: TakeoverStage,
+  scenario: { generationId: string; keyId: string; images: number; release: () => void; calls: () => number },
+): Promise<void> {
+  const { observer } = setup;
+  const generation = () => observer.db.selectFrom('generations').selectAll().where('id', '=', scenario.generationId).executeTakeFirstOrThrow();
+  expect((await generation()).status).toBe('running');
+  const sent = scenario.calls();
+  const doomed = await setup.owner();
+  await doomed.stop('SIGKILL');
+  scenario.release();
+
+  const survivor = await setup.survivor(doomed);
+  await until(async () => (await generation()).status === 'failed', 'the takeover to settle the generation', 40_000);
+  const after = await generation();
+  expect(after).toMatchObject({ error_code: 'abandoned', unbilled_reason: 'abandoned' });
+  expect(Number(after.unbilled_images)).toBe(scenario.images);
+  expect(scenario.calls()).toBe(sent);
+  const key = await new ApiClient(survivor.url).admin('get', `/admin/keys/${scenario.keyId}`);
+  expect(key.body.credits_used).toBe(0);
+  expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
 }

@@ -1,6 +1,5 @@
 import { type FakeGemini, startFakeGemini } from '../fakes/fake-gemini';
-import { Books } from '../helpers/books';
-import { describeTakeovers, type TakeoverStage } from '../helpers/takeover-stages';
+import { describeTakeovers, expectAbandonedAfterKill, type TakeoverStage } from '../helpers/takeover-stages';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -16,7 +15,7 @@ const GEMINI_API_KEY = 'gemini-takeover-key-0001';
  * the operator's loss; the books stay exact.
  */
 async function takeover(gemini: FakeGemini, setup: TakeoverStage) {
-  const { observer, receiver } = setup;
+  const { receiver } = setup;
   const created = await createKeyVia(new ApiClient(receiver.url), { credits_quota: 100, allowed_providers: ['google'] });
   const prompt = 'a harbour at dusk, taken over [hold]';
   const submitted = await new ApiClient(receiver.url).send('post', '/images/generate', {
@@ -24,28 +23,12 @@ async function takeover(gemini: FakeGemini, setup: TakeoverStage) {
     body: { prompt, model: 'gemini-3-pro-image', size: '2048x2048', n: 2 },
   });
   expect(submitted.status).toBe(202);
-  const generationId = submitted.body.id as string;
-  const generation = () => observer.db.selectFrom('generations').selectAll().where('id', '=', generationId).executeTakeFirstOrThrow();
   const callsOf = () => gemini.calls.filter((c) => JSON.stringify(c.body).includes(prompt));
 
-  // Both calls written to Gemini (one per image) and held there, then the process running them dies.
+  // Both calls written to Gemini (one per image) and held there.
   await until(() => callsOf().length === 2, 'both calls to reach Gemini');
-  expect((await generation()).status).toBe('running');
   expect((await new ApiClient(receiver.url).admin('get', `/admin/keys/${created.id}`)).body.credits_used).toBe(28);
-  const doomed = await setup.owner();
-  await doomed.stop('SIGKILL');
-  gemini.releaseHeld();
-
-  const survivor = await setup.survivor(doomed);
-  await until(async () => (await generation()).status === 'failed', 'the takeover to settle the generation', 40_000);
-  const after = await generation();
-  expect(after).toMatchObject({ error_code: 'abandoned', unbilled_reason: 'abandoned' });
-  expect(Number(after.unbilled_images)).toBe(2);
-  // Never sent a second time: Google may have made (and billed) both images already.
-  expect(callsOf()).toHaveLength(2);
-  const key = await new ApiClient(survivor.url).admin('get', `/admin/keys/${created.id}`);
-  expect(key.body.credits_used).toBe(0);
-  expect(await new Books(observer.db).violations({ settled: true })).toEqual([]);
+  await expectAbandonedAfterKill(setup, { generationId: submitted.body.id as string, keyId: created.id, images: 2, release: () => gemini.releaseHeld(), calls: () => callsOf().length });
 }
 
 describeTakeovers('gemini', {

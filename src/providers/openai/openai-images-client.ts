@@ -2,7 +2,8 @@ import { ApiError } from '../../errors/api-error';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, ProviderTokenUsage, WireClient } from '../provider';
 import { postJson, postMultipart, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError, type JsonAnswer } from '../upstream-errors';
 import type { MultipartPart } from '../upstream-http';
-import { MASK_MAX_BYTES, type OpenAIImageModel, type OpenAIImagesEndpoint, type OpenAIOptionRule, openaiImageModel } from './models';
+import { imageOptionsFor } from '../model-spec';
+import { MASK_MAX_BYTES, type OpenAIImageModel, type OpenAIImagesEndpoint, openaiImageModel } from './models';
 
 /**
  * OpenAI's Images API, first-class: `POST {base}/images/generations` (JSON) and, with input images,
@@ -82,35 +83,15 @@ function invalid(message: string, param: string): ApiError {
   return new ApiError('invalid_request', message, { param });
 }
 
-/** Whether `value` is one the rule documents. */
-function allowed(rule: OpenAIOptionRule, value: unknown): boolean {
-  if ('values' in rule) return typeof value === 'string' && rule.values.includes(value);
-  return typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max;
-}
-
 /**
  * The optional fields sent: the catalog's `upstream_options`, then the client's own options and its
- * `quality` (which also priced the images), only those the model documents on this endpoint (a GPT image edit takes no `moderation`, dall-e-3 no
- * `background`); a documented field with a value the model does not take is refused before sending.
+ * `quality` (which also priced the images), only those the model documents on this endpoint
+ * (model-spec.ts imageOptionsFor: a GPT image edit takes no `moderation`, dall-e-3 no `background`); a
+ * documented field with a value the model does not take is refused before sending.
  */
 export function openaiOptions(row: OpenAIImageModel, endpoint: OpenAIImagesEndpoint, request: Pick<ProviderRequest, 'upstreamOptions' | 'imageOptions' | 'quality'>): Record<string, string | number> {
-  const rules = row.options[endpoint] ?? {};
-  const merged: Record<string, unknown> = { ...request.upstreamOptions, ...request.imageOptions, ...(request.quality !== undefined ? { quality: request.quality } : {}) };
-  const sent: Record<string, string | number> = {};
-  for (const [field, value] of Object.entries(merged)) {
-    const rule = rules[field];
-    if (!rule || value === undefined || value === null) continue;
-    if (!allowed(rule, value)) {
-      const takes = 'values' in rule ? `one of ${rule.values.join(', ')}` : `an integer from ${rule.min} to ${rule.max}`;
-      throw invalid(`${field} ${JSON.stringify(value)} is not available on model ${row.model}: it takes ${takes}.`, field);
-    }
-    sent[field] = value as string | number;
-  }
-  // "If `transparent`, the output format needs to support transparency, so it should be set to either `png` (default value) or `webp`."
-  if (sent.background === 'transparent' && sent.output_format === 'jpeg') {
-    throw invalid(`background "transparent" needs output_format png or webp on model ${row.model}.`, 'background');
-  }
-  return sent;
+  const merged = { ...request.upstreamOptions, ...request.imageOptions, ...(request.quality !== undefined ? { quality: request.quality } : {}) };
+  return imageOptionsFor(row.model, { params: { image_options: row.image_options } }, merged, endpoint === 'edits');
 }
 
 /** Input images and mask as the edits endpoint takes them; refused here, before anything is sent. */

@@ -10,7 +10,7 @@ export const OPENAI_MODELS: readonly UpstreamModelSpec[] = OPENAI_IMAGE_MODELS.m
   family: row.model,
   sizes: { ...row.size_bounds, allowed_sizes: [...row.allowed_sizes] },
   // No seed: OpenAI's Images API has none (a GPT image model answers 400 to one).
-  params: {},
+  params: { image_options: row.image_options },
   ...(row.inputs ? { inputs: row.inputs } : {}),
   max_images_per_call: row.max_images_per_call,
 }));
