@@ -117,7 +117,7 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
     expect(await completeGeneration(database.db, 'gen_a', { status: 'succeeded', errorCode: null, latencyMs: 5, completedAt: 1 })).toBe(true);
     // Settled already: the conditional UPDATE changes no row.
     expect(await completeGeneration(database.db, 'gen_a', { status: 'failed', errorCode: 'x', latencyMs: 5, completedAt: 2 })).toBe(false);
-    const attempt = { generation_id: 'gen_a', seq: 0, image_index: 0, channel_id: 'env-local', outcome: 'succeeded', error_code: null, latency_ms: 5, started_at: 1 };
+    const attempt = { generation_id: 'gen_a', seq: 0, image_index: 0, channel_id: 'env-local', outcome: 'succeeded', error_code: null, latency_ms: 5, started_at: 1, model: 'local-1' };
     await insertAttempts(database.db, [attempt]);
     // A row already there is kept (ON CONFLICT DO NOTHING), not an error.
     await insertAttempts(database.db, [{ ...attempt, outcome: 'failed' }]);
