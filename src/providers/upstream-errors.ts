@@ -106,7 +106,8 @@ function retryAfterMs(header: string | string[] | undefined): number | undefined
  */
 export async function postJson(
   provider: string,
-  url: string,
+  /** A client that calls one endpoint may pass it parsed once (a URL is only read here). */
+  url: string | URL,
   body: unknown,
   headers: Record<string, string>,
   signal: AbortSignal,
@@ -115,7 +116,7 @@ export async function postJson(
   onSent?: () => void,
 ): Promise<JsonAnswer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  return exchange(provider, new URL(url), text, headers, signal, publicOnly, onSent);
+  return exchange(provider, typeof url === 'string' ? new URL(url) : url, text, headers, signal, publicOnly, onSent);
 }
 
 /**

@@ -56,8 +56,24 @@ function newAgent(lookup: LookupFunction): Agent {
 export interface UpstreamAnswer {
   status: number;
   /** Header values as sent (lower-case names). */
-  headers: Record<string, string | string[] | undefined>;
+  readonly headers: Record<string, string | string[] | undefined>;
   body: Buffer;
+}
+
+/** An answer whose headers are decoded on first read: most callers read one header at most, many none. */
+class Answer implements UpstreamAnswer {
+  private decoded: Record<string, string | string[] | undefined> | undefined;
+
+  constructor(
+    readonly status: number,
+    private readonly rawHeaders: Buffer[] | string[] | null,
+    readonly body: Buffer,
+  ) {}
+
+  get headers(): Record<string, string | string[] | undefined> {
+    this.decoded ??= parseHeaders(this.rawHeaders);
+    return this.decoded;
+  }
 }
 
 /** Why a call failed, and whether the request could have reached the upstream at all. */
@@ -102,7 +118,7 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
     let abortCall: ((reason?: Error) => void) | undefined;
     let settled = false;
     let status = 0;
-    let responseHeaders: Record<string, string | string[] | undefined> = {};
+    let responseHeaders: Buffer[] | string[] | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     const onAbort = () => abortCall?.(signal.reason as Error);
@@ -129,7 +145,7 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
         // The upstream answered, so it read the request line at least.
         sent();
         status = statusCode;
-        responseHeaders = parseHeaders(rawHeaders);
+        responseHeaders = rawHeaders;
         return true;
       },
       onData(chunk) {
@@ -142,7 +158,7 @@ export function post(url: URL, body: string | Buffer, headers: Record<string, st
         return true;
       },
       onComplete() {
-        finish(undefined, { status, headers: responseHeaders, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+        finish(undefined, new Answer(status, responseHeaders, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
       },
       onError(error) {
         if (signal.aborted) return finish(signal.reason);
