@@ -89,9 +89,8 @@ export function refusedWithStatus(status: number): boolean {
 /** Connection errors that happen before the upstream could read a request. */
 const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-function retryAfterMs(header: string | string[] | undefined): number | undefined {
-  if (header === undefined) return undefined;
-  const value = Array.isArray(header) ? header[0]! : header;
+function retryAfterMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   const at = Date.parse(value);
@@ -161,7 +160,7 @@ async function exchange(
     });
   }
   try {
-    return { status: answer.status, json: JSON.parse(answer.body.toString('utf8')) as unknown, retryAfterMs: retryAfterMs(answer.headers['retry-after']) };
+    return { status: answer.status, json: JSON.parse(answer.body.toString('utf8')) as unknown, retryAfterMs: retryAfterMs(answer.header('retry-after')) };
   } catch {
     throw upstream.failed(provider, `answered HTTP ${answer.status} with a body that is not JSON`, { safeElsewhere: refusedWithStatus(answer.status) });
   }

@@ -57,6 +57,8 @@ export interface UpstreamAnswer {
   status: number;
   /** Header values as sent (lower-case names). */
   readonly headers: Record<string, string | string[] | undefined>;
+  /** The first value of one header (`name` in lower case), as `headers[name]` holds it. */
+  header(name: string): string | undefined;
   body: Buffer;
 }
 
@@ -74,6 +76,22 @@ class Answer implements UpstreamAnswer {
     this.decoded ??= parseHeaders(this.rawHeaders);
     return this.decoded;
   }
+
+  header(name: string): string | undefined {
+    return this.decoded ? first(this.decoded[name]) : rawHeader(this.rawHeaders, name);
+  }
+}
+
+const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+
+/** The first value of header `name` (lower case) among raw name/value pairs, without decoding the others. */
+function rawHeader(raw: Buffer[] | string[] | null, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toString('latin1').toLowerCase() === name) return raw[i + 1]!.toString('latin1');
+  }
+  return undefined;
 }
 
 /** Why a call failed, and whether the request could have reached the upstream at all. */
