@@ -1,5 +1,6 @@
 // The upstream-path baseline: a bare Express 5 app that forwards `POST /images/generate` to the fake
-// upstream (UPSTREAM_URL) with the global fetch, as a minimal proxy would, and answers the gateway's shape.
+// upstream (UPSTREAM_URL) with the global fetch, as a minimal proxy would, and answers the gateway's shape;
+// `POST /v1/images/generations` (OpenAI's API) it forwards as it came and relays the answer's JSON.
 const express = require('express');
 
 const upstream = `${process.env.UPSTREAM_URL}/images/generations`;
@@ -21,6 +22,18 @@ app.post('/images/generate', async (req, res) => {
       data: answer.data.map((d) => ({ b64_json: d.b64_json, url: d.url, width: 2048, height: 2048 })),
       usage: { images: 1, credits_charged: 4, credits_remaining: 999 },
     });
+  } catch (error) {
+    res.status(502).json({ error: { code: 'provider_error', message: String(error) } });
+  }
+});
+app.post('/v1/images/generations', async (req, res) => {
+  try {
+    const response = await fetch(upstream, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench-openai-key' },
+      body: JSON.stringify(req.body),
+    });
+    res.status(response.status).json(await response.json());
   } catch (error) {
     res.status(502).json({ error: { code: 'provider_error', message: String(error) } });
   }

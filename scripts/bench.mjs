@@ -4,7 +4,7 @@
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway),
 // BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
-// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, slow, slow-pg, analytics), --rounds N, --seconds S,
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment), --report-only. Each run merges its rows into bench-results/latest.json
@@ -31,7 +31,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'slow', 'slow-pg', 'analytics'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'slow', 'slow-pg', 'analytics'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -498,6 +498,97 @@ async function measureUpstream(name, kind) {
   };
 }
 
+/** The OpenAI-compatible row: its catalog model, the provider name of the environment account, and the bodies each target takes. */
+const COMPAT_PROVIDER = 'compat';
+const COMPAT_UPSTREAM_MODEL = 'compat-image-1';
+const COMPAT_CATALOG = JSON.stringify({ models: [{ model: 'compat-image', provider: COMPAT_PROVIDER, upstream_model: COMPAT_UPSTREAM_MODEL, credits_per_image: 1 }] });
+const openAIBody = (model) => JSON.stringify({ prompt: 'a lighthouse at dawn', model, response_format: 'b64_json' });
+
+/**
+ * Issue 40's setup: `POST /v1/images/generations` with `response_format: b64_json` to a fake OpenAI-compatible upstream
+ * answering at once with the 1x1 PNG (`scripts/bench-fake-ark.cjs`, FAKE_WIRE=openai). Five targets, each measured in
+ * every round, the order rotated from round to round: the fake called directly; the bare Express 5 + `fetch` proxy;
+ * Portkey's gateway (`x-portkey-provider: openai` + `x-portkey-custom-host`); this gateway on SQLite reaching the fake as
+ * an OpenAI-compatible environment account (OPENAI_COMPAT_BASE_URL, provider `compat`: the generic images-api client);
+ * and the same gateway process with the `local` provider in `tiny` mode. Each target: SECONDS at 32 connections
+ * (req/s, CPU µs/request of its server process from /proc), then SECONDS at a fixed 400 req/s (p50, p99, after 2 s
+ * not counted). The hop is the gateway's upstream CPU less its local CPU, per round.
+ */
+async function measureOpenAICompat() {
+  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_WIRE: 'openai' });
+  const proxy = await startProcess(['scripts/bench-proxy-baseline.cjs'], { UPSTREAM_URL: fake.url });
+  const portkeyDir = path.join(root, 'node_modules/@portkey-ai/gateway');
+  let portkey;
+  if (fs.existsSync(portkeyDir)) {
+    const port = await freePort();
+    portkey = await startProcess(['build/start-server.js', `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, { cwd: portkeyDir, ready: /Ready for connections/, port }).catch((error) => {
+      console.log(`Portkey's gateway did not start (${error.message}); its row stays empty`);
+      return undefined;
+    });
+  }
+  const database = await scratchDatabase('sqlite', 1000, `["${COMPAT_PROVIDER}","local"]`);
+  const gateway = await startProcess(
+    gatewayCommand(),
+    gatewayEnv(database.url, {
+      OPENAI_COMPAT_BASE_URL: fake.url,
+      OPENAI_COMPAT_API_KEY: 'bench-openai-key',
+      OPENAI_COMPAT_PROVIDER_NAME: COMPAT_PROVIDER,
+      MODEL_CATALOG: COMPAT_CATALOG,
+      // The environment channel's concurrency cap (default 16) above the connections: checked, not the bottleneck.
+      [`PROVIDER_${COMPAT_PROVIDER.toUpperCase()}_MAX_CONCURRENCY`]: '64',
+    }),
+  );
+  const v1 = '/v1/images/generations';
+  const targets = [
+    { name: 'direct', process: fake, keys: [], options: { path: '/images/generations', body: openAIBody(COMPAT_UPSTREAM_MODEL) } },
+    { name: 'express', process: proxy, keys: [], options: { path: v1, body: openAIBody(COMPAT_UPSTREAM_MODEL) } },
+    ...(portkey
+      ? [{ name: 'portkey', process: portkey, keys: ['bench-openai-key'], options: { path: v1, body: openAIBody(COMPAT_UPSTREAM_MODEL), headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': fake.url } } }]
+      : []),
+    { name: 'gateway', process: gateway, keys: database.keys, options: { path: v1, body: openAIBody('compat-image') } },
+    { name: 'local', process: gateway, keys: database.keys, options: { path: v1, body: openAIBody('local-1') } },
+  ];
+  for (const t of targets) await load(t.process.url, t.keys, { ...t.options, connections: 10, seconds: 3 }); // JIT, caches, pools
+  const rounds = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const result = {};
+    for (let i = 0; i < targets.length; i += 1) {
+      const t = targets[(i + round) % targets.length];
+      const max = await load(t.process.url, t.keys, { ...t.options, connections: UPSTREAM_CONNECTIONS, pid: t.process.child.pid });
+      const atRate = await paced(t.process.url, t.keys, UPSTREAM_RATE, SECONDS, { ...t.options, pid: t.process.child.pid });
+      result[t.name] = { rps: Math.round(max.rps), cpuUs: max.cpuUs, bad: max.bad + atRate.bad, pacedP50: atRate.p50, pacedP99: atRate.p99, pacedCpuUs: atRate.cpuUs };
+    }
+    rounds.push(result);
+    console.log('openai-compat', `round ${round + 1}`, JSON.stringify(result));
+  }
+  const rss = rssMb(gateway.child.pid);
+  await stop(gateway.child);
+  for (const p of [fake, proxy, portkey]) if (p) await stop(p.child);
+  await database.drop();
+  const per = (name) => {
+    const picks = rounds.map((r) => r[name]);
+    const m = (key) => median(picks.map((p) => p[key]));
+    return { rps: m('rps'), cpuUs: m('cpuUs'), pacedP50: m('pacedP50'), pacedP99: m('pacedP99'), pacedCpuUs: m('pacedCpuUs'), bad: picks.reduce((sum, p) => sum + p.bad, 0) };
+  };
+  const ratioPerRound = (a, b) => rounds.filter((r) => r[a] && r[b]).map((r) => Math.round((r[a].cpuUs / r[b].cpuUs) * 100) / 100);
+  return {
+    date: new Date().toISOString(),
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    targets: Object.fromEntries(targets.map((t) => [t.name, per(t.name)])),
+    hop: rounds.map((r) => r.gateway.cpuUs - r.local.cpuUs),
+    cpuRatio: {
+      express: ratioPerRound('gateway', 'express'),
+      ...(portkey ? { portkey: ratioPerRound('gateway', 'portkey') } : {}),
+    },
+    addedP99: {
+      overDirect: rounds.map((r) => Number((r.gateway.pacedP99 - r.direct.pacedP99).toFixed(1))),
+      overExpress: rounds.map((r) => Number((r.gateway.pacedP99 - r.express.pacedP99).toFixed(1))),
+    },
+    rss,
+  };
+}
+
 const gatewayCommand = () => [
   ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
   ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []),
@@ -852,6 +943,11 @@ async function main() {
     results.upstreamPg = await measureUpstream('upstream postgres+redis', 'postgres');
     save();
   }
+  if (ONLY.has('openai-compat')) {
+    results.openaiCompat = await measureOpenAICompat();
+    console.log('openai-compat', JSON.stringify(results.openaiCompat));
+    save();
+  }
   if (ONLY.has('slow')) {
     results.slow = await measureSlow(Number(flag('inflight') ?? 10_000), Number(flag('delay') ?? 30_000));
     console.log('slow', JSON.stringify(results.slow));
@@ -950,6 +1046,16 @@ function writeReport(r) {
   const upstreamLatency = upstreamRows
     .map(([name, v]) => `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`)
     .join('\n');
+  const oc = r.openaiCompat;
+  const ocNames = { direct: 'upstream called directly', express: 'bare Express 5 + `fetch` proxy', portkey: "Portkey's gateway", gateway: '**this gateway -> upstream**', local: 'this gateway, `local` provider' };
+  const openaiCompat = oc
+    ? Object.entries(oc.targets)
+        .map(([name, t]) => `| ${ocNames[name]} | ${Math.round(t.rps)} | ${t.cpuUs} | ${name === 'gateway' ? '1' : (oc.targets.gateway.cpuUs / t.cpuUs).toFixed(2)} | ${t.pacedP50} | ${t.pacedP99} | ${(t.pacedP99 - oc.targets.direct.pacedP99).toFixed(1)} | ${t.pacedCpuUs} | ${t.bad} |`)
+        .join('\n') +
+      `\n\nThe hop (this gateway's upstream CPU less its local CPU, same process, same round): **${median(oc.hop)} µs** (per round ${oc.hop.join(', ')}). ` +
+      `Gateway CPU / Express+fetch per round ${oc.cpuRatio.express.join(', ')}${oc.cpuRatio.portkey ? `; / Portkey per round ${oc.cpuRatio.portkey.join(', ')}` : ''}. ` +
+      `Gateway p99 at ${UPSTREAM_RATE}/s over Express+fetch's per round ${oc.addedP99.overExpress.join(', ')} ms. Gateway RSS after the rounds ${oc.rss} MB. Measured ${oc.date.slice(0, 16)}, ${oc.rounds} rounds of ${oc.seconds} s.`
+    : '| not measured | | | | | | | | |';
   const slow = r.slow
     ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.rampSeconds ?? 'n/a'} | ${r.slow.acceptQueue ? `${r.slow.acceptQueue.gateway} of ${r.slow.acceptQueue.backlog}` : 'n/a'} | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
     : '| not measured | | | | | | | | | |';
@@ -1023,6 +1129,20 @@ At a fixed ${UPSTREAM_RATE} req/s (open loop, evenly spaced, latency from when e
 | setup | p50 | p99 | Express+fetch p99 | added p99 | CPU µs/req | Express+fetch CPU µs/req |
 | --- | --- | --- | --- | --- | --- | --- |
 ${upstreamLatency}
+
+## Upstream path, OpenAI-compatible (issue 40's setup; medians of alternating rounds)
+
+\`npm run bench -- --only openai-compat --seconds 8\`. \`POST /v1/images/generations\` with \`response_format: b64_json\` to a
+fake OpenAI-compatible upstream answering at once with a 1x1 PNG as \`b64_json\` (\`scripts/bench-fake-ark.cjs\` with
+\`FAKE_WIRE=openai\`). This gateway on SQLite, \`LOCAL_PROVIDER_MODE=tiny\`, reaches it as an OpenAI-compatible environment
+account (\`OPENAI_COMPAT_BASE_URL\`, provider \`${COMPAT_PROVIDER}\`, a catalog model on it), keys round-robin over 1,000. In each round
+every target runs ${UPSTREAM_CONNECTIONS} connections for the round's seconds, then a fixed ${UPSTREAM_RATE} req/s (open loop, 2 s not counted), the
+order of the targets rotated between rounds. CPU is each server process's own (user + system, all threads, /proc).
+Latencies in ms.
+
+| target | req/s | CPU µs/req | this gateway's CPU / target's | p50 at ${UPSTREAM_RATE}/s | p99 at ${UPSTREAM_RATE}/s | added p99 vs upstream direct | CPU µs/req at ${UPSTREAM_RATE}/s | non-2xx |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${openaiCompat}
 
 ## Slow generations (requests held in flight at once, fake upstream answering after a delay; SQLite)
 

@@ -374,13 +374,22 @@ function upstreamOn(channel: Channel, entry: CatalogModel, request: ProviderRequ
   return { upstreamModel: mapped ?? request.upstreamModel, ...(family === undefined ? {} : { upstreamFamily: family }) };
 }
 
+/** Hosts of the channels' base URLs, parsed once each (a URL parse was a visible part of every call). */
+const hostsByBaseUrl = new Map<string, string | undefined>();
+
 function hostOf(url: string | null): string | undefined {
   if (url === null) return undefined;
+  if (hostsByBaseUrl.has(url)) return hostsByBaseUrl.get(url);
+  let host: string | undefined;
   try {
-    return new URL(url).host;
+    host = new URL(url).host;
   } catch {
-    return undefined;
+    host = undefined;
   }
+  // Base URLs are the channels' few; a bound all the same, for a process that sees many channels come and go.
+  if (hostsByBaseUrl.size >= 1000) hostsByBaseUrl.clear();
+  hostsByBaseUrl.set(url, host);
+  return host;
 }
 
 function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttemptsTable[] {

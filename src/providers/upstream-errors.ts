@@ -104,9 +104,8 @@ export function refusedWithStatus(status: number): boolean {
 /** Connection errors that happen before the upstream could read a request. */
 const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-function retryAfterMs(header: string | string[] | undefined): number | undefined {
-  if (header === undefined) return undefined;
-  const value = Array.isArray(header) ? header[0]! : header;
+function retryAfterMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   const at = Date.parse(value);
@@ -121,7 +120,8 @@ function retryAfterMs(header: string | string[] | undefined): number | undefined
  */
 export async function postJson(
   provider: string,
-  url: string,
+  /** A client that calls one endpoint may pass it parsed once (a URL is only read here). */
+  url: string | URL,
   body: unknown,
   headers: Record<string, string>,
   signal: AbortSignal,
@@ -130,7 +130,7 @@ export async function postJson(
   onSent?: () => void,
 ): Promise<JsonAnswer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  return exchange(provider, 'POST', new URL(url), text, headers, signal, publicOnly, onSent);
+  return exchange(provider, 'POST', typeof url === 'string' ? new URL(url) : url, text, headers, signal, publicOnly, onSent);
 }
 
 /**
@@ -191,7 +191,7 @@ async function exchange(
     });
   }
   try {
-    return { status: answer.status, json: JSON.parse(answer.body.toString('utf8')) as unknown, retryAfterMs: retryAfterMs(answer.headers['retry-after']) };
+    return { status: answer.status, json: JSON.parse(answer.body.toString('utf8')) as unknown, retryAfterMs: retryAfterMs(answer.header('retry-after')) };
   } catch {
     throw upstream.failed(provider, `answered HTTP ${answer.status} with a body that is not JSON`, { safeElsewhere: refusedWithStatus(answer.status) });
   }

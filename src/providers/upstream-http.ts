@@ -56,8 +56,42 @@ function newAgent(lookup: LookupFunction): Agent {
 export interface UpstreamAnswer {
   status: number;
   /** Header values as sent (lower-case names). */
-  headers: Record<string, string | string[] | undefined>;
+  readonly headers: Record<string, string | string[] | undefined>;
+  /** The first value of one header (`name` in lower case), as `headers[name]` holds it. */
+  header(name: string): string | undefined;
   body: Buffer;
+}
+
+/** An answer whose headers are decoded on first read: most callers read one header at most, many none. */
+class Answer implements UpstreamAnswer {
+  private decoded: Record<string, string | string[] | undefined> | undefined;
+
+  constructor(
+    readonly status: number,
+    private readonly rawHeaders: Buffer[] | string[] | null,
+    readonly body: Buffer,
+  ) {}
+
+  get headers(): Record<string, string | string[] | undefined> {
+    this.decoded ??= parseHeaders(this.rawHeaders);
+    return this.decoded;
+  }
+
+  header(name: string): string | undefined {
+    return this.decoded ? first(this.decoded[name]) : rawHeader(this.rawHeaders, name);
+  }
+}
+
+const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+
+/** The first value of header `name` (lower case) among raw name/value pairs, without decoding the others. */
+function rawHeader(raw: Buffer[] | string[] | null, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toString('latin1').toLowerCase() === name) return raw[i + 1]!.toString('latin1');
+  }
+  return undefined;
 }
 
 /** Why a call failed, and whether the request could have reached the upstream at all. */
@@ -115,7 +149,7 @@ export function send(
     let abortCall: ((reason?: Error) => void) | undefined;
     let settled = false;
     let status = 0;
-    let responseHeaders: Record<string, string | string[] | undefined> = {};
+    let responseHeaders: Buffer[] | string[] | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     const onAbort = () => abortCall?.(signal.reason as Error);
@@ -142,7 +176,7 @@ export function send(
         // The upstream answered, so it read the request line at least.
         sent();
         status = statusCode;
-        responseHeaders = parseHeaders(rawHeaders);
+        responseHeaders = rawHeaders;
         return true;
       },
       onData(chunk) {
@@ -155,7 +189,7 @@ export function send(
         return true;
       },
       onComplete() {
-        finish(undefined, { status, headers: responseHeaders, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+        finish(undefined, new Answer(status, responseHeaders, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
       },
       onError(error) {
         if (signal.aborted) return finish(signal.reason);

@@ -47,6 +47,19 @@ describe('upstream hop: failures before and after the request was written', () =
     expect(answer.headers['retry-after']).toBe('3');
     expect(answer.body.toString()).toBe(body);
   });
+
+  it('reads one header by its lower-case name, whatever case it was sent in, the first of repeated ones', async () => {
+    const url = await listen((socket) =>
+      socket.once('data', () => socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nX-Twice: a\r\nx-twice: b\r\ncontent-length: 2\r\n\r\n{}')),
+    );
+    const answer = await post(url, '{}', {}, new AbortController().signal);
+    expect(answer.header('retry-after')).toBe('7');
+    expect(answer.header('x-twice')).toBe('a');
+    expect(answer.header('x-absent')).toBeUndefined();
+    // The same values once every header was decoded.
+    expect(answer.headers['x-twice']).toEqual(['a', 'b']);
+    expect(answer.header('x-twice')).toBe('a');
+  });
   it('reports the moment the request was written, and only then: a call aborted before it connected was never sent', async () => {
     // Reads the request and never answers: the request is written, then the caller gives up.
     const held: net.Socket[] = [];

@@ -66,13 +66,19 @@ export function inputFields(request: Pick<ProviderRequest, 'inputImages' | 'mask
 }
 
 export class ImagesApiClient {
+  /** `{base}/images/generations`, parsed on the first call (a base URL that does not parse fails that call, as before). */
+  private endpoint: URL | undefined;
+
   constructor(private readonly options: ImagesApiOptions) {
     registerAccountSecrets(options.apiKey);
   }
 
   async generate(request: ProviderRequest, signal: AbortSignal): Promise<ProviderImage[]> {
     const calls = this.options.oneImagePerCall ? request.n : 1;
-    const results = await Promise.all(Array.from({ length: calls }, (_, index) => this.call(request, index, this.options.oneImagePerCall ? 1 : request.n, signal)));
+    const n = this.options.oneImagePerCall ? 1 : request.n;
+    // One call (most requests): its images as they are, without a list of lists.
+    if (calls === 1) return this.call(request, 0, n, signal);
+    const results = await Promise.all(Array.from({ length: calls }, (_, index) => this.call(request, index, n, signal)));
     return results.flat();
   }
 
@@ -82,9 +88,10 @@ export class ImagesApiClient {
     // Only models that document a seed get one (Seedream 4.x ignores it); models the table does not
     // know get seed + index, since an operator's OpenAI-compatible server may honour it.
     const seed = seedFor(spec, request.seed, index);
+    this.endpoint ??= new URL(`${baseUrl.replace(/\/$/, '')}/images/generations`);
     const { status, json, retryAfterMs } = await postJson(
       provider,
-      `${baseUrl.replace(/\/$/, '')}/images/generations`,
+      this.endpoint,
       {
         model: request.upstreamModel,
         prompt: request.prompt,
