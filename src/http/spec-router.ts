@@ -192,7 +192,7 @@ function isMissingCredentials(refusal: unknown): boolean {
   return refusal instanceof ApiError && refusal.code.startsWith('missing_');
 }
 
-/** Express's GET routes also answer HEAD; the validator only knows GET, so it is shown GET. */
+/** Express's GET routes also answer HEAD; the validator only knows GET, so it is shown GET (docs/maintainers/framework-seams.md, seam 4). */
 const showHeadAsGet: RequestHandler = (req, res, next) => {
   if (req.method === 'HEAD') {
     res.locals.headRequest = true;
@@ -259,7 +259,7 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
       const parsedQuery = parseParameters(operation.parameters, query, 'query');
       res.locals.parsedQuery = parsedQuery;
       res.locals.parsedParams = parseParameters(operation.parameters, req.params, 'path');
-      // A date-time whose `+` was read as a space is shown to the validator as written.
+      // A date-time whose `+` was read as a space is shown to the validator as written (framework-seams.md, seam 3).
       const restored = Object.keys(query).filter((name) => typeof parsedQuery[name] === 'string' && parsedQuery[name] !== query[name]);
       if (restored.length > 0) {
         const value = { ...query, ...Object.fromEntries(restored.map((name) => [name, parsedQuery[name]])) };
