@@ -108,11 +108,13 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     document: deps.document,
     handlers,
     guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminGuard(deps), AdminAccessJwt: adminAccessJwtGuard({ verifier: deps.accessJwt }) },
-    layers: {
-      'x-rate-limited': { stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
-      'x-idempotent': { stage: 'after-validation', handler: idempotency(deps) },
-      'x-image-inputs': imageInputs.layer,
-    },
+    // In this order for an operation that declares several: the rate-limit headers before the body is
+    // read, so a body refused while it arrives still answers with them.
+    layers: [
+      { extension: 'x-rate-limited', stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
+      { extension: 'x-image-inputs', ...imageInputs.layer },
+      { extension: 'x-idempotent', stage: 'after-validation', handler: idempotency(deps) },
+    ],
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),
   });

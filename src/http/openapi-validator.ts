@@ -16,7 +16,8 @@ import type { OpenApiDocument } from './openapi-document';
  * without the whole dereferenced document attached when the schema holds no `$ref` (ajv walked the
  * entire inlined API on every compile), a response schema when its status is first answered, and the
  * OpenAPI schema only when `validateApiSpec` asks for the check. test/http/response-validation.test.ts
- * shows responses are still checked. Drop the patch once upstream has these.
+ * shows responses are still checked. Drop the patch once upstream has these (docs/maintainers/framework-seams.md,
+ * seam 1, says which are proposed upstream and how to redo the patch on an upgrade).
  */
 export function openApiValidator(document: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
   // The layers hold nothing of one app: a process that starts several gateways on the same document
@@ -52,10 +53,15 @@ function createValidatorLayers(document: OpenApiDocument, validateResponses: boo
     // The default mode skips validating a shared $ref'd file (upstream issue #906).
     $refParser: { mode: 'dereference' },
   }) as unknown as RequestHandler[];
-  // Left out: with validateSecurity off, the security layer only calls next() (one more layer and
-  // promise hop on every request). The path-params layer installs `app.param` overrides on the first
-  // app it sees (and only that one, which the layers shared between apps would make uneven); they put
-  // the validator's decoding of a path parameter in req.params, where the router already put the same
-  // value (both decodeURIComponent).
-  return layers.filter((layer) => layer.name !== 'securityMiddleware' && layer.name !== 'pathParamsMiddleware');
+  return layers.filter((layer) => !LEFT_OUT_LAYERS.has(layer.name));
 }
+
+/**
+ * The library's layers left out, found by their function names (docs/maintainers/framework-seams.md).
+ * With validateSecurity off, the security layer only calls next() (one more layer and promise hop on
+ * every request). The path-params layer installs `app.param` overrides on the first app it sees (and
+ * only that one, which the layers shared between apps would make uneven); they put the validator's
+ * decoding of a path parameter in req.params, where the router already put the same value (both
+ * decodeURIComponent).
+ */
+export const LEFT_OUT_LAYERS: ReadonlySet<string> = new Set(['securityMiddleware', 'pathParamsMiddleware']);

@@ -16,6 +16,8 @@ import type { OperationRequest, OperationResponse, RawOperationHandler } from '.
  * Per operation, in this order (the order of checks documented in docs/clients/keys-and-accounting.md):
  * guard -> declared layers that must see refusals (rate-limit headers) -> JSON body -> parameter
  * syntax -> spec validator -> declared layers that need a valid request (idempotency) -> handler.
+ * Declared layers run in the order of the `layers` table, never in the order an operation lists its
+ * extensions (test/http/layer-order.test.ts).
  */
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
@@ -35,6 +37,9 @@ export interface DeclaredLayer {
   handler: RequestHandler;
 }
 
+/** One row of the layers table: the extension that declares the layer, and the layer. */
+export type LayerRow = DeclaredLayer & { extension: `x-${string}` };
+
 export interface SpecRouterOptions {
   /** The bundled document (openapi-document.ts). */
   document: OpenApiDocument;
@@ -42,8 +47,11 @@ export interface SpecRouterOptions {
   handlers: Record<string, unknown>;
   /** By security requirement: its scheme names sorted and joined with `+` (e.g. `ServiceTokenId+ServiceTokenSecret`). */
   guards: Record<string, Guard>;
-  /** By extension name. */
-  layers: Record<string, DeclaredLayer>;
+  /**
+   * The declared layers, in the order they run within their stage for every operation that declares
+   * them, whatever the order of the extensions in the spec.
+   */
+  layers: readonly LayerRow[];
   bodyParser: RequestHandler;
   validator: RequestHandler[];
 }
@@ -184,7 +192,7 @@ function isMissingCredentials(refusal: unknown): boolean {
   return refusal instanceof ApiError && refusal.code.startsWith('missing_');
 }
 
-/** Express's GET routes also answer HEAD; the validator only knows GET, so it is shown GET. */
+/** Express's GET routes also answer HEAD; the validator only knows GET, so it is shown GET (docs/maintainers/framework-seams.md, seam 4). */
 const showHeadAsGet: RequestHandler = (req, res, next) => {
   if (req.method === 'HEAD') {
     res.locals.headRequest = true;
@@ -236,17 +244,22 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
     throw new Error(`spec and handlers differ: operations without a handler [${unhandled.join(', ')}], handlers without an operation [${orphans.join(', ')}]`);
   }
 
+  const extensions: readonly string[] = layers.map((layer) => layer.extension);
+  const repeated = extensions.filter((extension, at) => extensions.indexOf(extension) !== at);
+  if (repeated.length > 0) throw new Error(`the layers table lists ${repeated.join(', ')} more than once`);
+
   const router = Router({ caseSensitive: true, strict: false });
   for (const operation of operations) {
-    const declared = Object.entries(operation.spec).filter(([name, value]) => name.startsWith('x-') && value === true);
-    for (const [name] of declared) if (!layers[name]) throw new Error(`${operation.operationId}: no layer implements ${name}`);
-    const stage = (which: DeclaredLayer['stage']) => declared.map(([name]) => layers[name] as DeclaredLayer).filter((l) => l.stage === which).map((l) => l.handler);
+    const declared = Object.entries(operation.spec).filter(([name, value]) => name.startsWith('x-') && value === true).map(([name]) => name);
+    for (const name of declared) if (!extensions.includes(name)) throw new Error(`${operation.operationId}: no layer implements ${name}`);
+    // Rows of the table, in the table's order: the spec says which layers an operation has, not their order.
+    const stage = (which: DeclaredLayer['stage']) => layers.filter((l) => l.stage === which && declared.includes(l.extension)).map((l) => l.handler);
     const parseQuery: RequestHandler = (req, res, next) => {
       const query = req.query as Record<string, unknown>;
       const parsedQuery = parseParameters(operation.parameters, query, 'query');
       res.locals.parsedQuery = parsedQuery;
       res.locals.parsedParams = parseParameters(operation.parameters, req.params, 'path');
-      // A date-time whose `+` was read as a space is shown to the validator as written.
+      // A date-time whose `+` was read as a space is shown to the validator as written (framework-seams.md, seam 3).
       const restored = Object.keys(query).filter((name) => typeof parsedQuery[name] === 'string' && parsedQuery[name] !== query[name]);
       if (restored.length > 0) {
         const value = { ...query, ...Object.fromEntries(restored.map((name) => [name, parsedQuery[name]])) };

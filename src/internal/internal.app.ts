@@ -70,7 +70,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
       'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens),
       CfAccessJwt: accessJwtGuard({ verifier: deps.accessJwt }),
     },
-    layers: { 'x-image-inputs': imageInputs.layer },
+    layers: [{ extension: 'x-image-inputs', ...imageInputs.layer }],
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),
   });

@@ -136,7 +136,7 @@ describe('routes are mounted from the specs, and only from them', () => {
 
   it('startup fails when an operation has no handler or a handler has no operation', () => {
     const document = loadOpenApiDocument('creative');
-    const common = { document, guards: {}, layers: {}, bodyParser: (_q: unknown, _s: unknown, next: () => void) => next(), validator: [] };
+    const common = { document, guards: {}, layers: [], bodyParser: (_q: unknown, _s: unknown, next: () => void) => next(), validator: [] };
     expect(() => specRouter({ ...common, handlers: {} })).toThrow(/operations without a handler \[listModels, /);
     const all = Object.fromEntries(operationsOf('creative').map((op) => [op.operationId, () => ({ status: 200, body: {} })]));
     expect(() => specRouter({ ...common, handlers: { ...all, listWidgets: () => undefined } })).toThrow(/handlers without an operation \[listWidgets\]/);

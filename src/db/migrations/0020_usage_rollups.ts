@@ -1,5 +1,8 @@
 import { type CreateTableBuilder, type Kysely, type Migration } from 'kysely';
-import { LATENCY_COLUMNS } from '../../usage/latency-histogram';
+
+// The histogram columns as they were when this migration was written (lat_00 ... lat_47); a migration
+// keeps its own copy so later code never rewrites what it created.
+const LATENCY_COLUMNS: readonly string[] = Array.from({ length: 48 }, (_, i) => `lat_${String(i).padStart(2, '0')}`);
 
 /**
  * The measures every rollup table keeps: counts, credits (a refund subtracts), images, and the

@@ -1,9 +1,17 @@
 import { type Kysely, type Migration, sql } from 'kysely';
-import { LATENCY_COLUMNS } from '../../usage/latency-histogram';
-import { monthStartSql } from '../../usage/usage-query';
 import type { DatabaseEngine } from '../database';
 
+// The values of the usage code as they were when this migration was written; a migration keeps its
+// own copy so later code never rewrites what it created.
 const DAY_MS = 86_400_000;
+const LATENCY_COLUMNS: readonly string[] = Array.from({ length: 48 }, (_, i) => `lat_${String(i).padStart(2, '0')}`);
+
+/** The epoch milliseconds of the UTC calendar month `expression` (epoch milliseconds) falls in. */
+function monthStartSql(expression: string, postgres: boolean): string {
+  return postgres
+    ? `CAST(extract(epoch FROM date_trunc('month', to_timestamp(${expression} / 1000) AT TIME ZONE 'UTC')) AS bigint) * 1000`
+    : `CAST(strftime('%s', ${expression} / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000`;
+}
 
 export function migration(engine: DatabaseEngine): Migration {
   return {
