@@ -398,22 +398,31 @@ async function scratchDatabase(kind, count, providers, main = 'dist/src/main.js'
 const IDLE_AFTER_LOAD_MS = 30_000;
 
 /**
- * The upstream path: gateway -> fake Ark (b64 answers), against a bare Express 5 + global fetch proxy and
- * Portkey's gateway on the same fake, in alternating rounds; 32 connections, 1,000 keys; then p99 at a fixed
- * 400 req/s for the gateway and the Express proxy.
+ * The peers every upstream row is measured beside: the fake upstream (`fakeEnv` picks its wire), the
+ * bare Express + fetch proxy in front of it, and Portkey's gateway when it is installed.
  */
-async function measureUpstream(name, kind) {
-  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], {});
+async function startPeers(fakeEnv) {
+  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], fakeEnv);
   const proxy = await startProcess(['scripts/bench-proxy-baseline.cjs'], { UPSTREAM_URL: fake.url });
   const portkeyDir = path.join(root, 'node_modules/@portkey-ai/gateway');
   let portkey;
   if (fs.existsSync(portkeyDir)) {
     const port = await freePort();
     portkey = await startProcess(['build/start-server.js', `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, { cwd: portkeyDir, ready: /Ready for connections/, port }).catch((error) => {
-      console.log(`Portkey's gateway did not start (${error.message}); its column stays empty`);
+      console.log(`Portkey's gateway did not start (${error.message}); its figures stay empty`);
       return undefined;
     });
   }
+  return { fake, proxy, portkey };
+}
+
+/**
+ * The upstream path: gateway -> fake Ark (b64 answers), against a bare Express 5 + global fetch proxy and
+ * Portkey's gateway on the same fake, in alternating rounds; 32 connections, 1,000 keys; then p99 at a fixed
+ * 400 req/s for the gateway and the Express proxy.
+ */
+async function measureUpstream(name, kind) {
+  const { fake, proxy, portkey } = await startPeers({});
   const portkeyOptions = {
     path: '/v1/images/generations',
     body: PORTKEY_BODY,
@@ -515,17 +524,7 @@ const openAIBody = (model) => JSON.stringify({ prompt: 'a lighthouse at dawn', m
  * not counted). The hop is the gateway's upstream CPU less its local CPU, per round.
  */
 async function measureOpenAICompat() {
-  const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_WIRE: 'openai' });
-  const proxy = await startProcess(['scripts/bench-proxy-baseline.cjs'], { UPSTREAM_URL: fake.url });
-  const portkeyDir = path.join(root, 'node_modules/@portkey-ai/gateway');
-  let portkey;
-  if (fs.existsSync(portkeyDir)) {
-    const port = await freePort();
-    portkey = await startProcess(['build/start-server.js', `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, { cwd: portkeyDir, ready: /Ready for connections/, port }).catch((error) => {
-      console.log(`Portkey's gateway did not start (${error.message}); its row stays empty`);
-      return undefined;
-    });
-  }
+  const { fake, proxy, portkey } = await startPeers({ FAKE_WIRE: 'openai' });
   const database = await scratchDatabase('sqlite', 1000, `["${COMPAT_PROVIDER}","local"]`);
   const gateway = await startProcess(
     gatewayCommand(),

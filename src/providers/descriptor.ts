@@ -136,3 +136,17 @@ export function credentialsOf(account: WireAccount, descriptor: Pick<ProviderDes
   if (missing.length > 0) throw new Error(`${descriptor.format} channels need ${fields.map((f) => f.name).join(' and ')}`);
   return credentials;
 }
+
+/** Where an API-key account is and how it signs in, as the API-key formats' clients take it. */
+export interface ApiKeyConnection {
+  provider: string;
+  baseUrl: string;
+  apiKey: string;
+  publicOnly: boolean;
+}
+
+/** The connection of an account of a format whose one credential is `api_key`. */
+export function apiKeyConnection(account: WireAccount, descriptor: Pick<ProviderDescriptor, 'format' | 'credentials'>, settings: Pick<WireSettings, 'publicOnly'>): ApiKeyConnection {
+  const credentials = credentialsOf(account, descriptor);
+  return { provider: account.provider, baseUrl: account.baseUrl as string, apiKey: credentials.api_key as string, publicOnly: settings.publicOnly };
+}

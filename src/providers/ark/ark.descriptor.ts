@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import { ImagesApiClient } from '../images-api/images-api-client';
 import { ARK_ERRORS } from './ark-errors';
 import { ARK_MODELS } from './ark-models';
@@ -28,15 +28,11 @@ export const ARK: ProviderDescriptor = {
   modelIds: /./,
   errors: ARK_ERRORS,
   createClient(account, settings) {
-    const credentials = credentialsOf(account, ARK);
     return new ImagesApiClient({
-      provider: account.provider,
-      baseUrl: account.baseUrl as string,
-      apiKey: credentials.api_key as string,
+      ...apiKeyConnection(account, ARK, settings),
       // Ark's visible "AI generated" mark is on by default.
       extraBody: { watermark: false },
       oneImagePerCall: true,
-      publicOnly: settings.publicOnly,
       models: ARK_MODELS,
       errors: ARK_ERRORS,
       readsUsage: true,

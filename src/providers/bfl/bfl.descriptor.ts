@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import { BFL_HOSTS, BFL_RESULT_LIFE_MS, BflClient } from './bfl-client';
 import { BFL_ERRORS } from './bfl-errors';
 import { BFL_MODELS } from './bfl-models';
@@ -31,13 +31,9 @@ export const BFL: ProviderDescriptor = {
   // BFL's polling URLs are about 80 characters: they fit the task journal's task_id (200).
   resume: { holds: 'the polling URL', lifeMs: BFL_RESULT_LIFE_MS },
   createClient(account, settings) {
-    const credentials = credentialsOf(account, BFL);
     return new BflClient({
-      provider: account.provider,
-      baseUrl: account.baseUrl as string,
-      apiKey: credentials.api_key as string,
+      ...apiKeyConnection(account, BFL, settings),
       pollIntervalMs: settings.pollIntervalMs,
-      publicOnly: settings.publicOnly,
     });
   },
 };

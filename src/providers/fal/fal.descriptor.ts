@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import { FAL_RESULT_LIFE_MS, FalClient } from './fal-client';
 import { FAL_ERRORS } from './fal-errors';
 import { FAL_MODELS } from './fal-models';
@@ -34,13 +34,9 @@ export const FAL: ProviderDescriptor = {
   // URLs yourself"); fal keeps a completed request's result for 1 hour.
   resume: { holds: "the request's response_url (its status_url and cancel_url are it plus /status and /cancel), else the four fields as JSON", lifeMs: FAL_RESULT_LIFE_MS },
   createClient(account, settings) {
-    const credentials = credentialsOf(account, FAL);
     return new FalClient({
-      provider: account.provider,
-      baseUrl: account.baseUrl as string,
-      apiKey: credentials.api_key as string,
+      ...apiKeyConnection(account, FAL, settings),
       pollIntervalMs: settings.pollIntervalMs,
-      publicOnly: settings.publicOnly,
     });
   },
 };

@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import { GeminiClient } from './gemini-client';
 import { GEMINI_ERRORS } from './gemini-errors';
 import { GEMINI_MODEL_SPECS } from './gemini-models';
@@ -36,7 +36,6 @@ export const GEMINI: ProviderDescriptor = {
   models: GEMINI_MODEL_SPECS,
   errors: GEMINI_ERRORS,
   createClient(account, settings) {
-    const credentials = credentialsOf(account, GEMINI);
-    return new GeminiClient({ provider: account.provider, baseUrl: account.baseUrl as string, apiKey: credentials.api_key as string, publicOnly: settings.publicOnly });
+    return new GeminiClient(apiKeyConnection(account, GEMINI, settings));
   },
 };

@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, providerName, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import type { ErrorRule } from '../error-table';
 import { ImagesApiClient } from './images-api-client';
 
@@ -41,13 +41,9 @@ export const IMAGES_API: ProviderDescriptor = {
   models: [],
   errors: IMAGES_API_ERRORS,
   createClient(account, settings) {
-    const credentials = credentialsOf(account, IMAGES_API);
     return new ImagesApiClient({
-      provider: account.provider,
-      baseUrl: account.baseUrl as string,
-      apiKey: credentials.api_key as string,
+      ...apiKeyConnection(account, IMAGES_API, settings),
       oneImagePerCall: false,
-      publicOnly: settings.publicOnly,
       models: [],
       errors: IMAGES_API_ERRORS,
     });

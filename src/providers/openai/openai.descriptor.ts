@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { credentialsOf, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import type { UpstreamModelSpec } from '../model-spec';
 import { OPENAI_ERRORS, OpenAIImagesClient } from './openai-images-client';
 import { OPENAI_IMAGE_MODELS } from './models';
@@ -41,7 +41,6 @@ export const OPENAI: ProviderDescriptor = {
   modelIds: /^(gpt-image-|dall-e-)/,
   errors: OPENAI_ERRORS,
   createClient(account, settings) {
-    const credentials = credentialsOf(account, OPENAI);
-    return new OpenAIImagesClient({ provider: account.provider, baseUrl: account.baseUrl as string, apiKey: credentials.api_key as string, publicOnly: settings.publicOnly });
+    return new OpenAIImagesClient(apiKeyConnection(account, OPENAI, settings));
   },
 };
