@@ -38,8 +38,8 @@ export interface OpenAIImageModel {
   max_prompt_chars: number;
   /**
    * The output options it reads besides `n` and `size` (model-spec.ts ImageOptions): `only: 'text'` on
-   * `/images/generations`, `only: 'inputs'` on `/images/edits`, else on both (a model without `inputs`
-   * has no edits at all).
+   * OpenAI's generations endpoint, `only: 'inputs'` on its edits endpoint, else on both (a model without
+   * `inputs` has no edits at all).
    */
   image_options: ImageOptions;
   /** Its input images on the edits endpoint; none when absent. */
