@@ -98,9 +98,13 @@ describe('model fallbacks', () => {
     expect(callsTo(secondFake) - secondCalls).toBe(2);
     expect(await creditsUsed(id)).toBe(10);
     const attempts = await attemptsOf(res.body.id);
+    // Prime's two calls go out together; once one has failed the other is not sent if it has not
+    // been yet (channel-failover.ts), so prime shows one or two failed-over attempts.
+    const primeAttempts = attempts.filter((a) => a.model === 'prime');
+    expect(primeAttempts.length).toBeGreaterThanOrEqual(1);
+    expect(primeAttempts.length).toBeLessThanOrEqual(2);
     expect(attempts.map((a) => [a.model, a.channel_id, a.outcome])).toEqual([
-      ['prime', channels.prime, 'failed_over'],
-      ['prime', channels.prime, 'failed_over'],
+      ...primeAttempts.map(() => ['prime', channels.prime, 'failed_over']),
       ['second', channels.second, 'succeeded'],
       ['second', channels.second, 'succeeded'],
     ]);
