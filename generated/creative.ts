@@ -267,11 +267,7 @@ export interface components {
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
             fallbacks?: components["schemas"]["ModelFallbacks"];
-            /**
-             * @description `degraded`: the provider circuit is open; `unconfigured`: credentials missing.
-             * @enum {string}
-             */
-            status: "available" | "degraded" | "unconfigured";
+            status: components["schemas"]["ModelStatus"];
         };
         ProviderHealth: {
             name: components["schemas"]["ProviderName"];
@@ -513,6 +509,14 @@ export interface components {
          *     followed by its own. Absent when it has none.
          */
         ModelFallbacks: string[];
+        /**
+         * @description Whether a model can serve now. `available`: an enabled channel serves it and its circuit is
+         *     not open; `degraded`: channels serve it, but each is disabled or has its circuit open (requests
+         *     fail over to the model's `fallbacks`, or fail); `unconfigured`: no channel serves it: the
+         *     operator has not added an account (a channel) for it yet, so requests for it are refused.
+         * @enum {string}
+         */
+        ModelStatus: "available" | "degraded" | "unconfigured";
         /**
          * @description Stable machine-readable error code.
          * @enum {string}

@@ -228,6 +228,8 @@ export interface paths {
          * List the models this key may use (OpenAI-compatible)
          * @description The catalog models this key may use (its `allowed_providers` and `allowed_models`), in
          *     OpenAI's list format, so `client.models.list()` of an OpenAI SDK works against `/v1`.
+         *     Each says in `status` whether a channel serves it: the catalog lists models of every built-in
+         *     provider, and those the operator has no account for are `unconfigured`.
          *     Not counted against the key's requests per minute.
          */
         get: operations["listModelsOpenAI"];
@@ -1566,6 +1568,7 @@ export interface components {
             input_limits?: components["schemas"]["InputImageLimits"];
             /** @description The models a request for this one continues on, in order, when every channel of it fails on the provider's side: those of its chain this key may use. Absent when there are none. */
             fallbacks?: components["schemas"]["ModelFallbacks"];
+            status: components["schemas"]["ModelStatus"];
         };
         OpenAIModelList: {
             /** @enum {string} */
@@ -2113,6 +2116,14 @@ export interface components {
          *     followed by its own. Absent when it has none.
          */
         ModelFallbacks: string[];
+        /**
+         * @description Whether a model can serve now. `available`: an enabled channel serves it and its circuit is
+         *     not open; `degraded`: channels serve it, but each is disabled or has its circuit open (requests
+         *     fail over to the model's `fallbacks`, or fail); `unconfigured`: no channel serves it: the
+         *     operator has not added an account (a channel) for it yet, so requests for it are refused.
+         * @enum {string}
+         */
+        ModelStatus: "available" | "degraded" | "unconfigured";
     };
     responses: {
         /** @description The channel (never its credentials). */

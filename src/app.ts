@@ -33,7 +33,7 @@ import type { GatewayMetrics } from './metrics/metrics';
 import { idempotency } from './idempotency/idempotency.middleware';
 import type { CatalogModel } from './config/catalog';
 import { keyHandlers } from './keys/keys.handlers';
-import { modelHandlers } from './keys/models.handlers';
+import { type ModelStatusOf, modelHandlers } from './keys/models.handlers';
 import type { CidrSet } from './shared/cidr';
 import { usageHandlers } from './usage/usage.handlers';
 import type { UsageReportService } from './usage/usage.service';
@@ -65,6 +65,8 @@ export interface GatewayAppDeps {
   channels: ChannelsService;
   /** For `GET /v1/models`. */
   catalog: ReadonlyMap<string, CatalogModel>;
+  /** Whether a catalog model has a channel that can serve it now, for `GET /v1/models`. */
+  modelStatus: ModelStatusOf;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
   trustedProxies?: CidrSet;
   /** How the client-key guard finds keys (cached on PostgreSQL + Redis). */
@@ -90,7 +92,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...auditHandlers(deps.audit),
     ...imageHandlers(deps.images, deps.clock),
     ...channelHandlers(deps.channels),
-    ...modelHandlers(deps.catalog),
+    ...modelHandlers(deps.catalog, deps.modelStatus),
     ...webhookHandlers(deps.webhooks),
     ...usageHandlers(deps.usage),
     getLiveness: health.liveness,

@@ -271,6 +271,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     images,
     channels: channels.admin,
     catalog,
+    modelStatus: (entry) => channels.router.modelStatus(entry),
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: webhooks.admin,
     usage: new UsageReportService(db, cursors, catalog),

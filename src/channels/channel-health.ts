@@ -1,3 +1,4 @@
+import type { components } from '../../generated/gateway';
 import { randomBytes } from 'node:crypto';
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
@@ -5,7 +6,7 @@ import { UpstreamError } from '../providers/upstream-errors';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelUsage } from './channel-limits';
 import { type ChannelRouterDeps, type ChannelRuntimes, LEASE_GRACE_MS } from './channel-runtime';
-import type { Channel } from './channel.model';
+import { type Channel, servesModel } from './channel.model';
 import type { BreakerState } from './resilience/circuit-breaker';
 import type { ProviderStats } from './resilience/provider-stats';
 
@@ -27,6 +28,9 @@ export interface ProviderHealthSummary {
   error_rate: number;
   latency_ms: { p50: number | null; p95: number | null; p99: number | null };
 }
+
+/** Whether a catalog model can serve now. */
+export type ModelStatus = components['schemas']['ModelStatus'];
 
 export interface ChannelTestOutcome {
   ok: boolean;
@@ -50,6 +54,16 @@ export class ChannelHealthMonitor {
   /** Whether any channel (whatever its status) serves models of `provider` over `transport`. */
   async isConfigured(provider: string, transport?: string): Promise<boolean> {
     return (await this.directory.channels()).some((r) => r.channel.provider === provider && (transport === undefined || r.channel.transport === transport || r.channel.transport === 'local'));
+  }
+
+  /**
+   * Whether `entry` can serve on this replica: unconfigured without a channel serving it, available
+   * while one of them is enabled with its circuit not open, degraded otherwise.
+   */
+  async modelStatus(entry: CatalogModel): Promise<ModelStatus> {
+    const serving = (await this.directory.channels()).filter((r) => servesModel(r.channel, entry));
+    if (serving.length === 0) return 'unconfigured';
+    return serving.some((r) => r.channel.status === 'enabled' && this.runtimes.runtime(r.channel).breaker.state !== 'open') ? 'available' : 'degraded';
   }
 
   /** A provider's health on this replica: its requests' outcomes and the best breaker among its channels. */

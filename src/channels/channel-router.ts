@@ -1,7 +1,7 @@
 import type { CatalogModel } from '../config/catalog';
 import { ChannelDirectory, type Routable } from './channel-directory';
 import { ChannelFailover, type TaskJournal } from './channel-failover';
-import { type ChannelHealth, ChannelHealthMonitor, type ChannelTestOutcome, type ProviderHealthSummary } from './channel-health';
+import { type ChannelHealth, ChannelHealthMonitor, type ChannelTestOutcome, type ModelStatus, type ProviderHealthSummary } from './channel-health';
 import { type ChannelRouterDeps, ChannelRuntimes } from './channel-runtime';
 import { ChannelWaitLine, type ModelRoom } from './channel-wait-line';
 import { type ChainRun, ModelFallbacks, type ModelStage } from './model-fallbacks';
@@ -65,6 +65,11 @@ export class ChannelRouter {
   /** Whether any channel (whatever its status) serves models of `provider` over `transport`. */
   isConfigured(provider: string, transport?: string): Promise<boolean> {
     return this.monitor.isConfigured(provider, transport);
+  }
+
+  /** See ChannelHealthMonitor.modelStatus. */
+  modelStatus(entry: CatalogModel): Promise<ModelStatus> {
+    return this.monitor.modelStatus(entry);
   }
 
   /** A provider's health on this replica: its requests' outcomes and the best breaker among its channels. */

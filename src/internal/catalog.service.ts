@@ -17,11 +17,7 @@ export class CatalogService {
     return Promise.all(
       [...this.catalog.values()].map(async (entry) => {
         const fallbacks = fallbackChain(entry, this.catalog).map((next) => next.model);
-        const status: Schemas['Model']['status'] = !(await this.channels.isConfigured(entry.provider, entry.transport))
-          ? 'unconfigured'
-          : (await this.channels.providerHealth(entry.provider)).circuit === 'open'
-            ? 'degraded'
-            : 'available';
+        const status = await this.channels.modelStatus(entry);
         return {
           model: entry.model,
           provider: entry.provider,

@@ -14,7 +14,8 @@ import { type ModelPermissions, modelRefusal } from './rules/model-permission';
 
 type Schemas = components['schemas'];
 export type KeyMetadata = Schemas['KeyMetadata'];
-export type OpenAIModel = Schemas['OpenAIModel'];
+/** A catalog model as a key sees it; whether it can serve now (`status`) the channels add. */
+export type OpenAIModel = Omit<Schemas['OpenAIModel'], 'status'>;
 
 export const DEFAULT_ALERT_THRESHOLDS = [80, 100];
 

@@ -16,6 +16,8 @@ const CATALOG = [
   { model: 'prime', provider: 'jimeng', transport: 'ark', upstream_model: 'prime-up', credits_per_image: 3, default_size: '1024x1024', fallbacks: ['second', 'spare'] },
   { model: 'second', provider: 'jimeng', transport: 'ark', upstream_model: 'second-up', credits_per_image: 5, default_size: '1024x1024' },
   { model: 'spare', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
+  // No channel lists it: in the catalog, waiting for the operator's account.
+  { model: 'orphan', provider: 'jimeng', transport: 'ark', upstream_model: 'orphan-up', credits_per_image: 2, default_size: '1024x1024' },
 ];
 
 describe('model fallbacks', () => {
@@ -72,6 +74,29 @@ describe('model fallbacks', () => {
     expect(one.body.fallbacks).toEqual(['spare']);
     const internal = await t.internal.service('get', '/api/v1/creative/models');
     expect((internal.body.data as Array<{ model: string; fallbacks?: string[] }>).find((m) => m.model === 'prime')?.fallbacks).toEqual(['second', 'spare']);
+  });
+
+  it('GET /v1/models says which models a channel serves: available, degraded (its only channel disabled), unconfigured (none)', async () => {
+    const { key } = await newKey();
+    const statuses = async () => {
+      const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
+      expect(list.status).toBe(200);
+      return Object.fromEntries((list.body.data as Array<{ id: string; status: string }>).map((m) => [m.id, m.status]));
+    };
+    expect(await statuses()).toEqual({ 'local-1': 'available', prime: 'available', second: 'available', spare: 'available', orphan: 'unconfigured' });
+    expect((await t.api.admin('patch', `/admin/channels/${channels.prime}`, { status: 'disabled' })).status).toBe(200);
+    try {
+      expect(await statuses()).toMatchObject({ prime: 'degraded', second: 'available', orphan: 'unconfigured' });
+      const one = await t.api.send('get', '/v1/models/prime', { headers: { Authorization: `Bearer ${key}` } });
+      expect(one.body.status).toBe('degraded');
+      const internal = await t.internal.service('get', '/api/v1/creative/models');
+      const internalStatus = Object.fromEntries((internal.body.data as Array<{ model: string; status: string }>).map((m) => [m.model, m.status]));
+      expect(internalStatus).toMatchObject({ prime: 'degraded', second: 'available', orphan: 'unconfigured' });
+    } finally {
+      await t.api.admin('patch', `/admin/channels/${channels.prime}`, { status: 'enabled' });
+    }
+    const orphan = await generate(key, { model: 'orphan', prompt: 'nobody serves me' });
+    expect(orphan.status).toBe(503);
   });
 
   it('the requested model delivers: it reserves the dearest price of the chain and is charged its own', async () => {

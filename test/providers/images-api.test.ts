@@ -107,11 +107,12 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       credits_per_image: 4,
       size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
       input_limits: SEEDREAM_4_INPUT_LIMITS,
+      status: 'available',
     });
     const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
     expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);
     // No documented bounds for an operator's own model: none published, none enforced.
-    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({ id: 'flux-dev', object: 'model', created: 0, owned_by: 'selfhosted', default_size: '1024x1024', credits_per_image: 2 });
+    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({ id: 'flux-dev', object: 'model', created: 0, owned_by: 'selfhosted', default_size: '1024x1024', credits_per_image: 2, status: 'available' });
   });
 
   it.each([
