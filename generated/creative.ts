@@ -366,6 +366,21 @@ export interface components {
             error_code: string | null;
             latency_ms: number;
             started_at: components["schemas"]["Timestamp"];
+            /** @description The tokens the upstream reported for the call, in OpenAI's `usage` shape (GPT image models bill by them); null when the upstream reports none. */
+            upstream_usage: null | components["schemas"]["UpstreamTokenUsage"];
+        };
+        UpstreamTokenUsage: {
+            input_tokens: number;
+            output_tokens: number;
+            total_tokens: number;
+            input_tokens_details?: {
+                image_tokens?: number;
+                text_tokens?: number;
+            };
+            output_tokens_details?: {
+                image_tokens?: number;
+                text_tokens?: number;
+            };
         };
         ChannelHealth: {
             id: string;

@@ -2,7 +2,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { callsOfEntry, familyOfEntry, taskLifeOf } from '../providers/formats';
-import type { ProviderImage, ProviderRequest } from '../providers/provider';
+import type { ProviderImage, ProviderRequest, ProviderTokenUsage } from '../providers/provider';
 import { UpstreamError } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
 import type { ChannelDirectory } from './channel-directory';
@@ -18,6 +18,8 @@ interface Attempt {
   errorCode: string | null;
   latencyMs: number;
   startedAt: number;
+  /** The tokens the upstream reported for the call, where it reports them. */
+  usage?: ProviderTokenUsage;
 }
 
 interface RequestContext extends CallScope {
@@ -216,7 +218,8 @@ export class ChannelFailover {
         );
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
-        context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
+        const usage = callUsage(images);
+        context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started, ...(usage ? { usage } : {}) });
         // The account's own host may serve its image URLs, whatever the provider's default host is.
         const sourceHost = hostOf(channel.baseUrl);
         return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
@@ -272,7 +275,8 @@ export class ChannelFailover {
         { ...request, ...upstreamOn(channel, context.entry, request), resumeTaskId: resume.taskId, ...(life ? { beforePoll: life.check } : {}) },
         context.signal,
       );
-      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      const usage = callUsage(images);
+      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started, ...(usage ? { usage } : {}) });
       const sourceHost = hostOf(channel.baseUrl);
       return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
     } catch (error) {
@@ -403,5 +407,26 @@ function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttem
     // An integer column: a clock that steps (NTP, a test clock) must not make the settlement that writes it fail.
     latency_ms: Math.min(Math.max(a.latencyMs, 0), 2_147_483_647),
     started_at: a.startedAt,
+    upstream_usage: a.usage ? JSON.stringify(openAiUsage(a.usage)) : null,
   }));
+}
+
+/** The tokens of one call: clients put them on the call's first image (ProviderImage.usage). */
+function callUsage(images: ProviderImage[]): ProviderTokenUsage | undefined {
+  return images.find((image) => image.usage !== undefined)?.usage;
+}
+
+/** Stored in OpenAI's own shape, the one an operator reconciles against the upstream's bill. */
+function openAiUsage(usage: ProviderTokenUsage): Record<string, unknown> {
+  const details = (image: number | undefined, text: number | undefined) =>
+    image === undefined && text === undefined ? undefined : { ...(image !== undefined ? { image_tokens: image } : {}), ...(text !== undefined ? { text_tokens: text } : {}) };
+  const input = details(usage.inputImageTokens, usage.inputTextTokens);
+  const output = details(usage.outputImageTokens, usage.outputTextTokens);
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    total_tokens: usage.totalTokens,
+    ...(input ? { input_tokens_details: input } : {}),
+    ...(output ? { output_tokens_details: output } : {}),
+  };
 }

@@ -219,6 +219,8 @@ export interface GenerationAttemptsTable {
   started_at: number;
   /** The catalog model the call was for (0023): a generation's fallbacks show as a change of model; null on older rows. */
   model?: string | null;
+  /** The tokens the upstream reported for the call (0024), OpenAI's `usage` object as JSON; null when it reported none. */
+  upstream_usage?: string | null;
 }
 
 /** A receiver of events (Standard Webhooks). */

@@ -5,7 +5,7 @@ import type { Database, GenerationAttemptsTable } from '../db/schema';
 /** SQL on generation_attempts: one row per channel call; the generation runner writes them, once, when it settles. */
 type Db = Kysely<Database>;
 
-export const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at', 'model'] as const satisfies ReadonlyArray<
+export const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at', 'model', 'upstream_usage'] as const satisfies ReadonlyArray<
   keyof GenerationAttemptsTable
 >;
 
@@ -23,7 +23,7 @@ const insertAttemptQuery = preparedQuery<GenerationAttemptsTable & Record<string
 export async function insertAttempts(db: Db, rows: GenerationAttemptsTable[]): Promise<void> {
   // Most generations make one attempt: that statement is prepared (every generation writes it).
   if (rows.length === 1) {
-    await insertAttemptQuery(db, { ...(rows[0] as GenerationAttemptsTable), model: rows[0]?.model ?? null });
+    await insertAttemptQuery(db, { ...(rows[0] as GenerationAttemptsTable), model: rows[0]?.model ?? null, upstream_usage: rows[0]?.upstream_usage ?? null });
   } else if (rows.length > 1) {
     await db
       .insertInto('generation_attempts')

@@ -128,6 +128,7 @@ const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   latency_ms: 'int',
   started_at: 'bigint',
   model: 'text',
+  upstream_usage: 'text',
 };
 const SETTLE_MANY_STATEMENT =
   `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $${5 + ATTEMPT_COLUMNS.length}::text[], $${6 + ATTEMPT_COLUMNS.length}::int[]) ` +

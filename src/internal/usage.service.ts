@@ -56,6 +56,7 @@ export class UsageService {
         error_code: a.error_code,
         latency_ms: a.latency_ms,
         started_at: toIso(a.started_at),
+        upstream_usage: a.upstream_usage ? (JSON.parse(a.upstream_usage) as Schemas['UpstreamTokenUsage']) : null,
       })),
     };
   }

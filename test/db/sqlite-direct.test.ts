@@ -121,7 +121,7 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
     await insertAttempts(database.db, [attempt]);
     // A row already there is kept (ON CONFLICT DO NOTHING), not an error.
     await insertAttempts(database.db, [{ ...attempt, outcome: 'failed' }]);
-    expect(await database.db.selectFrom('generation_attempts').selectAll().execute()).toEqual([attempt]);
+    expect(await database.db.selectFrom('generation_attempts').selectAll().execute()).toEqual([{ ...attempt, upstream_usage: null }]);
   });
 
   it("errors as kysely's path gives them: a statement's own error as SQLite raised it, an unusable file as dependency_unavailable", async () => {

@@ -60,6 +60,7 @@ const FAILURES: Record<string, { status: number; type: string; message: string; 
   insufficient_quota: { status: 429, type: 'insufficient_quota', message: 'You exceeded your current quota, please check your plan and billing details.' },
   billing_hard_limit_reached: { status: 400, type: 'invalid_request_error', message: 'Billing hard limit has been reached.' },
   rate_limit_exceeded: { status: 429, type: 'requests', message: 'Rate limit reached for gpt-image-1 on requests per minute (RPM): Limit 5, Used 5, Requested 1.' },
+  model_not_found: { status: 404, type: 'invalid_request_error', message: 'The model `gpt-image-1` does not exist or you do not have access to it.' },
   invalid_value: { status: 400, type: 'invalid_request_error', message: 'Invalid prompt: the prompt is not valid for this model.', param: 'prompt' },
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing your request.' },
   gateway_timeout: { status: 504, type: 'server_error', message: 'Gateway timeout.' },

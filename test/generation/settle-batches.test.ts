@@ -20,6 +20,8 @@ const attempt = (generationId: string, seq: number, channelId: string, outcome =
   started_at: 1_700_000_000_000 + seq,
   // The catalog model each call was for (model fallbacks): written by the batched statement too.
   model: seq === 0 ? 'requested-model' : 'fallback-model',
+  // The upstream's token report where it gave one (a succeeded call here): written by the batched statement too.
+  upstream_usage: outcome === 'succeeded' ? JSON.stringify({ input_tokens: 3, output_tokens: 272, total_tokens: 275 }) : null,
 });
 
 const succeeded = (latencyMs: number) => ({ status: 'succeeded' as const, errorCode: null, latencyMs, completedAt: 1_700_000_000_500 + latencyMs });

@@ -64,6 +64,30 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     for (const request of sent) expect(request.fields).toEqual({ model: 'dall-e-3', prompt: 'a quiet harbour', n: 1, size: '1792x1024', quality: 'hd', response_format: 'b64_json' });
   });
 
+  it('the usage tokens OpenAI reports are recorded on the attempt, in OpenAI\'s shape; a model that reports none records null', async () => {
+    const headers = { Authorization: `Bearer ${key}` };
+    const gpt = await t.api.send('post', '/images/generate', { body: { prompt: 'three tall lighthouses', model: 'gpt-image-1', n: 2, size: '1024x1024', quality: 'low', response_format: 'b64_json' }, headers });
+    expect(gpt.status).toBe(200);
+    const gptAttempts = (await t.internal.service('get', `/api/v1/creative/generations/${gpt.body.id}`)).body.attempts;
+    // The fake counts 3 text tokens (words) and 272 output tokens an image.
+    expect(gptAttempts).toEqual([
+      expect.objectContaining({
+        outcome: 'succeeded',
+        upstream_usage: {
+          input_tokens: 3,
+          input_tokens_details: { image_tokens: 0, text_tokens: 3 },
+          output_tokens: 544,
+          output_tokens_details: { image_tokens: 544, text_tokens: 0 },
+          total_tokens: 547,
+        },
+      }),
+    ]);
+    const dalle = await t.api.send('post', '/images/generate', { body: { prompt: 'a harbour', model: 'dall-e-3', size: '1024x1024', response_format: 'b64_json' }, headers });
+    expect(dalle.status).toBe(200);
+    const dalleAttempts = (await t.internal.service('get', `/api/v1/creative/generations/${dalle.body.id}`)).body.attempts;
+    expect(dalleAttempts).toEqual([expect.objectContaining({ outcome: 'succeeded', upstream_usage: null })]);
+  });
+
   it('a size the model does not take is refused before anything is charged or sent', async () => {
     const before = await creditsUsed();
     const calls = environment.requests.length;

@@ -260,6 +260,14 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       expect(error.traits.accountProblem).toBeUndefined();
     });
 
+    it('model_not_found (404: no such model on this account) is the channel\'s configuration: safe elsewhere, not counted against its breaker, not an account problem', async () => {
+      const error = await rejection(client.generate(request({ prompt: 'a picture [fail:model_not_found]' }), signal()));
+      expect(error).toMatchObject({ code: 'provider_error', retryable: false });
+      expect(error.traits).toMatchObject({ safeElsewhere: true, configurationProblem: expect.stringContaining('model_not_found') });
+      expect(error.traits.accountProblem).toBeUndefined();
+      expect(error.countsAgainstProvider).toBe(false);
+    });
+
     it('5xx is a refusal, safe elsewhere; 504 is not (the upstream may have made the images)', async () => {
       const refused = await rejection(client.generate(request({ prompt: 'a picture [fail:server_error]' }), signal()));
       expect(refused).toMatchObject({ code: 'provider_error' });

@@ -22,6 +22,7 @@ import { migration as m0020 } from './0020_usage_rollups';
 import { migration as m0021 } from './0021_usage_key_months_and_day_totals';
 import { migration as m0022 } from './0022_stored_image_owners';
 import { migration as m0023 } from './0023_model_fallbacks';
+import { migration as m0024 } from './0024_attempt_upstream_usage';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -55,6 +56,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0021_usage_key_months_and_day_totals', m0021],
   ['0022_stored_image_owners', m0022],
   ['0023_model_fallbacks', m0023],
+  ['0024_attempt_upstream_usage', m0024],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

@@ -2,6 +2,7 @@ import { ApiError } from '../../errors/api-error';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, ProviderTokenUsage, WireClient } from '../provider';
 import { postJson, postMultipart, refusedWithStatus, registerAccountSecrets, upstream, UpstreamError, type JsonAnswer } from '../upstream-errors';
 import type { MultipartPart } from '../upstream-http';
+import { type ErrorRule, failureOf, kindOf } from '../error-table';
 import { imageOptionsFor } from '../model-spec';
 import { MASK_MAX_BYTES, type OpenAIImageModel, type OpenAIImagesEndpoint, openaiImageModel } from './models';
 
@@ -37,12 +38,11 @@ interface ImagesAnswer {
 }
 
 /**
- * OpenAI's error table: what an `error.code` (else its `error.type`) means. `content`: the client's prompt
- * or inputs were refused, never counted against the channel; `account`: the account is unusable (a bad
- * key, no balance, a spending cap; the four spend codes come with `type: insufficient_quota`, OpenAI's
- * error-codes guide): the channel is disabled, not retried; `busy`: retried after Retry-After.
+ * OpenAI's error table: what an `error.code` (else its `error.type`) means. The spend codes come with
+ * `type: insufficient_quota` (OpenAI's error-codes guide); `model_not_found` (404: the model does not
+ * exist or this account has no access to it) is the channel's configuration, safe on another account.
  */
-export const OPENAI_ERRORS: ReadonlyArray<{ codes: readonly string[]; kind: 'content' | 'account' | 'busy' }> = [
+export const OPENAI_ERRORS: readonly ErrorRule[] = [
   { codes: ['moderation_blocked', 'content_policy_violation'], kind: 'content' },
   {
     codes: [
@@ -58,19 +58,16 @@ export const OPENAI_ERRORS: ReadonlyArray<{ codes: readonly string[]; kind: 'con
     ],
     kind: 'account',
   },
+  { codes: ['model_not_found'], kind: 'configuration' },
   { codes: ['rate_limit_exceeded'], kind: 'busy' },
 ];
-
-const kindOf = (code: string) => OPENAI_ERRORS.find((rule) => rule.codes.includes(code))?.kind;
 
 /** The error table applied to an answer, then its status: 401/403 the account's, 429 busy, another 400 an invalid request, 5xx a refusal but 504/524. */
 export function openaiImagesError(provider: string, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
   const code = answer.error?.code ?? '';
   const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  const kind = kindOf(code) ?? kindOf(answer.error?.type ?? '') ?? (status === 401 || status === 403 ? 'account' : status === 429 ? 'busy' : undefined);
-  if (kind === 'content') return upstream.contentRefused(provider, detail);
-  if (kind === 'account') return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, statusCode: status });
-  if (kind === 'busy') return upstream.busy(provider, detail, retryAfterMs);
+  const kind = kindOf(OPENAI_ERRORS, code) ?? kindOf(OPENAI_ERRORS, answer.error?.type) ?? (status === 401 || status === 403 ? 'account' : status === 429 ? 'busy' : undefined);
+  if (kind !== undefined) return failureOf(kind, provider, detail, { status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
   if (status === 400) {
     // The upstream refused what was sent: no other channel of it would take it either.
     return new UpstreamError('invalid_request', `Provider ${provider} refused the request: ${detail}`, false, { param: answer.error?.param ?? null, safeElsewhere: false });
