@@ -1,7 +1,7 @@
 import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, UPSTREAM_FAMILIES, upstreamModelSpec } from '../providers/upstream-models';
 import { inputLimits } from './input-limits';
 import { type PriceRow, parsePriceTable } from './price-table';
-import { OPENAI_IMAGE_MODELS, proposedPriceTable } from '../providers/openai/models';
+import { FORMATS } from '../providers/formats';
 
 export type { InputImageLimits, SizeBounds };
 
@@ -57,78 +57,13 @@ export function upstreamLimitsOf(upstreamModel: string): Pick<CatalogModel, 'siz
 
 export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
 
-/** Price rows by named size tier: `[tier, credits, largest output (width × height) of the tier]`; the last row takes the rest. */
-function tiers(...rows: Array<[tier: string, credits: number, maxPixels?: number]>): PriceRow[] {
-  return rows.map(([tier, credits, maxPixels]) => ({ tier, credits, ...(maxPixels === undefined ? {} : { max_pixels: maxPixels }) }));
-}
-
-export const DEFAULT_CATALOG: CatalogModel[] = [
-  { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', ...upstreamLimitsOf('local-1') },
-  // Jimeng 4.5 is Seedream 4.5, served through Ark (the visual API has no 4.5 req_key).
-  {
-    model: 'jimeng-4.5',
-    provider: 'jimeng',
-    transport: 'ark',
-    upstream_model: 'doubao-seedream-4-5-251128',
-    credits_per_image: 4,
-    default_size: '2048x2048',
-    ...upstreamLimitsOf('doubao-seedream-4-5-251128'),
-  },
-  // Seedream 5.0 lite, through Ark: 2K / 3K sizes (3,686,400…10,404,496 pixels).
-  {
-    model: 'jimeng-5.0-lite',
-    provider: 'jimeng',
-    transport: 'ark',
-    upstream_model: 'doubao-seedream-5-0-260128',
-    credits_per_image: 4,
-    default_size: '2048x2048',
-    ...upstreamLimitsOf('doubao-seedream-5-0-260128'),
-  },
-  { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048', ...upstreamLimitsOf('jimeng_t2i_v40') },
-  { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328', ...upstreamLimitsOf('jimeng_t2i_v31') },
-  // fal.ai's queue: FLUX apps (they serve once a `fal` channel exists: FAL_KEY or the channels API).
-  { model: 'fal-flux-dev', provider: 'fal', upstream_model: 'fal-ai/flux/dev', credits_per_image: 3, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux/dev') },
-  { model: 'fal-flux-pro-1.1', provider: 'fal', upstream_model: 'fal-ai/flux-pro/v1.1', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/v1.1') },
-  { model: 'fal-flux-kontext-pro', provider: 'fal', upstream_model: 'fal-ai/flux-pro/kontext', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('fal-ai/flux-pro/kontext') },
-  // Black Forest Labs' FLUX API (they serve once a `bfl` channel exists: BFL_API_KEY or the channels API).
-  // FLUX.2 [pro] is priced per megapixel by BFL (3 cents the first, 1.5 each further one): a tier per MP, rounded up.
-  { model: 'flux-pro-1.1', provider: 'bfl', upstream_model: 'flux-pro-1.1', credits_per_image: 4, default_size: '1024x768', ...upstreamLimitsOf('flux-pro-1.1') },
-  { model: 'flux-kontext-pro', provider: 'bfl', upstream_model: 'flux-kontext-pro', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('flux-kontext-pro') },
-  {
-    model: 'flux-2-pro',
-    provider: 'bfl',
-    upstream_model: 'flux-2-pro',
-    credits_per_image: 8,
-    price_table: [
-      { tier: '1 MP', max_pixels: 1024 * 1024, credits: 3 },
-      { tier: '2 MP', max_pixels: 2 * 1024 * 1024, credits: 5 },
-      { tier: '3 MP', max_pixels: 3 * 1024 * 1024, credits: 6 },
-      { tier: '4 MP', max_pixels: 4 * 1024 * 1024, credits: 8 },
-    ],
-    default_size: '1024x1024',
-    ...upstreamLimitsOf('flux-2-pro'),
-  },
-  // OpenAI's Images API (they serve once an `openai` channel exists: OPENAI_API_KEY or the channels API). Priced from
-  // OpenAI's per-image prices by quality and size at 1 credit = US$0.001 (src/providers/openai/models.ts proposedPriceTable).
-  ...OPENAI_IMAGE_MODELS.map((row) => {
-    const price_table = proposedPriceTable(row);
-    return {
-      model: row.model,
-      provider: 'openai',
-      upstream_model: row.model,
-      credits_per_image: Math.max(...price_table.map((r) => r.credits)),
-      price_table,
-      default_size: '1024x1024',
-      ...upstreamLimitsOf(row.model),
-    };
-  }),
-  // Google's Gemini image models (they serve once a `gemini` channel exists: GEMINI_API_KEY or the channels API).
-  // Credits at the catalog's scale (about US$0.01 each, rounded up) of Google's per-image prices by size tier:
-  // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
-  { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024', ...upstreamLimitsOf('gemini-2.5-flash-image') },
-  { model: 'gemini-3-pro-image', provider: 'google', upstream_model: 'gemini-3-pro-image', credits_per_image: 24, price_table: tiers(['1K', 14, 1200 * 896], ['2K', 14, 2400 * 1792], ['4K', 24]), default_size: '1024x1024', ...upstreamLimitsOf('gemini-3-pro-image') },
-  { model: 'gemini-3.1-flash-image', provider: 'google', upstream_model: 'gemini-3.1-flash-image', credits_per_image: 16, price_table: tiers(['1K', 7, 384 * 3072], ['2K', 11, 768 * 6144], ['4K', 16]), default_size: '1024x1024', ...upstreamLimitsOf('gemini-3.1-flash-image') },
-];
+/**
+ * The built-in catalog: each wire format's own rows (its descriptor's `catalog`, in registry order),
+ * with the size bounds and input limits its model table documents.
+ */
+export const DEFAULT_CATALOG: CatalogModel[] = FORMATS.flatMap((descriptor) =>
+  (descriptor.catalog ?? []).map((row) => ({ ...row, ...(row.price_table ? { price_table: row.price_table.map((r) => ({ ...r })) } : {}), ...upstreamLimitsOf(row.upstream_model) })),
+);
 
 function options(value: unknown, where: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where}: "upstream_options" must be an object`);

@@ -1,4 +1,5 @@
 import type { EnvVariables } from '../config/env-types';
+import type { PriceRow } from '../config/price-table';
 import type { ErrorRule } from './error-table';
 import type { UpstreamModelSpec } from './model-spec';
 import type { WireClient } from './provider';
@@ -39,6 +40,12 @@ export interface ProviderDescriptor {
   /** Its models: sizes, parameters, input limits (docs/operators/providers.md lists them with sources). */
   models: readonly UpstreamModelSpec[];
   /**
+   * The models the built-in catalog lists for it (src/config/catalog.ts DEFAULT_CATALOG, in registry
+   * order): they serve once the operator adds an account (a channel); the catalog adds each row's
+   * documented size bounds and input limits from `models`.
+   */
+  catalog?: readonly DefaultCatalogRow[];
+  /**
    * The upstream ids it serves beyond its table's rows, for a provider with several formats: which
    * one a trusted caller's model outside the catalog goes to (the first format, in registry order, that matches).
    */
@@ -49,6 +56,18 @@ export interface ProviderDescriptor {
   resume?: ResumeHandleSpec;
   /** Its client for one account. */
   createClient(account: WireAccount, settings: WireSettings): WireClient;
+}
+
+/** A built-in catalog model of a format (config/catalog.ts CatalogModel without what the model table gives). */
+export interface DefaultCatalogRow {
+  model: string;
+  provider: string;
+  upstream_model: string;
+  credits_per_image: number;
+  default_size: string;
+  /** Needed when its provider has several formats. */
+  transport?: string;
+  price_table?: PriceRow[];
 }
 
 export interface CredentialField {

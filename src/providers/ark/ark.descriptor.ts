@@ -24,6 +24,11 @@ export const ARK: ProviderDescriptor = {
   // Results are served from TOS buckets under volces.com (BytePlus: the account's own region host).
   resultHosts: ['*.volces.com'],
   models: ARK_MODELS,
+  // Jimeng 4.5 is Seedream 4.5 (the visual API has no 4.5 req_key); Seedream 5.0 lite takes 2K / 3K sizes.
+  catalog: [
+    { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 4, default_size: '2048x2048' },
+    { model: 'jimeng-5.0-lite', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-5-0-260128', credits_per_image: 4, default_size: '2048x2048' },
+  ],
   // Every other jimeng id: Ark's model ids, BytePlus ids and endpoint ids (`ep-…`) have no common form.
   modelIds: /./,
   errors: ARK_ERRORS,

@@ -27,6 +27,24 @@ export const BFL: ProviderDescriptor = {
   // Results are served from delivery.*.bfl.ai hosts (regional names that change), polling URLs from api.*.bfl.ai.
   resultHosts: BFL_HOSTS,
   models: BFL_MODELS,
+  // FLUX.2 [pro] is priced per megapixel by BFL (3 cents the first, 1.5 each further one): a tier per MP, rounded up.
+  catalog: [
+    { model: 'flux-pro-1.1', provider: 'bfl', upstream_model: 'flux-pro-1.1', credits_per_image: 4, default_size: '1024x768' },
+    { model: 'flux-kontext-pro', provider: 'bfl', upstream_model: 'flux-kontext-pro', credits_per_image: 4, default_size: '1024x1024' },
+    {
+      model: 'flux-2-pro',
+      provider: 'bfl',
+      upstream_model: 'flux-2-pro',
+      credits_per_image: 8,
+      price_table: [
+        { tier: '1 MP', max_pixels: 1024 * 1024, credits: 3 },
+        { tier: '2 MP', max_pixels: 2 * 1024 * 1024, credits: 5 },
+        { tier: '3 MP', max_pixels: 3 * 1024 * 1024, credits: 6 },
+        { tier: '4 MP', max_pixels: 4 * 1024 * 1024, credits: 8 },
+      ],
+      default_size: '1024x1024',
+    },
+  ],
   errors: BFL_ERRORS,
   // BFL's polling URLs are about 80 characters: they fit the task journal's task_id (200).
   resume: { holds: 'the polling URL', lifeMs: BFL_RESULT_LIFE_MS },

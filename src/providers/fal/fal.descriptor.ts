@@ -29,6 +29,11 @@ export const FAL: ProviderDescriptor = {
   // (fal.ai/docs/documentation/model-apis/media-expiration: "https://v3.fal.media/files/...").
   resultHosts: ['fal.media', '*.fal.media'],
   models: FAL_MODELS,
+  catalog: [
+    { model: 'fal-flux-dev', provider: 'fal', upstream_model: 'fal-ai/flux/dev', credits_per_image: 3, default_size: '1024x1024' },
+    { model: 'fal-flux-pro-1.1', provider: 'fal', upstream_model: 'fal-ai/flux-pro/v1.1', credits_per_image: 4, default_size: '1024x1024' },
+    { model: 'fal-flux-kontext-pro', provider: 'fal', upstream_model: 'fal-ai/flux-pro/kontext', credits_per_image: 4, default_size: '1024x1024' },
+  ],
   errors: FAL_ERRORS,
   // The handle gives back the request's own status, response and cancel URLs (fal: "do not build these
   // URLs yourself"); fal keeps a completed request's result for 1 hour.

@@ -34,6 +34,35 @@ export const GEMINI: ProviderDescriptor = {
   // Images come back inline (base64), never as URLs to fetch.
   resultHosts: [],
   models: GEMINI_MODEL_SPECS,
+  // Credits at the catalog's scale (about US$0.01 each, rounded up) of Google's per-image prices by size tier:
+  // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
+  catalog: [
+    { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024' },
+    {
+      model: 'gemini-3-pro-image',
+      provider: 'google',
+      upstream_model: 'gemini-3-pro-image',
+      credits_per_image: 24,
+      price_table: [
+        { tier: '1K', max_pixels: 1200 * 896, credits: 14 },
+        { tier: '2K', max_pixels: 2400 * 1792, credits: 14 },
+        { tier: '4K', credits: 24 },
+      ],
+      default_size: '1024x1024',
+    },
+    {
+      model: 'gemini-3.1-flash-image',
+      provider: 'google',
+      upstream_model: 'gemini-3.1-flash-image',
+      credits_per_image: 16,
+      price_table: [
+        { tier: '1K', max_pixels: 384 * 3072, credits: 7 },
+        { tier: '2K', max_pixels: 768 * 6144, credits: 11 },
+        { tier: '4K', credits: 16 },
+      ],
+      default_size: '1024x1024',
+    },
+  ],
   errors: GEMINI_ERRORS,
   createClient(account, settings) {
     return new GeminiClient(apiKeyConnection(account, GEMINI, settings));

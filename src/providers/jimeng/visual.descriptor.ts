@@ -30,6 +30,10 @@ export const VISUAL: ProviderDescriptor = {
   // Results (return_url) are served from p<N>-aiop-sign.byteimg.com.
   resultHosts: ['*.byteimg.com'],
   models: VISUAL_MODELS,
+  catalog: [
+    { model: 'jimeng-4.0', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '2048x2048' },
+    { model: 'jimeng-3.1', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v31', credits_per_image: 2, default_size: '1328x1328' },
+  ],
   modelIds: /^jimeng_/,
   errors: VISUAL_ERRORS,
   // GetResult answers `not_found` for a task older than 12 hours ("任务已过期(12小时)").

@@ -12,6 +12,7 @@ export const LOCAL: ProviderDescriptor = {
   offline: true,
   resultHosts: [],
   models: LOCAL_MODELS,
+  catalog: [{ model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' }],
   errors: [],
   createClient: (_account, settings) => new LocalProvider(settings.localMode ?? 'render'),
 };
