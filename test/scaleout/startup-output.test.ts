@@ -50,6 +50,6 @@ describe('the startup output', () => {
       `creative-gateway listening on http://127.0.0.1:${port}: API reference http://127.0.0.1:${port}/docs, console http://127.0.0.1:${port}/console, internal API http://127.0.0.1:${internalPort}\n`,
     );
     expect(text).toContain(`models: ${DEFAULT_CATALOG.map(({ model }) => (model === 'local-1' ? model : `${model} (no channel)`)).join(', ')}\n`);
-    expect(text).toContain('models: local-1, jimeng-4.5 (no channel), ');
+    expect(text).toContain('models: local-1, jimeng-4.0 (no channel), ');
   });
 });
