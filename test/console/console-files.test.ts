@@ -9,7 +9,6 @@ import { errorHandler } from '../../src/errors/error-handler';
 import { startJwksServer } from '../helpers/access-jwt';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { buildConsoleIfStale } = require('../helpers/global-setup-console') as { buildConsoleIfStale: () => void };
 
 const consolePath = gatewayOperations.getConsole.path;

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, sniff } from './input-images';
-import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } from './scenario';
 
 /**
  * A local stand-in for Black Forest Labs' API, kept apart from the gateway's tables on purpose.
@@ -151,7 +151,7 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
   const invalid = (res: http.ServerResponse, field: string, msg: string, type = 'value_error') => sendJson(res, 422, { detail: [{ loc: ['body', field], msg, type }] });
 
   let fake: FakeBfl;
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     const raw = await readBody(req);
     const target = new URL(req.url ?? '/', 'http://fake');
     const ownOrigin = `http://${req.headers.host}`;
@@ -256,7 +256,7 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
     submits.push({ id, model, body, images });
     const origin = token(prompt, 'foreign-polling') !== undefined ? foreignOrigin : ownOrigin;
     return sendJson(res, 200, { id, polling_url: `${origin}/v1/get_result?id=${id}`, cost: 4, input_mp: 0, output_mp: 1 });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   fake = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

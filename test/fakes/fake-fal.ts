@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, decodeDataUri, fetchInputImage } from './input-images';
-import { AccountCounters, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
+import { AccountCounters, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
 
 /**
  * A local stand-in for fal's queue (fal.ai/docs/api-reference/inference-api; the queue's OpenAPI
@@ -190,7 +190,7 @@ export async function startFakeFal(options: { apiKey: string }, port = 0): Promi
     }
   };
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     if (serveImageFile(req, res)) return;
     const raw = await readBody(req);
     const path = (req.url ?? '').split('?')[0]!;
@@ -279,7 +279,7 @@ export async function startFakeFal(options: { apiKey: string }, port = 0): Promi
     finishers.set(id, counters.start());
     submits.push({ requestId: id, app, body, images });
     sendJson(res, 200, { ...urlsOf(request), status: 'IN_QUEUE', queue_position: 0 });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const fake: FakeFal = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, decodeDataUri } from './input-images';
-import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } from './scenario';
 
 /**
  * A local stand-in for the Gemini API's `POST /v1beta/models/{model}:generateContent` with image
@@ -76,7 +76,7 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
   let outage: { status: string; code: number } | undefined;
   let held: Array<() => void> = [];
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     const raw = await readBody(req);
     const route = /^\/v1beta\/models\/([^/:]+):generateContent(?:\?.*)?$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !route) return googleError(res, 404, 'NOT_FOUND', `Requested entity was not found: ${req.method} ${req.url}`);
@@ -150,7 +150,7 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
       usageMetadata: { promptTokenCount: 8, candidatesTokenCount: textOnly ? 5 : 1290, totalTokenCount: textOnly ? 13 : 1298 },
       modelVersion: model,
     });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, decodeDataUri, fetchInputImage } from './input-images';
-import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
 
 /**
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
@@ -161,7 +161,7 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
   const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(res, status, { error: { code, message, param: status === 400 ? 'prompt' : null, type: status === 400 ? 'BadRequest' : 'ServerError' } });
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     const raw = await readBody(req);
     if (serveImageFile(req, res)) return;
     if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
@@ -243,7 +243,7 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
     // Ark bills `usage.generated_images`; [billed:N] makes it N whatever was delivered (a group call billed in full, say).
     const billed = token(prompt, 'billed') === undefined ? count : Number(token(prompt, 'billed'));
     sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: billed, output_tokens: 16384 * count, total_tokens: 16384 * count } });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

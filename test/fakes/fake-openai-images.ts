@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sniff } from './input-images';
-import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token } from './scenario';
+import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token, answering } from './scenario';
 
 /**
  * A local stand-in for OpenAI's Images API (`POST /v1/images/generations`, JSON, and `POST /v1/images/edits`,
@@ -194,7 +194,7 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
   let held: Array<() => void> = [];
   let heldWaiters: Array<() => void> = [];
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     const raw = await readRaw(req);
     if (serveImageFile(req, res)) return;
     const endpoint = req.method === 'POST' && req.url?.endsWith('/images/generations') ? 'generations' : req.method === 'POST' && req.url?.endsWith('/images/edits') ? 'edits' : undefined;
@@ -282,7 +282,7 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
         total_tokens: textTokens + imageTokens + outputTokens,
       },
     });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, fetchInputImage } from './input-images';
 import { expectedVolcSignature } from './volc-signature';
-import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
 
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
@@ -111,7 +111,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
     return options.imageHost ? url.replace(/^http:\/\/[^/]+/, `https://${options.imageHost}`) + '?rk3s=fake&x-expires=9999999999' : url;
   };
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer(answering(async (req, res) => {
     const raw = await readBody(req);
     if (serveImageFile(req, res)) return;
     const target = new URL(req.url ?? '/', 'http://fake');
@@ -237,7 +237,7 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       });
     }
     return sendJson(res, 404, { ResponseMetadata: { Error: { Code: 'InvalidActionOrVersion', Message: `unknown action ${action}` } } });
-  });
+  }));
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -106,3 +106,18 @@ export class AccountCounters {
     return this.startedAt.length;
   }
 }
+
+/**
+ * A fake's request handler written as an async function: a failure of the fake itself answers 500
+ * (and ends the response) instead of becoming an unhandled rejection that would end the test run.
+ */
+export function answering(
+  handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => Promise<unknown>,
+): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.end(`fake failed: ${String(error)}`);
+    });
+  };
+}

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { unsupportedNode, commandThatWorks, MINIMUM } = require('../../scripts/supported-node.js') as {
   unsupportedNode: (version: string, command?: string) => string | undefined;
   commandThatWorks: (argv: string[], cwd: string, shippedNode?: string) => string | undefined;
