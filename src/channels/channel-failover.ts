@@ -3,7 +3,7 @@ import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { callsOfEntry, familyOfEntry, taskLifeOf } from '../providers/formats';
 import type { ProviderImage, ProviderRequest, ProviderTokenUsage } from '../providers/provider';
-import { UpstreamError } from '../providers/upstream-errors';
+import { UpstreamError, withoutPrompt } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
@@ -224,7 +224,7 @@ export class ChannelFailover {
         const sourceHost = hostOf(channel.baseUrl);
         return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
       } catch (error) {
-        const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : error;
+        const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : withoutPrompt(error, request.prompt);
         if (failure instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
         const moveOn = await this.judgeFailure(context, channel, runtime, failure, busyTries, failedOver, this.deps.clock.now() - started);
         context.attempts.push({
@@ -279,7 +279,8 @@ export class ChannelFailover {
       context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started, ...(usage ? { usage } : {}) });
       const sourceHost = hostOf(channel.baseUrl);
       return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
-    } catch (error) {
+    } catch (caught) {
+      const error = withoutPrompt(caught, request.prompt);
       if (error instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
       const code = error instanceof ApiError ? error.code : 'internal_error';
       context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'failed', errorCode: code, latencyMs: this.deps.clock.now() - started, startedAt: started });

@@ -96,6 +96,29 @@ export function afterAcceptance(error: UpstreamError): UpstreamError {
   });
 }
 
+/** Prompts shorter than this are not removed by value: they would blank out ordinary words. */
+const MIN_QUOTED_PROMPT_LENGTH = 6;
+
+/**
+ * `error` without the request's prompt, where the upstream quoted it ("the prompt … is invalid"):
+ * what the gateway keeps of an upstream's text (logs, stored errors, `disabled_reason`) never holds a
+ * prompt. Other errors are returned as they are.
+ */
+export function withoutPrompt(error: unknown, prompt: string): unknown {
+  // A subclass carries meaning of its own (visual-transport's RegenerableModeration): kept whole.
+  if (!(error instanceof UpstreamError) || error.constructor !== UpstreamError || prompt.length < MIN_QUOTED_PROMPT_LENGTH) return error;
+  const quoted = [error.message, error.traits.accountProblem, error.traits.configurationProblem].some((text) => text?.includes(prompt));
+  if (!quoted) return error;
+  const strip = (text: string | undefined) => text?.split(prompt).join('[prompt]');
+  const copy = new UpstreamError(error.code, strip(error.message) ?? '', error.retryable, {
+    ...(error.param === undefined ? {} : { param: error.param }),
+    ...error.traits,
+    accountProblem: strip(error.traits.accountProblem),
+    configurationProblem: strip(error.traits.configurationProblem),
+  });
+  return copy;
+}
+
 /** An HTTP status that proves the upstream refused the call (504/524 are proxies giving up: unknown). */
 export function refusedWithStatus(status: number): boolean {
   return status >= 500 && status !== 504 && status !== 524;

@@ -11,7 +11,7 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [echo:CODE:STATUS] an error answer whose message
  * echoes the Authorization header and the key (a hostile or careless upstream); [empty] no images; [image:KIND] a misbehaving
  * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB;
- * [billed:N] Ark's `usage.generated_images` is N. Image URLs point at the fake itself (GET /files/...).
+ * [billed:N] Ark's `usage.generated_images` is N; [quote-prompt:CODE:STATUS] an error answer whose message quotes the prompt. Image URLs point at the fake itself (GET /files/...).
  */
 /** The base64 image of an answer: the tiny PNG, or a misbehaving one ([b64:html], [b64:huge]). */
 function b64Image(kind: string | undefined): string {
@@ -185,6 +185,12 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
     if (echo !== undefined) {
       const [code, status] = echo.split(':');
       return error(res, Number(status ?? 500), code ?? 'InternalServiceError', echoed);
+    }
+    // Upstreams quote the request in some errors ("The prompt ... is invalid"): the gateway must not log it.
+    const quoting = token(prompt, 'quote-prompt');
+    if (quoting !== undefined) {
+      const [code, status] = quoting.split(':');
+      return error(res, Number(status ?? 500), code ?? 'InternalServiceError', `the prompt "${prompt}" could not be processed`);
     }
     const slow = token(prompt, 'slow');
     if (slow) await delay(Number(slow));
