@@ -1,5 +1,5 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
-import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
+import { apiKeyConnection, type DefaultCatalogRow, type ProviderDescriptor } from '../descriptor';
 import { GeminiClient } from './gemini-client';
 import { GEMINI_ERRORS } from './gemini-errors';
 import { GEMINI_MODEL_SPECS } from './gemini-models';
@@ -38,33 +38,28 @@ export const GEMINI: ProviderDescriptor = {
   // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
   catalog: [
     { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024' },
-    {
-      model: 'gemini-3-pro-image',
-      provider: 'google',
-      upstream_model: 'gemini-3-pro-image',
-      credits_per_image: 24,
-      price_table: [
-        { tier: '1K', max_pixels: 1200 * 896, credits: 14 },
-        { tier: '2K', max_pixels: 2400 * 1792, credits: 14 },
-        { tier: '4K', credits: 24 },
-      ],
-      default_size: '1024x1024',
-    },
-    {
-      model: 'gemini-3.1-flash-image',
-      provider: 'google',
-      upstream_model: 'gemini-3.1-flash-image',
-      credits_per_image: 16,
-      price_table: [
-        { tier: '1K', max_pixels: 384 * 3072, credits: 7 },
-        { tier: '2K', max_pixels: 768 * 6144, credits: 11 },
-        { tier: '4K', credits: 16 },
-      ],
-      default_size: '1024x1024',
-    },
+    // The largest output of the 1K and 2K tiers: the widest aspect ratio each model documents.
+    byTier('gemini-3-pro-image', [14, 1200 * 896], [14, 2400 * 1792], 24),
+    byTier('gemini-3.1-flash-image', [7, 384 * 3072], [11, 768 * 6144], 16),
   ],
   errors: GEMINI_ERRORS,
   createClient(account, settings) {
     return new GeminiClient(apiKeyConnection(account, GEMINI, settings));
   },
 };
+
+/** A catalog row priced by Google's size tiers: credits up to each tier's largest output, 4K the rest. */
+function byTier(model: string, oneK: [credits: number, maxPixels: number], twoK: [credits: number, maxPixels: number], fourK: number): DefaultCatalogRow {
+  return {
+    model,
+    provider: 'google',
+    upstream_model: model,
+    credits_per_image: fourK,
+    price_table: [
+      { tier: '1K', max_pixels: oneK[1], credits: oneK[0] },
+      { tier: '2K', max_pixels: twoK[1], credits: twoK[0] },
+      { tier: '4K', credits: fourK },
+    ],
+    default_size: '1024x1024',
+  };
+}
