@@ -81,6 +81,8 @@ export interface GenerationsTable {
    * `provider` then name the one that ran last (and delivered, when it succeeded). Null otherwise.
    */
   requested_model?: string | null;
+  /** What was applied to the prompt in `request` once settled (0025): null = still kept; `hash` or `none` (src/maintenance/prompt-retention.ts). */
+  prompt_retention?: string | null;
 }
 
 /** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */
