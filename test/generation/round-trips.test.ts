@@ -120,7 +120,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     for (let i = 0; i < GENERATIONS; i++) {
       const from = trips.length;
       expect((await send(i)).status).toBe(200);
-      // Whatever the request does after its answer (none today) lands in its own window.
+      // Whatever the request does after its answer lands in its own window.
       await sleep(20);
       windows.push(trips.slice(from));
     }
@@ -141,10 +141,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     // Deterministic: every measured generation costs the same.
     for (const count of counts) {
       if (count.postgres !== counts[0]!.postgres || count.redis !== counts[0]!.redis) {
-        throw new Error(`generations of the same request differ:
-${counts[0]!.trips.join('\n')}
----
-${count.trips.join('\n')}`);
+        throw new Error(`generations of the same request differ:\n${counts[0]!.trips.join('\n')}\n---\n${count.trips.join('\n')}`);
       }
     }
     return counts[0]!;
