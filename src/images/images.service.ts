@@ -149,7 +149,8 @@ export class ImagesService {
       deleted_at: null,
     }));
     // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
-    await writes.run((trx) => insertStoredImages(trx, rows));
+    // One multi-row INSERT is atomic by itself: on PostgreSQL it goes without BEGIN/COMMIT (one round trip).
+    await writes.single((db) => insertStoredImages(db, rows));
     try {
       await Promise.all(rows.map((row, i) => store.put(row.id, (images[i] as StoredImageBytes).bytes, row.content_type as StoredImageContentType)));
     } catch (error) {

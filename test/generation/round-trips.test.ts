@@ -169,15 +169,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     });
   });
 
-  it('url (the default response_format): 5 PostgreSQL, 1 Redis', async () => {
+  it('url (the default response_format): 3 PostgreSQL, 1 Redis', async () => {
     const { key } = await gw.createKey();
     const counted = await measure(() => gw.api.client(key, localRequest({ response_format: 'url' })));
     expectRoundTrips(counted, {
       // 1. The reservation (as above).
-      // 2-4. The stored image's row, written before the bytes are put so the sweeper knows every object:
-      //      BEGIN, INSERT INTO stored_images, COMMIT (src/images/images.service.ts, storeImages: writes.run).
-      // 5. The settlement (as above).
-      postgres: 5,
+      // 2. The stored image's row, written before the bytes are put so the sweeper knows every object: one
+      //    INSERT INTO stored_images, atomic by itself (src/images/images.service.ts, storeImages: writes.single).
+      // 3. The settlement (as above).
+      postgres: 3,
       // 1. The requests-per-minute count (as above).
       redis: 1,
     });
