@@ -5,6 +5,7 @@ import { pruneSettledTasks } from '../generation/durable.repository';
 import { findStalePendingGenerations } from '../generation/generations.repository';
 import { failGeneration } from '../generation/settlement.repository';
 import { pruneOldGenerations } from './generation-retention';
+import { applyPromptRetention, type PromptRetention } from './prompt-retention';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
 import { pruneIdempotencyRecords } from '../idempotency/idempotency.repository';
 import type { Clock } from '../shared/clock';
@@ -16,6 +17,8 @@ export interface SweepResult {
   imagesDeleted: number;
   /** Settled generation rows past GENERATION_RETENTION_DAYS, deleted (the usage rollups stay). */
   generationsPruned: number;
+  /** Settled generations whose prompt was reduced to its hash or removed (PROMPT_RETENTION). */
+  promptsWithheld: number;
 }
 
 /**
@@ -37,6 +40,8 @@ export interface SweepDeps {
   onSettled?: (trx: Kysely<Database>, generationId: string) => Promise<boolean>;
   /** GENERATION_RETENTION_DAYS in milliseconds: older settled generation rows are deleted; undefined keeps them. */
   generationRetentionMs?: number;
+  /** PROMPT_RETENTION: what settled generations keep of their prompt (`full` when absent). */
+  promptRetention?: PromptRetention;
 }
 
 /**
@@ -77,7 +82,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   // The upstream-call journal matters only while a generation may be taken over.
   await pruneSettledTasks(deps.db);
   const generationsPruned = deps.generationRetentionMs === undefined ? 0 : await pruneOldGenerations(deps.db, now - deps.generationRetentionMs);
-  return { abandoned, idempotencyPruned, imagesDeleted, generationsPruned };
+  const promptsWithheld = await applyPromptRetention(deps.db, deps.promptRetention ?? 'full');
+  return { abandoned, idempotencyPruned, imagesDeleted, generationsPruned, promptsWithheld };
 }
 
 /** Runs the sweep now and then every `intervalMs` until stopped. */
@@ -85,7 +91,7 @@ export async function startSweeper(deps: SweepDeps & { intervalMs: number; logge
   const run = async () => {
     try {
       const result = await sweepOnce(deps);
-      if (result.abandoned > 0 || result.idempotencyPruned > 0 || result.imagesDeleted > 0 || result.generationsPruned > 0) deps.logger.info(result, 'sweep released abandoned work');
+      if (Object.values(result).some((count) => count > 0)) deps.logger.info(result, 'sweep released abandoned work');
     } catch (error) {
       deps.logger.error({ err: error }, 'sweep failed');
     }
