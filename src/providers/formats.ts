@@ -32,10 +32,18 @@ export function requireDescriptor(format: string): ProviderDescriptor {
 /** Provider names known without configuration (a key may allow them before any account exists). */
 export const BUILT_IN_PROVIDERS: readonly string[] = [...new Set(FORMATS.flatMap((descriptor) => descriptor.providers))];
 
-/** The formats that serve `provider` (the generic one for a provider no descriptor lists). */
-export function formatsOf(provider: string): ProviderDescriptor[] {
-  const listed = FORMATS.filter((descriptor) => descriptor.providers.includes(provider));
-  return listed.length > 0 ? listed : FORMATS.filter((descriptor) => descriptor.generic);
+const formatsByProvider = new Map<string, readonly ProviderDescriptor[]>();
+
+/** The formats that serve `provider` (the generic one for a provider no descriptor lists); asked on every call, so kept per provider. */
+export function formatsOf(provider: string): readonly ProviderDescriptor[] {
+  let formats = formatsByProvider.get(provider);
+  if (formats === undefined) {
+    const listed = FORMATS.filter((descriptor) => descriptor.providers.includes(provider));
+    formats = listed.length > 0 ? listed : FORMATS.filter((descriptor) => descriptor.generic);
+    // Names come from configuration and trusted callers; bounded all the same.
+    if (formatsByProvider.size < 256) formatsByProvider.set(provider, formats);
+  }
+  return formats;
 }
 
 /** The format a catalog entry without `transport` is served over: the one format of its provider; undefined when it has several (the entry must say). */
