@@ -536,7 +536,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -718,7 +718,8 @@ export interface components {
          * @description The request breaks the contract (`invalid_request`, `param` names the field), an input
          *     image is unreadable (`image_input_invalid`) or outside the model's limits
          *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
-         *     (`content_policy_violation`). Not charged.
+         *     (`content_policy_violation`), or the key's prompt rules refused it (`prompt_blocked`, naming the
+         *     rule's id, never the matched text). Not charged.
          */
         GenerationRefused: {
             headers: {

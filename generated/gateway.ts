@@ -1467,6 +1467,8 @@ export interface components {
             allowed_models?: string[] | null;
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
+            /** @description Prompt rules of this key (null = none). */
+            prompt_rules?: null | components["schemas"]["PromptRules"];
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -1485,6 +1487,8 @@ export interface components {
             allowed_models?: string[] | null;
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
+            /** @description Prompt rules of this key (null = none). */
+            prompt_rules?: null | components["schemas"]["PromptRules"];
             /**
              * Format: date-time
              * @description New expiry (must be in the future), or null for a permanent key.
@@ -1531,6 +1535,8 @@ export interface components {
             allowed_models: string[] | null;
             metadata: components["schemas"]["KeyMetadata"];
             alert_thresholds: components["schemas"]["AlertThresholds"];
+            /** @description Prompt rules of this key (null = none). */
+            prompt_rules: null | components["schemas"]["PromptRules"];
         };
         /**
          * @description Your own labels, a flat map of strings (at most 16 entries; names `[A-Za-z0-9_-]{1,40}`, values up to 500 characters). Filter `listKeys` with `metadata=name:value`.
@@ -1953,7 +1959,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -2124,6 +2130,28 @@ export interface components {
          * @enum {string}
          */
         ModelStatus: "available" | "degraded" | "unconfigured";
+        PromptRule: {
+            id?: string;
+            /** @enum {string} */
+            kind: "max_length" | "blocked_term" | "blocked_pattern" | "allow_list";
+            /** @description `max_length` only. */
+            max?: number;
+            /** @description `blocked_term` only. */
+            term?: string;
+            /** @description `blocked_pattern` only. */
+            pattern?: string;
+            /** @description `allow_list` only. */
+            patterns?: string[];
+        };
+        /**
+         * @description Prompt rules: refused before anything is reserved or sent, with 400 `prompt_blocked` naming the
+         *     rule's `id` (never the text that matched). `max_length` (code points), `blocked_term` (a
+         *     substring, compared with case, width, accents and invisible characters folded), `blocked_pattern`
+         *     (a regular expression, matched in linear time; one that cannot be is refused when set),
+         *     `allow_list` (the prompt must match one of `patterns` whole). At most one `max_length` and one
+         *     `allow_list`. A rule without `id` gets one (`gr_…`). See docs/guardrails.md.
+         */
+        PromptRules: components["schemas"]["PromptRule"][];
     };
     responses: {
         /** @description The channel (never its credentials). */
@@ -2348,7 +2376,8 @@ export interface components {
          * @description The request breaks the contract (`invalid_request`, `param` names the field), an input
          *     image is unreadable (`image_input_invalid`) or outside the model's limits
          *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
-         *     (`content_policy_violation`). Not charged.
+         *     (`content_policy_violation`), or the key's prompt rules refused it (`prompt_blocked`, naming the
+         *     rule's id, never the matched text). Not charged.
          */
         GenerationRefusedRateLimited: {
             headers: {

@@ -35,6 +35,8 @@ export interface ApiKeysTable {
   metadata: string | Record<string, string>;
   /** JSON array of percentages. */
   alert_thresholds: string;
+  /** JSON PromptRule[] (0026, src/guardrails/prompt-rules.ts); null = none. */
+  prompt_rules?: string | null;
 }
 
 export interface GenerationsTable {

@@ -5,6 +5,7 @@ import { ApiError } from '../errors/api-error';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
+import { CompiledPromptRules, type PromptRuleSet, validatePromptRules } from '../guardrails/prompt-rules';
 
 /**
  * Per-key policy beyond quota and rate (issue #16): where a key may be used from, which models,
@@ -26,9 +27,10 @@ export interface PolicyInput {
   allowed_models?: string[] | null;
   metadata?: KeyMetadata;
   alert_thresholds?: number[];
+  prompt_rules?: Schemas['PromptRule'][] | null;
 }
 
-type PolicyColumns = Pick<ApiKeysTable, 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds'>;
+type PolicyColumns = Pick<ApiKeysTable, 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds' | 'prompt_rules'>;
 
 /** Checks policy input against the catalog and turns it into column values (only the fields given). */
 export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, CatalogModel>): Partial<PolicyColumns> {
@@ -50,6 +52,14 @@ export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, C
   }
   if (input.metadata !== undefined) columns.metadata = JSON.stringify(input.metadata);
   if (input.alert_thresholds !== undefined) columns.alert_thresholds = JSON.stringify([...input.alert_thresholds].sort((a, b) => a - b));
+  if (input.prompt_rules !== undefined) {
+    if (input.prompt_rules === null) columns.prompt_rules = null;
+    else {
+      const checked = validatePromptRules(input.prompt_rules);
+      if (!checked.ok) throw new ApiError('invalid_request', checked.errors.map((e) => `${e.param}: ${e.message}`).join('; '), { param: checked.errors[0]?.param ?? 'prompt_rules' });
+      columns.prompt_rules = JSON.stringify(checked.rules);
+    }
+  }
   return columns;
 }
 
@@ -61,6 +71,7 @@ export function newKeyPolicyColumns(input: PolicyInput, catalog: ReadonlyMap<str
     allowed_models: null,
     metadata: '{}',
     alert_thresholds: JSON.stringify(DEFAULT_ALERT_THRESHOLDS),
+    prompt_rules: null,
     ...policyColumns(input, catalog),
   };
 }
@@ -70,7 +81,7 @@ function parseJson<T>(value: string | null, fallback: T): T {
 }
 
 /** The policy as the Key resource shows it. */
-export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds'> {
+export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds' | 'prompt_rules'> {
   return {
     max_concurrent: row.max_concurrent,
     allowed_ips: parseJson<string[] | null>(row.allowed_ips, null),
@@ -78,6 +89,7 @@ export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_co
     // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
     metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as KeyMetadata) : row.metadata,
     alert_thresholds: parseJson<number[]>(row.alert_thresholds, DEFAULT_ALERT_THRESHOLDS),
+    prompt_rules: parseJson<Schemas['PromptRule'][] | null>(row.prompt_rules ?? null, null),
   };
 }
 
@@ -87,6 +99,8 @@ export interface ClientKeyPolicy {
   readonly allowedIps: readonly string[] | null;
   readonly allowedModels: readonly string[] | null;
   readonly alertThresholds: readonly number[];
+  /** The key's prompt rules, compiled once per read of its row; null = none. */
+  readonly promptRules: CompiledPromptRules | null;
 }
 
 /** The fields of a ClientKey (key.model.ts) the checks below read; named here so this module need not import key.model, which imports it. */
@@ -99,7 +113,16 @@ export function clientKeyPolicy(row: PolicyColumns): ClientKeyPolicy {
     allowedIps: resource.allowed_ips,
     allowedModels: resource.allowed_models,
     alertThresholds: resource.alert_thresholds,
+    promptRules: resource.prompt_rules === null ? null : new CompiledPromptRules(resource.prompt_rules as PromptRuleSet),
   };
+}
+
+/** 400 prompt_blocked when the key's prompt rules refuse the prompt: names the rule, never the text that matched. */
+export function checkPromptRules(policy: Pick<ClientKeyPolicy, 'promptRules'>, prompt: string): void {
+  const verdict = policy.promptRules?.check(prompt);
+  if (verdict && !verdict.allowed) {
+    throw new ApiError('prompt_blocked', `The prompt breaks prompt rule ${verdict.ruleId} (${verdict.kind}) of this key.`, { param: 'prompt' });
+  }
 }
 
 /** 403 ip_not_allowed when the key has an address list and the client is outside it. */

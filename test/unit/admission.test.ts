@@ -48,7 +48,7 @@ function key(overrides: Partial<ClientKey> = {}): ClientKey {
     creditsQuota: 100,
     quotaPeriodDays: 30,
     createdAt: 0,
-    policy: { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS },
+    policy: { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, promptRules: null },
     ...overrides,
   };
 }

@@ -7,6 +7,7 @@ import {
   DEFAULT_ALERT_THRESHOLDS,
   checkClientIp,
   checkModelPermitted,
+  checkPromptRules,
   clientKeyPolicy,
   holdConcurrencySlot,
   modelForKey,
@@ -27,7 +28,7 @@ const catalog: ReadonlyMap<string, CatalogModel> = new Map<string, CatalogModel>
 
 
 function policy(overrides: Partial<ClientKeyPolicy> = {}): ClientKeyPolicy {
-  return { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, ...overrides };
+  return { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, promptRules: null, ...overrides };
 }
 
 describe('policyColumns', () => {
@@ -87,6 +88,7 @@ describe('newKeyPolicyColumns', () => {
       allowed_models: null,
       metadata: '{}',
       alert_thresholds: '[80,100]',
+      prompt_rules: null,
     });
   });
 
@@ -97,6 +99,7 @@ describe('newKeyPolicyColumns', () => {
       allowed_models: '["dall-e"]',
       metadata: '{}',
       alert_thresholds: '[]',
+      prompt_rules: null,
     });
   });
 
@@ -108,13 +111,14 @@ describe('newKeyPolicyColumns', () => {
 describe('policyResource and clientKeyPolicy', () => {
   it('round-trip the columns newKeyPolicyColumns / policyColumns write', () => {
     const input = { max_concurrent: 2, allowed_ips: ['10.0.0.0/8'], allowed_models: ['seedream'], metadata: { team: 'a' }, alert_thresholds: [100, 80, 50] };
-    expect(policyResource(newKeyPolicyColumns(input, catalog))).toEqual({ ...input, alert_thresholds: [50, 80, 100] });
+    expect(policyResource(newKeyPolicyColumns(input, catalog))).toEqual({ ...input, alert_thresholds: [50, 80, 100], prompt_rules: null });
     expect(policyResource(newKeyPolicyColumns({}, catalog))).toEqual({
       max_concurrent: null,
       allowed_ips: null,
       allowed_models: null,
       metadata: {},
       alert_thresholds: [80, 100],
+      prompt_rules: null,
     });
   });
 
@@ -126,8 +130,21 @@ describe('policyResource and clientKeyPolicy', () => {
 
   it('clientKeyPolicy is the same policy in the request-time shape', () => {
     const columns = newKeyPolicyColumns({ max_concurrent: 4, allowed_ips: ['::1'], allowed_models: [], alert_thresholds: [90] }, catalog);
-    expect(clientKeyPolicy(columns)).toEqual({ maxConcurrent: 4, allowedIps: ['::1'], allowedModels: [], alertThresholds: [90] });
-    expect(clientKeyPolicy(newKeyPolicyColumns({}, catalog))).toEqual({ maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: [80, 100] });
+    expect(clientKeyPolicy(columns)).toEqual({ maxConcurrent: 4, allowedIps: ['::1'], allowedModels: [], alertThresholds: [90], promptRules: null });
+    expect(clientKeyPolicy(newKeyPolicyColumns({}, catalog))).toEqual({ maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: [80, 100], promptRules: null });
+  });
+
+  it('prompt rules: stored with ids, compiled once for requests; checkPromptRules refuses with the rule, never the text', () => {
+    const columns = newKeyPolicyColumns({ prompt_rules: [{ id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' }, { kind: 'max_length', max: 20 }] }, catalog);
+    const stored = policyResource(columns).prompt_rules;
+    expect(stored).toEqual([{ id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' }, { id: expect.stringMatching(/^gr_/), kind: 'max_length', max: 20 }]);
+    const policy = clientKeyPolicy(columns);
+    expect(() => checkPromptRules(policy, 'a can of ACMECOLA')).toThrow(expect.objectContaining({ code: 'prompt_blocked', param: 'prompt', message: expect.stringContaining('gr_brand') }));
+    expect(thrownApiError(() => checkPromptRules(policy, 'a can of ACMECOLA')).message).not.toContain('ACMECOLA');
+    expect(thrownApiError(() => checkPromptRules(policy, 'x'.repeat(21))).message).toContain(stored![1]!.id as string);
+    expect(() => checkPromptRules(policy, 'a can of soda')).not.toThrow();
+    expect(() => checkPromptRules(clientKeyPolicy(newKeyPolicyColumns({}, catalog)), 'anything at all')).not.toThrow();
+    expect(thrownApiError(() => newKeyPolicyColumns({ prompt_rules: [{ kind: 'blocked_pattern', pattern: '(a)\\1' }] }, catalog)).param).toBe('prompt_rules[0].pattern');
   });
 });
 

@@ -63,7 +63,7 @@ describe('requestFallbacks: the chain a request may take', () => {
   );
   const a = catalog.get('a')!;
   const names = (entries: CatalogModel[]) => entries.map((entry) => entry.model);
-  const key = (allowedModels: string[] | null, allowedProviders = ['jimeng', 'local']) => ({ allowedProviders, policy: { allowedModels, maxConcurrent: null, allowedIps: null, alertThresholds: [] } });
+  const key = (allowedModels: string[] | null, allowedProviders = ['jimeng', 'local']) => ({ allowedProviders, policy: { allowedModels, maxConcurrent: null, allowedIps: null, alertThresholds: [], promptRules: null } });
 
   it('keeps the models the key may use, that take the size and the quality', () => {
     expect(names(requestFallbacks(a, catalog, { wanted: undefined, width: 1024, height: 1024 }))).toEqual(['b', 'small', 'hq']);

@@ -35,7 +35,7 @@ describe('model permission: every caller answers as the rule does', () => {
   it('admission, the model list and the model lookup', () => {
     fc.assert(
       fc.property(catalogArb, keyArb, (catalog, permissions) => {
-        const policy: ClientKeyPolicy = { maxConcurrent: null, allowedIps: null, allowedModels: permissions.allowedModels, alertThresholds: [] };
+        const policy: ClientKeyPolicy = { maxConcurrent: null, allowedIps: null, allowedModels: permissions.allowedModels, alertThresholds: [], promptRules: null };
         const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy };
         const listed = new Set(modelsForKey(key, catalog).map((model) => model.id));
         for (const entry of catalog.values()) {

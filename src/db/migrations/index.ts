@@ -24,6 +24,7 @@ import { migration as m0022 } from './0022_stored_image_owners';
 import { migration as m0023 } from './0023_model_fallbacks';
 import { migration as m0024 } from './0024_attempt_upstream_usage';
 import { migration as m0025 } from './0025_prompt_retention';
+import { migration as m0026 } from './0026_key_prompt_rules';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -59,6 +60,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0023_model_fallbacks', m0023],
   ['0024_attempt_upstream_usage', m0024],
   ['0025_prompt_retention', m0025],
+  ['0026_key_prompt_rules', m0026],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

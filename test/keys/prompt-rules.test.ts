@@ -1,0 +1,51 @@
+import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
+
+/**
+ * A key's prompt rules (issue #38 §2, src/guardrails/prompt-rules.ts): set and read through the admin
+ * API, refused when a pattern could not be matched in linear time, and applied before anything is
+ * reserved or sent: 400 prompt_blocked naming the rule, never the matched text (not in the answer,
+ * not in the logs).
+ */
+describe('key prompt rules', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway();
+  });
+  afterAll(() => t.close());
+
+  const RULES = [
+    { kind: 'max_length', max: 200 },
+    { id: 'gr_no_brands', kind: 'blocked_term', term: 'AcmeCola' },
+    { kind: 'blocked_pattern', pattern: '\\b(gore|nsfw)\\b' },
+  ];
+
+  it('are set on create, get ids, are read back, replaced and removed on update', async () => {
+    const created = await t.api.admin('post', '/admin/keys', { name: 'rules', owner: 'rules@example.com', credits_quota: 10, quota_period_days: 30, prompt_rules: RULES });
+    expect(created.status).toBe(201);
+    const rules = created.body.prompt_rules as Array<{ id: string; kind: string }>;
+    expect(rules.map((r) => r.kind)).toEqual(['max_length', 'blocked_term', 'blocked_pattern']);
+    expect(rules[1]!.id).toBe('gr_no_brands');
+    for (const rule of rules) expect(rule.id).toMatch(/^gr_[A-Za-z0-9_]+$/);
+    const read = await t.api.admin('get', `/admin/keys/${created.body.id}`);
+    expect(read.body.prompt_rules).toEqual(rules);
+
+    const replaced = await t.api.admin('patch', `/admin/keys/${created.body.id}`, { prompt_rules: [{ kind: 'allow_list', patterns: ['logo for \\w+'] }] });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.prompt_rules).toEqual([expect.objectContaining({ kind: 'allow_list', patterns: ['logo for \\w+'] })]);
+    const removed = await t.api.admin('patch', `/admin/keys/${created.body.id}`, { prompt_rules: null });
+    expect(removed.body.prompt_rules).toBeNull();
+    // A key without rules says so.
+    expect((await t.createKey()).record.prompt_rules).toBeNull();
+  });
+
+  it.each([
+    ['a pattern that is not a regular expression', [{ kind: 'blocked_pattern', pattern: '(unclosed' }], 'prompt_rules[0].pattern'],
+    ['a back-reference (no linear-time match)', [{ kind: 'blocked_pattern', pattern: '(a)\\1' }], 'prompt_rules[0].pattern'],
+    ['two max_length rules', [{ kind: 'max_length', max: 5 }, { kind: 'max_length', max: 6 }], 'prompt_rules[1].kind'],
+    ['a field of another kind', [{ kind: 'blocked_term', term: 'x', max: 3 }], 'prompt_rules[0].max'],
+  ])('refuses %s with 400 naming the field', async (_what, promptRules, param) => {
+    const res = await t.api.admin('post', '/admin/keys', { name: 'bad', owner: 'bad@example.com', credits_quota: 10, quota_period_days: 30, prompt_rules: promptRules });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param });
+  });
+});
