@@ -367,7 +367,7 @@ describe('channels: upstream accounts', () => {
     it('every channel saturated: waits the queue time, then 503 provider_busy with Retry-After; listChannelHealth shows the load', async () => {
       const only = await arkChannel(0, { max_concurrency: 1 });
       const held = generate('hold the only slot [hold]');
-      while (ark[0]!.counters.inFlight < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => ark[0]!.counters.inFlight >= 1, 'the held generation upstream');
       const health = await t.internal.service('get', '/api/v1/creative/channels/health');
       expect(health.status).toBe(200);
       expect(health.body.data).toContainEqual(expect.objectContaining({ id: only.id, in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1 }));

@@ -1,5 +1,6 @@
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 describe('Idempotency-Key', () => {
   let ark: FakeImagesApi;
@@ -73,7 +74,7 @@ describe('Idempotency-Key', () => {
     const { key } = await t.createKey({ allowed_providers: ['jimeng'] });
     const body = { prompt: 'held until released [hold]', model: 'jimeng-4.5' };
     const first = generate(key, 'order-3', body);
-    while (!ark.requests.some((r) => r.prompt === body.prompt)) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => ark.requests.some((r) => r.prompt === body.prompt), 'the first request upstream');
     const second = await generate(key, 'order-3', body);
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('idempotency_key_in_use');

@@ -4,6 +4,7 @@ import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-pro
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { until } from '../helpers/until';
 
 /** Models of their own, so each scenario's accounts serve only its requests. */
 const CATALOG = [
@@ -133,7 +134,7 @@ describe.each([
     await addChannel('c', 'seedream-crash', { max_concurrency: 1, timeout_ms: 1000 });
     await awaitPropagation();
     const doomed = replicas[2]!.client(key, { prompt: 'held forever [hold]', model: 'seedream-crash' }).catch(() => 'connection lost');
-    while (fakes.c.counters.inFlight < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => fakes.c.counters.inFlight >= 1, 'the doomed generation upstream');
     await processes[2]!.stop('SIGKILL');
     expect(await doomed).toBe('connection lost');
     // The dead replica's slot frees when its lease expires; this request waits for it in the queue.
