@@ -1,7 +1,7 @@
-import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { addChannel as createChannel, closedPort } from '../helpers/channels';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -11,15 +11,6 @@ const VISUAL_ACCOUNTS = [
   { accessKeyId: 'AKvisualAccountB', secretAccessKey: 'visual-secret-account-b-0002' },
 ];
 const SECRETS = [...ARK_KEYS, ...VISUAL_ACCOUNTS.map((a) => a.secretAccessKey)];
-
-/** A port nothing listens on (taken from the OS, then closed): connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('channels: upstream accounts', () => {
   let ark: FakeImagesApi[];
@@ -48,12 +39,7 @@ describe('channels: upstream accounts', () => {
     }
   });
 
-  const addChannel = async (body: Record<string, unknown>) => {
-    const res = await t.api.admin('post', '/admin/channels', body);
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    created.push(res.body.id);
-    return res.body as { id: string } & Record<string, unknown>;
-  };
+  const addChannel = (body: Record<string, unknown>) => createChannel(t.api, body, created);
   const arkChannel = (index: number, extra: Record<string, unknown> = {}) =>
     addChannel({
       name: `ark ${index}`,

@@ -1,5 +1,6 @@
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { addChannel as createChannel } from '../helpers/channels';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
@@ -70,19 +71,18 @@ describe.each([
   /** Replicas re-read the channel list at least once a second (docs/operators/channels.md): wait that long. */
   const awaitPropagation = () => new Promise((resolve) => setTimeout(resolve, 1100));
 
-  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown>) => {
-    const res = await replicas[0]!.admin('post', '/admin/channels', {
-      name: `account ${account}`,
-      provider: 'jimeng',
-      transport: 'ark',
-      base_url: fakes[account].url,
-      models: [{ model }],
-      credentials: { api_key: KEYS[account] },
-      ...extra,
-    });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    return res.body.id as string;
-  };
+  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown>) =>
+    (
+      await createChannel(replicas[0]!, {
+        name: `account ${account}`,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: fakes[account].url,
+        models: [{ model }],
+        credentials: { api_key: KEYS[account] },
+        ...extra,
+      })
+    ).id;
 
   it('200 parallel clients: in flight never above max_concurrency, calls never above rpm, at each account', async () => {
     await addChannel('a', 'seedream-load', { max_concurrency: 3, rpm: 40, priority: 10 });
