@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { Books, BOOKS_CATALOG } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ThrowawayPostgres, Traffic } from '../helpers/throwaway-servers';
@@ -17,20 +18,14 @@ describe('a hung PostgreSQL', () => {
 
   beforeAll(async () => {
     cluster = await ThrowawayPostgres.start();
-    ark = await startFakeImagesApi({ apiKey: 'ark-hung', flavour: 'ark' });
-    t = await startTestGateway({
-      DATABASE_URL: cluster.url,
-      ARK_API_KEY: 'ark-hung',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      READINESS_FAILURE_WINDOW_MS: '300',
-    });
+    ({ t, ark } = await startArkGateway({
+      apiKey: 'ark-hung',
+      env: { DATABASE_URL: cluster.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), READINESS_FAILURE_WINDOW_MS: '300' },
+    }));
   }, 60_000);
   afterEach(() => cluster.thaw());
   afterAll(async () => {
-    ark?.releaseHeld();
     await t?.close();
-    await ark?.close();
     await cluster?.destroy();
   });
 

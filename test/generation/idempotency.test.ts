@@ -1,18 +1,15 @@
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
-import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
+import { ADMIN_SECRET, type TestGateway, localRequest } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
 describe('Idempotency-Key', () => {
   let ark: FakeImagesApi;
   let t: TestGateway;
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'k', flavour: 'ark' });
-    t = await startTestGateway({ ARK_API_KEY: 'k', ARK_BASE_URL: ark.url });
+    ({ t, ark } = await startArkGateway());
   });
-  afterAll(async () => {
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => t.close());
 
   const generate = (key: string, idem: string, body: Record<string, unknown>) =>
     t.api.send('post', '/images/generate', { body, headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idem } });

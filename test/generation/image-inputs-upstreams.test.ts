@@ -1,6 +1,7 @@
 import { toFile } from 'openai';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { expectOnePng, openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { dataUri, testPng } from '../helpers/test-images';
@@ -27,16 +28,14 @@ describe('image inputs through the gateway to the fake upstreams (Ark data URIs,
   let publicBaseUrl: string;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: ARK_KEY, flavour: 'ark' });
     visual = await startFakeVisual(credentials);
     // The gateway's public address set explicitly, to the port it will listen on.
     const port = await freePort();
     publicBaseUrl = `http://127.0.0.1:${port}`;
-    t = await startTestGateway({ PORT: String(port), PUBLIC_BASE_URL: publicBaseUrl, ARK_API_KEY: ARK_KEY, ARK_BASE_URL: ark.url, ...visualEnv(visual) });
+    ({ t, ark } = await startArkGateway({ apiKey: ARK_KEY, env: { PORT: String(port), PUBLIC_BASE_URL: publicBaseUrl, ...visualEnv(visual) } }));
   });
   afterAll(async () => {
     await t.close();
-    await ark.close();
     await visual.close();
   });
 
