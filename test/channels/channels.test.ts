@@ -64,7 +64,7 @@ describe('channels: upstream accounts', () => {
     t.api.client(key, { prompt, model, size: '2048x2048', ...extra });
   const arkCalls = () => ark.map((fake) => fake.counters.calls);
   const since = (before: number[]) => arkCalls().map((n, i) => n - before[i]!);
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
 
   describe('the admin resource', () => {
     it('createChannel: 201 with Location and a hint; credentials never returned, logged or stored in clear', async () => {

@@ -74,7 +74,7 @@ describe('a hung PostgreSQL', () => {
     const lookup = async () => (await t.api.send('get', `/generations/${generationId}`, { headers: { Authorization: `Bearer ${key}` } })).body;
     await until(async () => ['succeeded', 'failed'].includes((await lookup()).status as string), 'the generation settled after SIGCONT', 30_000);
     const generation = await lookup();
-    const used = (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+    const used = await t.api.creditsUsed(keyId);
     expect(used).toBe(generation.usage.credits_charged);
     expect(used).toBe(generation.status === 'succeeded' ? 1 : 0);
     expect(await books.violations({ keyId, settled: true })).toEqual([]);
@@ -121,7 +121,7 @@ describe('a hung PostgreSQL', () => {
       cluster.thaw();
       const lookup = async () => tr.api.send('get', `/generations/${generationId}`, { headers: { Authorization: `Bearer ${key}` } });
       await until(async () => (await lookup()).body.status === 'failed', 'the late reservation committed, then released', 30_000);
-      expect((await tr.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(1);
+      expect(await tr.api.creditsUsed(keyId)).toBe(1);
       expect(await books.violations({ keyId, settled: true })).toEqual([]);
     } finally {
       cluster.thaw();

@@ -87,7 +87,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
     for (let i = 0; i < 8; i += 1) statuses.push((await t.api.client(key, localRequest())).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
     expect((await readiness(t)).status).toBe(200);
-    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(5);
+    expect(await t.api.creditsUsed(id)).toBe(5);
     expect(t.logs.some((line) => line.includes('counted in the SQL limiter'))).toBe(true);
   });
   /**
@@ -175,7 +175,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         await redis.start();
         await until(async () => (await statusOf(submitted.body.id)).status === 'succeeded', 'the queued generation to succeed', 20_000);
         expect((await statusOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
-        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(await t.api.creditsUsed(keyId)).toBe(4);
         expect(upstream.requests).toHaveLength(1);
       });
 
@@ -194,7 +194,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         await until(async () => (await generationOf(submitted.body.id)).status === 'succeeded', 'the generation to succeed after two deferred runs', 20_000);
         expect(t.logs.filter((line) => line.includes('"msg":"background generation deferred')).length).toBe(2);
         expect((await generationOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
-        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(await t.api.creditsUsed(keyId)).toBe(4);
         expect(upstream.requests).toHaveLength(1);
       });
 

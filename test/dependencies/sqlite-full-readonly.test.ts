@@ -77,6 +77,6 @@ describe.each(faults)('SQLite $name while clients are sending', (fault) => {
     const statuses = await after.stop();
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     const total = imagesServed(brokenResults) + statuses.filter((s) => s === 200).length;
-    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(total);
+    expect(await t.api.creditsUsed(id)).toBe(total);
   });
 });

@@ -40,7 +40,7 @@ describe('image inputs through the gateway to the fake upstreams (Ark data URIs,
   });
 
   const newKey = (quota = 100) => t.createKey({ credits_quota: quota, allowed_providers: ['local', 'jimeng'] });
-  const creditsUsed = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const creditsUsed = (id: string) => t.api.creditsUsed(id);
   /** An earlier output of `key` (local-1, 64x64): its img_ id and the bytes the gateway keeps for it. */
   const earlierOutput = async (key: string) => {
     const made = await t.api.client(key, { prompt: 'an earlier picture', model: 'local-1', size: '64x64' });
@@ -151,7 +151,7 @@ describe('jimeng-4.0 inputs without a public gateway address: 422 image_input_pu
       const res = await t.api.client(key, { prompt: 'no public address', model: 'jimeng-4.0', images: [dataUri(testPng(64, 64)), dataUri(testPng(80, 60))] });
       expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([422, 'image_input_public_url_required', 'images']);
       expect(res.body.error.message).toMatch(why);
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
       expect(visual.requests).toEqual([]);
       // Nothing stored either: no generation, no input image.
       expect(await t.gateway.database.db.selectFrom('stored_images').select('id').execute()).toEqual([]);

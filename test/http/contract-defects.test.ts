@@ -114,7 +114,7 @@ describe('issue #12 examples: classes of contract defects', () => {
         expect(res.body.error.code).toBe('invalid_request');
         expect(res.body.error.message).toMatch(/nested deeper than 32/);
       }
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
       // Brackets inside strings are not nesting.
       const inString = await t.api.client(key, { ...localRequest(), prompt: '['.repeat(100) });
       expect(inString.status).toBe(200);

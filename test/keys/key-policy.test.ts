@@ -14,7 +14,7 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
     ({ t, ark } = await startArkGateway());
   });
   afterAll(() => t.close());
-  const used = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const used = (id: string) => t.api.creditsUsed(id);
 
   describe('on create, read and update', () => {
     it('defaults: no cap, anywhere, every model, empty metadata, thresholds [80, 100]', async () => {
