@@ -12,7 +12,7 @@ export { maskUrl } from './env-types';
 type Env = Record<string, string | undefined>;
 
 /** DATABASE_URL alone (for `npm run migrate`, which needs nothing else). */
-export function databaseUrlFromEnv(env: Env): string {
+export function databaseUrlFromEnv(env: Env = process.env): string {
   return readEnv(envSchema.pick({ DATABASE_URL: true }), env).DATABASE_URL;
 }
 

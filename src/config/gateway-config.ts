@@ -155,6 +155,8 @@ function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]) {
     connectTimeoutMs: values.UPSTREAM_CONNECT_TIMEOUT_MS,
     /** How often an accepted upstream task is polled (UPSTREAM_POLL_INTERVAL_MS). */
     pollIntervalMs: values.UPSTREAM_POLL_INTERVAL_MS ?? values.VOLC_POLL_INTERVAL_MS ?? 1000,
+    /** LOCAL_PROVIDER_MODE: `tiny` answers a fixed 1x1 PNG (benchmarks); anything else renders. */
+    localMode: values.LOCAL_PROVIDER_MODE === 'tiny' ? ('tiny' as const) : ('render' as const),
   };
 }
 

@@ -63,6 +63,8 @@ describe('configuration schema', () => {
       resilience: { local: { timeoutMs: 5000 }, jimeng: { timeoutMs: 7000 } },
     });
     expect(config.maxConnections).toBeGreaterThanOrEqual(16);
+    expect(config.providers.localMode).toBe('render');
+    expect(loadConfig({ ...given(), LOCAL_PROVIDER_MODE: 'tiny' }, quiet).providers.localMode).toBe('tiny');
   });
 
   it('empty means unset, except where an empty value means something', () => {
