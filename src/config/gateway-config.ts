@@ -16,6 +16,7 @@ export type { ServiceToken } from './dev-secrets';
 
 type Env = Record<string, string | undefined>;
 
+/** The model catalog: MODEL_CATALOG, else MODEL_CATALOG_FILE, changing or replacing the built-in one. */
 export function readCatalog(values: Pick<EnvValues, 'MODEL_CATALOG' | 'MODEL_CATALOG_FILE'>): CatalogModel[] {
   const inline = values.MODEL_CATALOG;
   const file = values.MODEL_CATALOG_FILE;
@@ -28,7 +29,6 @@ export function readCatalog(values: Pick<EnvValues, 'MODEL_CATALOG' | 'MODEL_CAT
     throw new ConfigError(`${source} is invalid: ${(error as Error).message}`);
   }
 }
-
 
 function bothOrNeither(values: EnvValues, a: keyof EnvValues, b: keyof EnvValues): boolean {
   if ((values[a] !== undefined) !== (values[b] !== undefined)) throw new ConfigError(`set both ${a} and ${b}, or neither`);
@@ -221,7 +221,6 @@ function givenServiceTokens(values: EnvValues): ServiceToken[] {
   if (secrets.some((secret) => secret.length < 16)) throw new ConfigError('every CF_ACCESS_CLIENT_SECRET must be at least 16 characters');
   return ids.map((clientId, i) => ({ clientId, clientSecret: secrets[i] as string }));
 }
-
 
 /**
  * The gateway's configuration as the schema makes it of `env`: every variable parsed
