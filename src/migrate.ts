@@ -12,7 +12,7 @@ import { describeStartupFailure } from './startup-failure';
  * lock makes it safe beside running replicas.
  */
 async function migrate(): Promise<void> {
-  const url = databaseUrlFromEnv(process.env);
+  const url = databaseUrlFromEnv();
   const database = openDatabase(url, { poolSize: 1 });
   try {
     await migrateToLatest(database.db as never, engineOf(url));

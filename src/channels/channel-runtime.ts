@@ -20,6 +20,8 @@ export interface ChannelRouterDeps {
   /** Environment-configured channels and the providers that serve them. */
   environment: { channels: Channel[]; providers: ProviderRegistry };
   resilience: Record<string, ResilienceSettings>;
+  /** A provider's guard when it has none of its own (the PROVIDER_<NAME>_* defaults). */
+  defaultResilience: ResilienceSettings;
   /** Limits of API channels: shared by every replica (Redis or SQL). */
   sharedLimits: ChannelLimitStore;
   /** Limits of environment channels: per process, since PROVIDER_<NAME>_MAX_CONCURRENCY caps each process. */
@@ -35,15 +37,6 @@ export interface ChannelRouterDeps {
 /** A slot outlives its call's deadline by this much before it is presumed lost with its replica. */
 export const LEASE_GRACE_MS = 2000;
 
-const DEFAULT_RESILIENCE: ResilienceSettings = {
-  timeoutMs: 60_000,
-  maxAttempts: 3,
-  retryBaseDelayMs: 500,
-  maxConcurrent: 16,
-  breakerThreshold: 5,
-  breakerCooldownMs: 30_000,
-};
-
 /** What this replica knows about a channel beyond the database: breaker, cool-down, recent calls. */
 export interface ChannelRuntime {
   breaker: CircuitBreaker;
@@ -57,7 +50,7 @@ export class ChannelRuntimes {
   private readonly runtimes = new Map<string, ChannelRuntime>();
   private readonly providerStats = new Map<string, ProviderStats>();
 
-  constructor(private readonly deps: Pick<ChannelRouterDeps, 'clock' | 'resilience' | 'sharedLimits' | 'localLimits'>) {}
+  constructor(private readonly deps: Pick<ChannelRouterDeps, 'clock' | 'resilience' | 'defaultResilience' | 'sharedLimits' | 'localLimits'>) {}
 
   runtime(channel: Channel): ChannelRuntime {
     let runtime = this.runtimes.get(channel.id);
@@ -70,7 +63,7 @@ export class ChannelRuntimes {
   }
 
   settingsOf(provider: string): ResilienceSettings {
-    return this.deps.resilience[provider] ?? DEFAULT_RESILIENCE;
+    return this.deps.resilience[provider] ?? this.deps.defaultResilience;
   }
 
   limitsOf(channel: Channel): ChannelLimitStore {

@@ -126,6 +126,7 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
     catalog
       .filter((m) => m.provider === provider && (m.transport ?? defaultTransport(provider)) === transport)
       .map((m) => ({ model: m.model, upstream_model: null }));
+  const resilienceOf = (provider: string) => providers.resilience[provider] ?? providers.defaultResilience;
   const base = (id: string, provider: string, transport: ChannelTransport, baseUrl: string | null, hint: string | null): Channel => ({
     id,
     name: `${provider === transport ? provider : `${provider} ${transport}`} (environment)`,
@@ -138,10 +139,10 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
     status: 'enabled',
     disabledReason: null,
     disabledAt: null,
-    maxConcurrency: providers.resilience[provider]?.maxConcurrent ?? null,
+    maxConcurrency: resilienceOf(provider).maxConcurrent,
     rpm: null,
     ipm: null,
-    timeoutMs: providers.resilience[provider]?.timeoutMs ?? 60_000,
+    timeoutMs: resilienceOf(provider).timeoutMs,
     credentialsHint: hint,
     source: 'environment',
     createdAt: startedAt,

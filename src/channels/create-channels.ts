@@ -44,6 +44,7 @@ export function createChannels(config: GatewayConfig, deps: ChannelsFeatureDeps)
     sealer,
     environment: { channels: fromEnvironment, providers: deps.providers },
     resilience: config.providers.resilience,
+    defaultResilience: config.providers.defaultResilience,
     sharedLimits: deps.sharedLimits,
     localLimits: new ChannelLimits(new MemoryLeaseStore()),
     queueTimeoutMs: settings.queueTimeoutMs,

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config-types';
+import type { GatewayConfig } from './gateway-config';
 import { namedVariables } from './env-schema';
 import { envMeta, maskUrl, type EnvMeta } from './env-types';
 

@@ -3,8 +3,13 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { randomBase62 } from '../shared/ids';
 import { ConfigError } from './config-error';
-import type { ServiceToken } from './config-types';
 import { sealingKey } from './env-types';
+
+/** A Cloudflare-Access-style service token the internal API accepts (CF_ACCESS_CLIENT_ID / CF_ACCESS_CLIENT_SECRET). */
+export interface ServiceToken {
+  clientId: string;
+  clientSecret: string;
+}
 
 /**
  * Outside production, secrets not configured are generated once, kept in the data directory

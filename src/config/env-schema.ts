@@ -25,7 +25,7 @@ const GENERATED = 'generated outside production';
 export const DEFAULT_IMAGE_HOSTS = RESULT_HOSTS.join(',');
 
 /**
- * Every environment variable the gateway reads, one declaration each. loadConfig turns the parsed
+ * Every environment variable the gateway reads, one declaration each. configSchema (gateway-config.ts) turns the parsed
  * values into GatewayConfig, with the cross-variable checks and defaults that depend on others.
  */
 export const envSchema = z.object({
@@ -266,17 +266,21 @@ export function providerPrefix(name: string): string {
 
 type Env = Record<string, string | undefined>;
 
+/** Variables by name, or variables by name and what a transform makes of their values. */
+type EnvSchema = z.ZodObject | z.ZodPipe<z.ZodObject, z.ZodType>;
+
 /**
  * The schema's variables read from env (`nameOf` maps a schema key to its variable), unset or
  * empty ones at their defaults; every refused value is named in one ConfigError.
  */
-export function readEnv<S extends z.ZodObject>(schema: S, env: Env, nameOf: (key: string) => string = (key) => key): z.output<S> {
+export function readEnv<S extends EnvSchema>(schema: S, env: Env, nameOf: (key: string) => string = (key) => key): z.output<S> {
+  const variables: z.ZodObject = schema instanceof z.ZodPipe ? schema.in : schema;
   const input: Record<string, string | undefined> = {};
-  for (const [key, type] of Object.entries(schema.shape)) {
+  for (const [key, type] of Object.entries(variables.shape)) {
     const raw = env[nameOf(key)];
     input[key] = raw === '' && !envMeta.get(type)?.keepEmpty ? undefined : raw;
   }
   const result = schema.safeParse(input);
   if (!result.success) throw new ConfigError(result.error.issues.map((issue) => `${nameOf(String(issue.path[0]))} ${issue.message}`).join('; '));
-  return result.data;
+  return result.data as z.output<S>;
 }

@@ -14,7 +14,7 @@ export function createProviderRegistry(config: GatewayConfig): ProviderRegistry 
     // The environment's upstreams may be private addresses: the operator set them.
     publicOnly: false,
     pollIntervalMs: providers.pollIntervalMs,
-    localMode: process.env.LOCAL_PROVIDER_MODE === 'tiny' ? ('tiny' as const) : ('render' as const),
+    localMode: providers.localMode,
   };
   // Built-in providers are known whether or not their accounts are configured: a key may allow them before they are.
   const names = [...new Set([...BUILT_IN_PROVIDERS, ...providers.accounts.map((account) => account.provider)])];

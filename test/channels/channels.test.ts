@@ -1,7 +1,7 @@
-import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
+import { addChannel as createChannel, closedPort } from '../helpers/channels';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -11,15 +11,6 @@ const VISUAL_ACCOUNTS = [
   { accessKeyId: 'AKvisualAccountB', secretAccessKey: 'visual-secret-account-b-0002' },
 ];
 const SECRETS = [...ARK_KEYS, ...VISUAL_ACCOUNTS.map((a) => a.secretAccessKey)];
-
-/** A port nothing listens on (taken from the OS, then closed): connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('channels: upstream accounts', () => {
   let ark: FakeImagesApi[];
@@ -48,12 +39,7 @@ describe('channels: upstream accounts', () => {
     }
   });
 
-  const addChannel = async (body: Record<string, unknown>) => {
-    const res = await t.api.admin('post', '/admin/channels', body);
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    created.push(res.body.id);
-    return res.body as { id: string } & Record<string, unknown>;
-  };
+  const addChannel = (body: Record<string, unknown>) => createChannel(t.api, body, created);
   const arkChannel = (index: number, extra: Record<string, unknown> = {}) =>
     addChannel({
       name: `ark ${index}`,
@@ -78,7 +64,7 @@ describe('channels: upstream accounts', () => {
     t.api.client(key, { prompt, model, size: '2048x2048', ...extra });
   const arkCalls = () => ark.map((fake) => fake.counters.calls);
   const since = (before: number[]) => arkCalls().map((n, i) => n - before[i]!);
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
 
   describe('the admin resource', () => {
     it('createChannel: 201 with Location and a hint; credentials never returned, logged or stored in clear', async () => {
@@ -367,7 +353,7 @@ describe('channels: upstream accounts', () => {
     it('every channel saturated: waits the queue time, then 503 provider_busy with Retry-After; listChannelHealth shows the load', async () => {
       const only = await arkChannel(0, { max_concurrency: 1 });
       const held = generate('hold the only slot [hold]');
-      while (ark[0]!.counters.inFlight < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => ark[0]!.counters.inFlight >= 1, 'the held generation upstream');
       const health = await t.internal.service('get', '/api/v1/creative/channels/health');
       expect(health.status).toBe(200);
       expect(health.body.data).toContainEqual(expect.objectContaining({ id: only.id, in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1 }));

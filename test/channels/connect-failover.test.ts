@@ -1,6 +1,6 @@
-import net from 'node:net';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { blackholedUpstream, silentUpstream, type TestUpstream } from '../fakes/unreachable';
+import { addChannel, closedPort } from '../helpers/channels';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 /**
@@ -9,14 +9,6 @@ import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
  * answer (the attempt's own timeout) does not, since Ark may have accepted and billed it.
  */
 const ARK_KEY = 'ark-key-connect-failover-01';
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('channels: failover in the connect phase of the upstream hop', () => {
   let healthy: FakeImagesApi;
@@ -40,20 +32,12 @@ describe('channels: failover in the connect phase of the upstream hop', () => {
     for (const upstream of upstreams.splice(0)) await upstream.close();
   });
 
-  const arkChannel = async (baseUrl: string, extra: Record<string, unknown> = {}) => {
-    const res = await t.api.admin('post', '/admin/channels', {
-      name: `ark ${created.length}`,
-      provider: 'jimeng',
-      transport: 'ark',
-      base_url: baseUrl,
-      models: [{ model: 'jimeng-4.5' }],
-      credentials: { api_key: ARK_KEY },
-      ...extra,
-    });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    created.push(res.body.id);
-    return res.body as { id: string };
-  };
+  const arkChannel = (baseUrl: string, extra: Record<string, unknown> = {}) =>
+    addChannel(
+      t.api,
+      { name: `ark ${created.length}`, provider: 'jimeng', transport: 'ark', base_url: baseUrl, models: [{ model: 'jimeng-4.5' }], credentials: { api_key: ARK_KEY }, ...extra },
+      created,
+    );
   const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '2048x2048', response_format: 'b64_json' });
   const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
 

@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { Books, BOOKS_CATALOG } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
-import { ThrowawayPostgres, Traffic, eventually } from '../helpers/throwaway-servers';
+import { ThrowawayPostgres, Traffic } from '../helpers/throwaway-servers';
+import { until } from '../helpers/until';
 
 /** docs/operators/replicas.md (DB_STATEMENT_TIMEOUT_MS): statement_timeout 5 s, and the client gives up on the whole operation 1 s later; the test allows slack for a busy machine. */
 const DOCUMENTED_BOUND_MS = 8000;
@@ -16,27 +18,21 @@ describe('a hung PostgreSQL', () => {
 
   beforeAll(async () => {
     cluster = await ThrowawayPostgres.start();
-    ark = await startFakeImagesApi({ apiKey: 'ark-hung', flavour: 'ark' });
-    t = await startTestGateway({
-      DATABASE_URL: cluster.url,
-      ARK_API_KEY: 'ark-hung',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      READINESS_FAILURE_WINDOW_MS: '300',
-    });
+    ({ t, ark } = await startArkGateway({
+      apiKey: 'ark-hung',
+      env: { DATABASE_URL: cluster.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), READINESS_FAILURE_WINDOW_MS: '300' },
+    }));
   }, 60_000);
   afterEach(() => cluster.thaw());
   afterAll(async () => {
-    ark?.releaseHeld();
     await t?.close();
-    await ark?.close();
     await cluster?.destroy();
   });
 
   const ready = async () => (await t.api.send('get', '/readyz')).status === 200;
 
   it('/readyz answers 503 within its own deadline while the server is stopped', async () => {
-    await eventually(ready, '/readyz 200 before the stop');
+    await until(ready, '/readyz 200 before the stop', 20_000);
     cluster.freeze();
     const started = Date.now();
     const res = await t.api.send('get', '/readyz');
@@ -45,11 +41,11 @@ describe('a hung PostgreSQL', () => {
     // The probe's deadline is 2 s; it hung for the whole statement deadline (6 s) and more before.
     expect(tookMs).toBeLessThan(4000);
     cluster.thaw();
-    await eventually(ready, '/readyz 200 after SIGCONT');
+    await until(ready, '/readyz 200 after SIGCONT', 20_000);
   }, 60_000);
 
   it('a settlement in flight when the server stops: the 503 does not say "not charged", names the generation, and the lookup tells the truth', async () => {
-    await eventually(ready, '/readyz 200 before the stop');
+    await until(ready, '/readyz 200 before the stop', 20_000);
     const { id: keyId, key } = await t.createKey({ allowed_providers: ['jimeng', 'local'], credits_quota: 100 });
     const books = new Books(t.gateway.database.db);
     await books.observe();
@@ -76,16 +72,16 @@ describe('a hung PostgreSQL', () => {
     // The settlement sent before the stop runs when the server resumes: the lookup then shows what happened.
     cluster.thaw();
     const lookup = async () => (await t.api.send('get', `/generations/${generationId}`, { headers: { Authorization: `Bearer ${key}` } })).body;
-    await eventually(async () => ['succeeded', 'failed'].includes((await lookup()).status as string), 'the generation settled after SIGCONT', 30_000);
+    await until(async () => ['succeeded', 'failed'].includes((await lookup()).status as string), 'the generation settled after SIGCONT', 30_000);
     const generation = await lookup();
-    const used = (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+    const used = await t.api.creditsUsed(keyId);
     expect(used).toBe(generation.usage.credits_charged);
     expect(used).toBe(generation.status === 'succeeded' ? 1 : 0);
     expect(await books.violations({ keyId, settled: true })).toEqual([]);
   }, 60_000);
 
   it('every answer under a stopped server comes within the documented bound, whatever the request was waiting on', async () => {
-    await eventually(ready, '/readyz 200 before the stop');
+    await until(ready, '/readyz 200 before the stop', 20_000);
     const { key } = await t.createKey({ credits_quota: 1_000_000, rate_limit_rpm: 100_000 });
     // Load when the server stops: requests are then in every phase (pool queue, a batch in flight,
     // queued behind a busy lane, a transaction half done).
@@ -124,8 +120,8 @@ describe('a hung PostgreSQL', () => {
       // Resumed, the server commits the reservation it had received: the gateway releases it.
       cluster.thaw();
       const lookup = async () => tr.api.send('get', `/generations/${generationId}`, { headers: { Authorization: `Bearer ${key}` } });
-      await eventually(async () => (await lookup()).body.status === 'failed', 'the late reservation committed, then released', 30_000);
-      expect((await tr.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(1);
+      await until(async () => (await lookup()).body.status === 'failed', 'the late reservation committed, then released', 30_000);
+      expect(await tr.api.creditsUsed(keyId)).toBe(1);
       expect(await books.violations({ keyId, settled: true })).toEqual([]);
     } finally {
       cluster.thaw();

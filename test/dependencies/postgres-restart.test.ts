@@ -3,7 +3,8 @@ import { openDatabase } from '../../src/db/database';
 import { sweepOnce } from '../../src/maintenance/sweeper';
 import { countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, imagesServed, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
-import { ThrowawayPostgres, eventually } from '../helpers/throwaway-servers';
+import { ThrowawayPostgres } from '../helpers/throwaway-servers';
+import { until } from '../helpers/until';
 
 describe('PostgreSQL restarts while clients are sending', () => {
   let cluster: ThrowawayPostgres;
@@ -39,7 +40,7 @@ describe('PostgreSQL restarts while clients are sending', () => {
     await cluster.start();
     setPhase('back');
     await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after PostgreSQL returned');
-    await eventually(async () => (await t.api.send('get', '/readyz')).status === 200, '/readyz 200 after PostgreSQL returned');
+    await until(async () => (await t.api.send('get', '/readyz')).status === 200, '/readyz 200 after PostgreSQL returned', 20_000);
     const results = await traffic.stop();
 
     // Sent and answered while PostgreSQL was down: none served (a request still waiting for a

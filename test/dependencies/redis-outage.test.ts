@@ -1,7 +1,8 @@
 import type { Response } from 'supertest';
 import { type Seen, countIn as count, expectBooksBalance, expectOnlyServedOrDependency503, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
-import { ThrowawayRedis, eventually } from '../helpers/throwaway-servers';
+import { ThrowawayRedis } from '../helpers/throwaway-servers';
+import { until } from '../helpers/until';
 import type { ChannelLimitStore } from '../../src/channels/channel-limits';
 import { DependencyUnavailableError } from '../../src/errors/dependency-errors';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
@@ -54,7 +55,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
     await redis.start();
     setPhase('back');
     await traffic.until((r) => count(r, 'back', 200) >= 10, 'traffic after Redis returned');
-    await eventually(async () => (await readiness(t)).status === 200, '/readyz 200 after Redis returned');
+    await until(async () => (await readiness(t)).status === 200, '/readyz 200 after Redis returned', 20_000);
     const results = await traffic.stop();
 
     // Nothing is served while Redis is down: no request both sent and answered during the outage is 200. (One
@@ -86,7 +87,7 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
     for (let i = 0; i < 8; i += 1) statuses.push((await t.api.client(key, localRequest())).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
     expect((await readiness(t)).status).toBe(200);
-    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(5);
+    expect(await t.api.creditsUsed(id)).toBe(5);
     expect(t.logs.some((line) => line.includes('counted in the SQL limiter'))).toBe(true);
   });
   /**
@@ -172,9 +173,9 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         expect((await statusOf(submitted.body.id)).status).toBe('queued');
         expect(upstream.requests).toHaveLength(0);
         await redis.start();
-        await eventually(async () => (await statusOf(submitted.body.id)).status === 'succeeded', 'the queued generation to succeed');
+        await until(async () => (await statusOf(submitted.body.id)).status === 'succeeded', 'the queued generation to succeed', 20_000);
         expect((await statusOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
-        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(await t.api.creditsUsed(keyId)).toBe(4);
         expect(upstream.requests).toHaveLength(1);
       });
 
@@ -190,10 +191,10 @@ describe('Redis (the rate-limit store) fails while clients are sending', () => {
         jest.spyOn(sharedLimits, 'acquire').mockRejectedValueOnce(outage()).mockRejectedValueOnce(outage());
         const submitted = await t.api.send('post', '/images/generate', { body: JIMENG, headers: { ...auth, Prefer: 'respond-async' } });
         expect(submitted.status).toBe(202);
-        await eventually(async () => (await generationOf(submitted.body.id)).status === 'succeeded', 'the generation to succeed after two deferred runs');
+        await until(async () => (await generationOf(submitted.body.id)).status === 'succeeded', 'the generation to succeed after two deferred runs', 20_000);
         expect(t.logs.filter((line) => line.includes('"msg":"background generation deferred')).length).toBe(2);
         expect((await generationOf(submitted.body.id)).usage).toMatchObject({ images: 1, credits_charged: 4 });
-        expect((await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used).toBe(4);
+        expect(await t.api.creditsUsed(keyId)).toBe(4);
         expect(upstream.requests).toHaveLength(1);
       });
 

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { expectBooksBalance, expectOnlyServedOrDependency503, imagesServed, phasedTraffic } from '../helpers/outage-traffic';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
-import { Traffic, eventually } from '../helpers/throwaway-servers';
+import { Traffic } from '../helpers/throwaway-servers';
+import { until } from '../helpers/until';
 
 interface Fault {
   name: string;
@@ -60,10 +61,10 @@ describe.each(faults)('SQLite $name while clients are sending', (fault) => {
 
     // No sweep has run: what the outage left reserved is released as soon as a write goes through.
     const nothingPending = async () => (await t.gateway.database.db.selectFrom('generations').where('status', 'in', ['queued', 'running']).select('id').execute()).length === 0;
-    if (fault.releasesWhileBroken) await eventually(nothingPending, 'reservations released while the disk is full');
+    if (fault.releasesWhileBroken) await until(nothingPending, 'reservations released while the disk is full', 20_000);
     setPhase('repairing');
     await fault.repair(t);
-    await eventually(nothingPending, 'reservations released once writes go through');
+    await until(nothingPending, 'reservations released once writes go through', 20_000);
     await expectBooksBalance(t, id, brokenResults);
     expectOnlyServedOrDependency503(brokenResults);
     expect(t.logs.some((line) => fault.cause.test(line))).toBe(true);
@@ -72,10 +73,10 @@ describe.each(faults)('SQLite $name while clients are sending', (fault) => {
     setPhase('repaired');
     const after = new Traffic(async () => (await t.api.client(key, localRequest())).status, 2);
     await after.until((statuses) => statuses.filter((s) => s === 200).length >= 10, 'traffic after the repair');
-    await eventually(async () => (await t.api.send('get', '/readyz')).status === 200, '/readyz 200 after the repair');
+    await until(async () => (await t.api.send('get', '/readyz')).status === 200, '/readyz 200 after the repair', 20_000);
     const statuses = await after.stop();
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     const total = imagesServed(brokenResults) + statuses.filter((s) => s === 200).length;
-    expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(total);
+    expect(await t.api.creditsUsed(id)).toBe(total);
   });
 });

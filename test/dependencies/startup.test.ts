@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { MAIN_JS, gatewayProcessEnv } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
-import { ThrowawayRedis, eventually, freePort } from '../helpers/throwaway-servers';
+import { ThrowawayRedis, freePort } from '../helpers/throwaway-servers';
+import { until } from '../helpers/until';
 
 interface Run {
   stdout: string[];
@@ -45,7 +46,7 @@ describe('PostgreSQL or Redis unreachable at startup', () => {
     const redis = await ThrowawayRedis.start();
     const gateway = run({ DATABASE_URL: sqlite.url, REDIS_URL: redis.url });
     try {
-      await eventually(async () => gateway.stdout.join('').includes('gateway listening'), 'the gateway listening');
+      await until(async () => gateway.stdout.join('').includes('gateway listening'), 'the gateway listening', 20_000);
       expect(gateway.stdout.join('')).not.toContain('unreachable; retrying');
     } finally {
       gateway.kill();
@@ -59,9 +60,9 @@ describe('PostgreSQL or Redis unreachable at startup', () => {
     const gateway = run({ DATABASE_URL: sqlite.url, REDIS_URL: `redis://127.0.0.1:${port}`, DEPENDENCY_STARTUP_TIMEOUT_MS: '30000' });
     let redis: ThrowawayRedis | undefined;
     try {
-      await eventually(async () => gateway.stdout.join('').includes('Redis is unreachable; retrying'), 'a retry');
+      await until(async () => gateway.stdout.join('').includes('Redis is unreachable; retrying'), 'a retry', 20_000);
       redis = await ThrowawayRedis.start(port);
-      await eventually(async () => gateway.stdout.join('').includes('gateway listening'), 'the gateway listening');
+      await until(async () => gateway.stdout.join('').includes('gateway listening'), 'the gateway listening', 20_000);
     } finally {
       gateway.kill();
       await gateway.exited;

@@ -95,7 +95,7 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
     // The key holder sees the same settled generation.
     expect((await t.api.send('post', `/generations/${running.body.id}/cancel`, { headers: bearer(key.key) })).status).toBe(409);
     expect(ark.requests.filter((r) => String(r.prompt).includes('[hold:ac2]'))).toHaveLength(0);
-    expect((await t.api.admin('get', `/admin/keys/${key.id}`)).body.credits_used).toBe(1);
+    expect(await t.api.creditsUsed(key.id)).toBe(1);
     expect(await books.violations({ settled: true })).toEqual([]);
 
     const events = await t.api.admin('get', `/admin/audit-events?action=generation.canceled&target=${running.body.id}`);

@@ -1,5 +1,6 @@
 import { BOOKS_CATALOG } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 import { WebhookReceiver } from '../helpers/webhook-receiver';
@@ -18,22 +19,15 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'ark-hooks', flavour: 'ark' });
     receiver = await new WebhookReceiver().start();
-    t = await startTestGateway({
-      ARK_API_KEY: 'ark-hooks',
-      ARK_BASE_URL: ark.url,
-      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
-      GENERATION_POLL_MS: '50',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_POLL_INTERVAL_MS: '20',
-    });
+    ({ t, ark } = await startArkGateway({
+      apiKey: 'ark-hooks',
+      env: { MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), GENERATION_POLL_MS: '50', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_POLL_INTERVAL_MS: '20' },
+    }));
   });
   afterAll(async () => {
-    ark.releaseHeld();
     await t.close();
     await receiver.close();
-    await ark.close();
   });
 
   const newKey = async () => (await t.createKey({ credits_quota: 100, allowed_providers: ['local', 'jimeng'] })).key;

@@ -215,7 +215,7 @@ describe('POST /images/generate (generateImage)', () => {
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
       expect(res.headers['x-ratelimit-remaining']).toBe('0');
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(2);
+      expect(await t.api.creditsUsed(id)).toBe(2);
       t.clock.advanceMs(61_000);
       expect((await t.api.client(key, localRequest())).status).toBe(200);
     });
@@ -227,7 +227,7 @@ describe('POST /images/generate (generateImage)', () => {
       expect(res.status).toBe(402);
       expect(res.body.error).toMatchObject({ code: 'quota_exceeded', type: 'quota_error', period_resets_at: record.period_resets_at });
       expect(res.body.error.message).toContain(record.period_resets_at as string);
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(2);
+      expect(await t.api.creditsUsed(id)).toBe(2);
     });
 
     it('a request for more credits than remain is refused whole', async () => {
@@ -244,7 +244,7 @@ describe('POST /images/generate (generateImage)', () => {
       expect(res.status).toBe(503);
       expect(res.body.error).toMatchObject({ code: 'provider_unavailable', type: 'provider_error' });
       expect(res.body.error.message).toMatch(/jimeng/);
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
       const row = await t.gateway.database.db.selectFrom('generations').selectAll().where('key_id', '=', id).executeTakeFirstOrThrow();
       expect(row).toMatchObject({ status: 'failed', error_code: 'provider_unavailable' });
     });
@@ -254,7 +254,7 @@ describe('POST /images/generate (generateImage)', () => {
       const res = await t.api.client(key, localRequest({ size: '4096x4096' }));
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
     });
   });
 });

@@ -1,21 +1,19 @@
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
-import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
+import { ADMIN_SECRET, type TestGateway, localRequest } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
 
 describe('Idempotency-Key', () => {
   let ark: FakeImagesApi;
   let t: TestGateway;
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'k', flavour: 'ark' });
-    t = await startTestGateway({ ARK_API_KEY: 'k', ARK_BASE_URL: ark.url });
+    ({ t, ark } = await startArkGateway());
   });
-  afterAll(async () => {
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => t.close());
 
   const generate = (key: string, idem: string, body: Record<string, unknown>) =>
     t.api.send('post', '/images/generate', { body, headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idem } });
-  const used = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const used = (id: string) => t.api.creditsUsed(id);
 
   it('a retry with the same key and body replays the first response and charges once', async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });
@@ -73,7 +71,7 @@ describe('Idempotency-Key', () => {
     const { key } = await t.createKey({ allowed_providers: ['jimeng'] });
     const body = { prompt: 'held until released [hold]', model: 'jimeng-4.5' };
     const first = generate(key, 'order-3', body);
-    while (!ark.requests.some((r) => r.prompt === body.prompt)) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => ark.requests.some((r) => r.prompt === body.prompt), 'the first request upstream');
     const second = await generate(key, 'order-3', body);
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('idempotency_key_in_use');

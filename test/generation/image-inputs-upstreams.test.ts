@@ -1,6 +1,7 @@
 import { toFile } from 'openai';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { expectOnePng, openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { dataUri, testPng } from '../helpers/test-images';
@@ -27,21 +28,19 @@ describe('image inputs through the gateway to the fake upstreams (Ark data URIs,
   let publicBaseUrl: string;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: ARK_KEY, flavour: 'ark' });
     visual = await startFakeVisual(credentials);
     // The gateway's public address set explicitly, to the port it will listen on.
     const port = await freePort();
     publicBaseUrl = `http://127.0.0.1:${port}`;
-    t = await startTestGateway({ PORT: String(port), PUBLIC_BASE_URL: publicBaseUrl, ARK_API_KEY: ARK_KEY, ARK_BASE_URL: ark.url, ...visualEnv(visual) });
+    ({ t, ark } = await startArkGateway({ apiKey: ARK_KEY, env: { PORT: String(port), PUBLIC_BASE_URL: publicBaseUrl, ...visualEnv(visual) } }));
   });
   afterAll(async () => {
     await t.close();
-    await ark.close();
     await visual.close();
   });
 
   const newKey = (quota = 100) => t.createKey({ credits_quota: quota, allowed_providers: ['local', 'jimeng'] });
-  const creditsUsed = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const creditsUsed = (id: string) => t.api.creditsUsed(id);
   /** An earlier output of `key` (local-1, 64x64): its img_ id and the bytes the gateway keeps for it. */
   const earlierOutput = async (key: string) => {
     const made = await t.api.client(key, { prompt: 'an earlier picture', model: 'local-1', size: '64x64' });
@@ -152,7 +151,7 @@ describe('jimeng-4.0 inputs without a public gateway address: 422 image_input_pu
       const res = await t.api.client(key, { prompt: 'no public address', model: 'jimeng-4.0', images: [dataUri(testPng(64, 64)), dataUri(testPng(80, 60))] });
       expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([422, 'image_input_public_url_required', 'images']);
       expect(res.body.error.message).toMatch(why);
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
       expect(visual.requests).toEqual([]);
       // Nothing stored either: no generation, no input image.
       expect(await t.gateway.database.db.selectFrom('stored_images').select('id').execute()).toEqual([]);

@@ -14,7 +14,7 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
   afterAll(() => t.close());
 
   const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-  const creditsUsed = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const creditsUsed = (id: string) => t.api.creditsUsed(id);
   const storedRequestOf = async (generationId: string) => {
     const row = await t.gateway.database.db.selectFrom('generations').select('request').where('id', '=', generationId).executeTakeFirstOrThrow();
     return JSON.parse(row.request as string) as { inputs?: { delivery: string; images: Array<{ id: string; format: string; width: number; height: number }>; mask?: { id: string } } };

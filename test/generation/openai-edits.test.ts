@@ -17,7 +17,7 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
   afterAll(() => t.close());
 
   const client = (apiKey: string) => openaiClient(t, apiKey);
-  const creditsUsed = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  const creditsUsed = (id: string) => t.api.creditsUsed(id);
   const inputsOf = async (generationId: string) =>
     t.gateway.database.db.selectFrom('stored_images').selectAll().where('generation_id', '=', generationId).where('role', '!=', 'output').orderBy('role').orderBy('position').execute();
   const lastGeneration = async (keyId: string) =>

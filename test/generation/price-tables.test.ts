@@ -31,7 +31,7 @@ describe('price tables by size and quality', () => {
   });
   afterAll(() => t.close());
 
-  const creditsUsed = async (id: string) => Number((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used);
+  const creditsUsed = (id: string) => t.api.creditsUsed(id);
 
   it('GET /v1/models publishes the table and the fallback price', async () => {
     const { key } = await t.createKey({ allowed_providers: ['local'] });

@@ -47,7 +47,7 @@ describe('accepted upstream tasks past their life (fake visual API)', () => {
   const db = () => t.gateway.database.db;
   const polls = (taskId: string) => visual.requests.filter((r) => r.action === 'CVSync2AsyncGetResult' && r.body.task_id === taskId).length;
   const submits = (prompt: string) => visual.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt).length;
-  const creditsUsed = async (keyId: string) => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = (keyId: string) => t.api.creditsUsed(keyId);
   const generation = (id: string) => db().selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   /**

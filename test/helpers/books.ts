@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Response } from 'supertest';
 import type { Database } from '../../src/db/schema';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
-import { type TestGateway, startTestGateway } from './test-gateway';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from './ark-gateway';
+import type { TestGateway } from './test-gateway';
 
 /**
  * The accounting invariant of issue #14, checked against the database: for every key and book
@@ -141,8 +142,7 @@ export const ONE_BACKGROUND_RUN = { GENERATION_WORKER_CONCURRENCY: '1', GENERATI
 
 /** A gateway on BOOKS_CATALOG whose `held-*` models call the fake Ark API; `env` adds to its settings. */
 export async function startBooksGateway(env: Record<string, string> = {}): Promise<BooksGateway> {
-  const ark = await startFakeImagesApi({ apiKey: 'ark-books', flavour: 'ark' });
-  const t = await startTestGateway({ ARK_API_KEY: 'ark-books', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), ...env });
+  const { t, ark } = await startArkGateway({ apiKey: 'ark-books', env: { MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), ...env } });
   return {
     t,
     ark,
@@ -172,10 +172,6 @@ export async function startBooksGateway(env: Record<string, string> = {}): Promi
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
-    async close() {
-      ark.releaseHeld();
-      await t.close();
-      await ark.close();
-    },
+    close: () => t.close(),
   };
 }

@@ -27,12 +27,3 @@ export function portClosed(url: string): Promise<boolean> {
     socket.once('error', () => resolve(true));
   });
 }
-
-/** Polls `check` every 50 ms until it holds; throws after `withinMs` (a generous bound, not a timing). */
-export async function eventually(check: () => boolean | Promise<boolean>, withinMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -43,6 +43,13 @@ export class ApiClient {
     return this.send(method, path, { body, headers: { Authorization: `Bearer ${ADMIN_SECRET}` } });
   }
 
+  /** A key's credits_used, read through the admin API (anything but 200 fails the test). */
+  async creditsUsed(keyId: string): Promise<number> {
+    const res = await this.admin('get', `/admin/keys/${keyId}`);
+    if (res.status !== 200) throw new Error(`getKey ${keyId}: ${res.status} ${res.text}`);
+    return res.body.credits_used as number;
+  }
+
   client(key: string, body: unknown, path = '/images/generate'): Promise<Response> {
     return this.send('post', path, { body, headers: { Authorization: `Bearer ${key}` } });
   }

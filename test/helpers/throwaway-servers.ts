@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { until } from './until';
 
 /** A port nothing listens on right now. */
 export async function freePort(): Promise<number> {
@@ -16,9 +17,8 @@ export async function freePort(): Promise<number> {
 
 /** Resolves once something accepts TCP connections on the port (bounded by `deadlineMs`). */
 async function waitForPort(port: number, deadlineMs = 20_000): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
+  const open = (): Promise<boolean> =>
+    new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');
       socket.once('connect', () => {
         socket.destroy();
@@ -26,10 +26,7 @@ async function waitForPort(port: number, deadlineMs = 20_000): Promise<void> {
       });
       socket.once('error', () => resolve(false));
     });
-    if (open) return;
-    if (Date.now() - started > deadlineMs) throw new Error(`nothing listens on ${port} after ${deadlineMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(open, `something listening on ${port}`, deadlineMs);
 }
 
 /**
@@ -220,14 +217,5 @@ export class Traffic<R> {
     await Promise.all(this.loops);
     if (this.failure !== undefined) throw this.failure;
     return this.results;
-  }
-}
-
-/** Polls `probe` until it returns true (bounded wait). */
-export async function eventually(probe: () => Promise<boolean>, what: string, deadlineMs = 20_000): Promise<void> {
-  const started = Date.now();
-  while (!(await probe())) {
-    if (Date.now() - started > deadlineMs) throw new Error(`${what} did not happen within ${deadlineMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

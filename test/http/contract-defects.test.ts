@@ -1,6 +1,5 @@
 import request from 'supertest';
 import { loadOpenApiDocument } from '../../src/http/openapi-document';
-import { parseRfc3339 } from '../../src/shared/rfc3339';
 import { ADMIN_SECRET, SERVICE_TOKEN, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 
 /**
@@ -32,19 +31,6 @@ describe('issue #12 examples: classes of contract defects', () => {
   });
 
   describe('date-times: one RFC 3339 parser everywhere', () => {
-    it('unit: every RFC 3339 form parses, nothing else does, and no date is shifted', () => {
-      expect(parseRfc3339('2030-06-30T23:59:60Z')).toBe(Date.UTC(2030, 6, 1));
-      expect(parseRfc3339('2030-06-30t15:59:60.5-08:00')).toBe(Date.UTC(2030, 6, 1, 0, 0, 0, 500));
-      expect(parseRfc3339('2030-01-01t00:00:00z')).toBe(Date.UTC(2030, 0, 1));
-      expect(parseRfc3339('2030-01-01T01:00:00.123456789+01:00')).toBe(Date.UTC(2030, 0, 1, 0, 0, 0, 123));
-      expect(parseRfc3339('2028-02-29T00:00:00Z')).toBe(Date.UTC(2028, 1, 29));
-      expect(parseRfc3339('0001-01-01T00:00:00Z')).toBe(-62_135_596_800_000);
-      for (const bad of ['2030-02-30T00:00:00Z', '2029-02-29T00:00:00Z', '2030-04-31T00:00:00Z', '2030-13-01T00:00:00Z', '2030-01-01T24:00:00Z',
-        '2030-01-01T12:59:60Z', '2030-01-01T00:00:00', '2030-01-01 00:00:00Z', '2030-01-01T00:00:00+24:00', 'Infinity', '2030-01-01', '+002030-01-01T00:00:00Z']) {
-        expect({ bad, parsed: parseRfc3339(bad) }).toEqual({ bad, parsed: null });
-      }
-    });
-
     it('GET /api/v1/creative/usage with to at a leap second answers 200 (was 500)', async () => {
       const res = await t.internal.service('get', '/api/v1/creative/usage?from=2030-06-01T00:00:00Z&to=2030-06-30T23:59:60Z');
       expect(res.status).toBe(200);
@@ -114,7 +100,7 @@ describe('issue #12 examples: classes of contract defects', () => {
         expect(res.body.error.code).toBe('invalid_request');
         expect(res.body.error.message).toMatch(/nested deeper than 32/);
       }
-      expect((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(0);
+      expect(await t.api.creditsUsed(id)).toBe(0);
       // Brackets inside strings are not nesting.
       const inString = await t.api.client(key, { ...localRequest(), prompt: '['.repeat(100) });
       expect(inString.status).toBe(200);

@@ -1,4 +1,5 @@
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
@@ -10,14 +11,10 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
   let ark: FakeImagesApi;
   let t: TestGateway;
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'k', flavour: 'ark' });
-    t = await startTestGateway({ ARK_API_KEY: 'k', ARK_BASE_URL: ark.url });
+    ({ t, ark } = await startArkGateway());
   });
-  afterAll(async () => {
-    await t.close();
-    await ark.close();
-  });
-  const used = async (id: string) => (await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used as number;
+  afterAll(() => t.close());
+  const used = (id: string) => t.api.creditsUsed(id);
 
   describe('on create, read and update', () => {
     it('defaults: no cap, anywhere, every model, empty metadata, thresholds [80, 100]', async () => {

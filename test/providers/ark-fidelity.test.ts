@@ -50,7 +50,7 @@ describe('Ark fidelity per model (fake Ark)', () => {
   });
 
   const generate = (body: Record<string, unknown>) => t.api.client(key, body);
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
   const sent = (prompt: string) => ark.requests.filter((r) => r.prompt === prompt);
 
   /** Refused with 400 invalid_request on `size` before anything is sent or charged. */

@@ -56,7 +56,7 @@ describe('bfl through the gateway (fake BFL)', () => {
   const auth = () => ({ Authorization: `Bearer ${key}` });
   const generate = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     t.api.send('post', '/images/generate', { body: { model: 'flux-pro-1.1', size: '1024x768', ...body }, headers: { ...auth(), ...headers } });
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
   const generation = async (id: string) => (await t.api.send('get', `/generations/${id}`, { headers: auth() })).body;
   const submitsOf = (fake: FakeBfl, prompt: string) => fake.submits.filter((s) => s.body.prompt === prompt);
 

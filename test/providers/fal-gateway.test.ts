@@ -33,7 +33,7 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
   });
 
   const auth = () => ({ Authorization: `Bearer ${key.key}` });
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${key.id}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(key.id);
   const submitsOf = (prompt: string) => fal.submits.filter((s) => s.body.prompt === prompt);
 
   it('synchronous: n images in one queued request (num_images), fetched from the CDN and stored; charged per image', async () => {

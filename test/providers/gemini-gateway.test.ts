@@ -37,7 +37,7 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
   });
 
   const auth = () => ({ Authorization: `Bearer ${key.key}` });
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${key.id}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(key.id);
   const callsOf = (prompt: string) => gemini.calls.filter((c) => partsOf(c)[0]!.text === prompt);
 
   it('synchronous, n = 2 at 4K on 3 Pro: two calls (no n, no seed), each one inline image, stored; charged at the 4K tier', async () => {

@@ -35,7 +35,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     await openai.close();
   });
 
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
   const generationRows = async () => (await t.gateway.database.db.selectFrom('generations').select('id').where('key_id', '=', keyId).execute()).length;
 
   it('jimeng-4.5 calls Ark with the Seedream model, watermark off, one call per image', async () => {

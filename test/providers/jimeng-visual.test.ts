@@ -50,7 +50,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
 
   const generate = (prompt: string, extra: Record<string, unknown> = {}) =>
     t.api.client(key, { prompt, model: 'jimeng-4.0', size: '1024x1024', ...extra });
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
 
   it('submits a signed task, polls until done and returns URLs', async () => {
     const before = fake.requests.length;

@@ -32,7 +32,7 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     await second.close();
   });
 
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
 
   it('is the read-only environment channel chn_envOpenai; /v1/models prices gpt-image-1 by quality and size', async () => {
     const channel = await t.api.admin('get', '/admin/channels/chn_envOpenai');

@@ -32,7 +32,7 @@ describe('openai through the gateway: output options and a client cancel (fake O
   });
 
   const auth = () => ({ Authorization: `Bearer ${key}` });
-  const creditsUsed = async () => (await t.api.admin('get', `/admin/keys/${keyId}`)).body.credits_used as number;
+  const creditsUsed = () => t.api.creditsUsed(keyId);
   const generation = async (id: string) => (await t.api.send('get', `/generations/${id}`, { headers: auth() })).body;
   const sentFor = (prompt: string) => openai.requests.filter((r) => r.fields.prompt === prompt);
   const openaiGenerate = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>

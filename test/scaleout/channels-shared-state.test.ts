@@ -1,5 +1,6 @@
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { addChannel as createChannel } from '../helpers/channels';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { SpecResponses } from '../helpers/spec-responses';
 import { createThrowawayDatabase, describeWithServices, type ThrowawayDatabase } from '../helpers/test-database';
@@ -61,19 +62,18 @@ describeWithServices.each([
     await redis.drop();
   });
 
-  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown> = {}) => {
-    const res = await replicas[0]!.admin('post', '/admin/channels', {
-      name: `account ${account}`,
-      provider: 'jimeng',
-      transport: 'ark',
-      base_url: fakes[account].url,
-      models: [{ model }],
-      credentials: { api_key: KEYS[account] },
-      ...extra,
-    });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    return res.body.id as string;
-  };
+  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown> = {}) =>
+    (
+      await createChannel(replicas[0]!, {
+        name: `account ${account}`,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: fakes[account].url,
+        models: [{ model }],
+        credentials: { api_key: KEYS[account] },
+        ...extra,
+      })
+    ).id;
   const healthOf = async (replica: number, id: string) =>
     ((await internal[replica]!.service('get', '/api/v1/creative/channels/health')).body.data as Array<Record<string, unknown>>).find((c) => c.id === id);
   /** Until every replica routes with the channel (its list is re-read at most a second late). */

@@ -1,9 +1,11 @@
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { addChannel as createChannel } from '../helpers/channels';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
+import { until } from '../helpers/until';
 
 /** Models of their own, so each scenario's accounts serve only its requests. */
 const CATALOG = [
@@ -69,19 +71,18 @@ describe.each([
   /** Replicas re-read the channel list at least once a second (docs/operators/channels.md): wait that long. */
   const awaitPropagation = () => new Promise((resolve) => setTimeout(resolve, 1100));
 
-  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown>) => {
-    const res = await replicas[0]!.admin('post', '/admin/channels', {
-      name: `account ${account}`,
-      provider: 'jimeng',
-      transport: 'ark',
-      base_url: fakes[account].url,
-      models: [{ model }],
-      credentials: { api_key: KEYS[account] },
-      ...extra,
-    });
-    if (res.status !== 201) throw new Error(`createChannel: ${res.status} ${res.text}`);
-    return res.body.id as string;
-  };
+  const addChannel = async (account: keyof typeof KEYS, model: string, extra: Record<string, unknown>) =>
+    (
+      await createChannel(replicas[0]!, {
+        name: `account ${account}`,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: fakes[account].url,
+        models: [{ model }],
+        credentials: { api_key: KEYS[account] },
+        ...extra,
+      })
+    ).id;
 
   it('200 parallel clients: in flight never above max_concurrency, calls never above rpm, at each account', async () => {
     await addChannel('a', 'seedream-load', { max_concurrency: 3, rpm: 40, priority: 10 });
@@ -133,7 +134,7 @@ describe.each([
     await addChannel('c', 'seedream-crash', { max_concurrency: 1, timeout_ms: 1000 });
     await awaitPropagation();
     const doomed = replicas[2]!.client(key, { prompt: 'held forever [hold]', model: 'seedream-crash' }).catch(() => 'connection lost');
-    while (fakes.c.counters.inFlight < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => fakes.c.counters.inFlight >= 1, 'the doomed generation upstream');
     await processes[2]!.stop('SIGKILL');
     expect(await doomed).toBe('connection lost');
     // The dead replica's slot frees when its lease expires; this request waits for it in the queue.

@@ -4,14 +4,7 @@ import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api
 import { startGatewayProcess } from '../helpers/gateway-process';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { ADMIN_SECRET, ApiClient, createKeyVia } from '../helpers/test-gateway';
-
-const until = async (check: () => boolean, timeoutMs = 5000) => {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
+import { until } from '../helpers/until';
 
 /** Creates a jimeng key on the process and starts one generation with it (not awaited). */
 async function startGeneration(url: string, prompt: string, headers: Record<string, string> = {}) {
@@ -52,7 +45,7 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
     const inFlight = response.then(() => 'answered', () => 'connection lost');
     const observer = new SQLite(database.url, { readonly: true });
     const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status IN ('queued', 'running')").get() as { n: number };
-    await until(() => pending().n === 1 && ark.requests.some((r) => r.prompt === 'never finishes [slow:20000]'));
+    await until(() => pending().n === 1 && ark.requests.some((r) => r.prompt === 'never finishes [slow:20000]'), 'the running generation upstream', 5000);
     expect((observer.prepare('SELECT credits_used FROM api_keys').get() as { credits_used: number }).credits_used).toBe(4);
 
     await first.stop('SIGKILL');
@@ -61,7 +54,7 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
 
     const second = await startGatewayProcess(env);
     try {
-      await until(() => pending().n === 0);
+      await until(() => pending().n === 0, 'no pending generation', 5000);
       const row = observer.prepare('SELECT status, error_code FROM generations').get();
       expect(row).toEqual({ status: 'failed', error_code: 'abandoned' });
       const key = await new ApiClient(second.url).admin('get', `/admin/keys/${keyId}`);
@@ -80,7 +73,7 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
     const gateway = await startGatewayProcess(env);
     const { response } = await startGeneration(gateway.url, 'takes a moment [slow:500]');
     const answered = response.then((res) => res);
-    await until(() => ark.requests.some((r) => r.prompt === 'takes a moment [slow:500]'));
+    await until(() => ark.requests.some((r) => r.prompt === 'takes a moment [slow:500]'), 'the generation upstream', 5000);
     const exit = gateway.stop('SIGTERM');
     const res = await answered;
     expect(res.status).toBe(200);

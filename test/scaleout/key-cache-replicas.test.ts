@@ -41,7 +41,7 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
     const res = await b.client(key, localRequest());
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('key_disabled');
-    expect((await a.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(1);
+    expect(await a.creditsUsed(id)).toBe(1);
     // Re-enabled on A: B serves it again.
     await a.admin('patch', `/admin/keys/${id}`, { status: 'active' });
     expect((await within1s(() => b.client(key, localRequest()), (r) => r.status === 200)).status).toBe(200);
@@ -62,7 +62,7 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
       (r) => r.status === 401,
     );
     expect(read.body.error.code).toBe('invalid_api_key');
-    expect((await a.admin('get', `/admin/keys/${id}`)).body.credits_used).toBe(2);
+    expect(await a.creditsUsed(id)).toBe(2);
   });
 
   it('expired on A: refused on B at once', async () => {

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type GatewayProcess, MAIN_JS, startGatewayProcess } from '../helpers/gateway-process';
-import { eventually } from '../helpers/process-tree';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { ADMIN_SECRET } from '../helpers/test-gateway';
 import { describeOnUnsupportedNode, unsupportedNodeOnMachine } from '../helpers/unsupported-node';
+import { until } from '../helpers/until';
 
 /**
  * The built gateway on the Node.js line this suite runs on (CI runs it on 24 and on 22). A full
@@ -49,7 +49,7 @@ describe(`the gateway process on Node ${process.version}`, () => {
     const refused = await Promise.all(answers.filter((answer) => answer.status !== 200).map(async (answer) => `${answer.status} ${(await answer.text()).slice(0, 300)}`));
     expect(refused).toEqual([]);
 
-    await eventually(() => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null, 30_000, 'idle compaction or exit');
+    await until(() => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null, 'idle compaction or exit', 30_000);
     expect({ exitCode: gateway.child.exitCode, signal: gateway.child.signalCode }).toEqual({ exitCode: null, signal: null });
     expect(gateway.output.join('')).toContain('idle: heap compacted');
 

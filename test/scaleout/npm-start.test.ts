@@ -1,5 +1,6 @@
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { eventually, groupAlive, killGroup, portClosed } from '../helpers/process-tree';
+import { groupAlive, killGroup, portClosed } from '../helpers/process-tree';
+import { until } from '../helpers/until';
 import { rawConnection } from '../helpers/raw-http';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 import { ADMIN_SECRET } from '../helpers/test-gateway';
@@ -25,9 +26,9 @@ describe('npm start as a real process tree', () => {
     const npmPid = gateway.child.pid as number;
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     process.kill(npmPid, signal);
-    await eventually(() => portClosed(gateway!.url), 15_000, 'public port closed');
-    await eventually(() => portClosed(gateway!.internalUrl), 15_000, 'internal port closed');
-    await eventually(() => !groupAlive(npmPid), 15_000, 'every process of npm start gone');
+    await until(() => portClosed(gateway!.url), 'public port closed', 15_000);
+    await until(() => portClosed(gateway!.internalUrl), 'internal port closed', 15_000);
+    await until(() => !groupAlive(npmPid), 'every process of npm start gone', 15_000);
     expect(gateway.output.join('')).toContain(`"signal":"${signal}"`);
   });
 
@@ -38,12 +39,12 @@ describe('npm start as a real process tree', () => {
     const head = `POST /admin/keys HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${ADMIN_SECRET}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`;
     const inFlight = await rawConnection(gateway.url, head);
     process.kill(npmPid, 'SIGINT');
-    await eventually(() => gateway!.output.join('').includes('draining'), 15_000, 'drain started');
+    await until(() => gateway!.output.join('').includes('draining'), 'drain started', 15_000);
     expect(groupAlive(npmPid)).toBe(true);
     // Past the window in which a terminal's Ctrl-C and npm's forwarded copy count as one press.
     await new Promise((resolve) => setTimeout(resolve, 600));
     process.kill(npmPid, 'SIGINT');
-    await eventually(() => !groupAlive(npmPid), 15_000, 'every process of npm start gone');
+    await until(() => !groupAlive(npmPid), 'every process of npm start gone', 15_000);
     expect(await inFlight.closedByServer()).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type GatewayProcess, MAIN_JS, startGatewayProcess } from '../helpers/gateway-process';
-import { eventually, killGroup } from '../helpers/process-tree';
+import { killGroup } from '../helpers/process-tree';
+import { until } from '../helpers/until';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
 
 /** What `npm start` prints once it serves: JSON for log collectors, and words for a person at a terminal. */
@@ -42,7 +43,7 @@ describe('the startup output', () => {
   it('at a terminal: the URLs and the models in words, after the JSON', async () => {
     // script(1) runs the gateway on a pseudo-terminal, as `npm start` in a shell.
     gateway = await startGatewayProcess({ DATABASE_URL: database.url }, { command: ['script', '-qfec', `${process.execPath} ${MAIN_JS}`, '/dev/null'], detached: true });
-    await eventually(() => gateway!.output.join('').includes('models: '), 20_000, 'the models line');
+    await until(() => gateway!.output.join('').includes('models: '), 'the models line', 20_000);
     const port = new URL(gateway.url).port;
     const internalPort = new URL(gateway.internalUrl).port;
     const text = gateway.output.join('').replace(/\r/g, '');

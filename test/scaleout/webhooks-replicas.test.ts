@@ -63,7 +63,7 @@ describe('3 replicas on PostgreSQL + Redis racing across quota thresholds', () =
       const mineOf = results.filter((r) => r.k === k);
       expect([id, mineOf.filter((r) => r.status === 200).length]).toEqual([id, 10]);
       expect([id, mineOf.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`)]).toEqual([id, Array.from({ length: 5 }, () => '402 quota_exceeded')]);
-      expect([id, (await replicas[1]!.admin('get', `/admin/keys/${id}`)).body.credits_used]).toEqual([id, 10]);
+      expect([id, await replicas[1]!.creditsUsed(id)]).toEqual([id, 10]);
     }
     const events = (type: string, keyId: string) => receiver.verified(type).filter((r) => r.event?.data.key_id === keyId);
     await until(() => keys.every(({ id }) => events('key.quota.threshold_reached', id).length >= 2 && events('key.quota.exhausted', id).length >= 1), 'every key\'s quota events');

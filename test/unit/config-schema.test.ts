@@ -56,7 +56,15 @@ describe('configuration schema', () => {
     const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 };
     expect(config.providers.resilience).toEqual(Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, defaults])));
     expect(Object.keys(config.providers.resilience)).toEqual(expect.arrayContaining(['local', 'jimeng']));
+    // A provider with no guard of its own (a channel's provider no longer configured) gets the same.
+    expect(config.providers.defaultResilience).toEqual(defaults);
+    expect(loadConfig({ ...given(), PROVIDER_TIMEOUT_MS: '5000', PROVIDER_JIMENG_TIMEOUT_MS: '7000' }, quiet).providers).toMatchObject({
+      defaultResilience: { timeoutMs: 5000 },
+      resilience: { local: { timeoutMs: 5000 }, jimeng: { timeoutMs: 7000 } },
+    });
     expect(config.maxConnections).toBeGreaterThanOrEqual(16);
+    expect(config.providers.localMode).toBe('render');
+    expect(loadConfig({ ...given(), LOCAL_PROVIDER_MODE: 'tiny' }, quiet).providers.localMode).toBe('tiny');
   });
 
   it('empty means unset, except where an empty value means something', () => {

@@ -95,6 +95,19 @@ describe('parseRfc3339', () => {
   ])('refuses %j', (text) => {
     expect(parseRfc3339(text)).toBeNull();
   });
+
+  it('every RFC 3339 form parses, nothing else does, and no date is shifted', () => {
+    expect(parseRfc3339('2030-06-30T23:59:60Z')).toBe(Date.UTC(2030, 6, 1));
+    expect(parseRfc3339('2030-06-30t15:59:60.5-08:00')).toBe(Date.UTC(2030, 6, 1, 0, 0, 0, 500));
+    expect(parseRfc3339('2030-01-01t00:00:00z')).toBe(Date.UTC(2030, 0, 1));
+    expect(parseRfc3339('2030-01-01T01:00:00.123456789+01:00')).toBe(Date.UTC(2030, 0, 1, 0, 0, 0, 123));
+    expect(parseRfc3339('2028-02-29T00:00:00Z')).toBe(Date.UTC(2028, 1, 29));
+    expect(parseRfc3339('0001-01-01T00:00:00Z')).toBe(-62_135_596_800_000);
+    for (const bad of ['2030-02-30T00:00:00Z', '2029-02-29T00:00:00Z', '2030-04-31T00:00:00Z', '2030-13-01T00:00:00Z', '2030-01-01T24:00:00Z',
+      '2030-01-01T12:59:60Z', '2030-01-01T00:00:00', '2030-01-01 00:00:00Z', '2030-01-01T00:00:00+24:00', 'Infinity', '2030-01-01', '+002030-01-01T00:00:00Z']) {
+      expect({ bad, parsed: parseRfc3339(bad) }).toEqual({ bad, parsed: null });
+    }
+  });
 });
 
 describe('parseTimestamp', () => {

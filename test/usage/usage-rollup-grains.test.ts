@@ -1,8 +1,8 @@
 import { PostgresAdapter, sql } from 'kysely';
 import { BOOKS_CATALOG, UPSTREAM_REFUSAL } from '../helpers/books';
-import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { startArkGateway } from '../helpers/ark-gateway';
 import { bearer } from '../helpers/admin-tokens';
-import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { ADMIN_SECRET, type TestGateway, localRequest } from '../helpers/test-gateway';
 import type { components } from '../../generated/gateway';
 import { bucketStartOf, monthStartSql } from '../../src/usage/usage-query';
 
@@ -34,13 +34,11 @@ function sumBy(rows: Row[], fields: ReadonlyArray<keyof Row>): Map<string, Omit<
  */
 describe('usage rollups of every grain agree (usage_key_months, usage_day_totals)', () => {
   let t: TestGateway;
-  let ark: FakeImagesApi;
   const keys: Array<{ id: string; key: string }> = [];
   let firstHour = 0;
 
   beforeAll(async () => {
-    ark = await startFakeImagesApi({ apiKey: 'ark-grains', flavour: 'ark' });
-    t = await startTestGateway({ ARK_API_KEY: 'ark-grains', ARK_BASE_URL: ark.url, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) });
+    ({ t } = await startArkGateway({ apiKey: 'ark-grains', env: { MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) } }));
     keys.push(await t.createKey({ owner: 'ann@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
     keys.push(await t.createKey({ owner: 'ben@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
     firstHour = bucketStartOf(t.clock.now(), 'hour');
@@ -56,10 +54,7 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
       }
     }
   });
-  afterAll(async () => {
-    await t.close();
-    await ark.close();
-  });
+  afterAll(() => t.close());
 
   const ask = async (from: number, to: number, query: string): Promise<Row[]> => {
     const res = await t.api.send('get', `/admin/usage?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}${query.includes('limit=') ? '' : '&limit=1000'}${query}`, { headers: bearer(ADMIN_SECRET) });
