@@ -241,6 +241,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       logger,
       images,
       generationRetentionMs: config.generationRetentionMs,
+      promptRetention: config.promptRetention,
       ...(completionWebhooks ? { onSettled: (trx, id) => completionWebhooks.emit(trx, id) } : {}),
     }),
   );

@@ -74,6 +74,10 @@ export const envSchema = z.object({
   SWEEP_GRACE_MS: declare(integer(0, 3_600_000).default(30_000), {
     description: "a generation pending longer than its provider's deadline plus this was abandoned by a dead process: its credits are released",
   }),
+  PROMPT_RETENTION: declare(oneOf(['full', 'hash', 'none']).default('full'), {
+    description:
+      'what a settled generation keeps of its prompt: `full` (until its row goes), `hash` (only its SHA-256) or `none`; applied by the sweeper, also to rows settled before it was tightened. A running generation keeps its prompt while it runs',
+  }),
   GENERATION_RETENTION_DAYS: declare(integer(0, 36_500).default(400), {
     description:
       'settled generation rows (and their attempt rows) older than this many days are deleted by the sweeper; `0` keeps them forever. Usage analytics (`GET /admin/usage`) read hourly rollups, which are kept; `GET /generations` and the internal API\'s generation lists and `getUsage` see only rows still kept',

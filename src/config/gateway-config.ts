@@ -283,6 +283,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       sweepGraceMs: values.SWEEP_GRACE_MS,
       /** GENERATION_RETENTION_DAYS in milliseconds; undefined (0 days) keeps generation rows forever. */
       generationRetentionMs: values.GENERATION_RETENTION_DAYS === 0 ? undefined : values.GENERATION_RETENTION_DAYS * 86_400_000,
+      /** PROMPT_RETENTION: what settled generations keep of their prompt (src/maintenance/prompt-retention.ts). */
+      promptRetention: values.PROMPT_RETENTION,
       /** Second listener for the internal creative API. */
       internalPort: values.INTERNAL_PORT,
       /** Cloudflare-Access-style service tokens accepted on the internal API. */

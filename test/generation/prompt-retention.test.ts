@@ -3,6 +3,7 @@ import type { GatewayDatabase } from '../../src/db/database';
 import { insertGeneration } from '../../src/generation/generations.repository';
 import { applyPromptRetention, withheldRequest } from '../../src/maintenance/prompt-retention';
 import { generationRow, migratedDatabase } from '../helpers/generation-rows';
+import { startTestGateway } from '../helpers/test-gateway';
 
 /**
  * What is kept of a prompt once its generation is settled (src/maintenance/prompt-retention.ts):
@@ -58,5 +59,25 @@ describe('prompt retention', () => {
     const after = JSON.parse(withheldRequest(before, 'none') as string) as Record<string, unknown>;
     expect(after).toEqual({ ...(JSON.parse(before) as Record<string, unknown>), request: { prompt: '', n: 1, size: '64x64' } });
     expect(withheldRequest(JSON.stringify({ entry: {} }), 'hash')).toBeNull();
+  });
+
+  it('PROMPT_RETENTION=hash: a gateway starting on the database withholds the prompts of what is settled', async () => {
+    const first = await startTestGateway();
+    try {
+      const { key } = await first.createKey();
+      const res = await first.api.client(key, { prompt: 'a lighthouse kept as a hash', model: 'local-1', size: '64x64', response_format: 'b64_json' });
+      expect(res.status).toBe(200);
+      const storedPrompt = async () => {
+        const row = await first.gateway.database.db.selectFrom('generations').select(['request', 'prompt_retention']).where('id', '=', res.body.id).executeTakeFirstOrThrow();
+        return { request: (JSON.parse(row.request as string) as { request: Record<string, unknown> }).request, retention: row.prompt_retention };
+      };
+      expect(await storedPrompt()).toMatchObject({ request: { prompt: 'a lighthouse kept as a hash' }, retention: null });
+      // Its sweeper runs once at start, over the same database.
+      const second = await startTestGateway({ DATABASE_URL: first.databaseUrl, PROMPT_RETENTION: 'hash' });
+      await second.close();
+      expect(await storedPrompt()).toMatchObject({ request: { prompt: '', prompt_sha256: createHash('sha256').update('a lighthouse kept as a hash').digest('hex') }, retention: 'hash' });
+    } finally {
+      await first.close();
+    }
   });
 });
