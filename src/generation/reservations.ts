@@ -55,7 +55,7 @@ export class Reservations {
    * The columns of a row this process runs at once (the synchronous path): inserted already
    * claimed by the local worker, so no other worker can take it while its lease is renewed.
    */
-  heldRow(now: number): Pick<
+  private heldRow(now: number): Pick<
     GenerationsTable,
     'status' | 'error_code' | 'error_message' | 'latency_ms' | 'completed_at' | 'lease_owner' | 'lease_expires_at' | 'started_at' | 'cancel_requested' | 'runs'
   > {
@@ -72,6 +72,27 @@ export class Reservations {
       cancel_requested: 0,
       runs: 1,
     };
+  }
+
+  /** An internal service's generation, held by this process: recorded at what a key would reserve (charges.ts), charged to no key. */
+  async record(clientId: string, entry: CatalogModel, n: number, stored: StoredGenerationRequest, generationId: string): Promise<GenerationsTable> {
+    const now = this.deps.clock.now();
+    const row: GenerationsTable = {
+      ...this.heldRow(now),
+      id: generationId,
+      key_id: null,
+      client_id: clientId,
+      model: entry.model,
+      provider: entry.provider,
+      images: n,
+      credits: reservedCredits(stored),
+      period_started_at: now,
+      created_at: now,
+      usage_epoch: null,
+      request: JSON.stringify(stored),
+    };
+    await this.deps.writes.run((trx) => insertGeneration(trx, row));
+    return row;
   }
 
   /** `generationId`: chosen by the caller when something (its stored input images) already names it. */
