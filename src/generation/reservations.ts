@@ -8,6 +8,7 @@ import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
 import type { ClientKey } from '../keys/key.model';
 import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
+import { keyRefused } from '../keys/rules/key-refusal';
 import { keyRefusal } from '../keys/rules/key-usability';
 import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
@@ -158,10 +159,9 @@ export class Reservations {
     if (!reserved) {
       // Refused: the key as it is now says why (the request's copy may predate an admin change).
       const current = await findKeyById(this.deps.db, key.id);
-      const refusal = current && keyRefusal(current, key.keyHash, now);
-      if (!current || refusal === 'rotated') throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-      if (refusal === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
-      if (refusal === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
+      if (!current) throw keyRefused('unknown');
+      const refusal = keyRefusal(current, key.keyHash, now);
+      if (refusal) throw keyRefused(refusal, current);
       const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
       await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
       const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
