@@ -150,7 +150,7 @@ function imageOptionsOf(options: ProviderImageOptions): { image_options?: Provid
 type OpenAIGenerationBody = components['schemas']['OpenAIImageRequest'];
 type OpenAIEditBody = components['schemas']['OpenAIImageEditRequest'];
 
-/** OpenAI's `POST /v1/images/generations`, mapped onto the gateway's own generation. */
+/** OpenAI's image generation request, mapped onto the gateway's own generation. */
 function generationInputOf(body: OpenAIGenerationBody): GenerationInput {
   const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter, background, output_format, output_compression, moderation, style, fallback } = body;
   return {
@@ -167,7 +167,7 @@ function generationInputOf(body: OpenAIGenerationBody): GenerationInput {
   };
 }
 
-/** OpenAI's `POST /v1/images/edits`: the uploaded files become the generation's input images. */
+/** OpenAI's image edit request: the uploaded files become the generation's input images. */
 function editInputOf(body: OpenAIEditBody): GenerationInput {
   const { prompt, model, n, size, response_format, quality, background, output_format, output_compression, input_fidelity, fallback } = body;
   const files = uploadedFiles(body);

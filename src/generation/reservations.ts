@@ -103,14 +103,7 @@ export class Reservations {
     // The highest price of the request's chain: a fallback may deliver (charges.ts).
     const cost = reservedCredits(stored);
     const request = JSON.stringify(stored);
-    const reservationFailed = (error: unknown): unknown => {
-      if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
-      // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
-      if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
-      // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
-      this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
-      return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
-    };
+    const reservationFailed = (error: unknown): unknown => this.failed(error, generationId, held);
     const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
       ...(held ? this.heldRow(now) : QUEUED_ROW),
       id: generationId,
@@ -156,22 +149,34 @@ export class Reservations {
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });
-    if (!reserved) {
-      // Refused: the key as it is now says why (the request's copy may predate an admin change).
-      const current = await findKeyById(this.deps.db, key.id);
-      if (!current) throw keyRefused('unknown');
-      const refusal = keyRefusal(current, key.keyHash, now);
-      if (refusal) throw keyRefused(refusal, current);
-      const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
-      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
-      const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
-      throw new ApiError(
-        'quota_exceeded',
-        `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
-        { details: { period_resets_at: resetsAt } },
-      );
-    }
+    if (!reserved) throw await this.refusal(key, cost, now);
     return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+  }
+
+  /** A reservation the database did not answer: it may still commit, and the error says what that would cost. */
+  private failed(error: unknown, generationId: string, held: boolean): unknown {
+    if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
+    // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
+    if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
+    // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
+    this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
+    return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
+  }
+
+  /** Why a reservation was refused: the key as it is now says (the request's copy may predate an admin change), else its quota is spent. */
+  private async refusal(key: ClientKey, cost: number, now: number): Promise<ApiError> {
+    const current = await findKeyById(this.deps.db, key.id);
+    if (!current) return keyRefused('unknown');
+    const refusal = keyRefusal(current, key.keyHash, now);
+    if (refusal) return keyRefused(refusal, current);
+    const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
+    await this.deps.writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+    const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
+    return new ApiError(
+      'quota_exceeded',
+      `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
+      { details: { period_resets_at: resetsAt } },
+    );
   }
 }
 
