@@ -17,7 +17,7 @@ import type { ChannelsService } from './channels/channels.service';
 import { errorHandler } from './errors/error-handler';
 import { adminGenerationHandlers } from './generation/admin-generations';
 import { generationHandlers } from './generation/generation.handlers';
-import type { GenerationService } from './generation/generation.service';
+import type { GenerationFeature } from './generation/create-generation';
 import { healthHandlers } from './health/health.handlers';
 import type { ReadinessService } from './health/readiness';
 import { imageHandlers } from './images/images.handlers';
@@ -56,7 +56,7 @@ export interface GatewayAppDeps {
   validateResponses: boolean;
   document: OpenApiDocument;
   keys: KeysService;
-  generation: GenerationService;
+  generation: GenerationFeature;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
   adminTokens: AdminTokensService;
@@ -86,7 +86,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
   const servedDocument = documentForRequest(deps.document, deps.trustedProxies);
   const handlers: GatewayHandlers = {
     ...generationHandlers(deps.generation),
-    ...adminGenerationHandlers(deps.generation, deps.clock),
+    ...adminGenerationHandlers(deps.generation.admin),
     ...keyHandlers(deps.keys),
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),

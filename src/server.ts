@@ -198,7 +198,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     Object.entries(config.providers.resilience).map(([name, settings]) => [name, settings.timeoutMs + config.sweepGraceMs]),
   );
   const releaseRetries = closers.add('release retries', new ReleaseRetries(db, clock, logger, Math.min(...Object.values(staleAfterMs))));
-  const { service: generation, worker } = closers.add(
+  const generation = closers.add(
     'generation worker',
     createGeneration({
       db,
@@ -230,7 +230,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       webhooks: { secrets: webhooks.secrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => webhooks.dispatcher.poke() },
     }),
   );
-  const completionWebhooks = generation.completionWebhooks;
+  const { worker, completionWebhooks } = generation;
   closers.push(
     'sweeper',
     await startSweeper({
@@ -254,7 +254,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     bodyLimitBytes: config.bodyLimitBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
     validateResponses: config.validateResponses,
-    generation,
   };
   // One verifier for both listeners: the team's signing keys are cached once.
   const accessJwt = config.accessJwt ? new AccessJwtVerifier(config.accessJwt, clock, logger) : undefined;
@@ -262,6 +261,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     accessJwt,
     ...common,
     clock,
+    generation,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
     keys: new KeysService(db, clock, providers.names(), cursors, catalog, (id) => keyLookup.changed(id)),
@@ -280,6 +280,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   const catalogService = new CatalogService(catalog, providers, channels.router);
   const internalApp = createInternalApp({
     ...common,
+    generation: generation.service,
     serviceTokens: config.serviceTokens,
     accessJwt,
     clock,
@@ -334,7 +335,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     logger,
     images,
     apps: { public: publicApp, internal: internalApp },
-    generation,
+    generation: generation.service,
     close: () => closers.closeAll(),
   };
 }

@@ -5,9 +5,10 @@ import { ApiError } from '../errors/api-error';
 import { checkClientIp } from '../keys/key-policy';
 import { hashKey, isWellFormedKey } from '../keys/key-secret';
 import { type CidrSet, clientAddress } from '../shared/cidr';
+import { keyRefused } from '../keys/rules/key-refusal';
 import { keyStatus } from '../keys/rules/key-usability';
 import { directKeyLookup, type KeyLookup } from '../keys/key-cache';
-import { type Clock, toIso } from '../shared/clock';
+import type { Clock } from '../shared/clock';
 import { bearerToken } from './admin-auth';
 import type { ClientPrincipal } from './principal';
 
@@ -27,12 +28,11 @@ export function apiKeyGuard(deps: {
   return async (req) => {
     const token = bearerToken(req.get('authorization'));
     if (token === undefined) throw new ApiError('missing_api_key', 'Send your key as Authorization: Bearer hyai_...');
-    if (!isWellFormedKey(token)) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+    if (!isWellFormedKey(token)) throw keyRefused('unknown');
     const found = await keys.find(deps.db, hashKey(token));
-    if (!found) throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
+    if (!found) throw keyRefused('unknown');
     const status = keyStatus(found, deps.clock.now());
-    if (status === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
-    if (status === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(found.expires_at as number)}.`);
+    if (status !== 'active') throw keyRefused(status, found);
     checkClientIp(found.client.policy, clientAddress(req.socket.remoteAddress, req.get('x-forwarded-for'), deps.trustedProxies));
     return { kind: 'client', key: found.client };
   };

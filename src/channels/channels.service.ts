@@ -3,6 +3,7 @@ import { type AuditChange, type AuditContext, REDACTED, recordAuditEvent, update
 import type { CatalogModel } from '../config/catalog';
 import type { ChannelsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { unknownModelMessage } from '../errors/unknown-model';
 import { descriptorOf, formatOfEntry } from '../providers/formats';
 import { type Clock, toIsoOrNull } from '../shared/clock';
 import { newId } from '../shared/ids';
@@ -116,7 +117,7 @@ export class ChannelsService {
     const seen = new Set<string>();
     for (const { model } of models) {
       const entry = this.deps.catalog.get(model);
-      if (!entry) throw invalid(`Unknown model ${model}. Known models: ${[...this.deps.catalog.keys()].join(', ')}.`, 'models');
+      if (!entry) throw invalid(unknownModelMessage([model], this.deps.catalog), 'models');
       if (seen.has(model)) throw invalid(`Model ${model} is listed twice.`, 'models');
       seen.add(model);
       if (entry.provider !== provider) throw invalid(`Model ${model} is served by provider ${entry.provider}, not ${provider}.`, 'models');

@@ -8,7 +8,6 @@ import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import type { ClientGenerations } from './client-generations';
 import type { GenerationResources } from './generation-resource';
-import type { GenerationService } from './generation.service';
 import { generationPage, type GenerationListQuery } from './generation-list';
 import { findGeneration } from './generations.repository';
 
@@ -60,11 +59,7 @@ export class AdminGenerations {
 }
 
 /** The /admin/generations operations: thin calls into AdminGenerations (the cancel carries the audit context). */
-export function adminGenerationHandlers(
-  generation: GenerationService,
-  clock: Clock,
-): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
-  const admin = new AdminGenerations({ db: generation.db, clock, cursors: generation.cursors, clients: generation.clients, resources: generation.resources });
+export function adminGenerationHandlers(admin: AdminGenerations): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
   return {
     listAdminGenerations: async ({ query }) => ({ status: 200, body: await admin.list(query) }),
     getAdminGeneration: async ({ params }) => ({ status: 200, body: await admin.get(params.id) }),

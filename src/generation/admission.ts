@@ -1,5 +1,6 @@
 import { type CatalogModel, upstreamLimitsOf } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
+import { modelNotFound } from '../errors/unknown-model';
 import { checkModelPermitted } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
@@ -45,9 +46,7 @@ export class GenerationAdmission {
         };
       }
     }
-    if (!entry) {
-      throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
-    }
+    if (!entry) throw modelNotFound(model, catalog);
     return entry;
   }
 

@@ -26,6 +26,8 @@ export interface GenerationWebhook {
 const EVENT_OF_STATUS: Record<string, CompletionEvent | undefined> = { succeeded: 'completed', failed: 'failed', canceled: 'canceled' };
 
 export interface CompletionWebhooksDeps {
+  /** Where the keys' signing secrets are kept. */
+  db: Kysely<Database>;
   clock: Clock;
   secrets: WebhookSecrets;
   allowPrivateNetworks: boolean;
@@ -55,7 +57,8 @@ export class CompletionWebhooks {
   }
 
   /** The key's signing secret, created (sealed) on first use; concurrent first uses agree on one. */
-  async secretFor(db: Db, keyId: string): Promise<{ secret: string; createdAt: number }> {
+  async secretFor(keyId: string): Promise<{ secret: string; createdAt: number }> {
+    const { db } = this.deps;
     let row = await db.selectFrom('key_webhook_secrets').selectAll().where('key_id', '=', keyId).executeTakeFirst();
     if (!row) {
       const now = this.deps.clock.now();

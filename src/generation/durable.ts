@@ -9,7 +9,7 @@ import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
 import { forgetTask, recordTaskAccepted, recordTaskSending } from './durable.repository';
-import { LeaseLost } from './generation-worker';
+import { LeaseLost } from './lease';
 
 /** generations.request: everything a worker on any replica needs to run the generation. */
 export interface StoredGenerationRequest {

@@ -19,13 +19,14 @@ import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, chainOf, onModel, storedRequestOf } from './durable';
 import { listGenerationTasks, recordFallback } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
-import { LeaseLost, RunDeferred } from './generation-worker';
+import { LeaseLost } from './lease';
 import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
 import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleDelivered, settleGeneration, settleGenerations, type Unbilled } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
+import type { ProviderImage } from '../providers/provider';
 
 export interface GenerationRunnerDeps {
   db: Kysely<Database>;
@@ -50,12 +51,62 @@ export interface GenerationRunnerDeps {
 }
 
 /**
+ * A background run that met a dependency outage (Redis, the database) before any upstream call: not
+ * failed; its lease lapses and the queue runs it again once its channels have room (the worker's
+ * room check asks the same stores, so nothing is claimed while they fail). The lapse is the backoff.
+ */
+export class RunDeferred extends Error {
+  constructor(
+    readonly generationId: string,
+    override readonly cause: unknown,
+  ) {
+    super(`generation ${generationId} deferred: a dependency is unavailable`);
+    this.name = 'RunDeferred';
+  }
+}
+
+/** What a run holds from its start to its settlement. */
+interface Run {
+  row: GenerationsTable;
+  stored: StoredGenerationRequest;
+  /** The run's abort: its client's disconnect, or its lease's end. */
+  signal: AbortSignal;
+  started: number;
+  /** The upstream calls it sent or resumes; none for a chain that sends nothing upstream. */
+  journal: GenerationTaskJournal | undefined;
+}
+
+/** Where the channel phase stopped: the model it was on (the stored request as that model takes it) and what it had made. */
+interface Progress {
+  stage: StoredGenerationRequest;
+  attempts: GenerationAttemptsTable[];
+  /** What the upstream billed beyond the attempts' record (billed but undelivered images, expired tasks): charges.ts books it. */
+  losses: UpstreamLosses;
+  /** Whether the attempts are in the database already (a settlement wrote them before the run was found settled elsewhere). */
+  attemptsWritten: boolean;
+}
+
+/** What the channel phase came to; settle() has one settlement per kind. */
+type RunOutcome =
+  /** Images made and stored: charged the price of `entry`, the model that delivered. */
+  | ({ kind: 'produced'; entry: CatalogModel; images: ProviderImage[] } & Progress)
+  /** A takeover that may not run at all: a call it can neither resume nor send again, or a task the upstream no longer keeps. */
+  | ({ kind: 'unresumable'; error: ApiError; code: string; unbilled: Unbilled | undefined } & Progress)
+  /** Canceled or taken over (on any replica) while it ran: it delivers nothing. */
+  | ({ kind: 'leaseLost'; error: LeaseLost } & Progress)
+  /** Queued work that met an outage before any upstream call: run again later. */
+  | { kind: 'deferred'; error: unknown }
+  | ({ kind: 'failed'; error: unknown } & Progress);
+
+const noLosses: UpstreamLosses = { billedUndelivered: 0, expiredCalls: [] };
+
+/**
  * Runs a claimed generation through its channels to exactly one settlement: the synchronous path
  * (its client waiting) and the worker's background runs alike.
  */
 export class GenerationRunner {
   /** Settles a succeeded generation without a completion webhook (most of them): batched on PostgreSQL. */
-  private readonly settle: (settlement: Settlement) => Promise<boolean>;
+  private readonly settleBatched: (settlement: Settlement) => Promise<boolean>;
 
   constructor(private readonly deps: GenerationRunnerDeps) {
     const alone = (settlement: Settlement) => deps.writes.single((db) => settleGeneration(db, settlement.id, settlement.outcome, settlement.attempts));
@@ -66,9 +117,9 @@ export class GenerationRunner {
         lanes: 2,
         ...databaseBatchOptions(deps.databaseBudgetMs),
       });
-      this.settle = (settlement) => batcher.submit(settlement);
+      this.settleBatched = (settlement) => batcher.submit(settlement);
     } else {
-      this.settle = alone;
+      this.settleBatched = alone;
     }
   }
 
@@ -84,178 +135,212 @@ export class GenerationRunner {
    * and the success is charged the price of the model that delivered (charges.ts).
    */
   async execute(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest = storedRequestOf(row)): Promise<GenerationOutcome> {
-    const { clock, channels, metrics, writes, db } = this.deps;
-    const { request } = stored;
+    const { clock, db, writes, logger, owner } = this.deps;
     const chain = chainOf(stored);
     // The row names the model the run moved to (recordFallback): a takeover continues there.
     const startAt = Math.max(0, chain.findIndex((candidate) => candidate.model === row.model));
-    // The stored request as the model now running takes it: what its calls, charges and losses are counted by.
-    let stage = onModel(stored, (chain[startAt] as CatalogModel).model);
     const started = clock.now();
-    // The channel attempts, written here only: with the settlement (the same transaction, or statement), or alone when there is none.
-    let attempts: GenerationAttemptsTable[] = [];
-    let attemptsWritten = false;
-    let attemptsInBackground = false;
-    // What the upstream billed beyond the attempts' record (billed but undelivered images, expired tasks): charges.ts books it.
-    let losses: UpstreamLosses = { billedUndelivered: 0, expiredCalls: [] };
-    const settleFailure = async (error: unknown, code = errorCodeOf(error), unbilled = unbilledOf(stored, attempts, code === 'image_storage_unavailable', losses)) => {
-      const latencyMs = elapsedMs(clock, started);
-      const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
-      // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
-      const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
-      const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)) : 0;
-      try {
-        const hooked = await writes.run(async (trx) => {
-          if (!attemptsWritten) await insertAttempts(trx, attempts);
-          const settled = await failGeneration(trx, row, {
-            errorCode: canceled || disconnected ? 'canceled' : code,
-            errorMessage: disconnected
-              ? `The client disconnected before the answer; ${chargedCredits > 0 ? `${chargedCredits} credits were charged for the upstream calls already sent` : 'nothing was charged'}.`
-              : messageOf(error),
-            latencyMs,
-            completedAt: clock.now(),
-            ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
-          });
-          if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
-          // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
-          if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
-          return settled && (await this.deps.completionWebhooks?.emit(trx, row.id)) === true;
-        });
-        attemptsWritten = true;
-        if (hooked) this.deps.completionWebhooks?.poke();
-        return disconnected ? new ClientDisconnected({ generationId: row.id, chargedCredits }) : undefined;
-      } catch (settleError) {
-        // The row stays active: released by a retry when the database is back, or by a takeover.
-        this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
-        this.deps.onUnsettled?.(row.id, code);
-        return undefined;
-      }
-    };
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
+    const first = onModel(stored, (chain[startAt] as CatalogModel).model);
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = chain.every(sendsNothingUpstream)
-      ? undefined
-      : new GenerationTaskJournal(writes, clock, this.deps.logger, row.id, tasks, stored.mark_sends, this.deps.owner, taskLifeOf(stage.entry));
-    if (row.runs > 1 && interrupted(stage, tasks)) {
+    const journal = chain.every(sendsNothingUpstream) ? undefined : new GenerationTaskJournal(writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
+    const run: Run = { row, stored, signal, started, journal };
+    return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
+  }
+
+  /** The channel phase: the upstream calls on the chain's models from `first` on, and the images stored. It settles nothing. */
+  private async run(run: Run, chain: CatalogModel[], first: StoredGenerationRequest, tasks: GenerationTasksTable[]): Promise<RunOutcome> {
+    const { row, stored, signal, journal } = run;
+    const { writes, clock, db, owner } = this.deps;
+    const none = { stage: first, attempts: [], losses: noLosses, attemptsWritten: false };
+    if (row.runs > 1 && interrupted(first, tasks)) {
       const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
-      const lost = imagesOfCalls(stage, unacknowledgedCalls(stage, tasks));
-      await settleFailure(error, 'abandoned', lost > 0 ? { images: lost, reason: 'abandoned' } : undefined);
-      throw error;
+      const lost = imagesOfCalls(first, unacknowledgedCalls(first, tasks));
+      return { kind: 'unresumable', ...none, error, code: 'abandoned', unbilled: lost > 0 ? { images: lost, reason: 'abandoned' } : undefined };
     }
     if (journal && journal.expired.length > 0) {
       // The upstream no longer keeps the task (descriptor resume.lifeMs): polling it would only find
       // it gone. Its accepted tasks were billed and are never delivered: the operator's loss.
-      const [first] = journal.expired;
-      const error = new TaskExpired(first!, tasks.find((task) => Number(task.image_index) === first)?.task_id ?? 'unknown', taskLifeOf(stage.entry)!);
-      await settleFailure(error, error.code, unbilledOf(stage, [], false, { expiredCalls: [...journal.sent] }));
-      throw error;
+      const [expired] = journal.expired;
+      const error = new TaskExpired(expired!, tasks.find((task) => Number(task.image_index) === expired)?.task_id ?? 'unknown', taskLifeOf(first.entry)!);
+      return { kind: 'unresumable', ...none, error, code: error.code, unbilled: unbilledOf(first, [], false, { expiredCalls: [...journal.sent] }) };
     }
+    // Moves with the run's fallbacks: the model whose calls, charges and losses count.
+    let stage = first;
+    let attempts: GenerationAttemptsTable[] = [];
+    let losses = noLosses;
     try {
       // Read back by id on every run: a takeover sends exactly the inputs the request gave.
       const inputs = stored.inputs ? await this.deps.inputs.resolve(stored.inputs) : {};
-      const stages = chain.slice(startAt).map((entry) => ({ entry, request: { ...onModel(stored, entry.model).request, ...inputs } }));
+      const stages = chain.map((entry) => ({ entry, request: { ...onModel(stored, entry.model).request, ...inputs } }));
       const onFallback = async (next: CatalogModel) => {
-        if (!(await writes.run((trx) => recordFallback(trx, row.id, this.deps.owner, next, clock.now())))) {
+        if (!(await writes.run((trx) => recordFallback(trx, row.id, owner, next, clock.now())))) {
           throw new LeaseLost(row.id, (await findGeneration(db, row.id))?.status === 'canceled');
         }
         journal?.restart();
         stage = onModel(stored, next.model);
       };
-      const run = await channels.generate(row.id, stages, signal, journal, onFallback);
-      attempts = run.attempts;
-      losses = run.losses;
-      if (!run.ok) throw run.error;
-      const entry = run.entry;
+      const result = await this.deps.channels.generate(row.id, stages, signal, journal, onFallback);
+      ({ attempts, losses } = result);
+      if (!result.ok) return stopOf(run, result.error, { stage, attempts, losses, attemptsWritten: false });
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
-        { generationId: row.id, owner: imageOwnerOf(row), provider: entry.provider, images: run.images, responseFormat: request.responseFormat, keepBase64: stored.keep_base64 },
+        { generationId: row.id, owner: imageOwnerOf(row), provider: result.entry.provider, images: result.images, responseFormat: stored.request.responseFormat, keepBase64: stored.keep_base64 },
         signal,
       );
-      const latencyMs = elapsedMs(clock, started);
-      let hooked = false;
-      const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
-      // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
-      const credits = heldFor(stage, row).credits;
-      // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
-      // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
-      const loss = unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false, { billedUndelivered: losses.billedUndelivered });
-      const delivered =
-        credits === row.credits && entry.model === stored.entry.model
-          ? undefined
-          : {
-              model: entry.model,
-              provider: entry.provider,
-              requestedModel: stored.entry.model,
-              credits,
-              unbilled: loss,
-            };
-      // Without a completion webhook or a new price (most requests) there is no event to write: one statement on PostgreSQL.
-      let settled: boolean;
-      try {
-        settled =
-          stored.webhook === undefined && delivered === undefined
-            ? await this.settle({ id: row.id, outcome, attempts })
-            : await writes.run(async (trx) => {
-                let done: boolean;
-                if (delivered) {
-                  done = await settleDelivered(trx, row, delivered, outcome, attempts);
-                } else {
-                  await insertAttempts(trx, attempts);
-                  done = await completeGeneration(trx, row.id, outcome);
-                }
-                hooked = done && (await this.deps.completionWebhooks?.emit(trx, row.id)) === true;
-                return done;
-              });
-      } catch (error) {
-        // A settlement sent but not answered may still commit (and charge) when a hung database resumes.
-        throw row.key_id !== null && mayHaveCommitted(error) ? withChargeOutcome(error, { kind: 'unknown', generationId: row.id }) : error;
-      }
-      attemptsWritten = true;
-      if (hooked) this.deps.completionWebhooks?.poke();
-      if (!settled) {
-        // Canceled (on any replica), or failed by the sweeper, before it finished: the state it was
-        // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
-        // what else the upstream made is the operator's loss.
-        this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
-        await this.withdraw(row.id, stored, attempts, losses);
-        throw signal.aborted ? signal.reason : new LeaseLost(row.id, true);
-      }
-      // Recorded with the settlement when it re-priced, else after it.
-      if (loss && delivered) metrics.unbilledImages.inc({ reason: loss.reason }, loss.images);
-      else if (loss) await this.recordLoss(row.id, loss);
-      if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
-      metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
-      return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images, credits };
+      return { kind: 'produced', entry: result.entry, images, stage, attempts, losses, attemptsWritten: false };
     } catch (error) {
-      if (error instanceof LeaseLost) {
-        // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
-        if (error.canceled && !stored.mark_sends && journal) {
-          const sent = creditsOf(imagesOfCalls(stage, journal.sent), heldFor(stage, row));
-          await writes.run((trx) => refundUnsentCalls(trx, row, sent)).catch((refundError: unknown) => this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'));
-        }
-        throw error;
-      }
-      // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
-      // before any channel attempt, so before any upstream call: run again later, not failed.
-      if (stored.mark_sends && attempts.length === 0 && !signal.aborted && dependencyApiError(error)) throw new RunDeferred(row.id, error);
-      metrics.generationSeconds.observe({ provider: stage.entry.provider, outcome: 'failed' }, elapsedMs(clock, started) / 1000);
-      if (isDatabaseOutage(error)) {
-        // The database already cost this request its wait: the answer does not wait for the release
-        // too (it releases, whenever it lands, or is retried by onUnsettled; it never charges).
-        attemptsInBackground = true;
-        // What the failed generation records is the plain outage: if this failure lands, nothing was charged.
-        const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
-        void settleFailure(recorded).then(() => (attemptsWritten ? undefined : this.recordAttempts(row.id, attempts)));
-      } else {
-        // A client that went away is told nothing; the error handler logs what its generation was charged.
-        throw (await settleFailure(error)) ?? error;
-      }
-      throw error;
-    } finally {
-      // Not settled here (the lease was lost, or settling failed): the attempts still go in.
-      if (!attemptsWritten && !attemptsInBackground) await this.recordAttempts(row.id, attempts);
+      return stopOf(run, error, { stage, attempts, losses, attemptsWritten: false });
     }
   }
+
+  /** The run's one settlement, by what its channel phase came to; it returns only a delivered generation. */
+  private async settle(run: Run, outcome: RunOutcome): Promise<GenerationOutcome> {
+    switch (outcome.kind) {
+      case 'produced':
+        return this.settleProduced(run, outcome);
+      case 'unresumable':
+        return this.settleUnresumable(run, outcome);
+      case 'leaseLost':
+        return this.settleLeaseLost(run, outcome);
+      case 'deferred':
+        throw new RunDeferred(run.row.id, outcome.error);
+      case 'failed':
+        return this.settleFailed(run, outcome);
+    }
+  }
+
+  /** Charged the price of the model that delivered, its attempts and usage written with the settlement; a generation settled elsewhere meanwhile delivers nothing. */
+  private async settleProduced(run: Run, produced: Extract<RunOutcome, { kind: 'produced' }>): Promise<GenerationOutcome> {
+    const { row, stored, signal } = run;
+    const { clock, metrics, writes, completionWebhooks } = this.deps;
+    const { entry, stage, attempts, losses } = produced;
+    const latencyMs = elapsedMs(clock, run.started);
+    const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
+    // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
+    const credits = heldFor(stage, row).credits;
+    // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
+    // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
+    const loss = unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false, { billedUndelivered: losses.billedUndelivered });
+    const delivered =
+      credits === row.credits && entry.model === stored.entry.model ? undefined : { model: entry.model, provider: entry.provider, requestedModel: stored.entry.model, credits, unbilled: loss };
+    let settled: boolean;
+    let hooked = false;
+    try {
+      // Without a completion webhook or a new price (most requests) there is no event to write: one statement on PostgreSQL.
+      settled =
+        stored.webhook === undefined && delivered === undefined
+          ? await this.settleBatched({ id: row.id, outcome, attempts })
+          : await writes.run(async (trx) => {
+              let done: boolean;
+              if (delivered) {
+                done = await settleDelivered(trx, row, delivered, outcome, attempts);
+              } else {
+                await insertAttempts(trx, attempts);
+                done = await completeGeneration(trx, row.id, outcome);
+              }
+              hooked = done && (await completionWebhooks?.emit(trx, row.id)) === true;
+              return done;
+            });
+    } catch (error) {
+      // A settlement sent but not answered may still commit (and charge) when a hung database resumes.
+      const failed = row.key_id !== null && mayHaveCommitted(error) ? withChargeOutcome(error, { kind: 'unknown', generationId: row.id }) : error;
+      return this.settle(run, stopOf(run, failed, produced));
+    }
+    if (hooked) completionWebhooks?.poke();
+    if (!settled) {
+      // Canceled (on any replica), or failed by the sweeper, before it finished: the state it was
+      // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
+      // what else the upstream made is the operator's loss.
+      this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
+      await this.withdraw(row.id, stored, attempts, losses);
+      return this.settle(run, stopOf(run, signal.aborted ? signal.reason : new LeaseLost(row.id, true), { ...produced, attemptsWritten: true }));
+    }
+    // Recorded with the settlement when it re-priced, else after it.
+    if (loss && delivered) metrics.unbilledImages.inc({ reason: loss.reason }, loss.images);
+    else if (loss) await this.recordLoss(row.id, loss);
+    if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
+    metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
+    return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images: produced.images, credits };
+  }
+
+  private async settleUnresumable(run: Run, unresumable: Extract<RunOutcome, { kind: 'unresumable' }>): Promise<never> {
+    await this.writeFailure(run, unresumable, unresumable.error, unresumable.code, unresumable.unbilled);
+    throw unresumable.error;
+  }
+
+  /** Settled elsewhere: nothing to settle here; a synchronous run's unsent calls go back to its key, its attempts still go in. */
+  private async settleLeaseLost(run: Run, lost: Extract<RunOutcome, { kind: 'leaseLost' }>): Promise<never> {
+    const { row, stored, journal } = run;
+    // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
+    if (lost.error.canceled && !stored.mark_sends && journal) {
+      const sent = creditsOf(imagesOfCalls(lost.stage, journal.sent), heldFor(lost.stage, row));
+      await this.deps.writes
+        .run((trx) => refundUnsentCalls(trx, row, sent))
+        .catch((refundError: unknown) => this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'));
+    }
+    if (!lost.attemptsWritten) await this.recordAttempts(row.id, lost.attempts);
+    throw lost.error;
+  }
+
+  private async settleFailed(run: Run, failed: Extract<RunOutcome, { kind: 'failed' }>): Promise<never> {
+    const { error, stage } = failed;
+    this.deps.metrics.generationSeconds.observe({ provider: stage.entry.provider, outcome: 'failed' }, elapsedMs(this.deps.clock, run.started) / 1000);
+    if (isDatabaseOutage(error)) {
+      // The database already cost this request its wait: the answer does not wait for the release
+      // too (it releases, whenever it lands, or is retried by onUnsettled; it never charges).
+      // What the failed generation records is the plain outage: if this failure lands, nothing was charged.
+      const recorded = error instanceof DependencyUnavailableError && error.outcome ? new DependencyUnavailableError(error.dependency, error.cause) : error;
+      void this.writeFailure(run, failed, recorded, ...failureOf(run, failed, recorded));
+      throw error;
+    }
+    // A client that went away is told nothing; the error handler logs what its generation was charged.
+    throw (await this.writeFailure(run, failed, error, ...failureOf(run, failed, error))) ?? error;
+  }
+
+  /**
+   * Fails (or, canceled or disconnected, cancels) the generation, releasing what it did not charge, with
+   * its attempts and completion webhook in the same transaction. Never throws: a settlement that fails
+   * leaves the row active for onUnsettled or a takeover, and its attempts go in alone.
+   * Returns the refusal of a client that disconnected.
+   */
+  private async writeFailure(run: Run, progress: Progress, error: unknown, code: string, unbilled: Unbilled | undefined): Promise<ClientDisconnected | undefined> {
+    const { row, stored, signal, journal } = run;
+    const { stage, attempts } = progress;
+    const { clock, metrics, writes, completionWebhooks } = this.deps;
+    const latencyMs = elapsedMs(clock, run.started);
+    const canceled = signal.reason instanceof LeaseLost && signal.reason.canceled;
+    // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
+    const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
+    const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)) : 0;
+    try {
+      const hooked = await writes.run(async (trx) => {
+        if (!progress.attemptsWritten) await insertAttempts(trx, attempts);
+        const settled = await failGeneration(trx, row, {
+          errorCode: canceled || disconnected ? 'canceled' : code,
+          errorMessage: disconnected
+            ? `The client disconnected before the answer; ${chargedCredits > 0 ? `${chargedCredits} credits were charged for the upstream calls already sent` : 'nothing was charged'}.`
+            : messageOf(error),
+          latencyMs,
+          completedAt: clock.now(),
+          ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
+        });
+        if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+        // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
+        if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
+        return settled && (await completionWebhooks?.emit(trx, row.id)) === true;
+      });
+      if (hooked) completionWebhooks?.poke();
+      return disconnected ? new ClientDisconnected({ generationId: row.id, chargedCredits }) : undefined;
+    } catch (settleError) {
+      // The row stays active: released by a retry when the database is back, or by a takeover.
+      this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
+      this.deps.onUnsettled?.(row.id, code);
+      if (!progress.attemptsWritten) await this.recordAttempts(row.id, attempts);
+      return undefined;
+    }
+  }
+
 
   /** Attempt rows no settlement wrote, in a transaction of their own; a failure is logged, never thrown. */
   private async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
@@ -325,6 +410,22 @@ function unacknowledgedCalls(stored: StoredGenerationRequest, tasks: GenerationT
     const task = byIndex.get(i);
     return stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null;
   });
+}
+
+/** Where a run stopped short of a delivery: its lease lost, deferred, or failed. */
+function stopOf(run: Run, error: unknown, { stage, attempts, losses, attemptsWritten }: Progress): RunOutcome {
+  const progress = { stage, attempts, losses, attemptsWritten };
+  if (error instanceof LeaseLost) return { kind: 'leaseLost', error, ...progress };
+  // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
+  // before any channel attempt, so before any upstream call: run again later, not failed.
+  if (run.stored.mark_sends && attempts.length === 0 && !run.signal.aborted && dependencyApiError(error)) return { kind: 'deferred', error };
+  return { kind: 'failed', error, ...progress };
+}
+
+/** What a failed generation records besides its message: its error's code, and what the upstream billed that it did not deliver. */
+function failureOf(run: Run, { attempts, losses }: Progress, error: unknown): [code: string, unbilled: Unbilled | undefined] {
+  const code = errorCodeOf(error);
+  return [code, unbilledOf(run.stored, attempts, code === 'image_storage_unavailable', losses)];
 }
 
 function messageOf(error: unknown): string {

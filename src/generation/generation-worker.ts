@@ -9,6 +9,8 @@ import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
 import { abortWhen } from '../shared/abort-link';
 import { RenewedSet } from '../shared/renewed-set';
+import { RunDeferred } from './generation-runner';
+import { LeaseLost } from './lease';
 import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGenerationLeases } from './durable.repository';
 
 export interface GenerationWorkerDeps {
@@ -33,32 +35,6 @@ export interface GenerationWorkerDeps {
 /** A lease owner unique to this process (and worker): host, pid and random bits. */
 export function newLeaseOwner(): string {
   return `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-}
-
-/** Why a run stopped: the holder lost its lease (taken over, or settled elsewhere, e.g. canceled). */
-export class LeaseLost extends Error {
-  constructor(
-    readonly generationId: string,
-    readonly canceled: boolean,
-  ) {
-    super(canceled ? `generation ${generationId} was canceled` : `generation ${generationId} is no longer held by this process`);
-    this.name = 'LeaseLost';
-  }
-}
-
-/**
- * A background run that met a dependency outage (Redis, the database) before any upstream call: not
- * failed; its lease lapses and the queue runs it again once its channels have room (the worker's
- * room check asks the same stores, so nothing is claimed while they fail). The lapse is the backoff.
- */
-export class RunDeferred extends Error {
-  constructor(
-    readonly generationId: string,
-    override readonly cause: unknown,
-  ) {
-    super(`generation ${generationId} deferred: a dependency is unavailable`);
-    this.name = 'RunDeferred';
-  }
 }
 
 /**

@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import type { components } from '../../generated/gateway';
 import type { ChannelRouter } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import { checkQuality } from '../config/price-table';
@@ -25,17 +25,15 @@ import { newSortableId } from '../shared/ids';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { GenerationAdmission } from './admission';
 import type { GenerationOutcome } from './generation-outcome';
-import { ClientGenerations } from './client-generations';
-import type { CompletionWebhooks } from './completion-webhooks';
+import type { CompletionWebhooks, GenerationWebhook } from './completion-webhooks';
 import { type StoredGenerationRequest, upstreamFieldsOf } from './durable';
 import { requestFallbacks } from './fallback-chain';
-import { reservedCredits } from './charges';
-import type { GenerationResources } from './generation-resource';
 import type { GenerationRunner } from './generation-runner';
-import { type GenerationWorker, LeaseLost } from './generation-worker';
-import { countQueuedGenerations, findGeneration, insertGeneration } from './generations.repository';
+import { GenerationSteps, type Undo } from './generation-steps';
+import type { GenerationWorker } from './generation-worker';
+import { countQueuedGenerations, findGeneration } from './generations.repository';
+import { LeaseLost } from './lease';
 import { Reservations } from './reservations';
-import type { CursorCodec } from '../shared/cursor';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 /**
@@ -76,9 +74,11 @@ export interface GenerationDeps {
   pollMs: number;
   /** Completion webhooks (the request's `webhook`); without them such a request is refused. */
   webhooks?: { secrets: WebhookSecrets; allowPrivateNetworks: boolean; poke: () => void };
-  /** Signs and opens the generation lists' page cursors. */
-  cursors: CursorCodec;
+  /** Runs the rows this service holds for their waiting clients. */
+  runner: GenerationRunner;
 }
+
+type Reservation = Awaited<ReturnType<Reservations['reserve']>>;
 
 export interface KeyGenerationOutcome extends GenerationOutcome {
   /** Credits left on the key in this period, after this charge. */
@@ -104,88 +104,59 @@ export function generationSummary(outcome: GenerationOutcome): Omit<GenerateImag
   };
 }
 
+/** What every generation path starts from: the request, whose inputs it owns, and whether it runs in the background. */
+interface Asked {
+  input: GenerationInput;
+  owner: ImageOwner;
+  /** Submitted asynchronously: run later by a worker (durable.ts: keep_base64, mark_sends). */
+  background: boolean;
+  /** The waiting client's disconnect; none for a queued request. */
+  signal: AbortSignal | undefined;
+}
+
+/** A client key's request: its RPM's decision goes to the `x-rate-limited` layer's holder. */
+interface KeyAsked extends Asked {
+  key: ClientKey;
+  rateLimit: RateLimitHolder | undefined;
+}
+
+/** A request whose client waits for its images: its disconnect aborts the run. */
+interface Waiting {
+  signal: AbortSignal;
+}
+
+/** What the reservation step writes: the generation row and its stored request. */
+interface Recorded {
+  row: GenerationsTable;
+  stored: StoredGenerationRequest;
+}
+
+const CHECK: Undo<object> = { by: 'nothing: a check writes nothing' };
+const KEPT_INPUTS: Undo<object> = { by: 'the image store: inputs no generation names expire unseen' };
+const RESERVED: Undo<object> = { by: "the run's settlement: a failure releases what it did not charge" };
+
 /**
- * Generation with exact accounting. For a client key: model and provider checks, the key's RPM,
- * an atomic credit reservation, the provider call, then settlement or release. For an internal
- * service: no key, no quota, the usage row records the service. A refused request is never charged.
+ * Generation with exact accounting, as three paths of named steps (generation-steps.ts). For a
+ * client key: model and provider checks, the key's RPM, an atomic credit reservation, the provider
+ * call, then settlement or release. For an internal service: no key, no quota, the usage row records
+ * the service. A refused request is never charged.
  */
 export class GenerationService {
-  readonly admission: GenerationAdmission;
-  readonly reservations: Reservations;
-  readonly runner: GenerationRunner;
-  readonly resources: GenerationResources;
-  /** The key holder's view of its generations (GET, list, cancel). */
-  readonly clients: ClientGenerations;
-  readonly completionWebhooks: CompletionWebhooks | undefined;
-  /** For the webhook secret operation (read or created on first use). */
-  get db(): Kysely<Database> {
-    return this.deps.db;
-  }
+  private readonly admission: GenerationAdmission;
+  private readonly reservations: Reservations;
 
-  get cursors(): CursorCodec {
-    return this.deps.cursors;
-  }
-
-  constructor(
-    private readonly deps: GenerationDeps,
-    parts: { runner: GenerationRunner; resources: GenerationResources; completionWebhooks: CompletionWebhooks | undefined },
-  ) {
-    const { db, writes, clock } = deps;
-    ({ runner: this.runner, resources: this.resources, completionWebhooks: this.completionWebhooks } = parts);
-    const hooks = parts.completionWebhooks;
-    this.admission = new GenerationAdmission(deps);
-    this.reservations = new Reservations({
-      db,
-      writes,
-      clock,
-      owner: deps.worker.owner,
-      leaseMs: deps.leaseMs,
-      ...(deps.onUnsettled ? { onUnsettled: deps.onUnsettled } : {}),
-      ...(deps.databaseBudgetMs !== undefined ? { databaseBudgetMs: deps.databaseBudgetMs } : {}),
-    });
-    this.clients = new ClientGenerations({
-      db,
-      writes,
-      clock,
-      cursors: deps.cursors,
-      resources: parts.resources,
-      worker: deps.worker,
-      ...(hooks ? { onSettled: (trx, id) => hooks.emit(trx, id), afterSettled: () => hooks.poke() } : {}),
-    });
-  }
-
-  /** The request's completion webhook, checked; its key's signing secret exists before any delivery needs it. */
-  private async webhookOf(key: ClientKey, input: GenerationInput) {
-    if (input.webhook === undefined && input.webhook_events_filter === undefined) return undefined;
-    if (!this.completionWebhooks) throw new ApiError('invalid_request', 'Completion webhooks are not available here.', { param: 'webhook' });
-    const webhook = this.completionWebhooks.validate(input);
-    if (webhook) await this.completionWebhooks.secretFor(this.deps.db, key.id);
-    return webhook;
-  }
-
-  /** The gateway's path: a client key pays, within its rate limit and quota. `rateLimit` receives the count's decision. */
-  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
-    const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
-    let slot: HeldLease | undefined;
-    try {
-      this.admission.refuseOverLimit(decision);
-      const webhook = await this.webhookOf(key, input);
-      const request = this.storedRequest(entry, input, false);
-      const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input, signal);
-      const fallbacks = this.fallbacksOf(entry, input, request, checked, key);
-      slot = await holdConcurrencySlot(this.deps.leases, key);
-      // Stored only once the request holds its slot: a request refused for concurrency stores nothing.
-      const { generationId, inputs } = await this.keepInputs(checked);
-      const n = input.n ?? 1;
-      const stored = { ...request, ...fallbacks, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
-      const reservation = await this.reservations.reserve(key, entry, n, stored, true, generationId);
-      const outcome = await this.runHeld(reservation.row, signal, stored);
-      // Charged the price of the model that delivered; the rest of the reservation went back to the key.
-      return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
-    } finally {
-      await slot?.release();
-    }
-  }
+  /** The gateway's synchronous path: its client waits for the images. */
+  private readonly keySync = GenerationSteps.from<KeyAsked & Waiting>()
+    .then('admit', (s) => this.admitKey(s), { by: "nothing: the request counts against its key's RPM, as every request does" })
+    .then('check webhook', (s) => this.checkWebhook(s), { by: "nothing: the key's signing secret stays for its later requests" })
+    .then('check request', (s) => this.checkRequest(s), CHECK)
+    .then('check inputs', (s) => this.checkInputs(s), CHECK)
+    .then('choose fallbacks', (s) => this.chooseFallbacks(s), CHECK)
+    // Before the inputs are stored: a request refused for concurrency stores nothing.
+    .then('hold slot', (s) => this.holdSlot(s), { release: async ({ slot }) => slot?.release() })
+    .then('keep inputs', (s) => this.keepInputs(s), KEPT_INPUTS)
+    .then('reserve', (s) => this.reserve(s), RESERVED)
+    .then('run', (s) => this.run(s), { by: 'nothing: the run settles itself' });
 
   /**
    * The asynchronous path (`Prefer: respond-async`): the same checks and reservation at once (a
@@ -193,118 +164,138 @@ export class GenerationService {
    * generation is queued and a worker (this process's first: woken now) runs it when its model's
    * channels have room. The key's max_concurrent bounds synchronous requests only.
    */
+  private readonly keyAsync = GenerationSteps.from<KeyAsked>()
+    .then('admit', (s) => this.admitKey(s), { by: "nothing: the request counts against its key's RPM, as every request does" })
+    .then('cap queue', (s) => this.capQueue(s), CHECK)
+    .then('check webhook', (s) => this.checkWebhook(s), { by: "nothing: the key's signing secret stays for its later requests" })
+    .then('check request', (s) => this.checkRequest(s), CHECK)
+    .then('check inputs', (s) => this.checkInputs(s), CHECK)
+    .then('choose fallbacks', (s) => this.chooseFallbacks(s), CHECK)
+    .then('keep inputs', (s) => this.keepInputs(s), KEPT_INPUTS)
+    .then('reserve', (s) => this.reserve(s), RESERVED)
+    .then('wake worker', () => this.deps.worker.wake(), { by: 'nothing: a wake claims only what has room' });
+
+  /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
+  private readonly service = GenerationSteps.from<Asked & Waiting & { input: { provider?: string } }>()
+    .then('refuse webhook', (s) => refuseServiceWebhook(s), CHECK)
+    .then('choose model', ({ input }) => ({ entry: this.admission.modelFor(input.model, input.provider) }), CHECK)
+    .then('check request', (s) => this.checkRequest(s), CHECK)
+    .then('check inputs', (s) => this.checkInputs(s), CHECK)
+    .then('keep inputs', (s) => this.keepInputs(s), KEPT_INPUTS)
+    .then('choose fallbacks', (s) => this.chooseFallbacks(s), CHECK)
+    .then('record', (s) => this.record(s), RESERVED)
+    .then('run', (s) => this.run(s), { by: 'nothing: the run settles itself' });
+
+  constructor(
+    private readonly deps: GenerationDeps,
+    readonly completionWebhooks: CompletionWebhooks | undefined,
+  ) {
+    this.admission = new GenerationAdmission(deps);
+    this.reservations = new Reservations({
+      db: deps.db,
+      writes: deps.writes,
+      clock: deps.clock,
+      owner: deps.worker.owner,
+      leaseMs: deps.leaseMs,
+      ...(deps.onUnsettled ? { onUnsettled: deps.onUnsettled } : {}),
+      ...(deps.databaseBudgetMs !== undefined ? { databaseBudgetMs: deps.databaseBudgetMs } : {}),
+    });
+  }
+
+  /** The gateway's path: a client key pays, within its rate limit and quota. `rateLimit` receives the count's decision. */
+  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
+    const { outcome, reservation } = await this.keySync.run({ key, input, signal, rateLimit, owner: { kind: 'key', id: key.id }, background: false });
+    const n = input.n ?? 1;
+    // Charged the price of the model that delivered; the rest of the reservation went back to the key.
+    return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
+  }
+
+  /** See `keyAsync`. */
   async submitForKey(key: ClientKey, input: GenerationInput, rateLimit?: RateLimitHolder): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
+    const { row, reservation } = await this.keyAsync.run({ key, input, signal: undefined, rateLimit, owner: { kind: 'key', id: key.id }, background: true });
+    return { row, creditsRemaining: reservation.creditsRemaining };
+  }
+
+  /** See `service`. */
+  async generateForService(clientId: string, input: GenerationInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
+    return (await this.service.run({ input, signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
+  }
+
+  /** The model and provider checks, then the key's RPM, refused past it. */
+  private async admitKey({ key, input, rateLimit }: KeyAsked): Promise<{ entry: CatalogModel }> {
     const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
     this.admission.refuseOverLimit(decision);
+    return { entry };
+  }
+
+  /** A key's queued generations stay under MAX_QUEUED_GENERATIONS_PER_KEY. */
+  private async capQueue({ key }: { key: ClientKey }): Promise<void> {
     const queued = await countQueuedGenerations(this.deps.db, key.id);
     if (queued >= this.deps.maxQueuedPerKey) {
       throw new ApiError('too_many_queued_generations', `This key already has ${queued} generations queued; retry when some have started.`, {
         headers: { 'Retry-After': String(Math.max(1, Math.ceil(this.deps.pollMs / 1000))) },
       });
     }
-    const webhook = await this.webhookOf(key, input);
-    const request = this.storedRequest(entry, input, true);
-    const checked = await this.checkInputs({ kind: 'key', id: key.id }, entry, input);
-    const fallbacks = this.fallbacksOf(entry, input, request, checked, key);
-    const { generationId, inputs } = await this.keepInputs(checked);
-    const stored = { ...request, ...fallbacks, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
-    const reservation = await this.reservations.reserve(key, entry, input.n ?? 1, stored, false, generationId);
-    this.deps.worker.wake();
-    return { row: reservation.row, creditsRemaining: reservation.creditsRemaining };
   }
 
-  /** The internal API's path: a trusted service, no key, no quota; recorded for its client id. */
-  async generateForService(clientId: string, input: GenerationInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
-    if (input.webhook !== undefined || input.webhook_events_filter !== undefined) {
-      throw new ApiError('invalid_request', 'Completion webhooks belong to client keys; the internal API has none.', { param: 'webhook' });
-    }
-    const entry = this.admission.modelFor(input.model, input.provider);
-    const { writes, clock } = this.deps;
-    const now = clock.now();
-    const request = this.storedRequest(entry, input, false);
-    const checked = await this.checkInputs({ kind: 'service', id: clientId }, entry, input, signal);
-    const { generationId, inputs } = await this.keepInputs(checked);
-    const stored = { ...request, ...this.fallbacksOf(entry, input, request, checked), ...(inputs ? { inputs } : {}) };
-    // Recorded, not charged: the same rule as a key's reservation, re-priced at settlement.
-    const credits = reservedCredits(stored);
-    const row: GenerationsTable = {
-      ...this.reservations.heldRow(now),
-      id: generationId,
-      key_id: null,
-      client_id: clientId,
-      model: entry.model,
-      provider: entry.provider,
-      images: input.n ?? 1,
-      credits,
-      period_started_at: now,
-      created_at: now,
-      usage_epoch: null,
-      request: JSON.stringify(stored),
-    };
-    await writes.run((trx) => insertGeneration(trx, row));
-    return this.runHeld(row, signal, stored);
+  /** The request's completion webhook, checked; its key's signing secret exists before any delivery needs it. */
+  private async checkWebhook({ key, input }: KeyAsked): Promise<{ webhook: GenerationWebhook | undefined }> {
+    if (input.webhook === undefined && input.webhook_events_filter === undefined) return { webhook: undefined };
+    if (!this.completionWebhooks) throw new ApiError('invalid_request', 'Completion webhooks are not available here.', { param: 'webhook' });
+    const webhook = this.completionWebhooks.validate(input);
+    if (webhook) await this.completionWebhooks.secretFor(key.id);
+    return { webhook };
+  }
+
+  /** What a worker needs to run the generation later, on any replica; a size, quality or output option the upstream would refuse is refused here. */
+  private checkRequest({ entry, input, background }: Asked & { entry: CatalogModel }): { request: StoredGenerationRequest } {
+    return { request: storedRequestFor(entry, input, background) };
   }
 
   /** The request's input images, read and checked against the model's limits: the 4xx refusals, before anything is stored or reserved. */
-  private checkInputs(owner: ImageOwner, entry: CatalogModel, input: GenerationInput, signal?: AbortSignal) {
-    return this.deps.inputs.intake(owner, entry.model, entry.input_limits, input, signal);
+  private async checkInputs({ owner, entry, input, signal }: Asked & { entry: CatalogModel }): Promise<{ checked: CheckedInputs | undefined }> {
+    return { checked: await this.deps.inputs.intake(owner, entry.model, entry.input_limits, input, signal) };
+  }
+
+  /** The request's fallbacks (fallback-chain.ts), as the stored request keeps them: absent when none. */
+  private chooseFallbacks(s: Asked & { entry: CatalogModel; request: StoredGenerationRequest; checked: CheckedInputs | undefined; key?: ClientKey }): {
+    fallbacks: Pick<StoredGenerationRequest, 'fallbacks'>;
+  } {
+    const { width, height, quality } = s.request.request;
+    const fallbacks = requestFallbacks(s.entry, this.deps.catalog, { wanted: s.input.fallback, width, height, quality, inputs: s.checked, ...(s.key ? { key: s.key } : {}) });
+    return { fallbacks: fallbacks.length > 0 ? { fallbacks } : {} };
+  }
+
+  private async holdSlot({ key }: { key: ClientKey }): Promise<{ slot: HeldLease | undefined }> {
+    return { slot: await holdConcurrencySlot(this.deps.leases, key) };
   }
 
   /**
    * The checked inputs stored under the generation's id, chosen here so the reservation that
    * follows uses it; a reservation refused after this leaves the stored inputs to expire unseen.
    */
-  private async keepInputs(checked: CheckedInputs | undefined): Promise<{ generationId: string; inputs?: StoredInputs }> {
+  private async keepInputs({ checked }: { checked: CheckedInputs | undefined }): Promise<{ generationId: string; inputs: StoredInputs | undefined }> {
     const generationId = newSortableId('gen', this.deps.clock.now());
-    return { generationId, ...(checked ? { inputs: await this.deps.inputs.keep(generationId, checked) } : {}) };
+    return { generationId, inputs: checked ? await this.deps.inputs.keep(generationId, checked) : undefined };
   }
 
-  /** The request's fallbacks (fallback-chain.ts), as the stored request keeps them: absent when none. */
-  private fallbacksOf(
-    entry: CatalogModel,
-    input: GenerationInput,
-    request: StoredGenerationRequest,
-    inputs: CheckedInputs | undefined,
-    key?: ClientKey,
-  ): Pick<StoredGenerationRequest, 'fallbacks'> {
-    const { width, height, quality } = request.request;
-    const fallbacks = requestFallbacks(entry, this.deps.catalog, { wanted: input.fallback, width, height, quality, inputs, ...(key ? { key } : {}) });
-    return fallbacks.length > 0 ? { fallbacks } : {};
+  /** The key's credits and the generation row, at once: held by this process (synchronous) or queued. */
+  private async reserve(s: KeyAsked & Stored & { entry: CatalogModel; generationId: string }): Promise<Recorded & { reservation: Reservation }> {
+    const stored = storedOf(s);
+    const reservation = await this.reservations.reserve(s.key, s.entry, s.input.n ?? 1, stored, !s.background, s.generationId);
+    return { row: reservation.row, stored, reservation };
   }
 
-  /** What a worker needs to run the generation later, on any replica. */
-  private storedRequest(entry: CatalogModel, input: GenerationInput, background: boolean): StoredGenerationRequest {
-    const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
-    // Refused here, before the reservation: a size, quality or output option the upstream would refuse is never charged nor sent.
-    checkSize(entry.model, width, height, entry.size_bounds);
-    checkQuality(entry, input.quality);
-    const quality = input.quality !== undefined && input.quality !== 'auto' ? input.quality : undefined;
-    const withInputs = (input.images?.length ?? 0) > 0 || input.mask !== undefined;
-    imageOptionsFor(entry.model, modelSpecOfEntry(entry), { ...input.image_options, ...(quality !== undefined ? { quality } : {}) }, withInputs);
-    return {
-      entry,
-      keep_base64: background,
-      mark_sends: background,
-      request: {
-        prompt: input.prompt,
-        ...(input.negative_prompt !== undefined ? { negativePrompt: input.negative_prompt } : {}),
-        ...upstreamFieldsOf(entry),
-        n: input.n ?? 1,
-        width,
-        height,
-        ...(input.seed !== undefined ? { seed: input.seed } : {}),
-        ...(quality !== undefined ? { quality } : {}),
-        // As the client gave them: each wire client sends those its model takes.
-        ...(input.image_options !== undefined ? { imageOptions: input.image_options } : {}),
-        responseFormat: input.response_format ?? 'url',
-      },
-    };
+  /** An internal service's generation row, held by this process: recorded, not charged. */
+  private async record(s: Asked & Stored & { entry: CatalogModel; generationId: string; owner: ImageOwner }): Promise<Recorded> {
+    const stored = storedOf(s);
+    return { row: await this.reservations.record(s.owner.id, s.entry, s.input.n ?? 1, stored, s.generationId), stored };
   }
 
   /** Runs a row this process holds, for a client awaiting it; its disconnect aborts (fails and releases) the run. */
-  private async runHeld(row: GenerationsTable, signal: AbortSignal, stored: StoredGenerationRequest): Promise<GenerationOutcome> {
+  private async run({ row, stored, signal }: Recorded & Waiting): Promise<{ outcome: GenerationOutcome }> {
     try {
-      return await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.runner.execute(held, runSignal, stored));
+      return { outcome: await this.deps.worker.holdLocal(row, signal, (held, runSignal) => this.deps.runner.execute(held, runSignal, stored)) };
     } catch (error) {
       // Canceled (through any replica) or taken over while its client waited: it delivers nothing.
       if (error instanceof LeaseLost) throw await this.endedWhileRunning(row.id);
@@ -319,4 +310,51 @@ export class GenerationService {
     const cost = charged > 0 ? `${charged} credits were charged for the upstream calls already sent` : 'nothing was charged';
     return new ApiError('generation_finished', `Generation ${id} was ${ended?.status ?? 'ended'} while it ran; no images are delivered and ${cost}.`);
   }
+}
+
+/** What the steps before the reservation chose, which the stored request keeps. */
+interface Stored {
+  request: StoredGenerationRequest;
+  fallbacks: Pick<StoredGenerationRequest, 'fallbacks'>;
+  inputs: StoredInputs | undefined;
+  webhook?: GenerationWebhook | undefined;
+}
+
+function storedOf({ request, fallbacks, inputs, webhook }: Stored): StoredGenerationRequest {
+  return { ...request, ...fallbacks, ...(inputs ? { inputs } : {}), ...(webhook ? { webhook } : {}) };
+}
+
+function refuseServiceWebhook({ input }: Asked): void {
+  if (input.webhook !== undefined || input.webhook_events_filter !== undefined) {
+    throw new ApiError('invalid_request', 'Completion webhooks belong to client keys; the internal API has none.', { param: 'webhook' });
+  }
+}
+
+/** What a worker needs to run the generation later, on any replica. */
+function storedRequestFor(entry: CatalogModel, input: GenerationInput, background: boolean): StoredGenerationRequest {
+  const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
+  // Refused here, before the reservation: a size, quality or output option the upstream would refuse is never charged nor sent.
+  checkSize(entry.model, width, height, entry.size_bounds);
+  checkQuality(entry, input.quality);
+  const quality = input.quality !== undefined && input.quality !== 'auto' ? input.quality : undefined;
+  const withInputs = (input.images?.length ?? 0) > 0 || input.mask !== undefined;
+  imageOptionsFor(entry.model, modelSpecOfEntry(entry), { ...input.image_options, ...(quality !== undefined ? { quality } : {}) }, withInputs);
+  return {
+    entry,
+    keep_base64: background,
+    mark_sends: background,
+    request: {
+      prompt: input.prompt,
+      ...(input.negative_prompt !== undefined ? { negativePrompt: input.negative_prompt } : {}),
+      ...upstreamFieldsOf(entry),
+      n: input.n ?? 1,
+      width,
+      height,
+      ...(input.seed !== undefined ? { seed: input.seed } : {}),
+      ...(quality !== undefined ? { quality } : {}),
+      // As the client gave them: each wire client sends those its model takes.
+      ...(input.image_options !== undefined ? { imageOptions: input.image_options } : {}),
+      responseFormat: input.response_format ?? 'url',
+    },
+  };
 }

@@ -8,6 +8,7 @@ import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
 import type { ClientKey } from '../keys/key.model';
 import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
+import { keyRefused } from '../keys/rules/key-refusal';
 import { keyRefusal } from '../keys/rules/key-usability';
 import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
@@ -55,7 +56,7 @@ export class Reservations {
    * The columns of a row this process runs at once (the synchronous path): inserted already
    * claimed by the local worker, so no other worker can take it while its lease is renewed.
    */
-  heldRow(now: number): Pick<
+  private heldRow(now: number): Pick<
     GenerationsTable,
     'status' | 'error_code' | 'error_message' | 'latency_ms' | 'completed_at' | 'lease_owner' | 'lease_expires_at' | 'started_at' | 'cancel_requested' | 'runs'
   > {
@@ -74,6 +75,27 @@ export class Reservations {
     };
   }
 
+  /** An internal service's generation, held by this process: recorded at what a key would reserve (charges.ts), charged to no key. */
+  async record(clientId: string, entry: CatalogModel, n: number, stored: StoredGenerationRequest, generationId: string): Promise<GenerationsTable> {
+    const now = this.deps.clock.now();
+    const row: GenerationsTable = {
+      ...this.heldRow(now),
+      id: generationId,
+      key_id: null,
+      client_id: clientId,
+      model: entry.model,
+      provider: entry.provider,
+      images: n,
+      credits: reservedCredits(stored),
+      period_started_at: now,
+      created_at: now,
+      usage_epoch: null,
+      request: JSON.stringify(stored),
+    };
+    await this.deps.writes.run((trx) => insertGeneration(trx, row));
+    return row;
+  }
+
   /** `generationId`: chosen by the caller when something (its stored input images) already names it. */
   async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true, generationId = newSortableId('gen', this.deps.clock.now())) {
     const { writes, clock } = this.deps;
@@ -81,14 +103,7 @@ export class Reservations {
     // The highest price of the request's chain: a fallback may deliver (charges.ts).
     const cost = reservedCredits(stored);
     const request = JSON.stringify(stored);
-    const reservationFailed = (error: unknown): unknown => {
-      if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
-      // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
-      if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
-      // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
-      this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
-      return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
-    };
+    const reservationFailed = (error: unknown): unknown => this.failed(error, generationId, held);
     const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
       ...(held ? this.heldRow(now) : QUEUED_ROW),
       id: generationId,
@@ -134,23 +149,34 @@ export class Reservations {
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });
-    if (!reserved) {
-      // Refused: the key as it is now says why (the request's copy may predate an admin change).
-      const current = await findKeyById(this.deps.db, key.id);
-      const refusal = current && keyRefusal(current, key.keyHash, now);
-      if (!current || refusal === 'rotated') throw new ApiError('invalid_api_key', 'The API key is malformed or unknown.');
-      if (refusal === 'disabled') throw new ApiError('key_disabled', 'This API key has been disabled.');
-      if (refusal === 'expired') throw new ApiError('key_expired', `This API key expired at ${toIso(current.expires_at as number)}.`);
-      const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
-      await writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
-      const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
-      throw new ApiError(
-        'quota_exceeded',
-        `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
-        { details: { period_resets_at: resetsAt } },
-      );
-    }
+    if (!reserved) throw await this.refusal(key, cost, now);
     return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+  }
+
+  /** A reservation the database did not answer: it may still commit, and the error says what that would cost. */
+  private failed(error: unknown, generationId: string, held: boolean): unknown {
+    if (!isDatabaseOutage(error) || !mayHaveCommitted(error)) return error;
+    // Queued (async), a late reservation would be run by a worker: what it costs is unknown until looked up.
+    if (!held) return withChargeOutcome(error, { kind: 'unknown', generationId });
+    // Held, it lapses with a lease nothing renews: released, never run, by the retries below (or a takeover or the sweeper).
+    this.deps.onUnsettled?.(generationId, 'dependency_unavailable', true);
+    return withChargeOutcome(error, { kind: 'reservation', generationId, releasedWithinSeconds: Math.ceil(this.deps.leaseMs / 1000) });
+  }
+
+  /** Why a reservation was refused: the key as it is now says (the request's copy may predate an admin change), else its quota is spent. */
+  private async refusal(key: ClientKey, cost: number, now: number): Promise<ApiError> {
+    const current = await findKeyById(this.deps.db, key.id);
+    if (!current) return keyRefused('unknown');
+    const refusal = keyRefusal(current, key.keyHash, now);
+    if (refusal) return keyRefused(refusal, current);
+    const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
+    await this.deps.writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+    const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
+    return new ApiError(
+      'quota_exceeded',
+      `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
+      { details: { period_resets_at: resetsAt } },
+    );
   }
 }
 

@@ -2,6 +2,7 @@ import type { components } from '../../generated/gateway';
 import { type CatalogModel, fallbackChain } from '../config/catalog';
 import type { ApiKeysTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { modelNotFound, unknownModelMessage } from '../errors/unknown-model';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
@@ -44,9 +45,7 @@ export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, C
   if (input.allowed_models !== undefined) {
     const unknown = (input.allowed_models ?? []).filter((model) => !catalog.has(model));
     if (unknown.length > 0) {
-      throw new ApiError('invalid_request', `Unknown model ${unknown.join(', ')}. Known models: ${[...catalog.keys()].join(', ')}.`, {
-        param: 'allowed_models',
-      });
+      throw new ApiError('invalid_request', unknownModelMessage(unknown, catalog), { param: 'allowed_models' });
     }
     columns.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
   }
@@ -181,7 +180,7 @@ export function modelsForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProvider
 /** `GET /v1/models/{model}`: 404 for a model the catalog lacks, 403 for one this key may not use. */
 export function modelForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, model: string): OpenAIModel {
   const entry = catalog.get(model);
-  if (!entry) throw new ApiError('model_not_found', `Unknown model ${model}. Known models: ${[...catalog.keys()].join(', ')}.`, { param: 'model' });
+  if (!entry) throw modelNotFound(model, catalog);
   if (!mayUse(key, entry)) throw new ApiError('model_not_allowed', `This key may not use model ${model}.`, { param: 'model' });
   return openAiModel(key, catalog, entry);
 }

@@ -1,7 +1,8 @@
 import pino from 'pino';
 import type { GatewayDatabase } from '../../src/db/database';
 import type { GenerationsTable } from '../../src/db/schema';
-import { GenerationWorker, LeaseLost } from '../../src/generation/generation-worker';
+import { GenerationWorker } from '../../src/generation/generation-worker';
+import { LeaseLost } from '../../src/generation/lease';
 import { insertGeneration } from '../../src/generation/generations.repository';
 import { systemClock } from '../../src/shared/clock';
 import { generationRow, migratedDatabase } from '../helpers/generation-rows';

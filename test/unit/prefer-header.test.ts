@@ -1,4 +1,4 @@
-import { parsePrefer } from '../../src/generation/generation.handlers';
+import { parsePrefer } from '../../src/http/prefer';
 
 describe('Prefer header (RFC 7240) on the generation operations', () => {
   it('reads respond-async and wait=N, alone or together, in any case and order', () => {
