@@ -11,7 +11,7 @@ import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
 import type { CheckedInputs, InputImages, RequestedInputs, StoredInputs } from '../images/inputs/input-images';
 import type { ConcurrencyLeases, HeldLease } from '../keys/concurrency-leases';
-import { holdConcurrencySlot } from '../keys/key-policy';
+import { checkPromptRules, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { modelSpecOfEntry } from '../providers/formats';
@@ -221,10 +221,11 @@ export class GenerationService {
     return (await this.service.run({ input, signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
   }
 
-  /** The model and provider checks, then the key's RPM, refused past it. */
+  /** The model and provider checks, then the key's RPM, refused past it, then the key's prompt rules (a refused prompt still counts as a request). */
   private async admitKey({ key, input, rateLimit }: KeyAsked): Promise<{ entry: CatalogModel }> {
     const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
     this.admission.refuseOverLimit(decision);
+    checkPromptRules(key.policy, input.prompt);
     return { entry };
   }
 

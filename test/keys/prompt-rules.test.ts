@@ -48,4 +48,25 @@ describe('key prompt rules', () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param });
   });
+
+  it('a blocked prompt is refused with 400 prompt_blocked before anything is reserved: sync, async and the OpenAI path; the rule is named, the text is not', async () => {
+    const { id, key } = await t.createKey({ prompt_rules: RULES, credits_quota: 100 });
+    const headers = { Authorization: `Bearer ${key}` };
+    const before = await t.api.creditsUsed(id);
+    const logsBefore = t.logs.length;
+    const refusals = [
+      await t.api.send('post', '/images/generate', { body: { prompt: 'a can of acmecola on a beach', model: 'local-1' }, headers }),
+      await t.api.send('post', '/images/generate', { body: { prompt: 'a can of ACMECOLA, later', model: 'local-1' }, headers: { ...headers, Prefer: 'respond-async' } }),
+      await t.api.send('post', '/v1/images/generations', { body: { prompt: 'so much gore here', model: 'local-1' }, headers }),
+      await t.api.send('post', '/images/generate', { body: { prompt: 'x'.repeat(201), model: 'local-1' }, headers }),
+    ];
+    expect(refusals.map((r) => [r.status, r.body.error.code, r.body.error.param])).toEqual(Array(4).fill([400, 'prompt_blocked', 'prompt']));
+    expect(refusals[0]!.body.error.message).toContain('gr_no_brands');
+    for (const refusal of refusals) expect(refusal.body.error.message.toLowerCase()).not.toMatch(/acmecola|gore|xxxx/);
+    expect(await t.api.creditsUsed(id)).toBe(before);
+    expect(t.logs.slice(logsBefore).filter((line) => /acmecola|gore/i.test(line))).toEqual([]);
+    // A prompt the rules allow generates as usual.
+    const allowed = await t.api.send('post', '/images/generate', { body: { prompt: 'a can of soda on a beach', model: 'local-1', response_format: 'b64_json' }, headers });
+    expect(allowed.status).toBe(200);
+  });
 });
