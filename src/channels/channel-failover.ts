@@ -2,7 +2,8 @@ import type { CatalogModel } from '../config/catalog';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { callsOfEntry, familyOfEntry, taskLifeOf } from '../providers/formats';
-import type { ProviderImage, ProviderRequest, ProviderTokenUsage } from '../providers/provider';
+import type { ProviderImage, ProviderRequest } from '../providers/provider';
+import { type Attempt, attemptRows, callUsage } from './channel-attempts';
 import { UpstreamError, withoutPrompt } from '../providers/upstream-errors';
 import { abortWhen } from '../shared/abort-link';
 import type { ChannelDirectory } from './channel-directory';
@@ -10,17 +11,6 @@ import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './chann
 import type { CallScope, ChannelWaitLine } from './channel-wait-line';
 import type { Channel } from './channel.model';
 import type { ResilienceSettings } from './resilience/resilience-settings';
-
-interface Attempt {
-  imageIndex: number;
-  channelId: string;
-  outcome: 'succeeded' | 'failed' | 'failed_over';
-  errorCode: string | null;
-  latencyMs: number;
-  startedAt: number;
-  /** The tokens the upstream reported for the call, where it reports them. */
-  usage?: ProviderTokenUsage;
-}
 
 interface RequestContext extends CallScope {
   generationId: string;
@@ -58,7 +48,10 @@ export class TaskExpired extends ApiError {
     taskId: string,
     lifeMs: number,
   ) {
-    super('provider_error', `Upstream task ${taskId} was accepted more than ${formatLife(lifeMs)} ago, longer than the upstream keeps a task; it is not polled nor sent again, and nothing was charged.`);
+    super(
+      'provider_error',
+      `Upstream task ${taskId} was accepted more than ${formatLife(lifeMs)} ago, longer than the upstream keeps a task; it is not polled nor sent again, and nothing was charged.`,
+    );
   }
 }
 
@@ -113,7 +106,16 @@ export class ChannelFailover {
     }, settings.timeoutMs);
     const unlink = abortWhen(clientSignal, deadline);
     const signal = deadline.signal;
-    const context: RequestContext = { generationId, entry, settings, deadline: this.deps.clock.now() + settings.timeoutMs, signal, attempts: [], journal, losses: { billedUndelivered: 0, expiredCalls: [] } };
+    const context: RequestContext = {
+      generationId,
+      entry,
+      settings,
+      deadline: this.deps.clock.now() + settings.timeoutMs,
+      signal,
+      attempts: [],
+      journal,
+      losses: { billedUndelivered: 0, expiredCalls: [] },
+    };
     const started = this.deps.clock.now();
     const stats = this.runtimes.statsOf(entry.provider);
     try {
@@ -138,7 +140,8 @@ export class ChannelFailover {
       return { ok: true, images, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } catch (error) {
       const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
-      const providerAtFault = failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
+      const providerAtFault =
+        failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
       stats.record(!providerAtFault, this.deps.clock.now() - started);
       return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } finally {
@@ -208,7 +211,16 @@ export class ChannelFailover {
         };
         const onBilled = (billedImages: number, deliveredImages: number) => {
           if (billedImages === deliveredImages) return;
-          this.deps.logger.warn({ generation_id: context.generationId, channel_id: channel.id, image_index: imageIndex, billed_images: billedImages, delivered_images: deliveredImages }, 'upstream billed a different number of images than it delivered');
+          this.deps.logger.warn(
+            {
+              generation_id: context.generationId,
+              channel_id: channel.id,
+              image_index: imageIndex,
+              billed_images: billedImages,
+              delivered_images: deliveredImages,
+            },
+            'upstream billed a different number of images than it delivered',
+          );
           // Billed and not delivered: the operator's loss (charges.ts); delivered beyond the bill costs nobody.
           context.losses.billedUndelivered += Math.max(0, billedImages - deliveredImages);
         };
@@ -219,7 +231,15 @@ export class ChannelFailover {
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
         const usage = callUsage(images);
-        context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started, ...(usage ? { usage } : {}) });
+        context.attempts.push({
+          imageIndex,
+          channelId: channel.id,
+          outcome: 'succeeded',
+          errorCode: null,
+          latencyMs: this.deps.clock.now() - started,
+          startedAt: started,
+          ...(usage ? { usage } : {}),
+        });
         // The account's own host may serve its image URLs, whatever the provider's default host is.
         const sourceHost = hostOf(channel.baseUrl);
         return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
@@ -276,14 +296,29 @@ export class ChannelFailover {
         context.signal,
       );
       const usage = callUsage(images);
-      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'succeeded', errorCode: null, latencyMs: this.deps.clock.now() - started, startedAt: started, ...(usage ? { usage } : {}) });
+      context.attempts.push({
+        imageIndex,
+        channelId: channel.id,
+        outcome: 'succeeded',
+        errorCode: null,
+        latencyMs: this.deps.clock.now() - started,
+        startedAt: started,
+        ...(usage ? { usage } : {}),
+      });
       const sourceHost = hostOf(channel.baseUrl);
       return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
     } catch (caught) {
       const error = withoutPrompt(caught, request.prompt);
       if (error instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
       const code = error instanceof ApiError ? error.code : 'internal_error';
-      context.attempts.push({ imageIndex, channelId: channel.id, outcome: 'failed', errorCode: code, latencyMs: this.deps.clock.now() - started, startedAt: started });
+      context.attempts.push({
+        imageIndex,
+        channelId: channel.id,
+        outcome: 'failed',
+        errorCode: code,
+        latencyMs: this.deps.clock.now() - started,
+        startedAt: started,
+      });
       throw error;
     }
   }
@@ -345,7 +380,6 @@ export class ChannelFailover {
     return true;
   }
 
-
   /** Every replica stops choosing the channel until `until` (the store's acquire checks it). */
   private async shareCoolDown(channel: Channel, until: number, now: number): Promise<void> {
     try {
@@ -365,7 +399,6 @@ export class ChannelFailover {
     }
     this.waitLine.slotFreed();
   }
-
 }
 
 /**
@@ -375,7 +408,9 @@ export class ChannelFailover {
  */
 function upstreamOn(channel: Channel, entry: CatalogModel, request: ProviderRequest): Pick<ProviderRequest, 'upstreamModel' | 'upstreamFamily'> {
   const mapped = channel.models.find((m) => m.model === entry.model)?.upstream_model;
-  const family = request.upstreamFamily ?? (mapped === undefined || mapped === request.upstreamModel ? undefined : familyOfEntry({ ...entry, upstream_model: request.upstreamModel }));
+  const family =
+    request.upstreamFamily ??
+    (mapped === undefined || mapped === request.upstreamModel ? undefined : familyOfEntry({ ...entry, upstream_model: request.upstreamModel }));
   return { upstreamModel: mapped ?? request.upstreamModel, ...(family === undefined ? {} : { upstreamFamily: family }) };
 }
 
@@ -395,39 +430,4 @@ function hostOf(url: string | null): string | undefined {
   if (hostsByBaseUrl.size >= 1000) hostsByBaseUrl.clear();
   hostsByBaseUrl.set(url, host);
   return host;
-}
-
-function attemptRows(generationId: string, attempts: Attempt[]): GenerationAttemptsTable[] {
-  return attempts.map((a, seq) => ({
-    generation_id: generationId,
-    seq,
-    image_index: a.imageIndex,
-    channel_id: a.channelId,
-    outcome: a.outcome,
-    error_code: a.errorCode,
-    // An integer column: a clock that steps (NTP, a test clock) must not make the settlement that writes it fail.
-    latency_ms: Math.min(Math.max(a.latencyMs, 0), 2_147_483_647),
-    started_at: a.startedAt,
-    upstream_usage: a.usage ? JSON.stringify(openAiUsage(a.usage)) : null,
-  }));
-}
-
-/** The tokens of one call: clients put them on the call's first image (ProviderImage.usage). */
-function callUsage(images: ProviderImage[]): ProviderTokenUsage | undefined {
-  return images.find((image) => image.usage !== undefined)?.usage;
-}
-
-/** Stored in OpenAI's own shape, the one an operator reconciles against the upstream's bill. */
-function openAiUsage(usage: ProviderTokenUsage): Record<string, unknown> {
-  const details = (image: number | undefined, text: number | undefined) =>
-    image === undefined && text === undefined ? undefined : { ...(image !== undefined ? { image_tokens: image } : {}), ...(text !== undefined ? { text_tokens: text } : {}) };
-  const input = details(usage.inputImageTokens, usage.inputTextTokens);
-  const output = details(usage.outputImageTokens, usage.outputTextTokens);
-  return {
-    input_tokens: usage.inputTokens,
-    output_tokens: usage.outputTokens,
-    total_tokens: usage.totalTokens,
-    ...(input ? { input_tokens_details: input } : {}),
-    ...(output ? { output_tokens_details: output } : {}),
-  };
 }

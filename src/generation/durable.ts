@@ -4,7 +4,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { GenerationTasksTable, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import type { StoredInputs } from '../images/inputs/input-images';
-import { callsOfEntry } from '../providers/formats';
+import { callsOfEntry, sendsNothingUpstream } from '../providers/formats';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
@@ -37,7 +37,9 @@ export interface StoredGenerationRequest {
 }
 
 /** The request fields a catalog model decides: what its upstream is asked for. */
-export function upstreamFieldsOf(entry: CatalogModel): Pick<StoredGenerationRequest['request'], 'upstreamModel' | 'upstreamFamily' | 'transport' | 'upstreamOptions'> {
+export function upstreamFieldsOf(
+  entry: CatalogModel,
+): Pick<StoredGenerationRequest['request'], 'upstreamModel' | 'upstreamFamily' | 'transport' | 'upstreamOptions'> {
   return {
     upstreamModel: entry.upstream_model,
     ...(entry.upstream_family === undefined ? {} : { upstreamFamily: entry.upstream_family }),
@@ -129,7 +131,11 @@ export class GenerationTaskJournal implements TaskJournal {
   async sending(imageIndex: number, channelId: string): Promise<void> {
     if (this.markSends) {
       const marked = await this.writes.run((trx) =>
-        recordTaskSending(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: null, sent_at: this.clock.now() }, this.owner),
+        recordTaskSending(
+          trx,
+          { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: null, sent_at: this.clock.now() },
+          this.owner,
+        ),
       );
       // Canceled or taken over since the run began: the call is not sent (a cancel charged only the marked ones).
       if (!marked) throw new LeaseLost(this.generationId, false);
@@ -140,7 +146,13 @@ export class GenerationTaskJournal implements TaskJournal {
   async accepted(imageIndex: number, channelId: string, taskId: string): Promise<void> {
     try {
       await this.writes.run((trx) =>
-        recordTaskAccepted(trx, { generation_id: this.generationId, image_index: imageIndex, channel_id: channelId, task_id: taskId, sent_at: this.clock.now() }),
+        recordTaskAccepted(trx, {
+          generation_id: this.generationId,
+          image_index: imageIndex,
+          channel_id: channelId,
+          task_id: taskId,
+          sent_at: this.clock.now(),
+        }),
       );
     } catch (error) {
       // The task runs upstream anyway: polled by this process; a takeover finds only the mark and
@@ -154,4 +166,22 @@ export class GenerationTaskJournal implements TaskJournal {
     if (!this.markSends) return;
     await this.writes.run((trx) => forgetTask(trx, this.generationId, imageIndex));
   }
+}
+
+/**
+ * Whether a takeover finds an upstream call it can neither resume nor safely send again: one
+ * marked sent without a task id, or (runs that do not mark their sends) any call without a task
+ * id, since it may have been sent. The local provider sends nothing upstream.
+ */
+export function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): boolean {
+  return !sendsNothingUpstream(stored.entry) && unacknowledgedCalls(stored, tasks).length > 0;
+}
+
+/** The calls a predecessor marked sent but never saw accepted: neither resumable nor safe to send again. */
+export function unacknowledgedCalls(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): number[] {
+  const byIndex = new Map(tasks.map((task) => [task.image_index, task]));
+  return Array.from({ length: callsOf(stored) }, (_, i) => i).filter((i) => {
+    const task = byIndex.get(i);
+    return stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null;
+  });
 }

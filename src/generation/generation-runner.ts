@@ -16,13 +16,23 @@ import type { Clock } from '../shared/clock';
 import { creditsOf, heldFor, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
-import { GenerationTaskJournal, type StoredGenerationRequest, callsOf, chainOf, onModel, storedRequestOf } from './durable';
+import { GenerationTaskJournal, type StoredGenerationRequest, chainOf, interrupted, onModel, storedRequestOf, unacknowledgedCalls } from './durable';
 import { listGenerationTasks, recordFallback } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
 import { LeaseLost } from './lease';
 import { findGeneration } from './generations.repository';
 import { reservesInOneStatement } from './reservations.repository';
-import { completeGeneration, failGeneration, recordUnbilled, refundUnsentCalls, type Settlement, settleDelivered, settleGeneration, settleGenerations, type Unbilled } from './settlement.repository';
+import {
+  completeGeneration,
+  failGeneration,
+  recordUnbilled,
+  refundUnsentCalls,
+  type Settlement,
+  settleDelivered,
+  settleGeneration,
+  settleGenerations,
+  type Unbilled,
+} from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
@@ -138,12 +148,17 @@ export class GenerationRunner {
     const { clock, db, writes, logger, owner } = this.deps;
     const chain = chainOf(stored);
     // The row names the model the run moved to (recordFallback): a takeover continues there.
-    const startAt = Math.max(0, chain.findIndex((candidate) => candidate.model === row.model));
+    const startAt = Math.max(
+      0,
+      chain.findIndex((candidate) => candidate.model === row.model),
+    );
     const started = clock.now();
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
     const first = onModel(stored, (chain[startAt] as CatalogModel).model);
     // The local provider sends nothing upstream: a takeover simply runs it again.
-    const journal = chain.every(sendsNothingUpstream) ? undefined : new GenerationTaskJournal(writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
+    const journal = chain.every(sendsNothingUpstream)
+      ? undefined
+      : new GenerationTaskJournal(writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
     const run: Run = { row, stored, signal, started, journal };
     return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
   }
@@ -154,7 +169,10 @@ export class GenerationRunner {
     const { writes, clock, db, owner } = this.deps;
     const none = { stage: first, attempts: [], losses: noLosses, attemptsWritten: false };
     if (row.runs > 1 && interrupted(first, tasks)) {
-      const error = new ApiError('provider_error', 'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.');
+      const error = new ApiError(
+        'provider_error',
+        'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.',
+      );
       const lost = imagesOfCalls(first, unacknowledgedCalls(first, tasks));
       return { kind: 'unresumable', ...none, error, code: 'abandoned', unbilled: lost > 0 ? { images: lost, reason: 'abandoned' } : undefined };
     }
@@ -185,7 +203,14 @@ export class GenerationRunner {
       if (!result.ok) return stopOf(run, result.error, { stage, attempts, losses, attemptsWritten: false });
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
-        { generationId: row.id, owner: imageOwnerOf(row), provider: result.entry.provider, images: result.images, responseFormat: stored.request.responseFormat, keepBase64: stored.keep_base64 },
+        {
+          generationId: row.id,
+          owner: imageOwnerOf(row),
+          provider: result.entry.provider,
+          images: result.images,
+          responseFormat: stored.request.responseFormat,
+          keepBase64: stored.keep_base64,
+        },
         signal,
       );
       return { kind: 'produced', entry: result.entry, images, stage, attempts, losses, attemptsWritten: false };
@@ -221,9 +246,16 @@ export class GenerationRunner {
     const credits = heldFor(stage, row).credits;
     // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
     // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
-    const loss = unbilledOf(stored, attempts.filter((attempt) => attempt.model !== entry.model), false, { billedUndelivered: losses.billedUndelivered });
+    const loss = unbilledOf(
+      stored,
+      attempts.filter((attempt) => attempt.model !== entry.model),
+      false,
+      { billedUndelivered: losses.billedUndelivered },
+    );
     const delivered =
-      credits === row.credits && entry.model === stored.entry.model ? undefined : { model: entry.model, provider: entry.provider, requestedModel: stored.entry.model, credits, unbilled: loss };
+      credits === row.credits && entry.model === stored.entry.model
+        ? undefined
+        : { model: entry.model, provider: entry.provider, requestedModel: stored.entry.model, credits, unbilled: loss };
     let settled: boolean;
     let hooked = false;
     try {
@@ -277,7 +309,9 @@ export class GenerationRunner {
       const sent = creditsOf(imagesOfCalls(lost.stage, journal.sent), heldFor(lost.stage, row));
       await this.deps.writes
         .run((trx) => refundUnsentCalls(trx, row, sent))
-        .catch((refundError: unknown) => this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'));
+        .catch((refundError: unknown) =>
+          this.deps.logger.error({ err: refundError, generation_id: row.id }, 'could not refund the unsent calls of a canceled generation'),
+        );
     }
     if (!lost.attemptsWritten) await this.recordAttempts(row.id, lost.attempts);
     throw lost.error;
@@ -304,7 +338,13 @@ export class GenerationRunner {
    * leaves the row active for onUnsettled or a takeover, and its attempts go in alone.
    * Returns the refusal of a client that disconnected.
    */
-  private async writeFailure(run: Run, progress: Progress, error: unknown, code: string, unbilled: Unbilled | undefined): Promise<ClientDisconnected | undefined> {
+  private async writeFailure(
+    run: Run,
+    progress: Progress,
+    error: unknown,
+    code: string,
+    unbilled: Unbilled | undefined,
+  ): Promise<ClientDisconnected | undefined> {
     const { row, stored, signal, journal } = run;
     const { stage, attempts } = progress;
     const { clock, metrics, writes, completionWebhooks } = this.deps;
@@ -327,7 +367,8 @@ export class GenerationRunner {
         });
         if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
         // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
-        if (!settled && canceled && !stored.mark_sends) await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
+        if (!settled && canceled && !stored.mark_sends)
+          await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
         return settled && (await completionWebhooks?.emit(trx, row.id)) === true;
       });
       if (hooked) completionWebhooks?.poke();
@@ -340,7 +381,6 @@ export class GenerationRunner {
       return undefined;
     }
   }
-
 
   /** Attempt rows no settlement wrote, in a transaction of their own; a failure is logged, never thrown. */
   private async recordAttempts(generationId: string, rows: GenerationAttemptsTable[]): Promise<void> {
@@ -358,7 +398,7 @@ export class GenerationRunner {
       await this.deps.writes.run((trx) => recordUnbilled(trx, id, unbilled));
       this.deps.metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
     } catch (error) {
-      this.deps.logger.error({ err: error, generation_id: id, unbilled }, 'could not record the operator\'s loss of a succeeded generation');
+      this.deps.logger.error({ err: error, generation_id: id, unbilled }, "could not record the operator's loss of a succeeded generation");
     }
   }
 
@@ -392,24 +432,6 @@ function apiErrorOf(error: unknown): ApiError | undefined {
 
 function errorCodeOf(error: unknown): string {
   return apiErrorOf(error)?.code ?? 'internal_error';
-}
-
-/**
- * Whether a takeover finds an upstream call it can neither resume nor safely send again: one
- * marked sent without a task id, or (runs that do not mark their sends) any call without a task
- * id, since it may have been sent. The local provider sends nothing upstream.
- */
-function interrupted(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): boolean {
-  return !sendsNothingUpstream(stored.entry) && unacknowledgedCalls(stored, tasks).length > 0;
-}
-
-/** The calls a predecessor marked sent but never saw accepted: neither resumable nor safe to send again. */
-function unacknowledgedCalls(stored: StoredGenerationRequest, tasks: GenerationTasksTable[]): number[] {
-  const byIndex = new Map(tasks.map((task) => [task.image_index, task]));
-  return Array.from({ length: callsOf(stored) }, (_, i) => i).filter((i) => {
-    const task = byIndex.get(i);
-    return stored.mark_sends ? task !== undefined && task.task_id === null : task?.task_id == null;
-  });
 }
 
 /** Where a run stopped short of a delivery: its lease lost, deferred, or failed. */
