@@ -30,7 +30,9 @@ export function listeningUrls(host: string, publicPort: number, internalPort: nu
  * same for log collectors): the URLs, and the catalog's models with those no channel serves marked.
  */
 export function describeListening(urls: ListeningUrls, models: readonly ModelInService[]): string[] {
-  const named = models.map(({ model, status }) => (status === 'unconfigured' ? `${model} (no channel)` : status === 'degraded' ? `${model} (degraded)` : model));
+  const named = models.map(({ model, status }) =>
+    status === 'unconfigured' ? `${model} (no channel)` : status === 'degraded' ? `${model} (degraded)` : model,
+  );
   return [
     `creative-gateway listening on ${urls.api}: API reference ${urls.docs}, console ${urls.console}, internal API ${urls.internal}`,
     `models: ${named.length > 0 ? named.join(', ') : 'none'}`,

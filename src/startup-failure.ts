@@ -31,7 +31,10 @@ export function describeStartupFailure(error: unknown): { line: string; exitCode
   const where = error.port === undefined ? '' : `${error.address ?? ''}:${error.port}`;
   switch (error.code) {
     case 'EADDRINUSE':
-      return { line: `creative-gateway: cannot listen on ${where}: the port is already in use (set PORT / INTERNAL_PORT, or stop the other process)`, exitCode: EXIT_UNAVAILABLE };
+      return {
+        line: `creative-gateway: cannot listen on ${where}: the port is already in use (set PORT / INTERNAL_PORT, or stop the other process)`,
+        exitCode: EXIT_UNAVAILABLE,
+      };
     case 'EADDRNOTAVAIL':
       return { line: `creative-gateway: cannot listen on ${where}: no such local address (check HOST)`, exitCode: EXIT_CONFIG };
     case 'SQLITE_CANTOPEN':

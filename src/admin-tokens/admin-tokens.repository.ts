@@ -32,7 +32,11 @@ export async function listAdminTokens(
   }
   if (query.status === 'expired') q = q.where('revoked_at', 'is', null).where('expires_at', '<=', query.now);
   if (query.after) q = q.where(olderThan(query.after));
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+  return q
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
 }
 
 export async function revokeAdminToken(db: Db, id: string, at: number): Promise<AdminTokensTable | undefined> {

@@ -49,7 +49,11 @@ export class AuditService {
     if (query.created_after !== undefined) q = q.where('created_at', '>=', parseTimestamp(query.created_after, 'created_after'));
     if (query.created_before !== undefined) q = q.where('created_at', '<', parseTimestamp(query.created_before, 'created_before'));
     if (query.cursor !== undefined) q = q.where(olderThan(this.cursors.position(query.cursor, 'aud')));
-    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    const rows = await q
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
     const { page, nextCursor } = this.cursors.pageOf(rows, limit, 'aud');
     return { data: page.map(toResource), next_cursor: nextCursor };
   }

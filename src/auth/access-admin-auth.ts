@@ -26,7 +26,7 @@ export function adminAccessJwtGuard(deps: { verifier: AccessJwtVerifier | undefi
     if (!deps.verifier || granted.length === 0 || !token || req.get('authorization') !== undefined) throw declined();
     const fetchSite = req.get('sec-fetch-site');
     if (fetchSite !== undefined && !SAME_SITE_FETCHES.has(fetchSite)) {
-      throw new ApiError('invalid_access_jwt', 'A Cloudflare Access JWT is an admin credential only on requests from the gateway\'s own pages.');
+      throw new ApiError('invalid_access_jwt', "A Cloudflare Access JWT is an admin credential only on requests from the gateway's own pages.");
     }
     const identity = await deps.verifier.verify(token, deps.verifier.config.adminAudiences);
     const actor = `access:${identity.name}`;

@@ -119,7 +119,7 @@ function reasonOf(error: unknown): string {
     if (error.claim === 'iss') return 'its issuer is not this team';
     return `its ${error.claim} claim is not acceptable`;
   }
-  if (error instanceof errors.JWKSNoMatchingKey) return "no signing key of the team has its key id";
+  if (error instanceof errors.JWKSNoMatchingKey) return 'no signing key of the team has its key id';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify';
   if (error instanceof errors.JOSEAlgNotAllowed) return 'it is not signed with RS256';
   return 'it is malformed';

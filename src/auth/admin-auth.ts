@@ -33,10 +33,15 @@ const ADMIN_TOKEN_PREFIX = 'hyadm_';
  * A token's lineage needs no walk here: a child's expiry is capped at its parent's and revoking a
  * token revokes its descendants (AdminTokensService), so the row alone says whether it is usable.
  */
-export function adminGuard(deps: { adminSecret: string; db: Kysely<Database>; clock: Clock }): (req: Request, scopes: readonly string[]) => Promise<AdminPrincipal> {
+export function adminGuard(deps: {
+  adminSecret: string;
+  db: Kysely<Database>;
+  clock: Clock;
+}): (req: Request, scopes: readonly string[]) => Promise<AdminPrincipal> {
   return async (req, scopes) => {
     const token = bearerToken(req.get('authorization'));
-    if (token !== undefined && secretsEqual(token, deps.adminSecret)) return { kind: 'admin', credential: 'admin_secret', actor: 'root', scopes: ALL_ADMIN_SCOPES };
+    if (token !== undefined && secretsEqual(token, deps.adminSecret))
+      return { kind: 'admin', credential: 'admin_secret', actor: 'root', scopes: ALL_ADMIN_SCOPES };
     if (token === undefined || !token.startsWith(ADMIN_TOKEN_PREFIX)) {
       throw new ApiError('invalid_admin_secret', 'Send the admin secret as Authorization: Bearer <ADMIN_SECRET>.');
     }

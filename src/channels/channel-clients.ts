@@ -11,7 +11,12 @@ export type ChannelClient = WireClient;
 export function apiChannelClient(channel: Channel, credentials: ChannelCredentials, settings: { pollIntervalMs: number; publicOnly: boolean }): ChannelClient {
   const descriptor = requireDescriptor(channel.transport);
   if (!descriptor.credentials) throw new Error(`channel ${channel.id}: only the environment has a ${channel.transport} channel`);
-  const account = { format: channel.transport, provider: channel.provider, baseUrl: channel.baseUrl as string, credentials: credentials as Readonly<Record<string, string>> };
+  const account = {
+    format: channel.transport,
+    provider: channel.provider,
+    baseUrl: channel.baseUrl as string,
+    credentials: credentials as Readonly<Record<string, string>>,
+  };
   try {
     credentialsOf(account, descriptor);
   } catch (error) {

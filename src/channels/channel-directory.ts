@@ -50,7 +50,10 @@ export class ChannelDirectory {
       const channel = channelFromRow(row);
       return { channel, client: this.clientFor(channel, row.credentials_sealed) };
     });
-    const fromEnvironment = this.deps.environment.channels.map((channel) => ({ channel, client: this.deps.environment.providers.environmentClient(channel.provider, channel.transport) }));
+    const fromEnvironment = this.deps.environment.channels.map((channel) => ({
+      channel,
+      client: this.deps.environment.providers.environmentClient(channel.provider, channel.transport),
+    }));
     const channels = [...fromEnvironment, ...fromApi];
     const live = new Set(rows.map((r) => r.id));
     for (const id of this.clients.keys()) if (!live.has(id)) this.clients.delete(id);
@@ -84,7 +87,8 @@ export class ChannelDirectory {
     const cached = this.clients.get(channel.id);
     if (cached && cached.version === channel.updatedAt) return cached.client;
     const credentials = this.openCredentials(channel.id, sealed);
-    const client = credentials && apiChannelClient(channel, credentials, { pollIntervalMs: this.deps.pollIntervalMs, publicOnly: !this.deps.allowPrivateUpstreams });
+    const client =
+      credentials && apiChannelClient(channel, credentials, { pollIntervalMs: this.deps.pollIntervalMs, publicOnly: !this.deps.allowPrivateUpstreams });
     this.clients.set(channel.id, { version: channel.updatedAt, client });
     return client;
   }
@@ -102,7 +106,11 @@ export class ChannelDirectory {
       const disabled = await this.deps.writes.run(async (trx) => {
         const now = this.deps.clock.now();
         if (!(await repo.autoDisableChannel(trx, channel.id, reason, now))) return false;
-        await emitChannelAutoDisabled(trx, { channelId: channel.id, provider: channel.provider, reason: reason.slice(0, 500), statusCode: failure.traits.statusCode }, now);
+        await emitChannelAutoDisabled(
+          trx,
+          { channelId: channel.id, provider: channel.provider, reason: reason.slice(0, 500), statusCode: failure.traits.statusCode },
+          now,
+        );
         return true;
       });
       if (disabled) this.deps.logger.warn({ channel_id: channel.id, reason }, 'channel auto-disabled after an account error');

@@ -53,7 +53,9 @@ export class ChannelHealthMonitor {
 
   /** Whether any channel (whatever its status) serves models of `provider` over `transport`. */
   async isConfigured(provider: string, transport?: string): Promise<boolean> {
-    return (await this.directory.channels()).some((r) => r.channel.provider === provider && (transport === undefined || r.channel.transport === transport || r.channel.transport === 'local'));
+    return (await this.directory.channels()).some(
+      (r) => r.channel.provider === provider && (transport === undefined || r.channel.transport === transport || r.channel.transport === 'local'),
+    );
   }
 
   /**
@@ -106,7 +108,8 @@ export class ChannelHealthMonitor {
     if (!routable) throw new ApiError('channel_not_found', `No channel with id ${channelId}.`, { param: 'id' });
     const { channel, client } = routable;
     const started = this.deps.clock.now();
-    if (!client) return { ok: false, latencyMs: 0, error: new ApiError('provider_unavailable', 'The channel credentials cannot be opened: a sealing key is missing.') };
+    if (!client)
+      return { ok: false, latencyMs: 0, error: new ApiError('provider_unavailable', 'The channel credentials cannot be opened: a sealing key is missing.') };
     const [width, height] = entry.default_size.split('x').map(Number) as [number, number];
     try {
       await client.generate(
@@ -157,7 +160,9 @@ export class ChannelHealthMonitor {
       this.directory.invalidate();
       const due = (await this.directory.channels())
         .map(({ channel }) => ({ channel, entry: catalog.get(channel.models[0]?.model ?? '') }))
-        .filter((c): c is { channel: Channel; entry: CatalogModel } => c.channel.status === 'auto_disabled' && c.channel.source === 'api' && c.entry !== undefined);
+        .filter(
+          (c): c is { channel: Channel; entry: CatalogModel } => c.channel.status === 'auto_disabled' && c.channel.source === 'api' && c.entry !== undefined,
+        );
       if (due.length === 0) return false;
       const started = this.deps.clock.now();
       const holder = randomBytes(9).toString('base64url');

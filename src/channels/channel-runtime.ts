@@ -56,7 +56,12 @@ export class ChannelRuntimes {
     let runtime = this.runtimes.get(channel.id);
     if (!runtime) {
       const settings = this.settingsOf(channel.provider);
-      runtime = { breaker: new CircuitBreaker(settings.breakerThreshold, settings.breakerCooldownMs, this.deps.clock), stats: new ProviderStats(), coolingUntil: 0, inFlight: 0 };
+      runtime = {
+        breaker: new CircuitBreaker(settings.breakerThreshold, settings.breakerCooldownMs, this.deps.clock),
+        stats: new ProviderStats(),
+        coolingUntil: 0,
+        inFlight: 0,
+      };
       this.runtimes.set(channel.id, runtime);
     }
     return runtime;

@@ -153,9 +153,13 @@ export class ChannelWaitLine {
       const closed = enabled.filter((r) => this.runtimes.runtime(r.channel).breaker.state !== 'open');
       if (closed.length === 0) {
         const seconds = Math.min(...enabled.map((r) => this.runtimes.runtime(r.channel).breaker.retryAfterMs()));
-        throw new ApiError('provider_unavailable', `Provider ${entry.provider} is failing on every channel of ${entry.model}; calls are paused (circuit open).`, {
-          headers: retryAfterHeader(seconds),
-        });
+        throw new ApiError(
+          'provider_unavailable',
+          `Provider ${entry.provider} is failing on every channel of ${entry.model}; calls are paused (circuit open).`,
+          {
+            headers: retryAfterHeader(seconds),
+          },
+        );
       }
       const now = this.deps.clock.now();
       let soonestMs = Infinity;

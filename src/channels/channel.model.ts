@@ -152,7 +152,9 @@ export function environmentChannels(config: GatewayConfig, startedAt: number): C
   for (const account of providers.accounts) {
     const hintField = descriptorOf(account.format)?.credentials?.hintField;
     const hinted = hintField === undefined ? undefined : account.credentials?.[hintField];
-    channels.push(base(account.channelId, account.provider, account.format as ChannelTransport, account.baseUrl ?? null, hinted === undefined ? null : secretHint(hinted)));
+    channels.push(
+      base(account.channelId, account.provider, account.format as ChannelTransport, account.baseUrl ?? null, hinted === undefined ? null : secretHint(hinted)),
+    );
   }
   return channels;
 }

@@ -5,7 +5,10 @@ import { fillPath } from '../http/operation-path';
 import type { ChannelRouter } from './channel-router';
 import { type ChannelsService, channelHealthResource } from './channels.service';
 
-type ChannelHandlers = Pick<GatewayHandlers, 'createChannel' | 'listChannels' | 'getChannel' | 'getChannelHealth' | 'updateChannel' | 'deleteChannel' | 'testChannel'>;
+type ChannelHandlers = Pick<
+  GatewayHandlers,
+  'createChannel' | 'listChannels' | 'getChannel' | 'getChannelHealth' | 'updateChannel' | 'deleteChannel' | 'testChannel'
+>;
 
 /** The /admin/channels operations: each a thin call into ChannelsService (mutations carry the audit context). */
 export function channelHandlers(channels: ChannelsService): ChannelHandlers {

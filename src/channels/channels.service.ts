@@ -92,7 +92,8 @@ export class ChannelsService {
    * channels: there only the error code is told.
    */
   private async testMessage(channel: ChannelResource, message: string): Promise<string> {
-    const privateUpstream = channel.source === 'api' && this.deps.allowPrivateUpstreams && channel.base_url !== null && (await pointsAtPrivateAddress(channel.base_url));
+    const privateUpstream =
+      channel.source === 'api' && this.deps.allowPrivateUpstreams && channel.base_url !== null && (await pointsAtPrivateAddress(channel.base_url));
     return privateUpstream ? "The upstream's answer is not shown: base_url points at a private address." : message;
   }
 
@@ -103,9 +104,13 @@ export class ChannelsService {
   private async requireRow(id: string, db: repo.Db = this.deps.db): Promise<ChannelsTable> {
     if (this.environmentChannel(id)) {
       const channel = this.environmentChannel(id)!;
-      throw new ApiError('channel_read_only', `Channel ${id} is configured by environment variables (${environmentVariablesOf(channel)}); change them instead.`, {
-        param: 'id',
-      });
+      throw new ApiError(
+        'channel_read_only',
+        `Channel ${id} is configured by environment variables (${environmentVariablesOf(channel)}); change them instead.`,
+        {
+          param: 'id',
+        },
+      );
     }
     const row = await repo.findChannelRow(db, id);
     if (!row) throw channelNotFound(id);
@@ -131,7 +136,10 @@ export class ChannelsService {
     const fields = (descriptorOf(transport)?.credentials?.fields ?? []).map((field) => field.name);
     const given = Object.keys(credentials);
     if (fields.length === 0 || fields.some((field) => !given.includes(field)) || given.some((field) => !fields.includes(field))) {
-      throw invalid(fields.length === 0 ? `${transport} channels cannot be created through the API.` : `${transport} channels take ${fields.join(' and ')}.`, 'credentials');
+      throw invalid(
+        fields.length === 0 ? `${transport} channels cannot be created through the API.` : `${transport} channels take ${fields.join(' and ')}.`,
+        'credentials',
+      );
     }
   }
 
@@ -268,7 +276,10 @@ export class ChannelsService {
     const modelId = model ?? channel.models[0]?.model;
     const entry = modelId === undefined ? undefined : this.deps.catalog.get(modelId);
     if (!entry || !channel.models.some((m) => m.model === entry.model)) {
-      throw invalid(`Channel ${id} does not serve ${modelId ?? 'any catalog model'}; it serves ${channel.models.map((m) => m.model).join(', ') || 'none'}.`, 'model');
+      throw invalid(
+        `Channel ${id} does not serve ${modelId ?? 'any catalog model'}; it serves ${channel.models.map((m) => m.model).join(', ') || 'none'}.`,
+        'model',
+      );
     }
     const outcome = await this.deps.router.test(id, entry);
     const after = await this.get(id);

@@ -32,7 +32,10 @@ export interface ChannelsFeatureDeps {
  * The channels feature: the router every generation goes through (its health probe started, its wait
  * line in the metrics) and the /admin/channels service that tells it about changes.
  */
-export function createChannels(config: GatewayConfig, deps: ChannelsFeatureDeps): { router: ChannelRouter; admin: ChannelsService; close: () => Promise<void> } {
+export function createChannels(
+  config: GatewayConfig,
+  deps: ChannelsFeatureDeps,
+): { router: ChannelRouter; admin: ChannelsService; close: () => Promise<void> } {
   const { db, clock, sealer, catalog } = deps;
   const { channels: settings } = config;
   const fromEnvironment = environmentChannels(config, clock.now());
@@ -54,6 +57,14 @@ export function createChannels(config: GatewayConfig, deps: ChannelsFeatureDeps)
   });
   router.startProbe(settings.probeIntervalMs, catalog);
   registerChannelMetrics(deps.metrics, router);
-  const admin = new ChannelsService({ db, clock, sealer, router, catalog, environmentChannels: fromEnvironment, allowPrivateUpstreams: settings.allowPrivateUpstreams });
+  const admin = new ChannelsService({
+    db,
+    clock,
+    sealer,
+    router,
+    catalog,
+    environmentChannels: fromEnvironment,
+    allowPrivateUpstreams: settings.allowPrivateUpstreams,
+  });
   return { router, admin, close: () => router.close() };
 }

@@ -18,7 +18,10 @@ export function integer(value: string): number {
 /** `a,b,c` as a non-empty list; `what` names the items in the error. */
 export function commaList(what: string): (value: string) => string[] {
   return (value) => {
-    const items = value.split(',').map((p) => p.trim()).filter(Boolean);
+    const items = value
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
     if (items.length === 0) throw new InvalidArgumentError(`must name at least one ${what}`);
     return items;
   };
@@ -26,7 +29,11 @@ export function commaList(what: string): (value: string) => string[] {
 
 /** Comma-separated whole numbers (`80,100`); an empty string is the empty list. */
 export function numberList(value: string): number[] {
-  return value.split(',').map((p) => p.trim()).filter(Boolean).map(wholeNumber);
+  return value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map(wholeNumber);
 }
 
 /** An ISO 8601 time, normalized. */

@@ -13,7 +13,11 @@ function cell(value: unknown): string {
 export function table<T>(rows: T[], columns: Array<[heading: string, value: (row: T) => unknown]>): string {
   const cells = rows.map((row) => columns.map(([, value]) => cell(value(row))));
   const widths = columns.map(([heading], i) => Math.max(heading.length, ...cells.map((line) => (line[i] ?? '').length)));
-  const line = (values: string[]) => values.map((value, i) => value.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((value, i) => value.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map(([heading]) => heading.toUpperCase())), ...cells.map(line)].join('\n');
 }
 
@@ -30,7 +34,11 @@ export function print(output: Output, json: unknown, human: () => string): void 
 }
 
 /** A list answer: a table of its `data` (and how to get the next page, when there is one), or the JSON. */
-export function printPage<T>(output: Output, page: { data: T[]; next_cursor?: string | null }, columns: Array<[heading: string, value: (row: T) => unknown]>): void {
+export function printPage<T>(
+  output: Output,
+  page: { data: T[]; next_cursor?: string | null },
+  columns: Array<[heading: string, value: (row: T) => unknown]>,
+): void {
   print(output, page, () => {
     const rows = table(page.data, columns);
     return page.next_cursor ? `${rows}\n\nmore: --cursor ${page.next_cursor}` : rows;

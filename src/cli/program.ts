@@ -81,5 +81,7 @@ Exit codes: 0 done, 1 the API refused (its message on stderr) or could not be re
 
 /** Maps commander's own exits (help, version, usage errors) to ours. */
 export function exitCodeOf(error: CommanderError): number {
-  return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || (error.code === 'commander.help' && error.exitCode === 0) ? 0 : EXIT_USAGE;
+  return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || (error.code === 'commander.help' && error.exitCode === 0)
+    ? 0
+    : EXIT_USAGE;
 }

@@ -62,7 +62,11 @@ export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
  * with the size bounds and input limits its model table documents.
  */
 export const DEFAULT_CATALOG: CatalogModel[] = FORMATS.flatMap((descriptor) =>
-  (descriptor.catalog ?? []).map((row) => ({ ...row, ...(row.price_table ? { price_table: row.price_table.map((r) => ({ ...r })) } : {}), ...upstreamLimitsOf(row.upstream_model) })),
+  (descriptor.catalog ?? []).map((row) => ({
+    ...row,
+    ...(row.price_table ? { price_table: row.price_table.map((r) => ({ ...r })) } : {}),
+    ...upstreamLimitsOf(row.upstream_model),
+  })),
 );
 
 function options(value: unknown, where: string): Record<string, unknown> {
@@ -89,11 +93,15 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   const maxSide = positive('max_side', false);
   if (bounds.min_pixels > bounds.max_pixels || bounds.min_ratio > bounds.max_ratio) throw new Error(`${where}: "size_bounds" has a minimum above its maximum`);
   const exclusive = v.max_ratio_exclusive;
-  if (exclusive !== undefined && exclusive !== true && exclusive !== false) throw new Error(`${where}: "size_bounds.max_ratio_exclusive" must be true or false`);
+  if (exclusive !== undefined && exclusive !== true && exclusive !== false)
+    throw new Error(`${where}: "size_bounds.max_ratio_exclusive" must be true or false`);
   const multiple = positive('side_multiple', false);
   if (multiple !== undefined && !Number.isInteger(multiple)) throw new Error(`${where}: "size_bounds.side_multiple" must be an integer`);
   const allowed = v.allowed_sizes;
-  if (allowed !== undefined && (!Array.isArray(allowed) || allowed.length === 0 || allowed.some((size) => typeof size !== 'string' || !/^[1-9][0-9]*x[1-9][0-9]*$/.test(size)))) {
+  if (
+    allowed !== undefined &&
+    (!Array.isArray(allowed) || allowed.length === 0 || allowed.some((size) => typeof size !== 'string' || !/^[1-9][0-9]*x[1-9][0-9]*$/.test(size)))
+  ) {
     throw new Error(`${where}: "size_bounds.allowed_sizes" must be a non-empty array of sizes like 1024x1024`);
   }
   return {
@@ -125,7 +133,8 @@ function writtenForm(entry: CatalogModel): Record<string, unknown> {
  * (`parseCatalog`) replaces the built-in catalog instead.
  */
 export function extendCatalog(raw: unknown, base: readonly CatalogModel[] = DEFAULT_CATALOG): CatalogModel[] {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('must be a JSON array of models (replaces the built-in catalog) or an object {"models": [...], "remove": [...]} (changes it)');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new Error('must be a JSON array of models (replaces the built-in catalog) or an object {"models": [...], "remove": [...]} (changes it)');
   const { models = [], remove = [], ...unknown } = raw as Record<string, unknown>;
   const extra = Object.keys(unknown);
   if (extra.length > 0) throw new Error(`unknown field ${extra.map((f) => `"${f}"`).join(', ')}; the object form takes "models" and "remove"`);
@@ -150,7 +159,8 @@ export function extendCatalog(raw: unknown, base: readonly CatalogModel[] = DEFA
 }
 
 function fallbackNames(value: unknown, where: string, model: string): string[] {
-  if (!Array.isArray(value) || value.some((name) => typeof name !== 'string' || name.length === 0)) throw new Error(`${where}: "fallbacks" must be an array of model names`);
+  if (!Array.isArray(value) || value.some((name) => typeof name !== 'string' || name.length === 0))
+    throw new Error(`${where}: "fallbacks" must be an array of model names`);
   const names = value as string[];
   if (names.includes(model)) throw new Error(`${where}: "fallbacks" of ${model} names ${model} itself`);
   const twice = names.find((name, i) => names.indexOf(name) !== i);
@@ -226,10 +236,12 @@ function parseModels(raw: unknown): CatalogModel[] {
     if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
     const upstreamModel = e.upstream_model === undefined ? model : text('upstream_model');
     const family = e.upstream_family === undefined ? undefined : text('upstream_family');
-    if (family !== undefined && !UPSTREAM_FAMILIES.includes(family)) throw new Error(`${where}: "upstream_family" ${family} is not a known model family (known: ${UPSTREAM_FAMILIES.join(', ')})`);
+    if (family !== undefined && !UPSTREAM_FAMILIES.includes(family))
+      throw new Error(`${where}: "upstream_family" ${family} is not a known model family (known: ${UPSTREAM_FAMILIES.join(', ')})`);
     const bounds = e.size_bounds === undefined ? boundsOf(upstreamModel, family) : { size_bounds: sizeBounds(e.size_bounds, where) };
     // `null` says the model takes no input images, whatever its upstream's table entry says.
-    const inputs = e.input_limits === undefined ? inputsOf(upstreamModel, family) : e.input_limits === null ? {} : { input_limits: inputLimits(e.input_limits, where) };
+    const inputs =
+      e.input_limits === undefined ? inputsOf(upstreamModel, family) : e.input_limits === null ? {} : { input_limits: inputLimits(e.input_limits, where) };
     const [width, height] = defaultSize.split('x').map(Number) as [number, number];
     const outside = bounds.size_bounds && sizeOutOfBounds(width, height, bounds.size_bounds);
     if (outside) throw new Error(`${where}: "default_size" ${defaultSize} is outside the model's size bounds (${outside})`);

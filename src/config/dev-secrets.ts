@@ -76,7 +76,9 @@ function adminSecret(production: boolean, directory: string, announce: Announce)
   if (production) throw new ConfigError('ADMIN_SECRET is required when NODE_ENV=production');
   const file = path.join(directory, 'admin-secret');
   const { content: secret, created } = createdOnce(file, () => `adm_${randomBase62(40)}`);
-  announce(created ? `Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n` : `Using the admin secret stored in ${file}`);
+  announce(
+    created ? `Generated an admin secret (stored in ${file}, shown only now):\n\n    ADMIN_SECRET=${secret}\n` : `Using the admin secret stored in ${file}`,
+  );
   return secret;
 }
 
@@ -86,7 +88,8 @@ function serviceTokens(production: boolean, directory: string, announce: Announc
   const file = path.join(directory, 'service-token');
   const { content, created } = createdOnce(file, () => `svc_${randomBase62(16)}.access\n${randomBase62(48)}`);
   const [clientId, clientSecret] = content.split('\n');
-  if (!clientId || !clientSecret) throw new ConfigError(`${file} must hold a service token's client id and secret, one per line (delete it to have one generated)`);
+  if (!clientId || !clientSecret)
+    throw new ConfigError(`${file} must hold a service token's client id and secret, one per line (delete it to have one generated)`);
   announce(
     created
       ? `Generated a service token for the internal API (stored in ${file}, shown only now):\n\n    CF-Access-Client-Id: ${clientId}\n    CF-Access-Client-Secret: ${clientSecret}\n`

@@ -1,19 +1,5 @@
 import { z } from 'zod';
-import {
-  boolean,
-  cidrList,
-  databaseUrl,
-  envMeta,
-  httpUrl,
-  integer,
-  list,
-  minLength,
-  oneOf,
-  redisUrl,
-  sealingKeys,
-  text,
-  declareVariable,
-} from './env-types';
+import { boolean, cidrList, databaseUrl, envMeta, httpUrl, integer, list, minLength, oneOf, redisUrl, sealingKeys, text, declareVariable } from './env-types';
 import { FORMATS, RESULT_HOSTS } from '../providers/formats';
 import { ConfigError } from './config-error';
 
@@ -44,32 +30,48 @@ export const envSchema = z.object({
     field: 'adminSecret',
     defaultText: GENERATED,
   }),
-  LOG_LEVEL: declare(oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), { description: 'pino level (`silent` to mute)', keepEmpty: true }),
+  LOG_LEVEL: declare(oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
+    description: 'pino level (`silent` to mute)',
+    keepEmpty: true,
+  }),
   VALIDATE_RESPONSES: declare(boolean.default(false), { description: 'check every response against the spec (on in tests)' }),
   MODEL_CATALOG: declare(text.optional(), {
-    description: 'an object `{"models": [...], "remove": [...]}` that changes the built-in catalog, or a JSON array of `{model, provider, upstream_model, credits_per_image, default_size}` that replaces it; `npx creative-gateway catalog` prints the result',
+    description:
+      'an object `{"models": [...], "remove": [...]}` that changes the built-in catalog, or a JSON array of `{model, provider, upstream_model, credits_per_image, default_size}` that replaces it; `npx creative-gateway catalog` prints the result',
     defaultText: 'built in',
   }),
-  MODEL_CATALOG_FILE: declare(text.optional(), { description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)', defaultText: 'built in' }),
+  MODEL_CATALOG_FILE: declare(text.optional(), {
+    description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)',
+    defaultText: 'built in',
+  }),
   LOCAL_PROVIDER_MODE: declare(text.default('render'), { description: '`tiny` makes the local provider answer a fixed 1x1 PNG (benchmarks)' }),
   BODY_LIMIT_BYTES: declare(integer(1024, 10_485_760).default(65_536), {
-    description: 'largest request body (413 past it; a larger `Content-Length` is refused before the body is read); operations that take image inputs (`POST /images/generate`, `POST /v1/images/edits`, the internal generation) take up to 72 MiB',
+    description:
+      'largest request body (413 past it; a larger `Content-Length` is refused before the body is read); operations that take image inputs (`POST /images/generate`, `POST /v1/images/edits`, the internal generation) take up to 72 MiB',
   }),
   BODY_TIMEOUT_MS: declare(integer(100, 600_000).default(10_000), {
     description: 'a request body must have fully arrived this long after its headers, else 408 `request_timeout` and the connection is closed',
   }),
   HEADERS_TIMEOUT_MS: declare(integer(100, 600_000).default(15_000), {
-    description: "a request's headers must have fully arrived this long after it began, else the connection is closed (checked every tenth of it, at least every second)",
+    description:
+      "a request's headers must have fully arrived this long after it began, else the connection is closed (checked every tenth of it, at least every second)",
   }),
   IDLE_COMPACTION_MIN_FREE_MB: declare(integer(0, 65_536).default(32), {
-    description: 'after 5 s with no request, one full garbage collection gives the heap back when at least this many MB of it are free (0: whenever the process goes idle after traffic)',
+    description:
+      'after 5 s with no request, one full garbage collection gives the heap back when at least this many MB of it are free (0: whenever the process goes idle after traffic)',
   }),
   MAX_CONNECTIONS: declare(integer(16, 1_000_000).optional(), {
     description: 'open client connections, both listeners together (see Connections)',
     defaultText: 'open-files limit − 64 − `DB_POOL_SIZE`',
   }),
-  SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), { description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close' }),
-  TRUSTED_PROXIES: declare(cidrList.default([]), { description: "comma-separated CIDRs of proxies whose `X-Forwarded-For` is believed (key `allowed_ips`), and whose `X-Forwarded-Proto` / `X-Forwarded-Host` set the server of the served OpenAPI documents", defaultText: 'none' }),
+  SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), {
+    description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close',
+  }),
+  TRUSTED_PROXIES: declare(cidrList.default([]), {
+    description:
+      'comma-separated CIDRs of proxies whose `X-Forwarded-For` is believed (key `allowed_ips`), and whose `X-Forwarded-Proto` / `X-Forwarded-Host` set the server of the served OpenAPI documents',
+    defaultText: 'none',
+  }),
   KEY_LEASE_TTL_MS: declare(integer(300, 3_600_000).default(30_000), { description: 'a `max_concurrent` slot held by a process that died frees after this' }),
   SWEEP_GRACE_MS: declare(integer(0, 3_600_000).default(30_000), {
     description: "a generation pending longer than its provider's deadline plus this was abandoned by a dead process: its credits are released",
@@ -80,16 +82,24 @@ export const envSchema = z.object({
   }),
   GENERATION_RETENTION_DAYS: declare(integer(0, 36_500).default(400), {
     description:
-      'settled generation rows (and their attempt rows) older than this many days are deleted by the sweeper; `0` keeps them forever. Usage analytics (`GET /admin/usage`) read hourly rollups, which are kept; `GET /generations` and the internal API\'s generation lists and `getUsage` see only rows still kept',
+      "settled generation rows (and their attempt rows) older than this many days are deleted by the sweeper; `0` keeps them forever. Usage analytics (`GET /admin/usage`) read hourly rollups, which are kept; `GET /generations` and the internal API's generation lists and `getUsage` see only rows still kept",
   }),
 
   // Storage, Redis and the waits on them.
   DB_POOL_SIZE: declare(integer(1, 500).default(10), { description: 'PostgreSQL connections per replica' }),
-  DB_CONNECT_TIMEOUT_MS: declare(integer(100, 60_000).default(2000), { description: 'PostgreSQL: longest wait for a connection (pool full counts too); then 503' }),
-  DB_STATEMENT_TIMEOUT_MS: declare(integer(100, 600_000).default(5000), {
-    description: 'PostgreSQL: `statement_timeout`; the client gives up on the whole operation (its wait for a connection or a batch lane, and every statement of a transaction together) 1 s later',
+  DB_CONNECT_TIMEOUT_MS: declare(integer(100, 60_000).default(2000), {
+    description: 'PostgreSQL: longest wait for a connection (pool full counts too); then 503',
   }),
-  REDIS_URL: declare(redisUrl.optional(), { description: 'moves rate limiting to Redis (one Lua script per check)', secret: 'password', field: 'redisUrl', defaultText: 'none' }),
+  DB_STATEMENT_TIMEOUT_MS: declare(integer(100, 600_000).default(5000), {
+    description:
+      'PostgreSQL: `statement_timeout`; the client gives up on the whole operation (its wait for a connection or a batch lane, and every statement of a transaction together) 1 s later',
+  }),
+  REDIS_URL: declare(redisUrl.optional(), {
+    description: 'moves rate limiting to Redis (one Lua script per check)',
+    secret: 'password',
+    field: 'redisUrl',
+    defaultText: 'none',
+  }),
   REDIS_PREFIX: declare(text.default('cgw:'), { description: 'prefix of every Redis key, so several gateways can share one Redis', keepEmpty: true }),
   REDIS_CONNECT_TIMEOUT_MS: declare(integer(100, 60_000).default(1000), {
     description: 'longest wait for a Redis (re)connection; reconnection is retried every ≤ 1 s in the background',
@@ -115,7 +125,7 @@ export const envSchema = z.object({
     defaultText: GENERATED,
   }),
   CF_ACCESS_CLIENT_SECRET: declare(list.default([]), {
-    description: 'the service tokens\' secrets, in the order of `CF_ACCESS_CLIENT_ID` (each at least 16 characters); required in production',
+    description: "the service tokens' secrets, in the order of `CF_ACCESS_CLIENT_ID` (each at least 16 characters); required in production",
     secret: true,
     field: 'serviceTokens.*.clientSecret',
     defaultText: GENERATED,
@@ -124,7 +134,10 @@ export const envSchema = z.object({
     description: 'accept Cloudflare Access JWTs on the internal API: `<team>.cloudflareaccess.com` (with `CF_ACCESS_AUD`)',
     defaultText: 'none',
   }),
-  CF_ACCESS_AUD: declare(text.optional(), { description: "the Access application's AUD tag(s), comma-separated (with `CF_ACCESS_TEAM_DOMAIN`)", defaultText: 'none' }),
+  CF_ACCESS_AUD: declare(text.optional(), {
+    description: "the Access application's AUD tag(s), comma-separated (with `CF_ACCESS_TEAM_DOMAIN`)",
+    defaultText: 'none',
+  }),
   CF_ACCESS_JWKS_URL: declare(httpUrl.optional(), {
     description: "where the team's signing keys are fetched",
     defaultText: '`https://<team>.cloudflareaccess.com/cdn-cgi/access/certs`',
@@ -135,7 +148,7 @@ export const envSchema = z.object({
     defaultText: 'none',
   }),
   CF_ACCESS_ADMIN_AUD: declare(text.optional(), {
-    description: "the AUD tag(s) of the Access application in front of the admin API and console, comma-separated",
+    description: 'the AUD tag(s) of the Access application in front of the admin API and console, comma-separated',
     defaultText: '`CF_ACCESS_AUD`',
   }),
 
@@ -148,17 +161,21 @@ export const envSchema = z.object({
     description: 'how often an accepted upstream task is polled (every task-based format, environment accounts and API channels)',
     defaultText: '`VOLC_POLL_INTERVAL_MS`, else 1000',
   }),
-  VOLC_POLL_INTERVAL_MS: declare(integer(1, 60_000).optional(), { description: 'the same as `UPSTREAM_POLL_INTERVAL_MS`, read when that is unset', defaultText: 'none' }),
+  VOLC_POLL_INTERVAL_MS: declare(integer(1, 60_000).optional(), {
+    description: 'the same as `UPSTREAM_POLL_INTERVAL_MS`, read when that is unset',
+    defaultText: 'none',
+  }),
 
   // Image storage.
   IMAGE_STORE: declare(oneOf(['directory', 's3'], 'directory or s3,').default('directory'), { description: '`directory` or `s3`' }),
   IMAGE_DIRECTORY: declare(text.optional(), {
-    description: 'where the `directory` store keeps files (fanned out by the id\'s last two characters; written to a temporary file, fsynced, renamed)',
+    description: "where the `directory` store keeps files (fanned out by the id's last two characters; written to a temporary file, fsynced, renamed)",
     defaultText: '`./data/images` (the `images/` folder beside the SQLite file)',
   }),
   IMAGE_RETENTION_HOURS: declare(integer(1, 24 * 3650).default(168), { description: 'how long an image and its URLs live' }),
   IMAGE_URL_SIGNING_KEY: declare(minLength(32).optional(), {
-    description: 'HMAC key of image URLs, at least 32 characters; required when `NODE_ENV=production`; the same on every replica; changing it invalidates every URL handed out',
+    description:
+      'HMAC key of image URLs, at least 32 characters; required when `NODE_ENV=production`; the same on every replica; changing it invalidates every URL handed out',
     secret: true,
     field: 'images.signingKey',
     defaultText: 'generated outside production into `./data/image-url-key`',
@@ -170,10 +187,14 @@ export const envSchema = z.object({
   IMAGE_MAX_BYTES: declare(integer(1024, 512 * 1024 * 1024).default(20 * 1024 * 1024), { description: 'largest image taken from an upstream' }),
   IMAGE_FETCH_TIMEOUT_MS: declare(integer(100, 600_000).default(30_000), { description: 'deadline of one image download (it also ends with the request)' }),
   IMAGE_FETCH_ALLOWED_HOSTS: declare(text.default(DEFAULT_IMAGE_HOSTS), {
-    description: "comma-separated hosts or `*.domain` any provider's image URLs may point at besides its own base URL's host; empty allows only the base URLs' hosts",
+    description:
+      "comma-separated hosts or `*.domain` any provider's image URLs may point at besides its own base URL's host; empty allows only the base URLs' hosts",
     keepEmpty: true,
   }),
-  IMAGE_S3_BUCKET: declare(text.optional(), { description: 'the bucket (create it first; the gateway puts, gets and deletes objects)', defaultText: 'required with `IMAGE_STORE=s3`' }),
+  IMAGE_S3_BUCKET: declare(text.optional(), {
+    description: 'the bucket (create it first; the gateway puts, gets and deletes objects)',
+    defaultText: 'required with `IMAGE_STORE=s3`',
+  }),
   IMAGE_S3_PREFIX: declare(text.default('images/'), { description: 'object keys are `<prefix><image id>`', keepEmpty: true }),
   IMAGE_S3_REGION: declare(text.default('us-east-1'), { description: 'region' }),
   IMAGE_S3_ENDPOINT: declare(httpUrl.optional(), { description: 'e.g. `http://minio:9000` for an S3-compatible server', defaultText: 'AWS' }),
@@ -194,7 +215,8 @@ export const envSchema = z.object({
 
   // Channels.
   CHANNEL_SEALING_KEY: declare(sealingKeys.default([]), {
-    description: 'AES-256-GCM keys sealing channel credentials and webhook signing secrets and keying the HMAC of page cursors, newest first, comma-separated; required in production',
+    description:
+      'AES-256-GCM keys sealing channel credentials and webhook signing secrets and keying the HMAC of page cursors, newest first, comma-separated; required in production',
     secret: true,
     field: 'channels.sealingKeys.*',
     defaultText: GENERATED,
@@ -210,7 +232,8 @@ export const envSchema = z.object({
     defaultText: '`0` (off)',
   }),
   CHANNEL_ALLOW_PRIVATE_UPSTREAMS: declare(boolean.default(false), {
-    description: "let API channels' `base_url` point at loopback/private addresses (self-hosted upstreams on a private network, development, tests); link-local and cloud metadata addresses stay refused, and `testChannel` does not relay a private upstream's answer",
+    description:
+      "let API channels' `base_url` point at loopback/private addresses (self-hosted upstreams on a private network, development, tests); link-local and cloud metadata addresses stay refused, and `testChannel` does not relay a private upstream's answer",
   }),
 
   // Durable generations.
@@ -220,13 +243,17 @@ export const envSchema = z.object({
   GENERATION_POLL_MS: declare(integer(10, 600_000).default(1000), {
     description: "how often each process's worker looks for queued work (submitted elsewhere) and lapsed leases; local submissions wake it at once",
   }),
-  GENERATION_WORKER_CONCURRENCY: declare(integer(1, 10_000).default(16), { description: 'background (asynchronous or taken-over) generations one process runs at once' }),
+  GENERATION_WORKER_CONCURRENCY: declare(integer(1, 10_000).default(16), {
+    description: 'background (asynchronous or taken-over) generations one process runs at once',
+  }),
   MAX_QUEUED_GENERATIONS_PER_KEY: declare(integer(1, 1_000_000).default(50), {
     description: 'asynchronous generations one key may have `queued`; beyond, 429 `too_many_queued_generations`',
   }),
 
   // Webhooks.
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), { description: 'let webhook endpoints point at loopback/private addresses (development, tests); link-local and cloud metadata addresses stay refused' }),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: declare(boolean.default(false), {
+    description: 'let webhook endpoints point at loopback/private addresses (development, tests); link-local and cloud metadata addresses stay refused',
+  }),
   WEBHOOK_POLL_INTERVAL_MS: declare(integer(10, 600_000).default(1000), { description: 'how often each process looks for due deliveries' }),
   WEBHOOK_LEASE_MS: declare(integer(100, 3_600_000).default(60_000), {
     description: 'how long a claimed delivery is held; keep it above `WEBHOOK_TIMEOUT_MS`, or a slow delivery is sent twice',
@@ -234,7 +261,9 @@ export const envSchema = z.object({
   WEBHOOK_TIMEOUT_MS: declare(integer(100, 60_000).default(15_000), { description: 'deadline of one delivery attempt' }),
   WEBHOOK_DISABLE_AFTER_HOURS: declare(integer(1, 8760).default(120), { description: 'an endpoint whose every attempt failed for this long is disabled' }),
   WEBHOOK_KEY_EXPIRING_DAYS: declare(integer(1, 365).default(7), { description: '`key.expiring` this many days before a key expires' }),
-  WEBHOOK_EXPIRY_SCAN_INTERVAL_MS: declare(integer(10, 86_400_000).default(60_000), { description: 'how often each process looks for expiring and expired keys' }),
+  WEBHOOK_EXPIRY_SCAN_INTERVAL_MS: declare(integer(10, 86_400_000).default(60_000), {
+    description: 'how often each process looks for expiring and expired keys',
+  }),
 });
 
 export type EnvValues = z.output<typeof envSchema>;

@@ -88,7 +88,10 @@ export const httpUrl: EnvType<string> = parsed<string>((raw) => {
 export const list: EnvType<string[]> = z.string().transform(splitList);
 
 export function splitList(raw: string): string[] {
-  return raw.split(',').map((v) => v.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 export const cidrList: EnvType<string[]> = parsed<string[]>((raw) => {

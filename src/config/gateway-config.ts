@@ -67,7 +67,9 @@ function maxConnections(values: EnvValues): number {
   const derived = limit === undefined ? 10_000 : Math.max(16, limit - 64 - values.DB_POOL_SIZE);
   const chosen = values.MAX_CONNECTIONS ?? derived;
   if (limit !== undefined && chosen > derived) {
-    throw new ConfigError(`MAX_CONNECTIONS=${chosen} leaves no file descriptors for the gateway itself (open files limit ${limit}); raise the limit (ulimit -n / LimitNOFILE) or lower MAX_CONNECTIONS to at most ${derived}`);
+    throw new ConfigError(
+      `MAX_CONNECTIONS=${chosen} leaves no file descriptors for the gateway itself (open files limit ${limit}); raise the limit (ulimit -n / LimitNOFILE) or lower MAX_CONNECTIONS to at most ${derived}`,
+    );
   }
   return chosen;
 }
@@ -82,7 +84,10 @@ function environmentAccount(descriptor: ProviderDescriptor, values: Readonly<Rec
   const credentialVariables = Object.entries(spec.credentials);
   const set = credentialVariables.filter(([, variable]) => values[variable] !== undefined);
   const baseUrl = (spec.baseUrl === undefined ? undefined : values[spec.baseUrl]) as string | undefined;
-  const needed = [...credentialVariables.map(([, variable]) => variable), ...(spec.baseUrl !== undefined && descriptor.defaultBaseUrl === undefined ? [spec.baseUrl] : [])];
+  const needed = [
+    ...credentialVariables.map(([, variable]) => variable),
+    ...(spec.baseUrl !== undefined && descriptor.defaultBaseUrl === undefined ? [spec.baseUrl] : []),
+  ];
   const given = needed.filter((variable) => values[variable] !== undefined);
   if (given.length === 0) return undefined;
   if (set.length < credentialVariables.length || given.length < needed.length) {
@@ -92,7 +97,10 @@ function environmentAccount(descriptor: ProviderDescriptor, values: Readonly<Rec
   if (descriptor.generic && BUILT_IN_PROVIDERS.includes(provider)) {
     throw new ConfigError(`${spec.providerName} must name a provider other than the built-in ${BUILT_IN_PROVIDERS.join(', ')}, got "${provider}"`);
   }
-  const pascal = provider.split(/[^0-9A-Za-z]+/).map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join('');
+  const pascal = provider
+    .split(/[^0-9A-Za-z]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
   return {
     format: descriptor.format,
     provider,
@@ -107,7 +115,11 @@ function checkCatalogFormat(model: CatalogModel): void {
   if (model.transport !== undefined) {
     const descriptor = descriptorOf(model.transport);
     if (!descriptor || !(descriptor.providers.includes(model.provider) || (descriptor.generic && !BUILT_IN_PROVIDERS.includes(model.provider)))) {
-      throw new ConfigError(`catalog model ${model.model}: transport "${model.transport}" does not serve provider "${model.provider}" (it is served over ${formatsOf(model.provider).map((f) => `"${f.format}"`).join(' or ')})`);
+      throw new ConfigError(
+        `catalog model ${model.model}: transport "${model.transport}" does not serve provider "${model.provider}" (it is served over ${formatsOf(model.provider)
+          .map((f) => `"${f.format}"`)
+          .join(' or ')})`,
+      );
     }
   } else if (!defaultFormatOf(model.provider)) {
     const formats = formatsOf(model.provider).map((f) => `"${f.format}"`);
@@ -141,7 +153,13 @@ function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]) {
   const resilience: Record<string, ResilienceSettings> = Object.fromEntries(
     names.map((name) => {
       const prefix = providerPrefix(name);
-      return [name, resilienceOf(readEnv(providerSchema, env, (setting) => `${prefix}${setting}`), values.PROVIDER_TIMEOUT_MS)];
+      return [
+        name,
+        resilienceOf(
+          readEnv(providerSchema, env, (setting) => `${prefix}${setting}`),
+          values.PROVIDER_TIMEOUT_MS,
+        ),
+      ];
     }),
   );
   return {

@@ -1,7 +1,19 @@
 import type { InputImageFormat, InputImageLimits } from '../providers/upstream-models';
 
 const FORMATS: readonly InputImageFormat[] = ['png', 'jpeg', 'webp', 'bmp', 'tiff', 'gif'];
-const FIELDS = ['max_images', 'formats', 'max_bytes', 'min_ratio', 'max_ratio', 'max_side', 'min_side', 'max_pixels', 'max_inputs_plus_outputs', 'mask', 'delivery'];
+const FIELDS = [
+  'max_images',
+  'formats',
+  'max_bytes',
+  'min_ratio',
+  'max_ratio',
+  'max_side',
+  'min_side',
+  'max_pixels',
+  'max_inputs_plus_outputs',
+  'mask',
+  'delivery',
+];
 
 /**
  * A MODEL_CATALOG entry's `input_limits`, checked; throws a readable message when it is wrong.
@@ -41,10 +53,20 @@ export function inputLimits(value: unknown, where: string): InputImageLimits {
     mask: v.mask === true,
     delivery: v.delivery === 'url' ? 'url' : 'inline',
   };
-  const optional = { min_ratio: ratio('min_ratio'), max_ratio: ratio('max_ratio'), max_side: integer('max_side'), min_side: integer('min_side'), max_pixels: integer('max_pixels'), max_inputs_plus_outputs: integer('max_inputs_plus_outputs') };
+  const optional = {
+    min_ratio: ratio('min_ratio'),
+    max_ratio: ratio('max_ratio'),
+    max_side: integer('max_side'),
+    min_side: integer('min_side'),
+    max_pixels: integer('max_pixels'),
+    max_inputs_plus_outputs: integer('max_inputs_plus_outputs'),
+  };
   for (const [name, n] of Object.entries(optional)) if (n !== undefined) Object.assign(limits, { [name]: n });
-  if (limits.min_ratio !== undefined && limits.max_ratio !== undefined && limits.min_ratio > limits.max_ratio) throw new Error(`${field}" has min_ratio above max_ratio`);
-  if (limits.min_side !== undefined && limits.max_side !== undefined && limits.min_side > limits.max_side) throw new Error(`${field}" has min_side above max_side`);
-  if (limits.max_inputs_plus_outputs !== undefined && limits.max_inputs_plus_outputs < 2) throw new Error(`${field}.max_inputs_plus_outputs" must leave room for an output (>= 2)`);
+  if (limits.min_ratio !== undefined && limits.max_ratio !== undefined && limits.min_ratio > limits.max_ratio)
+    throw new Error(`${field}" has min_ratio above max_ratio`);
+  if (limits.min_side !== undefined && limits.max_side !== undefined && limits.min_side > limits.max_side)
+    throw new Error(`${field}" has min_side above max_side`);
+  if (limits.max_inputs_plus_outputs !== undefined && limits.max_inputs_plus_outputs < 2)
+    throw new Error(`${field}.max_inputs_plus_outputs" must leave room for an output (>= 2)`);
   return limits;
 }

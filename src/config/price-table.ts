@@ -49,12 +49,15 @@ export function checkQuality(entry: { model: string; price_table?: readonly Pric
 export function qualityRefusal(entry: { model: string; price_table?: readonly PriceRow[] }, quality: string | undefined): string | undefined {
   if (quality === undefined || quality === 'auto') return undefined;
   const priced: string[] = [...new Set((entry.price_table ?? []).flatMap((row) => (row.quality === undefined ? [] : [row.quality])))];
-  return priced.length > 0 && !priced.includes(quality) ? `Quality ${quality} is not available on model ${entry.model}; it takes ${priced.join(', ')} (or none).` : undefined;
+  return priced.length > 0 && !priced.includes(quality)
+    ? `Quality ${quality} is not available on model ${entry.model}; it takes ${priced.join(', ')} (or none).`
+    : undefined;
 }
 
 /** Parses and checks a `price_table` of MODEL_CATALOG; throws a readable message when it is wrong. */
 export function parsePriceTable(value: unknown, where: string): PriceRow[] {
-  if (!Array.isArray(value) || value.length === 0) throw new Error(`${where}: "price_table" must be a non-empty array of {credits, max_pixels?, quality?, tier?}`);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new Error(`${where}: "price_table" must be a non-empty array of {credits, max_pixels?, quality?, tier?}`);
   return value.map((raw: unknown, index) => {
     const at = `${where}: price_table[${index}]`;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${at} is not an object`);
@@ -62,11 +65,13 @@ export function parsePriceTable(value: unknown, where: string): PriceRow[] {
     const unknown = Object.keys(rest);
     if (unknown.length > 0) throw new Error(`${at}: unknown field "${unknown[0]}" (a row takes credits, max_pixels, quality, tier)`);
     if (typeof credits !== 'number' || !Number.isInteger(credits) || credits < 0) throw new Error(`${at}: "credits" must be an integer >= 0`);
-    if (max_pixels !== undefined && (typeof max_pixels !== 'number' || !Number.isInteger(max_pixels) || max_pixels < 1)) throw new Error(`${at}: "max_pixels" must be an integer >= 1`);
+    if (max_pixels !== undefined && (typeof max_pixels !== 'number' || !Number.isInteger(max_pixels) || max_pixels < 1))
+      throw new Error(`${at}: "max_pixels" must be an integer >= 1`);
     if (quality !== undefined && (typeof quality !== 'string' || !(QUALITIES as readonly string[]).includes(quality) || quality === 'auto')) {
       throw new Error(`${at}: "quality" must be one of ${QUALITIES.filter((q) => q !== 'auto').join(', ')}`);
     }
-    if (tier !== undefined && (typeof tier !== 'string' || tier.length === 0 || tier.length > 20)) throw new Error(`${at}: "tier" must be a short label such as "2K"`);
+    if (tier !== undefined && (typeof tier !== 'string' || tier.length === 0 || tier.length > 20))
+      throw new Error(`${at}: "tier" must be a short label such as "2K"`);
     return {
       credits,
       ...(max_pixels === undefined ? {} : { max_pixels: max_pixels as number }),

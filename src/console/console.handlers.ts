@@ -47,7 +47,15 @@ function sendFrom(directory: string, res: Response, file: string, cacheControl: 
   return new Promise((resolve, reject) => {
     // Only the headers the spec declares: no validators (the page is 0.5 KB; the other files never
     // change under their names), no ranges.
-    const options = { root: directory, dotfiles: 'deny', cacheControl: false, lastModified: false, etag: false, acceptRanges: false, headers: { 'Cache-Control': cacheControl } } as const;
+    const options = {
+      root: directory,
+      dotfiles: 'deny',
+      cacheControl: false,
+      lastModified: false,
+      etag: false,
+      acceptRanges: false,
+      headers: { 'Cache-Control': cacheControl },
+    } as const;
     res.sendFile(file, options, (error) => {
       if (error && !res.headersSent) reject(new ApiError('not_found', 'No such console file.'));
       else resolve();

@@ -123,14 +123,20 @@ export function boundedPool(pool: Pool, budgetMs: number): PostgresPool {
       const acquiring = pool.connect();
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(markCommittedNothing(new DatabaseDeadlineExceeded('no database connection within the operation deadline', false))), budgetMs);
+        timer = setTimeout(
+          () => reject(markCommittedNothing(new DatabaseDeadlineExceeded('no database connection within the operation deadline', false))),
+          budgetMs,
+        );
       });
       let inner: PoolClient;
       try {
         inner = await Promise.race([acquiring, timedOut]);
       } catch (error) {
         // A connection that comes after we gave up goes straight back.
-        acquiring.then((late) => late.release(), () => undefined);
+        acquiring.then(
+          (late) => late.release(),
+          () => undefined,
+        );
         throw markCommittedNothing(error);
       } finally {
         clearTimeout(timer);

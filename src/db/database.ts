@@ -116,7 +116,16 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
   sqlite.pragma('synchronous = NORMAL');
   const statements = withStatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: statements }), options.health) });
-  enableDirectSqlite(db, { get inTransaction() { return sqlite.inTransaction; }, prepare: (text) => statements.prepare(text) as SQLite.Statement }, databaseErrorTranslator(options.health));
+  enableDirectSqlite(
+    db,
+    {
+      get inTransaction() {
+        return sqlite.inTransaction;
+      },
+      prepare: (text) => statements.prepare(text) as SQLite.Statement,
+    },
+    databaseErrorTranslator(options.health),
+  );
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   return { db, engine: 'sqlite', writes: new GroupCommit(db), dataVersion: () => dataVersion.get() as number, close: () => db.destroy() };
 }

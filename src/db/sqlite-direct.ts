@@ -5,7 +5,11 @@ import type { Database } from './schema';
 /** The part of better-sqlite3 a direct run needs: `inTransaction` and prepared statements (cached by SQL text). */
 export interface SqliteHandle {
   readonly inTransaction: boolean;
-  prepare(sql: string): { readonly reader: boolean; all(parameters: readonly unknown[]): unknown[]; run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint } };
+  prepare(sql: string): {
+    readonly reader: boolean;
+    all(parameters: readonly unknown[]): unknown[];
+    run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  };
 }
 
 type DirectRun = (db: Kysely<Database>, sql: string, parameters: readonly unknown[]) => QueryResult<unknown> | undefined;

@@ -160,7 +160,10 @@ export function databaseBatchOptions(budgetMs: number | undefined): {
     deadline: {
       ms: budgetMs,
       timedOut: (sent) =>
-        new DependencyUnavailableError('database', new DatabaseDeadlineExceeded(`no answer to a batched statement within ${budgetMs} ms${sent ? '' : ' (not sent)'}`, sent)),
+        new DependencyUnavailableError(
+          'database',
+          new DatabaseDeadlineExceeded(`no answer to a batched statement within ${budgetMs} ms${sent ? '' : ' (not sent)'}`, sent),
+        ),
     },
   };
 }

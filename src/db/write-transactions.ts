@@ -72,7 +72,11 @@ export class GroupCommit implements WriteTransactions {
       if (results) {
         batch.forEach((item, index) => item.resolve(results[index]));
       } else {
-        for (const item of batch) await this.db.transaction().execute((trx) => withDirectRuns(trx, () => item.work(trx))).then(item.resolve, item.reject);
+        for (const item of batch)
+          await this.db
+            .transaction()
+            .execute((trx) => withDirectRuns(trx, () => item.work(trx)))
+            .then(item.resolve, item.reject);
       }
       // Let the requests that arrived meanwhile queue up before the next batch.
       if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));

@@ -100,4 +100,3 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     sendError(res, apiError);
   };
 }
-

@@ -29,11 +29,7 @@ export async function emitQuotaEvents(
     ...extra,
   });
   for (const threshold of thresholdsCrossed({ before, after: used, quota }, key.policy.alertThresholds)) {
-    await emitEvent(
-      trx,
-      { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` },
-      now,
-    );
+    await emitEvent(trx, { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` }, now);
   }
   if (used >= quota) await emitQuotaExhausted(trx, key, { used, quota, periodStart }, now);
 }
@@ -83,7 +79,11 @@ export async function emitExpiryEvents(db: Db, expiringDays: number, now: number
         exists(
           selectFrom('events')
             .select('events.id')
-            .where('events.dedupe_key', '=', sql<string>`${sql.lit('expiry:')} || api_keys.id || ${sql.lit(':')} || CAST(api_keys.expires_at AS varchar(20)) || ${sql.lit(':')} || (CASE WHEN ${keyStatusIsSql('expired', EXPIRY_COLUMNS, now)} THEN 'expired' ELSE 'expiring' END)`),
+            .where(
+              'events.dedupe_key',
+              '=',
+              sql<string>`${sql.lit('expiry:')} || api_keys.id || ${sql.lit(':')} || CAST(api_keys.expires_at AS varchar(20)) || ${sql.lit(':')} || (CASE WHEN ${keyStatusIsSql('expired', EXPIRY_COLUMNS, now)} THEN 'expired' ELSE 'expiring' END)`,
+            ),
         ),
       ),
     )
@@ -93,13 +93,15 @@ export async function emitExpiryEvents(db: Db, expiringDays: number, now: number
     const expiresAt = key.expires_at as number;
     const expired = keyStatus(key, now) === 'expired';
     const type = expired ? 'key.expired' : 'key.expiring';
-    const id = await db.transaction().execute((trx) =>
-      emitEvent(
-        trx,
-        { type, data: { key_id: key.id, expires_at: toIso(expiresAt) }, dedupeKey: `expiry:${key.id}:${expiresAt}:${expired ? 'expired' : 'expiring'}` },
-        now,
-      ),
-    );
+    const id = await db
+      .transaction()
+      .execute((trx) =>
+        emitEvent(
+          trx,
+          { type, data: { key_id: key.id, expires_at: toIso(expiresAt) }, dedupeKey: `expiry:${key.id}:${expiresAt}:${expired ? 'expired' : 'expiring'}` },
+          now,
+        ),
+      );
     if (id) emitted++;
   }
   return emitted;

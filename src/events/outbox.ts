@@ -72,9 +72,7 @@ export async function emitEvent(trx: Db, event: NewEvent, now: number): Promise<
   if (targets.length > 0) {
     await trx
       .insertInto('webhook_deliveries')
-      .values(
-        targets.map((endpoint) => pendingDelivery(id, endpoint.id, now)),
-      )
+      .values(targets.map((endpoint) => pendingDelivery(id, endpoint.id, now)))
       .execute();
   }
   return id;

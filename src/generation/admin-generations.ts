@@ -22,7 +22,9 @@ export type AdminGenerationQuery = Omit<GenerationListQuery, 'client_id'>;
  * with an audit event in its transaction.
  */
 export class AdminGenerations {
-  constructor(private readonly deps: { db: Kysely<Database>; clock: Clock; cursors: CursorCodec; clients: ClientGenerations; resources: GenerationResources }) {}
+  constructor(
+    private readonly deps: { db: Kysely<Database>; clock: Clock; cursors: CursorCodec; clients: ClientGenerations; resources: GenerationResources },
+  ) {}
 
   private async find(id: string): Promise<GenerationsTable> {
     const row = await findGeneration(this.deps.db, id);
@@ -59,7 +61,9 @@ export class AdminGenerations {
 }
 
 /** The /admin/generations operations: thin calls into AdminGenerations (the cancel carries the audit context). */
-export function adminGenerationHandlers(admin: AdminGenerations): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
+export function adminGenerationHandlers(
+  admin: AdminGenerations,
+): Pick<GatewayHandlers, 'listAdminGenerations' | 'getAdminGeneration' | 'cancelAdminGeneration'> {
   return {
     listAdminGenerations: async ({ query }) => ({ status: 200, body: await admin.list(query) }),
     getAdminGeneration: async ({ params }) => ({ status: 200, body: await admin.get(params.id) }),

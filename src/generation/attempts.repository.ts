@@ -5,9 +5,18 @@ import type { Database, GenerationAttemptsTable } from '../db/schema';
 /** SQL on generation_attempts: one row per channel call; the generation runner writes them, once, when it settles. */
 type Db = Kysely<Database>;
 
-export const ATTEMPT_COLUMNS = ['generation_id', 'seq', 'image_index', 'channel_id', 'outcome', 'error_code', 'latency_ms', 'started_at', 'model', 'upstream_usage'] as const satisfies ReadonlyArray<
-  keyof GenerationAttemptsTable
->;
+export const ATTEMPT_COLUMNS = [
+  'generation_id',
+  'seq',
+  'image_index',
+  'channel_id',
+  'outcome',
+  'error_code',
+  'latency_ms',
+  'started_at',
+  'model',
+  'upstream_usage',
+] as const satisfies ReadonlyArray<keyof GenerationAttemptsTable>;
 
 const insertAttemptQuery = preparedQuery<GenerationAttemptsTable & Record<string, unknown>, never>([...ATTEMPT_COLUMNS], (db, p) =>
   db

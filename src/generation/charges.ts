@@ -97,13 +97,24 @@ export function unbilledOf(
     const stage = onModel(stored, model);
     const own = attempts.filter((a) => modelOf(a) === model);
     const succeeded = imagesOfCalls(stage, [...own.filter((a) => a.outcome === 'succeeded').map((a) => a.image_index), ...(model === last ? expired : [])]);
-    const timedOut = imagesOfCalls(stage, own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index));
+    const timedOut = imagesOfCalls(
+      stage,
+      own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index),
+    );
     made += succeeded;
     cut += timedOut;
     images += Math.min(succeeded + timedOut, stored.request.n);
   }
   images += losses.billedUndelivered ?? 0;
   if (images === 0) return undefined;
-  const reason = notStored ? 'not_stored' : expired.length > 0 ? 'task_expired' : made > 0 ? 'partial_failure' : cut > 0 ? 'provider_timeout' : 'billed_undelivered';
+  const reason = notStored
+    ? 'not_stored'
+    : expired.length > 0
+      ? 'task_expired'
+      : made > 0
+        ? 'partial_failure'
+        : cut > 0
+          ? 'provider_timeout'
+          : 'billed_undelivered';
   return { images, reason };
 }

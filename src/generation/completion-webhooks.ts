@@ -48,7 +48,8 @@ export class CompletionWebhooks {
   /** The request's webhook, checked (400 `webhook` when the URL may not receive deliveries). */
   validate(input: { webhook?: string; webhook_events_filter?: CompletionEvent[] }): GenerationWebhook | undefined {
     if (input.webhook === undefined) {
-      if (input.webhook_events_filter !== undefined) throw new ApiError('invalid_request', 'webhook_events_filter needs a webhook.', { param: 'webhook_events_filter' });
+      if (input.webhook_events_filter !== undefined)
+        throw new ApiError('invalid_request', 'webhook_events_filter needs a webhook.', { param: 'webhook_events_filter' });
       return undefined;
     }
     const problem = urlProblem(input.webhook, this.deps.allowPrivateNetworks);
@@ -89,7 +90,13 @@ export class CompletionWebhooks {
     const eventId = `msg_${randomBase62(24)}`;
     await trx
       .insertInto('events')
-      .values({ id: eventId, type, payload: eventBody(type, now, data as unknown as Record<string, unknown>), dedupe_key: `generation:${row.id}`, created_at: now })
+      .values({
+        id: eventId,
+        type,
+        payload: eventBody(type, now, data as unknown as Record<string, unknown>),
+        dedupe_key: `generation:${row.id}`,
+        created_at: now,
+      })
       .execute();
     await trx
       .insertInto('webhook_deliveries')

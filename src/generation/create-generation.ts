@@ -44,7 +44,16 @@ export function createGeneration(deps: GenerationFeatureDeps): GenerationFeature
   const resources = new GenerationResources({ db, clock, images: deps.images });
   const completionWebhooks = deps.webhooks && new CompletionWebhooks({ db, clock, ...deps.webhooks, resource: (trx, row) => resources.resource(row, trx) });
   const runner = new GenerationRunner({ ...deps, owner, completionWebhooks, inputs });
-  const worker = new GenerationWorker({ db, engine: deps.engine, clock, logger, leaseMs, owner, ...deps.worker, execute: (row, signal) => runner.execute(row, signal) });
+  const worker = new GenerationWorker({
+    db,
+    engine: deps.engine,
+    clock,
+    logger,
+    leaseMs,
+    owner,
+    ...deps.worker,
+    execute: (row, signal) => runner.execute(row, signal),
+  });
   const service = new GenerationService({ ...deps, worker, inputs, runner }, completionWebhooks);
   const clients = new ClientGenerations({
     db,

@@ -97,7 +97,12 @@ function normalize(row: GenerationsTable): GenerationsTable {
  * ones still held (a row missing from the answer was taken over or settled elsewhere) with whether
  * a cancel was requested for it.
  */
-export async function renewGenerationLeases(db: Db, ids: readonly string[], owner: string, leaseMs: number): Promise<Map<string, { cancelRequested: boolean }>> {
+export async function renewGenerationLeases(
+  db: Db,
+  ids: readonly string[],
+  owner: string,
+  leaseMs: number,
+): Promise<Map<string, { cancelRequested: boolean }>> {
   const rows = await db
     .updateTable('generations')
     .set({ lease_expires_at: Date.now() + leaseMs })

@@ -64,7 +64,12 @@ export class GenerationWorker {
     this.local = new RenewedSet<string, AbortController>(
       Math.floor(this.deps.leaseMs / 3),
       async (batch) => {
-        const renewed = await renewGenerationLeases(this.deps.db, batch.map(([id]) => id), this.owner, this.deps.leaseMs);
+        const renewed = await renewGenerationLeases(
+          this.deps.db,
+          batch.map(([id]) => id),
+          this.owner,
+          this.deps.leaseMs,
+        );
         for (const [id, controller] of batch) {
           // Ended meanwhile (its settlement is why the renewal no longer found it running).
           if (this.local.get(id) !== controller) continue;
@@ -122,7 +127,10 @@ export class GenerationWorker {
     const run: Promise<unknown> = this.hold(row, undefined)
       .catch((error: unknown) => {
         if (error instanceof RunDeferred) {
-          this.deps.logger.warn({ generation_id: row.id, err: error.cause, retry_after_ms: this.deps.leaseMs }, 'background generation deferred: a dependency is unavailable');
+          this.deps.logger.warn(
+            { generation_id: row.id, err: error.cause, retry_after_ms: this.deps.leaseMs },
+            'background generation deferred: a dependency is unavailable',
+          );
         } else if (!(error instanceof LeaseLost)) {
           this.deps.logger.info({ generation_id: row.id, err: error }, 'background generation ended in failure');
         }
@@ -157,7 +165,11 @@ export class GenerationWorker {
   }
 
   /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run, as does `signal` (its client's). */
-  private async hold<T>(row: GenerationsTable, signal: AbortSignal | undefined, execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>): Promise<T> {
+  private async hold<T>(
+    row: GenerationsTable,
+    signal: AbortSignal | undefined,
+    execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const controller = new AbortController();
     this.local.add(row.id, controller);
     // The client's abort and the lease's end on one signal: whichever comes first gives the reason.

@@ -102,7 +102,12 @@ async function gatewayAnswer(parts: GenerationParts, asked: Asked, input: Genera
         requested_model: done.requested_model,
         provider: done.provider,
         data: done.data ?? [],
-        usage: { images: done.usage.images, credits_charged: done.usage.credits_charged, credits_remaining: outcome.creditsRemaining, credits_per_image: outcome.creditsPerImage },
+        usage: {
+          images: done.usage.images,
+          credits_charged: done.usage.credits_charged,
+          credits_remaining: outcome.creditsRemaining,
+          credits_per_image: outcome.creditsPerImage,
+        },
       },
     };
   }
@@ -111,7 +116,12 @@ async function gatewayAnswer(parts: GenerationParts, asked: Asked, input: Genera
     status: 200 as const,
     body: {
       ...generationSummary(outcome),
-      usage: { images: outcome.images.length, credits_charged: outcome.credits, credits_remaining: outcome.creditsRemaining, credits_per_image: outcome.creditsPerImage },
+      usage: {
+        images: outcome.images.length,
+        credits_charged: outcome.credits,
+        credits_remaining: outcome.creditsRemaining,
+        credits_per_image: outcome.creditsPerImage,
+      },
     },
   };
 }
@@ -152,7 +162,22 @@ type OpenAIEditBody = components['schemas']['OpenAIImageEditRequest'];
 
 /** OpenAI's image generation request, mapped onto the gateway's own generation. */
 function generationInputOf(body: OpenAIGenerationBody): GenerationInput {
-  const { prompt, model, n, size, response_format, quality, webhook, webhook_events_filter, background, output_format, output_compression, moderation, style, fallback } = body;
+  const {
+    prompt,
+    model,
+    n,
+    size,
+    response_format,
+    quality,
+    webhook,
+    webhook_events_filter,
+    background,
+    output_format,
+    output_compression,
+    moderation,
+    style,
+    fallback,
+  } = body;
   return {
     prompt,
     model,
@@ -180,7 +205,12 @@ function editInputOf(body: OpenAIEditBody): GenerationInput {
     ...(quality !== undefined ? { quality } : {}),
     ...(fallback !== undefined ? { fallback: fallback === 'true' } : {}),
     // Multipart fields are text: the compression is its digits.
-    ...imageOptionsOf({ background, output_format, output_compression: output_compression === undefined ? undefined : Number(output_compression), input_fidelity }),
+    ...imageOptionsOf({
+      background,
+      output_format,
+      output_compression: output_compression === undefined ? undefined : Number(output_compression),
+      input_fidelity,
+    }),
     ...(size && size !== 'auto' ? { size } : {}),
     images: files.images,
     ...(files.mask ? { mask: files.mask } : {}),

@@ -263,7 +263,14 @@ export class GenerationService {
     fallbacks: Pick<StoredGenerationRequest, 'fallbacks'>;
   } {
     const { width, height, quality } = s.request.request;
-    const fallbacks = requestFallbacks(s.entry, this.deps.catalog, { wanted: s.input.fallback, width, height, quality, inputs: s.checked, ...(s.key ? { key: s.key } : {}) });
+    const fallbacks = requestFallbacks(s.entry, this.deps.catalog, {
+      wanted: s.input.fallback,
+      width,
+      height,
+      quality,
+      inputs: s.checked,
+      ...(s.key ? { key: s.key } : {}),
+    });
     return { fallbacks: fallbacks.length > 0 ? { fallbacks } : {} };
   }
 

@@ -110,7 +110,11 @@ export async function listGenerations(db: Db, query: GenerationListQuery): Promi
   if (after) {
     q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
   }
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+  return q
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
 }
 
 export interface UsageAggregate {

@@ -19,7 +19,17 @@ type Db = Kysely<Database>;
 const FROM_KEY_ROW = new Set<string>(['period_started_at', 'usage_epoch']);
 const ROW_PARAMETERS = GENERATION_COLUMNS.filter((column) => !FROM_KEY_ROW.has(column));
 /** Typed explicitly: the parameters of an INSERT ... SELECT would otherwise be resolved as text. */
-const NUMERIC_COLUMNS = new Set<string>(['images', 'credits', 'latency_ms', 'created_at', 'completed_at', 'lease_expires_at', 'started_at', 'cancel_requested', 'runs']);
+const NUMERIC_COLUMNS = new Set<string>([
+  'images',
+  'credits',
+  'latency_ms',
+  'created_at',
+  'completed_at',
+  'lease_expires_at',
+  'started_at',
+  'cancel_requested',
+  'runs',
+]);
 /** The key row's columns for the rules' SQL forms: qualified, since the batch form's UPDATE has a FROM. */
 const KEY_ROW = keyRowColumns('api_keys');
 
@@ -58,7 +68,10 @@ function reserveStatement(i: ReserveInputs): string {
   const periodStart = postgresText(periodStartNowSql(KEY_ROW, now));
   const usable = postgresText(keyUsableSql(KEY_ROW, sql.raw(i.keyHash), now));
   const crossesNoThreshold = postgresText(
-    crossesNoThresholdSql({ before: usedBefore, after: sql<number>`${usedBefore} + ${sql.raw(i.cost)}`, quota: sql.raw<number>('api_keys.credits_quota') }, sql.raw(i.thresholds)),
+    crossesNoThresholdSql(
+      { before: usedBefore, after: sql<number>`${usedBefore} + ${sql.raw(i.cost)}`, quota: sql.raw<number>('api_keys.credits_quota') },
+      sql.raw(i.thresholds),
+    ),
   );
   return (
     `WITH ${i.inputs ? `${i.inputs}, ` : ''}k AS (UPDATE api_keys SET ` +
@@ -93,7 +106,13 @@ const RESERVE_STATEMENT = reserveStatement({
 
 /** The batch form: the reservations' inputs and generation rows as arrays ($1... in BATCH_COLUMNS order), unnested into `r`. */
 const BATCH_INPUTS = ['key_id', 'cost', 'now', 'thresholds', 'key_hash'] as const;
-const BATCH_INPUT_TYPES: Record<(typeof BATCH_INPUTS)[number], string> = { key_id: 'text', cost: 'bigint', now: 'bigint', thresholds: 'text', key_hash: 'text' };
+const BATCH_INPUT_TYPES: Record<(typeof BATCH_INPUTS)[number], string> = {
+  key_id: 'text',
+  cost: 'bigint',
+  now: 'bigint',
+  thresholds: 'text',
+  key_hash: 'text',
+};
 const RESERVE_MANY_STATEMENT = reserveStatement({
   keyId: 'r.key_id',
   cost: 'r.cost',
@@ -128,7 +147,13 @@ export async function reserveWithGeneration(
   reservation: { keyId: string; keyHash: string; cost: number; now: number; alertThresholds: readonly number[] },
   row: GenerationsTable,
 ): Promise<Reservation | undefined> {
-  const parameters: unknown[] = [reservation.keyId, reservation.cost, reservation.now, [...reservation.alertThresholds].sort((a, b) => a - b), reservation.keyHash];
+  const parameters: unknown[] = [
+    reservation.keyId,
+    reservation.cost,
+    reservation.now,
+    [...reservation.alertThresholds].sort((a, b) => a - b),
+    reservation.keyHash,
+  ];
   for (const column of ROW_PARAMETERS) parameters.push(row[column]);
   const result = await db.executeQuery<Reservation & { key_id: string }>(CompiledQuery.raw(RESERVE_STATEMENT, parameters));
   const [reserved] = result.rows;

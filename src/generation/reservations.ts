@@ -56,7 +56,9 @@ export class Reservations {
    * The columns of a row this process runs at once (the synchronous path): inserted already
    * claimed by the local worker, so no other worker can take it while its lease is renewed.
    */
-  private heldRow(now: number): Pick<
+  private heldRow(
+    now: number,
+  ): Pick<
     GenerationsTable,
     'status' | 'error_code' | 'error_message' | 'latency_ms' | 'completed_at' | 'lease_owner' | 'lease_expires_at' | 'started_at' | 'cancel_requested' | 'runs'
   > {
@@ -97,7 +99,14 @@ export class Reservations {
   }
 
   /** `generationId`: chosen by the caller when something (its stored input images) already names it. */
-  async reserve(key: ClientKey, entry: CatalogModel, n: number, stored: StoredGenerationRequest, held = true, generationId = newSortableId('gen', this.deps.clock.now())) {
+  async reserve(
+    key: ClientKey,
+    entry: CatalogModel,
+    n: number,
+    stored: StoredGenerationRequest,
+    held = true,
+    generationId = newSortableId('gen', this.deps.clock.now()),
+  ) {
     const { writes, clock } = this.deps;
     const now = clock.now();
     // The highest price of the request's chain: a fallback may deliver (charges.ts).
@@ -121,11 +130,12 @@ export class Reservations {
     // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
     if (this.reserveInOneStatement) {
       const draft = generationOf({ period_started_at: now, usage_epoch: null });
-      const row = await this.reserveInOneStatement({ reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds }, row: draft }).catch(
-        (error: unknown) => {
-          throw reservationFailed(error);
-        },
-      );
+      const row = await this.reserveInOneStatement({
+        reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds },
+        row: draft,
+      }).catch((error: unknown) => {
+        throw reservationFailed(error);
+      });
       if (row) {
         return {
           row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
@@ -193,4 +203,3 @@ const QUEUED_ROW = {
   cancel_requested: 0,
   runs: 0,
 } as const;
-

@@ -19,7 +19,15 @@ const completeGenerationQuery = preparedQuery<
 >(['id', 'status', 'errorCode', 'errorMessage', 'latencyMs', 'completedAt'], (db, p) =>
   db
     .updateTable('generations')
-    .set({ status: p.status, error_code: p.errorCode, error_message: p.errorMessage, latency_ms: p.latencyMs, completed_at: p.completedAt, lease_owner: null, lease_expires_at: null })
+    .set({
+      status: p.status,
+      error_code: p.errorCode,
+      error_message: p.errorMessage,
+      latency_ms: p.latencyMs,
+      completed_at: p.completedAt,
+      lease_owner: null,
+      lease_expires_at: null,
+    })
     .where('id', '=', p.id)
     .where('status', 'in', ['queued', 'running']),
 );
@@ -32,7 +40,13 @@ const completeGenerationQuery = preparedQuery<
 export async function completeGeneration(
   db: Db,
   id: string,
-  outcome: { status: 'succeeded' | 'failed' | 'canceled'; errorCode: string | null; errorMessage?: string | null; latencyMs: number | null; completedAt: number },
+  outcome: {
+    status: 'succeeded' | 'failed' | 'canceled';
+    errorCode: string | null;
+    errorMessage?: string | null;
+    latencyMs: number | null;
+    completedAt: number;
+  },
 ): Promise<boolean> {
   const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
   const settled = Number(result.numAffectedRows ?? 0) === 1;
@@ -51,9 +65,14 @@ function settleStatement(attempts: number): string {
   if (text === undefined) {
     // The rollup's channel and latency bucket follow the attempt rows' parameters.
     const usage = 7 + attempts * ATTEMPT_COLUMNS.length;
-    const rows = Array.from({ length: attempts }, (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`);
+    const rows = Array.from(
+      { length: attempts },
+      (_, row) => `(${ATTEMPT_COLUMNS.map((_, column) => `$${7 + row * ATTEMPT_COLUMNS.length + column}`).join(', ')})`,
+    );
     text =
-      (attempts > 0 ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), ` : 'WITH ') +
+      (attempts > 0
+        ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), `
+        : 'WITH ') +
       `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
       `WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${SETTLED_COLUMNS}), ` +
       `${settledUsageCtes({ settled: 'u', from: 'u', channel: `$${usage}::text`, latencyBucket: `$${usage + 1}::int` })} SELECT count(*)::int AS n FROM u`;
@@ -98,7 +117,12 @@ export async function settleDelivered(
   const charged = Math.min(delivered.credits, generation.credits);
   const repriced = await trx
     .updateTable('generations')
-    .set({ model: delivered.model, provider: delivered.provider, requested_model: delivered.model === delivered.requestedModel ? null : delivered.requestedModel, credits: charged })
+    .set({
+      model: delivered.model,
+      provider: delivered.provider,
+      requested_model: delivered.model === delivered.requestedModel ? null : delivered.requestedModel,
+      credits: charged,
+    })
     .where('id', '=', generation.id)
     .where('status', 'in', [...ACTIVE_STATUSES])
     .executeTakeFirst();
@@ -139,7 +163,9 @@ const SETTLE_MANY_STATEMENT =
   `l AS (SELECT id FROM generations WHERE id IN (SELECT id FROM s) ORDER BY id FOR NO KEY UPDATE), ` +
   `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
   `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') ` +
-  `RETURNING ${SETTLED_COLUMNS.split(', ').map((column) => `g.${column}`).join(', ')}), ` +
+  `RETURNING ${SETTLED_COLUMNS.split(', ')
+    .map((column) => `g.${column}`)
+    .join(', ')}), ` +
   `${settledUsageCtes({ settled: 'u', from: 'u JOIN s ON s.id = u.id', channel: 's.channel_id', latencyBucket: 's.latency_bucket' })} ` +
   `SELECT id FROM u`;
 
@@ -288,7 +314,8 @@ export async function refundUnsentCalls(
     .where('charged_credits', '=', charged)
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return 0;
-  if (generation.key_id !== null && generation.usage_epoch !== null) await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
+  if (generation.key_id !== null && generation.usage_epoch !== null)
+    await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
   await subtractRefundedUsage(trx, generation.id, charged - sentCredits);
   return charged - sentCredits;
 }

@@ -321,7 +321,8 @@ class Compiler {
   readonly states: State[] = [{ op: Op.Match, out: -1, out2: -1 }];
 
   private add(state: State): number {
-    if (this.states.length >= MAX_PATTERN_STATES) throw new PatternError(`the pattern is too large (over ${MAX_PATTERN_STATES} states once its repetitions are expanded)`);
+    if (this.states.length >= MAX_PATTERN_STATES)
+      throw new PatternError(`the pattern is too large (over ${MAX_PATTERN_STATES} states once its repetitions are expanded)`);
     this.states.push(state);
     return this.states.length - 1;
   }
@@ -335,9 +336,7 @@ class Compiler {
       case 'seq':
         return node.items.reduceRight((after, item) => this.compile(item, after), next);
       case 'alt':
-        return node.options
-          .map((option) => this.compile(option, next))
-          .reduceRight((rest, start) => this.add({ op: Op.Split, out: start, out2: rest }));
+        return node.options.map((option) => this.compile(option, next)).reduceRight((rest, start) => this.add({ op: Op.Split, out: start, out2: rest }));
       case 'repeat': {
         let tail = next;
         if (node.max === Infinity) {

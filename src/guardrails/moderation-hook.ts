@@ -69,7 +69,11 @@ export function moderationHookUrlProblem(raw: string, allowPrivateNetworks: bool
   return new URL(raw).protocol === 'https:' ? undefined : 'must be https (the hook is sent the prompt)';
 }
 
-export async function askModerationHook(settings: ModerationHookSettings, subject: ModerationSubject, network: ModerationHookNetwork): Promise<ModerationOutcome> {
+export async function askModerationHook(
+  settings: ModerationHookSettings,
+  subject: ModerationSubject,
+  network: ModerationHookNetwork,
+): Promise<ModerationOutcome> {
   const started = performance.now();
   const latency = () => Math.round(performance.now() - started);
   const failed = (failure: string): ModerationOutcome => {
@@ -122,12 +126,18 @@ function exchange(rawUrl: string, headers: Record<string, string>, body: string,
       settled = true;
       resolve(result);
     };
-    const fail = (error: Error) => settle({ error: deadline.aborted ? `the hook did not answer within ${timeoutMs} ms` : `the hook could not be reached: ${error.message.slice(0, 300)}` });
+    const fail = (error: Error) =>
+      settle({ error: deadline.aborted ? `the hook did not answer within ${timeoutMs} ms` : `the hook could not be reached: ${error.message.slice(0, 300)}` });
     const request = https.request(
       rawUrl,
       {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'creative-gateway-moderation', ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'creative-gateway-moderation',
+          ...headers,
+          'content-length': String(Buffer.byteLength(body)),
+        },
         lookup: guardedLookup(network.allowPrivateNetworks),
         signal: deadline,
         ...(network.ca ? { ca: network.ca } : {}),

@@ -89,12 +89,14 @@ export function validatePromptRules(input: unknown, param = 'prompt_rules'): Rul
     const rule = raw as Record<string, unknown>;
     const kind = rule.kind as PromptRuleKind;
     if (!KINDS.includes(kind)) return void errors.push({ param: `${at}.kind`, message: `must be one of ${KINDS.join(', ')}` });
-    for (const field of Object.keys(rule)) if (!FIELDS[kind].includes(field)) errors.push({ param: `${at}.${field}`, message: `is not a field of a ${kind} rule` });
+    for (const field of Object.keys(rule))
+      if (!FIELDS[kind].includes(field)) errors.push({ param: `${at}.${field}`, message: `is not a field of a ${kind} rule` });
     if ((kind === 'max_length' || kind === 'allow_list') && once.has(kind)) errors.push({ param: `${at}.kind`, message: `a set has at most one ${kind} rule` });
     once.add(kind);
     let id = newRuleId();
     if (rule.id !== undefined) {
-      if (typeof rule.id !== 'string' || !ID_SHAPE.test(rule.id)) errors.push({ param: `${at}.id`, message: 'must be gr_ followed by 1 to 60 letters, digits or underscores' });
+      if (typeof rule.id !== 'string' || !ID_SHAPE.test(rule.id))
+        errors.push({ param: `${at}.id`, message: 'must be gr_ followed by 1 to 60 letters, digits or underscores' });
       else if (ids.has(rule.id)) errors.push({ param: `${at}.id`, message: 'is used by another rule of the set' });
       else id = rule.id;
     }

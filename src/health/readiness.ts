@@ -22,11 +22,7 @@ export const REMOTE_PROBE_CACHE_MS = 5000;
  * answer (success or failure) reused for `cacheMs`: load balancers probe every replica every few
  * seconds, and each probe would otherwise be a request to S3.
  */
-export function imageStoreProbe(
-  store: ImageStore,
-  clock: Clock,
-  options: { timeoutMs?: number; cacheMs?: number } = {},
-): DependencyProbe | undefined {
+export function imageStoreProbe(store: ImageStore, clock: Clock, options: { timeoutMs?: number; cacheMs?: number } = {}): DependencyProbe | undefined {
   const check = store.check?.bind(store);
   if (!check) return undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;

@@ -21,7 +21,9 @@ export function createBaseApp(
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
   app.use(requestContext(deps, listener));
-  app.use(bodyDeadline({ bodyLimitBytes: deps.bodyLimitBytes, bodyTimeoutMs: deps.bodyTimeoutMs, ...(deps.bodyLimitFor ? { bodyLimitFor: deps.bodyLimitFor } : {}) }));
+  app.use(
+    bodyDeadline({ bodyLimitBytes: deps.bodyLimitBytes, bodyTimeoutMs: deps.bodyTimeoutMs, ...(deps.bodyLimitFor ? { bodyLimitFor: deps.bodyLimitFor } : {}) }),
+  );
   app.use(STATIC_ASSETS_PREFIX, staticAssetsRouter());
   return app;
 }
@@ -39,7 +41,8 @@ function checkJsonDepth(raw: Buffer): void {
   for (let i = 0; i < raw.length; i++) {
     const byte = raw[i];
     if (inString) {
-      if (byte === 0x5c) i++; // backslash: skip the escaped character
+      if (byte === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (byte === 0x22) inString = false;
     } else if (byte === 0x22) inString = true;
     else if (byte === 0x5b || byte === 0x7b) {

@@ -17,9 +17,13 @@ const PRESSURE_SHARE = 0.9;
 const EVICTION_LOG_INTERVAL_MS = 10_000;
 /** Health probes and metrics scrapes (both listeners), not counted as requests by `requestsStarted`. */
 const PROBE_PATHS: ReadonlySet<string> = new Set(
-  [gatewayOperations.getLiveness, gatewayOperations.getReadiness, creativeOperations.getInternalLiveness, creativeOperations.getInternalReadiness, creativeOperations.getMetrics].map(
-    (operation) => operation.path,
-  ),
+  [
+    gatewayOperations.getLiveness,
+    gatewayOperations.getReadiness,
+    creativeOperations.getInternalLiveness,
+    creativeOperations.getInternalReadiness,
+    creativeOperations.getMetrics,
+  ].map((operation) => operation.path),
 );
 
 /**
@@ -113,7 +117,10 @@ export class ConnectionGuard {
     this.evictedSinceLog += 1;
     const now = Date.now();
     if (now - this.lastLogAt >= EVICTION_LOG_INTERVAL_MS) {
-      this.logger.warn({ closed: this.evictedSinceLog, open: this.connections.size, max_connections: this.maxConnections }, 'connection limit reached: closed idle or stalled connections');
+      this.logger.warn(
+        { closed: this.evictedSinceLog, open: this.connections.size, max_connections: this.maxConnections },
+        'connection limit reached: closed idle or stalled connections',
+      );
       this.lastLogAt = now;
       this.evictedSinceLog = 0;
     }

@@ -104,9 +104,7 @@ export function originRequest(req: Request): { header(name: string): string | un
  * proxy.scalar.com) and its developer toolbar ("Share" and "Deploy" upload the spec to scalar.com);
  * our CSP would block those calls and leave dead buttons.
  */
-export function docsPageHandler(
-  options: { title: string } & ({ specUrl: string } | { document: ReturnType<typeof documentForRequest> }),
-): RawOperationHandler {
+export function docsPageHandler(options: { title: string } & ({ specUrl: string } | { document: ReturnType<typeof documentForRequest> })): RawOperationHandler {
   return {
     raw: async (req, res, next) => {
       // Scalar's express integration is an ES module; load it lazily from CommonJS.

@@ -81,7 +81,11 @@ export interface Listeners {
 }
 
 /** The public and internal listeners, under one connection cap: they share the process's file descriptors. */
-export async function startListeners(apps: { public: http.RequestListener; internal: http.RequestListener }, settings: ListenerSettings, logger: Logger): Promise<Listeners> {
+export async function startListeners(
+  apps: { public: http.RequestListener; internal: http.RequestListener },
+  settings: ListenerSettings,
+  logger: Logger,
+): Promise<Listeners> {
   const connections = new ConnectionGuard(settings.maxConnections, logger);
   const timeouts = { headersMs: settings.headersTimeoutMs, requestMs: settings.requestTimeoutMs };
   const publicListener = await listen(apps.public, settings.port, settings.host, timeouts, connections, logger);

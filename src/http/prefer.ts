@@ -7,7 +7,11 @@ export function parsePrefer(header: string | undefined): { respondAsync: boolean
   let respondAsync = false;
   let waitSeconds: number | undefined;
   for (const part of header.split(',')) {
-    const [name, value] = part.split(';')[0]!.trim().split('=').map((t) => t.trim().replace(/^"|"$/g, ''));
+    const [name, value] = part
+      .split(';')[0]!
+      .trim()
+      .split('=')
+      .map((t) => t.trim().replace(/^"|"$/g, ''));
     if (name?.toLowerCase() === 'respond-async') respondAsync = true;
     if (name?.toLowerCase() === 'wait' && value !== undefined && /^\d{1,6}$/.test(value)) waitSeconds = Math.min(Number(value), MAX_WAIT_SECONDS);
   }

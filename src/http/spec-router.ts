@@ -250,7 +250,9 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
 
   const router = Router({ caseSensitive: true, strict: false });
   for (const operation of operations) {
-    const declared = Object.entries(operation.spec).filter(([name, value]) => name.startsWith('x-') && value === true).map(([name]) => name);
+    const declared = Object.entries(operation.spec)
+      .filter(([name, value]) => name.startsWith('x-') && value === true)
+      .map(([name]) => name);
     for (const name of declared) if (!extensions.includes(name)) throw new Error(`${operation.operationId}: no layer implements ${name}`);
     // Rows of the table, in the table's order: the spec says which layers an operation has, not their order.
     const stage = (which: DeclaredLayer['stage']) => layers.filter((l) => l.stage === which && declared.includes(l.extension)).map((l) => l.handler);

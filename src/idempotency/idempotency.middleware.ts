@@ -5,12 +5,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { Clock } from '../shared/clock';
-import {
-  claimIdempotencyKey,
-  completeIdempotencyRecord,
-  deleteIdempotencyRecord,
-  findIdempotencyRecord,
-} from './idempotency.repository';
+import { claimIdempotencyKey, completeIdempotencyRecord, deleteIdempotencyRecord, findIdempotencyRecord } from './idempotency.repository';
 import { canonicalJson } from './canonical-json';
 import { parsePrefer } from '../http/prefer';
 import { openResponse, sealResponse } from './response-sealing';
@@ -39,7 +34,9 @@ function scopeOf(res: Response): string {
  */
 export function requestFingerprint(method: string, path: string, body: unknown, prefer: string | undefined): string {
   const mode = parsePrefer(prefer) ? '\nprefer: async' : '';
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}${mode}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${path}\n${canonicalJson(body ?? null)}${mode}`)
+    .digest('hex');
 }
 
 /**

@@ -5,7 +5,10 @@ type Db = Kysely<Database>;
 export type IdempotencyRecord = IdempotencyKeysTable;
 
 /** Claims the key for a new request; false when a record for (scope, key) already exists. */
-export async function claimIdempotencyKey(db: Db, record: Pick<IdempotencyRecord, 'scope' | 'idempotency_key' | 'request_hash' | 'created_at'>): Promise<boolean> {
+export async function claimIdempotencyKey(
+  db: Db,
+  record: Pick<IdempotencyRecord, 'scope' | 'idempotency_key' | 'request_hash' | 'created_at'>,
+): Promise<boolean> {
   const result = await db
     .insertInto('idempotency_keys')
     .values({ ...record, state: 'running', response_status: null, response_body: null, response_location: null })

@@ -96,7 +96,7 @@ const HEADER_READERS: Record<InputImageFormat, HeaderReader> = {
 
 function hasPngChunk(b: Buffer, type: string): boolean {
   // Chunks before the image data: IHDR, then ancillary ones (tRNS must come before IDAT).
-  for (let at = 8; at + 8 <= b.length; ) {
+  for (let at = 8; at + 8 <= b.length;) {
     const length = b.readUInt32BE(at);
     const name = b.toString('latin1', at + 4, at + 8);
     if (name === type) return true;

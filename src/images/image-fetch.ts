@@ -61,7 +61,9 @@ export async function fetchUpstreamImage(provider: string, url: string, allowed:
       answer = await fetch(target, { redirect: 'manual', signal: deadline, headers: { Accept: 'image/png, image/jpeg, image/webp' } });
     } catch (error) {
       signal.throwIfAborted();
-      throw refuse(`downloading it failed (${(error as Error).name === 'TimeoutError' ? `no answer within ${limits.timeoutMs} ms` : (error as Error).message})`);
+      throw refuse(
+        `downloading it failed (${(error as Error).name === 'TimeoutError' ? `no answer within ${limits.timeoutMs} ms` : (error as Error).message})`,
+      );
     }
     if (answer.status >= 300 && answer.status < 400 && answer.headers.has('location')) {
       await answer.body?.cancel();

@@ -116,7 +116,12 @@ export class ImagesService {
     return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
   }
 
-  private async keep(generationId: string, owner: ImageOwner, taken: TakenImage[], sizeOf: (i: number) => { width: number; height: number }): Promise<StoredImagesTable[]> {
+  private async keep(
+    generationId: string,
+    owner: ImageOwner,
+    taken: TakenImage[],
+    sizeOf: (i: number) => { width: number; height: number },
+  ): Promise<StoredImagesTable[]> {
     return this.storeImages(
       generationId,
       owner,

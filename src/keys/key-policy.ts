@@ -55,7 +55,10 @@ export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, C
     if (input.prompt_rules === null) columns.prompt_rules = null;
     else {
       const checked = validatePromptRules(input.prompt_rules);
-      if (!checked.ok) throw new ApiError('invalid_request', checked.errors.map((e) => `${e.param}: ${e.message}`).join('; '), { param: checked.errors[0]?.param ?? 'prompt_rules' });
+      if (!checked.ok)
+        throw new ApiError('invalid_request', checked.errors.map((e) => `${e.param}: ${e.message}`).join('; '), {
+          param: checked.errors[0]?.param ?? 'prompt_rules',
+        });
       columns.prompt_rules = JSON.stringify(checked.rules);
     }
   }
@@ -80,7 +83,9 @@ function parseJson<T>(value: string | null, fallback: T): T {
 }
 
 /** The policy as the Key resource shows it. */
-export function policyResource(row: PolicyColumns): Pick<Schemas['Key'], 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds' | 'prompt_rules'> {
+export function policyResource(
+  row: PolicyColumns,
+): Pick<Schemas['Key'], 'max_concurrent' | 'allowed_ips' | 'allowed_models' | 'metadata' | 'alert_thresholds' | 'prompt_rules'> {
   return {
     max_concurrent: row.max_concurrent,
     allowed_ips: parseJson<string[] | null>(row.allowed_ips, null),
@@ -141,7 +146,9 @@ function permissionsOf(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>): 
 export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): void {
   const refusal = modelRefusal(permissionsOf(key), entry);
   if (refusal === 'model_not_allowed') {
-    throw new ApiError('model_not_allowed', `This key may not use model ${entry.model} (allowed: ${(key.policy.allowedModels ?? []).join(', ')}).`, { param: 'model' });
+    throw new ApiError('model_not_allowed', `This key may not use model ${entry.model} (allowed: ${(key.policy.allowedModels ?? []).join(', ')}).`, {
+      param: 'model',
+    });
   }
   if (refusal === 'provider_not_allowed') {
     throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
@@ -157,7 +164,9 @@ export function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, e
 
 function openAiModel(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, entry: CatalogModel): OpenAIModel {
   // The chain a request of this key continues on: only the models it may use.
-  const fallbacks = fallbackChain(entry, catalog).filter((next) => mayUse(key, next)).map((next) => next.model);
+  const fallbacks = fallbackChain(entry, catalog)
+    .filter((next) => mayUse(key, next))
+    .map((next) => next.model);
   return {
     id: entry.model,
     object: 'model',

@@ -52,11 +52,13 @@ export async function listKeys(db: Db, query: KeyListQuery): Promise<ApiKeyRow[]
   if (query.status !== undefined) q = q.where(keyStatusIsSql(query.status, KEY_ROW, query.now));
   const after = query.after;
   if (after) {
-    q = q.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
+    q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
   }
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+  return q
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
 }
 
 export async function updateKey(db: Db, id: string, changes: Updateable<ApiKeysTable>): Promise<ApiKeyRow | undefined> {
@@ -71,21 +73,24 @@ export interface Reservation {
   period_started_at: number;
 }
 
-const reserveCreditsQuery = preparedQuery<{ id: string; keyHash: string; cost: number; now: number }, Reservation>(['id', 'keyHash', 'cost', 'now'], (db, p) => {
-  const ended = storedPeriodEndedSql(KEY_ROW, p.now);
-  return db
-    .updateTable('api_keys')
-    .set({
-      credits_used: sql`CASE WHEN ${ended} THEN ${p.cost} ELSE credits_used + ${p.cost} END`,
-      period_started_at: periodStartNowSql(KEY_ROW, p.now),
-      usage_epoch: sql`CASE WHEN ${ended} THEN usage_epoch + 1 ELSE usage_epoch END`,
-      last_used_at: p.now,
-    })
-    .where('id', '=', p.id)
-    .where(keyUsableSql(KEY_ROW, p.keyHash, p.now))
-    .where(sql<boolean>`${usedNowSql(KEY_ROW, p.now)} + ${p.cost} <= credits_quota`)
-    .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
-});
+const reserveCreditsQuery = preparedQuery<{ id: string; keyHash: string; cost: number; now: number }, Reservation>(
+  ['id', 'keyHash', 'cost', 'now'],
+  (db, p) => {
+    const ended = storedPeriodEndedSql(KEY_ROW, p.now);
+    return db
+      .updateTable('api_keys')
+      .set({
+        credits_used: sql`CASE WHEN ${ended} THEN ${p.cost} ELSE credits_used + ${p.cost} END`,
+        period_started_at: periodStartNowSql(KEY_ROW, p.now),
+        usage_epoch: sql`CASE WHEN ${ended} THEN usage_epoch + 1 ELSE usage_epoch END`,
+        last_used_at: p.now,
+      })
+      .where('id', '=', p.id)
+      .where(keyUsableSql(KEY_ROW, p.keyHash, p.now))
+      .where(sql<boolean>`${usedNowSql(KEY_ROW, p.now)} + ${p.cost} <= credits_quota`)
+      .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
+  },
+);
 
 /**
  * Reserves `cost` credits in one atomic conditional UPDATE, so concurrent requests (or replicas)

@@ -44,11 +44,9 @@ export class KeysService {
   private checkProviders(providers: string[]): void {
     const unknown = providers.filter((p) => !this.knownProviders.has(p));
     if (unknown.length > 0) {
-      throw new ApiError(
-        'invalid_request',
-        `Unknown provider ${unknown.join(', ')}. Known providers: ${[...this.knownProviders].join(', ')}.`,
-        { param: 'allowed_providers' },
-      );
+      throw new ApiError('invalid_request', `Unknown provider ${unknown.join(', ')}. Known providers: ${[...this.knownProviders].join(', ')}.`, {
+        param: 'allowed_providers',
+      });
     }
   }
 
@@ -160,39 +158,52 @@ export class KeysService {
 
   async updateKey(id: string, input: UpdateKeyInput, audit: AuditContext): Promise<KeyResource> {
     if (input.allowed_providers !== undefined) this.checkProviders(input.allowed_providers);
-    return this.changeKey(id, 'key.updated', audit, async (trx, current, now) => {
-      const changes: Parameters<typeof keys.updateKey>[2] = policyColumns(input, this.catalog);
-      if (input.name !== undefined) changes.name = input.name;
-      if (input.owner !== undefined) changes.owner = input.owner;
-      if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
-      if (input.allowed_providers !== undefined) changes.allowed_providers = JSON.stringify(input.allowed_providers);
-      if (input.expires_at !== undefined) {
-        changes.expires_at = input.expires_at === null ? null : futureExpiry(input.expires_at, now);
-      }
-      if (input.status === 'active' && current.status !== 'active') {
-        changes.status = 'active';
-        changes.disabled_at = null;
-      }
-      if (input.status === 'disabled' && current.status !== 'disabled') {
-        changes.status = 'disabled';
-        changes.disabled_at = now;
-      }
-      return this.update(trx, id, changes);
-    }, toKeyResource);
+    return this.changeKey(
+      id,
+      'key.updated',
+      audit,
+      async (trx, current, now) => {
+        const changes: Parameters<typeof keys.updateKey>[2] = policyColumns(input, this.catalog);
+        if (input.name !== undefined) changes.name = input.name;
+        if (input.owner !== undefined) changes.owner = input.owner;
+        if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
+        if (input.allowed_providers !== undefined) changes.allowed_providers = JSON.stringify(input.allowed_providers);
+        if (input.expires_at !== undefined) {
+          changes.expires_at = input.expires_at === null ? null : futureExpiry(input.expires_at, now);
+        }
+        if (input.status === 'active' && current.status !== 'active') {
+          changes.status = 'active';
+          changes.disabled_at = null;
+        }
+        if (input.status === 'disabled' && current.status !== 'disabled') {
+          changes.status = 'disabled';
+          changes.disabled_at = now;
+        }
+        return this.update(trx, id, changes);
+      },
+      toKeyResource,
+    );
   }
 
   async setQuota(id: string, input: SetQuotaInput, audit: AuditContext): Promise<KeyResource> {
-    return this.changeKey(id, 'key.quota_set', audit, async (trx, _current, now) => {
-      // Usage and period are decided in the statement, from the row as it is then (see keys.setQuota).
-      const row = await keys.setQuota(trx, id, {
-        creditsQuota: input.credits_quota,
-        periodDays: input.quota_period_days ?? null,
-        resetUsage: input.reset_usage ?? false,
-        now,
-      });
-      if (!row) throw keyNotFound(id);
-      return row;
-    }, toKeyResource, withUsageEpoch);
+    return this.changeKey(
+      id,
+      'key.quota_set',
+      audit,
+      async (trx, _current, now) => {
+        // Usage and period are decided in the statement, from the row as it is then (see keys.setQuota).
+        const row = await keys.setQuota(trx, id, {
+          creditsQuota: input.credits_quota,
+          periodDays: input.quota_period_days ?? null,
+          resetUsage: input.reset_usage ?? false,
+          now,
+        });
+        if (!row) throw keyNotFound(id);
+        return row;
+      },
+      toKeyResource,
+      withUsageEpoch,
+    );
   }
 
   async rotateKey(id: string, audit: AuditContext): Promise<CreatedKeyResource> {

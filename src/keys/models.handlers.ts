@@ -13,7 +13,10 @@ export function modelHandlers(catalog: ReadonlyMap<string, CatalogModel>, status
   // Every model a key sees comes from the catalog.
   const withStatus = async (model: OpenAIModel) => ({ ...model, status: await statusOf(catalog.get(model.id) as CatalogModel) });
   return {
-    listModelsOpenAI: async ({ principal }) => ({ status: 200, body: { object: 'list', data: await Promise.all(modelsForKey(principal.key, catalog).map(withStatus)) } }),
+    listModelsOpenAI: async ({ principal }) => ({
+      status: 200,
+      body: { object: 'list', data: await Promise.all(modelsForKey(principal.key, catalog).map(withStatus)) },
+    }),
     getModelOpenAI: async ({ principal, params }) => ({ status: 200, body: await withStatus(modelForKey(principal.key, catalog, params.model)) }),
   };
 }

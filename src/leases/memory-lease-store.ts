@@ -1,4 +1,14 @@
-import { type Acquisition, fits, freesAtIndex, type LeaseClaim, type LeaseRef, type LeaseStore, reportsFreesAt, scopeKey, type ScopeState } from './lease-store';
+import {
+  type Acquisition,
+  fits,
+  freesAtIndex,
+  type LeaseClaim,
+  type LeaseRef,
+  type LeaseStore,
+  reportsFreesAt,
+  scopeKey,
+  type ScopeState,
+} from './lease-store';
 
 /**
  * A scope's live leases, soonest expiry first, as parallel arrays from `head` on: a rate count holds
@@ -68,7 +78,9 @@ export class MemoryLeaseStore implements LeaseStore {
       });
     }
     const states = claims.map((claim, i) => this.state(scopes[i]!, claim, reportsFreesAt(claim, i, refusedClaim)));
-    return refusedClaim < 0 ? { granted: true, leaseId: typeof id === 'number' ? `${OWN_ID_PREFIX}${id}` : id, states } : { granted: false, refusedClaim, states };
+    return refusedClaim < 0
+      ? { granted: true, leaseId: typeof id === 'number' ? `${OWN_ID_PREFIX}${id}` : id, states }
+      : { granted: false, refusedClaim, states };
   }
 
   async check(claims: readonly LeaseClaim[], now: number): Promise<ScopeState[]> {

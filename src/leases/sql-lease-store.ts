@@ -21,7 +21,12 @@ export class SqlLeaseStore implements LeaseStore {
     if (taken.length === 0) {
       // Nothing to take: one read, no transaction.
       const states = await this.states(this.db, claims, now, (claim) => claim.limit !== null || claim.reportFreesAt === true);
-      return outcome(claims, states, claims.every((claim, i) => fits(claim.limit, states[i]!.held, claim.units)), leaseId);
+      return outcome(
+        claims,
+        states,
+        claims.every((claim, i) => fits(claim.limit, states[i]!.held, claim.units)),
+        leaseId,
+      );
     }
     return this.db.transaction().execute(async (trx) => {
       if (this.engine === 'postgres') await sql`SELECT pg_advisory_xact_lock(hashtext(${`lease:${claims[0]!.scope.owner}`}))`.execute(trx);
@@ -65,7 +70,12 @@ export class SqlLeaseStore implements LeaseStore {
    * Every claim's scope in one statement: its live units and, where `report` says, the expiry of
    * the unit (oldest expiry first) whose lapse leaves room for the claim (see freesAtIndex).
    */
-  private async states(db: Kysely<Database>, claims: readonly LeaseClaim[], now: number, report: (claim: LeaseClaim, index: number) => boolean): Promise<ScopeState[]> {
+  private async states(
+    db: Kysely<Database>,
+    claims: readonly LeaseClaim[],
+    now: number,
+    report: (claim: LeaseClaim, index: number) => boolean,
+  ): Promise<ScopeState[]> {
     const columns = claims.map((claim, i) => {
       const held = heldIn(claim, now);
       const frees = report(claim, i)
@@ -107,7 +117,12 @@ function heldIn(claim: LeaseClaim, now: number): RawBuilder<unknown> {
  * first claim that does not fit, and keeps freesAt only where acquire reports it.
  */
 function outcome(claims: readonly LeaseClaim[], states: ScopeState[], granted: boolean, leaseId: string): Acquisition {
-  const refusedClaim = granted ? -1 : Math.max(0, claims.findIndex((claim, i) => !fits(claim.limit, states[i]!.held, claim.units)));
+  const refusedClaim = granted
+    ? -1
+    : Math.max(
+        0,
+        claims.findIndex((claim, i) => !fits(claim.limit, states[i]!.held, claim.units)),
+      );
   const reported = states.map((state, i) => (reportsFreesAt(claims[i]!, i, refusedClaim) ? state : { held: state.held }));
   return granted ? { granted: true, leaseId, states: reported } : { granted: false, refusedClaim, states: reported };
 }

@@ -27,7 +27,11 @@ export async function pruneOldGenerations(db: Kysely<Database>, createdBefore: n
     if (ids.length === 0) break;
     await db.transaction().execute(async (trx) => {
       await trx.deleteFrom('generation_attempts').where('generation_id', 'in', ids).execute();
-      await trx.deleteFrom('generations').where('id', 'in', ids).where(sql<boolean>`status NOT IN ('queued', 'running')`).execute();
+      await trx
+        .deleteFrom('generations')
+        .where('id', 'in', ids)
+        .where(sql<boolean>`status NOT IN ('queued', 'running')`)
+        .execute();
     });
     deleted += ids.length;
     if (ids.length < BATCH) break;

@@ -54,7 +54,10 @@ export function startIdleCompaction(options: IdleCompactionOptions): () => void 
       if (before.heapTotal - before.heapUsed < options.minFreeBytes) return;
       fullCollection()();
       const after = process.memoryUsage();
-      options.logger.debug({ heap_total_mb: Math.round(after.heapTotal / 2 ** 20), freed_mb: Math.round((before.heapTotal - after.heapTotal) / 2 ** 20), ms: Date.now() - now }, 'idle: heap compacted');
+      options.logger.debug(
+        { heap_total_mb: Math.round(after.heapTotal / 2 ** 20), freed_mb: Math.round((before.heapTotal - after.heapTotal) / 2 ** 20), ms: Date.now() - now },
+        'idle: heap compacted',
+      );
     },
     Math.max(250, Math.floor(options.idleMs / 2)),
   );

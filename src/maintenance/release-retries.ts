@@ -41,7 +41,10 @@ export class ReleaseRetries {
     const attempt = async (delay: number): Promise<void> => {
       try {
         const generation = await findGeneration(this.db, generationId);
-        if ((generation?.status === 'queued' || generation?.status === 'running') && (await releasePendingGeneration(this.db, generation, errorCode, this.clock.now()))) {
+        if (
+          (generation?.status === 'queued' || generation?.status === 'running') &&
+          (await releasePendingGeneration(this.db, generation, errorCode, this.clock.now()))
+        ) {
           this.logger.info({ generation_id: generationId }, 'released the credits of a generation that could not be settled');
         }
         lookupsLeft -= 1;

@@ -27,7 +27,7 @@ export class GatewayMetrics {
   });
   readonly unbilledImages = new Counter({
     name: 'creative_gateway_unbilled_images_total',
-    help: 'Images made (or possibly made) upstream that no key paid for: the operator\'s loss, by reason (src/generation/charges.ts).',
+    help: "Images made (or possibly made) upstream that no key paid for: the operator's loss, by reason (src/generation/charges.ts).",
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

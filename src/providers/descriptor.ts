@@ -165,7 +165,11 @@ export interface ApiKeyConnection {
 }
 
 /** The connection of an account of a format whose one credential is `api_key`. */
-export function apiKeyConnection(account: WireAccount, descriptor: Pick<ProviderDescriptor, 'format' | 'credentials'>, settings: Pick<WireSettings, 'publicOnly'>): ApiKeyConnection {
+export function apiKeyConnection(
+  account: WireAccount,
+  descriptor: Pick<ProviderDescriptor, 'format' | 'credentials'>,
+  settings: Pick<WireSettings, 'publicOnly'>,
+): ApiKeyConnection {
   const credentials = credentialsOf(account, descriptor);
   return { provider: account.provider, baseUrl: account.baseUrl as string, apiKey: credentials.api_key as string, publicOnly: settings.publicOnly };
 }

@@ -24,7 +24,12 @@ const patterns = new WeakMap<ErrorRule, RegExp>();
 function patternOf(rule: ErrorRule): RegExp {
   let pattern = patterns.get(rule);
   if (!pattern) {
-    const alternatives = rule.codes.map((code) => code.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*'));
+    const alternatives = rule.codes.map((code) =>
+      code
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*'),
+    );
     pattern = new RegExp(`^(?:${alternatives.join('|')})$`);
     patterns.set(rule, pattern);
   }
@@ -38,19 +43,18 @@ export function kindOf(table: readonly ErrorRule[], code: string | undefined): U
 }
 
 /** The gateway's error for an upstream failure of `kind`. */
-export function failureOf(
-  kind: UpstreamFailureKind,
-  provider: string,
-  detail: string,
-  answer: { status?: number; retryAfterMs?: number } = {},
-): UpstreamError {
+export function failureOf(kind: UpstreamFailureKind, provider: string, detail: string, answer: { status?: number; retryAfterMs?: number } = {}): UpstreamError {
   switch (kind) {
     case 'content':
       return upstream.contentRefused(provider, detail);
     case 'output':
       return upstream.outputModerated(provider, detail);
     case 'account':
-      return upstream.failed(provider, detail, { safeElsewhere: true, accountProblem: detail, ...(answer.status === undefined ? {} : { statusCode: answer.status }) });
+      return upstream.failed(provider, detail, {
+        safeElsewhere: true,
+        accountProblem: detail,
+        ...(answer.status === undefined ? {} : { statusCode: answer.status }),
+      });
     case 'busy':
       return upstream.busy(provider, detail, answer.retryAfterMs);
     case 'transient':

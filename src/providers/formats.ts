@@ -58,7 +58,12 @@ export function formatOfEntry(entry: { provider: string; transport?: string }): 
 }
 
 /** The row of its format's model table a catalog entry is served by (its `upstream_family`'s, else its upstream id's); undefined when the table does not know it. */
-export function modelSpecOfEntry(entry: { provider: string; transport?: string; upstream_model: string; upstream_family?: string }): UpstreamModelSpec | undefined {
+export function modelSpecOfEntry(entry: {
+  provider: string;
+  transport?: string;
+  upstream_model: string;
+  upstream_family?: string;
+}): UpstreamModelSpec | undefined {
   const format = formatOfEntry(entry);
   return format && findModelSpec(format.models, entry.upstream_model, entry.upstream_family);
 }
@@ -100,7 +105,9 @@ export function taskLifeOf(entry: { provider: string; transport?: string }): num
 export function formatForUpstreamModel(provider: string, upstreamModel: string): ProviderDescriptor | undefined {
   const formats = formatsOf(provider);
   if (formats.length <= 1) return undefined;
-  return formats.find((descriptor) => findModelSpec(descriptor.models, upstreamModel)) ?? formats.find((descriptor) => descriptor.modelIds?.test(upstreamModel));
+  return (
+    formats.find((descriptor) => findModelSpec(descriptor.models, upstreamModel)) ?? formats.find((descriptor) => descriptor.modelIds?.test(upstreamModel))
+  );
 }
 
 /** Hosts upstream result URLs may be on, over every format (IMAGE_FETCH_ALLOWED_HOSTS's default). */

@@ -132,8 +132,10 @@ export function seedFor(spec: UpstreamModelSpec | undefined, seed: number | unde
 export function sizeOutOfBounds(width: number, height: number, bounds: SizeBounds): string | undefined {
   const pixels = width * height;
   const ratio = width / height;
-  if (bounds.allowed_sizes !== undefined && !bounds.allowed_sizes.includes(`${width}x${height}`)) return `the size must be one of ${bounds.allowed_sizes.join(', ')}`;
-  if (bounds.side_multiple !== undefined && (width % bounds.side_multiple !== 0 || height % bounds.side_multiple !== 0)) return `each side must be a multiple of ${bounds.side_multiple} px`;
+  if (bounds.allowed_sizes !== undefined && !bounds.allowed_sizes.includes(`${width}x${height}`))
+    return `the size must be one of ${bounds.allowed_sizes.join(', ')}`;
+  if (bounds.side_multiple !== undefined && (width % bounds.side_multiple !== 0 || height % bounds.side_multiple !== 0))
+    return `each side must be a multiple of ${bounds.side_multiple} px`;
   if (bounds.min_side !== undefined && Math.min(width, height) < bounds.min_side) return `each side must be at least ${bounds.min_side} px`;
   if (bounds.max_side !== undefined && Math.max(width, height) > bounds.max_side) return `each side must be at most ${bounds.max_side} px`;
   if (pixels < bounds.min_pixels) return `width × height must be at least ${bounds.min_pixels} pixels (it is ${pixels})`;
@@ -141,7 +143,8 @@ export function sizeOutOfBounds(width: number, height: number, bounds: SizeBound
   if (bounds.max_ratio_exclusive && (ratio < bounds.min_ratio || ratio >= bounds.max_ratio)) {
     return `width / height must be at least ${formatRatio(bounds.min_ratio)} and below ${formatRatio(bounds.max_ratio)}`;
   }
-  if (ratio < bounds.min_ratio || ratio > bounds.max_ratio) return `width / height must be between ${formatRatio(bounds.min_ratio)} and ${formatRatio(bounds.max_ratio)}`;
+  if (ratio < bounds.min_ratio || ratio > bounds.max_ratio)
+    return `width / height must be between ${formatRatio(bounds.min_ratio)} and ${formatRatio(bounds.max_ratio)}`;
   return undefined;
 }
 
@@ -165,7 +168,9 @@ export function parseSize(text: string | undefined): { width: number; height: nu
 /** Why `value` is not one the rule documents, or undefined when it is. */
 function ruleRefusal(rule: ImageOptionRule, value: unknown): string | undefined {
   if ('values' in rule) return typeof value === 'string' && rule.values.includes(value) ? undefined : `it takes ${rule.values.join(', ')}`;
-  return typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max ? undefined : `it takes an integer from ${rule.min} to ${rule.max}`;
+  return typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max
+    ? undefined
+    : `it takes an integer from ${rule.min} to ${rule.max}`;
 }
 
 /**
@@ -193,7 +198,11 @@ export function imageOptionsFor(
   for (const [field, { requires }] of rules) {
     const other = requires && sent[field] === requires.when ? sent[requires.field] : undefined;
     if (requires && other !== undefined && !requires.values.includes(String(other))) {
-      throw new ApiError('invalid_request', `${field} ${JSON.stringify(requires.when)} needs ${requires.field} ${requires.values.join(' or ')} on model ${model}.`, { param: field });
+      throw new ApiError(
+        'invalid_request',
+        `${field} ${JSON.stringify(requires.when)} needs ${requires.field} ${requires.values.join(' or ')} on model ${model}.`,
+        { param: field },
+      );
     }
   }
   return sent;

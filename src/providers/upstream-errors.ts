@@ -77,8 +77,7 @@ export const upstream = {
     new UpstreamError('provider_error', `Provider ${provider} failed: ${detail}`, false, traits),
   contentRefused: (provider: string, detail: string) =>
     new UpstreamError('content_policy_violation', `Provider ${provider} refused the prompt: ${detail}`, false, { param: 'prompt' }),
-  outputModerated: (provider: string, detail: string) =>
-    new UpstreamError('output_moderated', `Provider ${provider} withheld the generated image: ${detail}`),
+  outputModerated: (provider: string, detail: string) => new UpstreamError('output_moderated', `Provider ${provider} withheld the generated image: ${detail}`),
 };
 
 /**

@@ -116,7 +116,14 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
  * says (safe-url.ts). A literal address never reaches the lookup, so it is checked here.
  * The content type is JSON unless `headers` names another (`content-type`, lower case).
  */
-export function post(url: URL, body: string | Buffer, headers: Record<string, string>, signal: AbortSignal, publicOnly = false, onSent?: () => void): Promise<UpstreamAnswer> {
+export function post(
+  url: URL,
+  body: string | Buffer,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly = false,
+  onSent?: () => void,
+): Promise<UpstreamAnswer> {
   return send('POST', url, body, headers, signal, publicOnly, onSent);
 }
 

@@ -100,5 +100,8 @@ export function clientAddress(socketAddress: string | undefined, forwardedFor: s
 
 /** Shown in the 403 message; bounded and printable so a hostile header cannot bloat or break it. */
 function unparsableHop(hop: string): string {
-  return `unparsable:${hop.trim().replace(/[^\x21-\x7e]/g, '?').slice(0, 64)}`;
+  return `unparsable:${hop
+    .trim()
+    .replace(/[^\x21-\x7e]/g, '?')
+    .slice(0, 64)}`;
 }

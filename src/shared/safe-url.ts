@@ -39,14 +39,7 @@ const BLOCKED = CidrSet.of([
  * Alibaba Cloud), in their IPv4-compatible and IPv4-translated spellings too. A private upstream is a
  * server the operator runs; a metadata service hands out the machine's own credentials.
  */
-const ALWAYS_BLOCKED = CidrSet.of([
-  '169.254.0.0/16',
-  '::a9fe:0/112',
-  '::ffff:0:a9fe:0/112',
-  'fe80::/10',
-  'fd00:ec2::254/128',
-  '100.100.100.200/32',
-]);
+const ALWAYS_BLOCKED = CidrSet.of(['169.254.0.0/16', '::a9fe:0/112', '::ffff:0:a9fe:0/112', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32']);
 
 /** Whether `address` may not be connected to; with `allowPrivate`, only link-local and metadata addresses are refused. */
 export function isBlockedAddress(address: string, allowPrivate = false): boolean {
@@ -116,7 +109,8 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (error) return callback(error, '', 0);
       const list = addresses as dns.LookupAddress[];
       const blocked = list.find((a) => isBlockedAddress(a.address, allowPrivate));
-      if (blocked) return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_ADDRESS_CODE }), '', 0);
+      if (blocked)
+        return callback(Object.assign(new Error(`${hostname} resolves to a blocked address (${blocked.address})`), { code: BLOCKED_ADDRESS_CODE }), '', 0);
       if (lookupOptions.all) return callback(null, list as never, 0);
       const first = list[0];
       if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
@@ -178,34 +172,38 @@ function getOnce(url: string, options: GuardedFetchOptions, signal: AbortSignal)
       reject(new GuardedFetchError('unreachable', timedOut ? timeoutMessage : `${url} could not be fetched: ${error.message.slice(0, 300)}`));
     };
     const tls = options.ca ? { ca: options.ca } : {};
-    const request = https.get(url, { lookup: guardedLookup(options.allowPrivate), signal, ...tls, headers: { 'user-agent': 'creative-gateway-image-inputs', accept: 'image/*' } }, (response) => {
-      const status = response.statusCode ?? 0;
-      if (status >= 300 && status < 400 && response.headers.location) {
-        response.resume();
-        return resolve({ location: response.headers.location });
-      }
-      if (status !== 200) {
-        response.resume();
-        return fail(new GuardedFetchError('unreachable', `${url} answered HTTP ${status}`));
-      }
-      const tooLarge = () => new GuardedFetchError('too_large', `${url} is larger than ${options.maxBytes} bytes`);
-      if (Number(response.headers['content-length'] ?? 0) > options.maxBytes) {
-        response.destroy();
-        return fail(tooLarge());
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      response.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > options.maxBytes) {
-          response.destroy(tooLarge());
-          return;
+    const request = https.get(
+      url,
+      { lookup: guardedLookup(options.allowPrivate), signal, ...tls, headers: { 'user-agent': 'creative-gateway-image-inputs', accept: 'image/*' } },
+      (response) => {
+        const status = response.statusCode ?? 0;
+        if (status >= 300 && status < 400 && response.headers.location) {
+          response.resume();
+          return resolve({ location: response.headers.location });
         }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve({ bytes: Buffer.concat(chunks, total) }));
-      response.on('error', fail);
-    });
+        if (status !== 200) {
+          response.resume();
+          return fail(new GuardedFetchError('unreachable', `${url} answered HTTP ${status}`));
+        }
+        const tooLarge = () => new GuardedFetchError('too_large', `${url} is larger than ${options.maxBytes} bytes`);
+        if (Number(response.headers['content-length'] ?? 0) > options.maxBytes) {
+          response.destroy();
+          return fail(tooLarge());
+        }
+        const chunks: Buffer[] = [];
+        let total = 0;
+        response.on('data', (chunk: Buffer) => {
+          total += chunk.length;
+          if (total > options.maxBytes) {
+            response.destroy(tooLarge());
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('end', () => resolve({ bytes: Buffer.concat(chunks, total) }));
+        response.on('error', fail);
+      },
+    );
     request.on('error', fail);
   });
 }
@@ -216,7 +214,12 @@ export interface PostResult {
 }
 
 /** POSTs `body` with `headers`; no redirect is followed (a 3xx is a failure), `timeoutMs` for the whole exchange. */
-export function postJson(rawUrl: string, headers: Record<string, string>, body: string, options: { timeoutMs: number; allowPrivate: boolean }): Promise<PostResult> {
+export function postJson(
+  rawUrl: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { timeoutMs: number; allowPrivate: boolean },
+): Promise<PostResult> {
   const problem = urlProblem(rawUrl, options.allowPrivate);
   if (problem) return Promise.resolve({ error: `URL ${problem}` });
   const url = new URL(rawUrl);
@@ -227,7 +230,12 @@ export function postJson(rawUrl: string, headers: Record<string, string>, body: 
       url,
       {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'creative-gateway-webhooks', ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'creative-gateway-webhooks',
+          ...headers,
+          'content-length': String(Buffer.byteLength(body)),
+        },
         lookup,
         signal: AbortSignal.timeout(options.timeoutMs),
       },
@@ -239,7 +247,9 @@ export function postJson(rawUrl: string, headers: Record<string, string>, body: 
       },
     );
     request.on('error', (error: Error) => {
-      resolve({ error: error.name === 'AbortError' || error.name === 'TimeoutError' ? `no answer within ${options.timeoutMs / 1000} s` : error.message.slice(0, 300) });
+      resolve({
+        error: error.name === 'AbortError' || error.name === 'TimeoutError' ? `no answer within ${options.timeoutMs / 1000} s` : error.message.slice(0, 300),
+      });
     });
     request.end(body);
   });

@@ -16,12 +16,7 @@ const MAX_METADATA_DIMENSIONS = 3;
 export type UsageBucket = 'hour' | 'day' | 'month';
 
 export type UsageDimension =
-  | { kind: 'key' }
-  | { kind: 'owner' }
-  | { kind: 'model' }
-  | { kind: 'provider' }
-  | { kind: 'channel' }
-  | { kind: 'metadata'; name: string };
+  { kind: 'key' } | { kind: 'owner' } | { kind: 'model' } | { kind: 'provider' } | { kind: 'channel' } | { kind: 'metadata'; name: string };
 
 export interface UsageRange {
   from: number;
@@ -53,7 +48,10 @@ export function parseGroupBy(text: string | undefined): UsageDimension[] {
     const metadata = /^metadata\.([A-Za-z0-9_-]{1,40})$/.exec(part);
     if (metadata) dimensions.push({ kind: 'metadata', name: metadata[1] as string });
     else if (part === 'key' || part === 'owner' || part === 'model' || part === 'provider' || part === 'channel') dimensions.push({ kind: part });
-    else throw new ApiError('invalid_request', `group_by: ${part} is not a dimension (key, owner, model, provider, channel, metadata.<name>).`, { param: 'group_by' });
+    else
+      throw new ApiError('invalid_request', `group_by: ${part} is not a dimension (key, owner, model, provider, channel, metadata.<name>).`, {
+        param: 'group_by',
+      });
   }
   if (dimensions.filter((d) => d.kind === 'metadata').length > MAX_METADATA_DIMENSIONS) {
     throw new ApiError('invalid_request', `group_by: at most ${MAX_METADATA_DIMENSIONS} metadata entries.`, { param: 'group_by' });
@@ -74,7 +72,7 @@ export function parseMetadataFilter(text: string | undefined): { name: string; v
 export function monthStarts(range: UsageRange): number[] {
   const first = new Date(range.from);
   const starts: number[] = [];
-  for (let month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1); month < range.to; ) {
+  for (let month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1); month < range.to;) {
     starts.push(month);
     const at = new Date(month);
     month = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
@@ -185,7 +183,12 @@ export function decodeUsageCursor(cursors: CursorCodec, cursor: string, fingerpr
     throw invalidCursor();
   }
   const { q, v } = (decoded ?? {}) as { q?: unknown; v?: unknown };
-  if (q !== fingerprint || !Array.isArray(v) || v.length !== length || !v.every((x) => typeof x === 'string' || (typeof x === 'number' && Number.isSafeInteger(x)))) {
+  if (
+    q !== fingerprint ||
+    !Array.isArray(v) ||
+    v.length !== length ||
+    !v.every((x) => typeof x === 'string' || (typeof x === 'number' && Number.isSafeInteger(x)))
+  ) {
     throw invalidCursor();
   }
   return v as SortValue[];

@@ -74,7 +74,8 @@ function generationExpressions(postgres: boolean, refundParameter: string | unde
     failed: outcome('failed'),
     canceled: outcome('canceled'),
     images: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
-    credits: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
+    credits:
+      refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
   };
 }
 
@@ -91,12 +92,17 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
   if (cached) return cached;
   const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
   const p = (i: number) => (postgres ? `$${i}` : '?');
-  const expressions: Record<string, string> = { ...generationExpressions(postgres, refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) };
+  const expressions: Record<string, string> = {
+    ...generationExpressions(postgres, refund ? p(2) : undefined),
+    ...Object.fromEntries(latency.map((column) => [column, '1'])),
+  };
   const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
   const columnsOf = (table: RollupTable) => [...table.dimensions, ...measuresOf(table, latency)];
   let built: string[];
   if (postgres) {
-    const source = `src AS (SELECT ${Object.entries(expressions).map(([column, expression]) => `${expression} AS ${column}`).join(', ')} ${where})`;
+    const source = `src AS (SELECT ${Object.entries(expressions)
+      .map(([column, expression]) => `${expression} AS ${column}`)
+      .join(', ')} ${where})`;
     const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
     const upsert = (table: RollupTable) =>
       `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measuresOf(table, latency))}`;
@@ -104,7 +110,9 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
   } else {
     built = TABLES.map(
       (table) =>
-        `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).map((column) => expressions[column]).join(', ')} ${where}${onConflict(table, measuresOf(table, latency))}`,
+        `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table)
+          .map((column) => expressions[column])
+          .join(', ')} ${where}${onConflict(table, measuresOf(table, latency))}`,
     );
   }
   statements.set(cacheKey, built);

@@ -20,7 +20,12 @@ export function prefersCsv(accept: string | undefined): boolean {
   let json = -1;
   accept.split(',').forEach((part, position) => {
     const [type, ...params] = part.trim().toLowerCase().split(';');
-    const q = Number(params.map((p) => p.trim()).find((p) => p.startsWith('q='))?.slice(2) ?? '1');
+    const q = Number(
+      params
+        .map((p) => p.trim())
+        .find((p) => p.startsWith('q='))
+        ?.slice(2) ?? '1',
+    );
     const rank = Number.isFinite(q) && q > 0 ? q * 1000 - position : -1;
     if (type === 'text/csv') csv = Math.max(csv, rank);
     else if (type === 'application/json' || type === '*/*' || type === 'application/*') json = Math.max(json, rank);

@@ -97,12 +97,20 @@ function sourceOf(selection: UsageSelection, detail: boolean): RollupSource {
 function piecesOf(selection: UsageSelection, source: RollupSource, range: UsageRange): RangePiece[] {
   const { bucket } = selection;
   const coarsest: RollupGrain =
-    bucket === 'hour' || source.tables.day === undefined ? 'hour' : (bucket === undefined || bucket === 'month') && source.tables.month !== undefined ? 'month' : 'day';
+    bucket === 'hour' || source.tables.day === undefined
+      ? 'hour'
+      : (bucket === undefined || bucket === 'month') && source.tables.month !== undefined
+        ? 'month'
+        : 'day';
   return coverRange(range, coarsest);
 }
 
 function joinsKeyRows(selection: UsageSelection): boolean {
-  return selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'metadata') || selection.filters.owner !== undefined || selection.filters.metadata !== undefined;
+  return (
+    selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'metadata') ||
+    selection.filters.owner !== undefined ||
+    selection.filters.metadata !== undefined
+  );
 }
 
 function bucketExpression(selection: UsageSelection, time: RawBuilder<number>): RawBuilder<number> | undefined {
@@ -150,7 +158,8 @@ function groupExpressions(selection: UsageSelection, time: RawBuilder<number> = 
 function pieceMeasures(grain: RollupGrain, sign: 1 | -1, detail: boolean): RawBuilder<unknown>[] {
   const signed = (expression: RawBuilder<unknown>, name: string) =>
     sql`${sql.raw(sign === 1 ? '' : '-')}CAST(${expression} AS double precision) AS ${sql.raw(name)}`;
-  if (detail) return [sql`r.status`, sql`r.error_code`, signed(sql`r.requests`, 'requests'), ...LATENCY_COLUMNS.map((column) => sql`${sql.ref(`r.${column}`)}`)];
+  if (detail)
+    return [sql`r.status`, sql`r.error_code`, signed(sql`r.requests`, 'requests'), ...LATENCY_COLUMNS.map((column) => sql`${sql.ref(`r.${column}`)}`)];
   const outcome = (status: string) => (grain === 'month' ? sql.ref(`r.${status}`) : sql`CASE WHEN r.status = ${sql.lit(status)} THEN r.requests ELSE 0 END`);
   return [
     signed(sql`r.requests`, 'requests'),
@@ -237,13 +246,21 @@ const ANALYTICS_WORK_MEM = '64MB';
 export async function withAnalyticsMemory<T>(db: Db, selection: UsageSelection, read: (db: Db) => Promise<T>): Promise<T> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter) || !readsKeys(selection)) return read(db);
   return db.transaction().execute(async (trx) => {
-    await sql`SELECT set_config('work_mem', ${ANALYTICS_WORK_MEM}, true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`.execute(trx);
+    await sql`SELECT set_config('work_mem', ${ANALYTICS_WORK_MEM}, true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`.execute(
+      trx,
+    );
     return read(trx);
   });
 }
 
 /** One page of groups with their sums, `limit + 1` rows (the extra one says a next page exists). */
-export async function usageTotals(db: Db, selection: UsageSelection, order: UsageOrder, limit: number, position?: readonly SortValue[]): Promise<UsageTotalsRow[]> {
+export async function usageTotals(
+  db: Db,
+  selection: UsageSelection,
+  order: UsageOrder,
+  limit: number,
+  position?: readonly SortValue[],
+): Promise<UsageTotalsRow[]> {
   const groups = groupColumns(selection);
   const sort = sortOf(selection, order);
   // A group met only in the days a month piece takes off nets to zero: not a group of the range.
@@ -253,7 +270,8 @@ export async function usageTotals(db: Db, selection: UsageSelection, order: Usag
       sum(canceled) AS canceled, sum(images) AS images, sum(credits) AS credits
     FROM (${filteredRows(selection)}) x GROUP BY ${sql.join(groups)}${having}`;
   const where = position === undefined || sort.length === 0 ? sql`` : sql` WHERE ${after(sort, position)}`;
-  const orderBy = sort.length === 0 ? sql`` : sql` ORDER BY ${sql.join(sort.map((key) => sql`${sql.ref(`a.${key.column}`)} ${sql.raw(key.descending ? 'DESC' : 'ASC')}`))}`;
+  const orderBy =
+    sort.length === 0 ? sql`` : sql` ORDER BY ${sql.join(sort.map((key) => sql`${sql.ref(`a.${key.column}`)} ${sql.raw(key.descending ? 'DESC' : 'ASC')}`))}`;
   const result = await sql<Record<string, unknown>>`SELECT * FROM (${totals}) a${where}${orderBy} LIMIT ${limit + 1}`.execute(db);
   const names = groupColumnsNames(selection);
   return result.rows.map((row) => ({

@@ -97,7 +97,11 @@ export class UsageReportService {
   }
 
   /** The page's failures by code and latency histograms, by group. */
-  private async detailsOf(db: Kysely<Database>, selection: UsageSelection, page: UsageTotalsRow[]): Promise<Map<string, { failures: Record<string, number>; latency: number[] }>> {
+  private async detailsOf(
+    db: Kysely<Database>,
+    selection: UsageSelection,
+    page: UsageTotalsRow[],
+  ): Promise<Map<string, { failures: Record<string, number>; latency: number[] }>> {
     const byGroup = new Map<string, { failures: Record<string, number>; latency: number[] }>();
     if (page.length === 0) return byGroup;
     const columns = page[0]?.groups.length ?? 0;

@@ -107,11 +107,7 @@ export class WebhookDispatcher {
     const { db, engine, clock, leaseMs } = this.options;
     const now = clock.now();
     const due = (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
-      eb.and([
-        eb('status', '=', 'pending'),
-        eb('next_attempt_at', '<=', now),
-        eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now)]),
-      ]);
+      eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now)])]);
     let ids: string[];
     if (engine === 'postgres') {
       const rows = await sql<{ id: string }>`
@@ -120,12 +116,25 @@ export class WebhookDispatcher {
         RETURNING id`.execute(db);
       ids = rows.rows.map((r) => r.id);
     } else {
-      const candidates = await db.selectFrom('webhook_deliveries').select(['id', 'lease_expires_at']).where(due).orderBy('next_attempt_at').limit(limit).execute();
+      const candidates = await db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'lease_expires_at'])
+        .where(due)
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .execute();
       ids = [];
       for (const candidate of candidates) {
         // Claimed only if nobody claimed it since we looked: the same lease value still there.
-        let update = db.updateTable('webhook_deliveries').set({ lease_expires_at: now + leaseMs }).where('id', '=', candidate.id).where('status', '=', 'pending');
-        update = candidate.lease_expires_at === null ? update.where('lease_expires_at', 'is', null) : update.where('lease_expires_at', '=', candidate.lease_expires_at);
+        let update = db
+          .updateTable('webhook_deliveries')
+          .set({ lease_expires_at: now + leaseMs })
+          .where('id', '=', candidate.id)
+          .where('status', '=', 'pending');
+        update =
+          candidate.lease_expires_at === null
+            ? update.where('lease_expires_at', 'is', null)
+            : update.where('lease_expires_at', '=', candidate.lease_expires_at);
         const result = await update.executeTakeFirst();
         if (Number(result.numUpdatedRows) === 1) ids.push(candidate.id);
       }
@@ -153,7 +162,8 @@ export class WebhookDispatcher {
       }
       if (delivery.secret === null) throw new Error('the endpoint is gone');
       const opened = [secrets.open(delivery.endpoint_id, delivery.secret)];
-      if (delivery.previous_secret && (delivery.previous_secret_expires_at ?? 0) > now) opened.push(secrets.open(delivery.endpoint_id, delivery.previous_secret));
+      if (delivery.previous_secret && (delivery.previous_secret_expires_at ?? 0) > now)
+        opened.push(secrets.open(delivery.endpoint_id, delivery.previous_secret));
       return opened;
     } catch (error) {
       logger.error({ endpoint_id: delivery.endpoint_id, reason: (error as Error).message }, 'cannot open a webhook signing secret');
@@ -236,6 +246,9 @@ export class WebhookDispatcher {
         }
       }
     });
-    logger.info({ delivery_id: delivery.id, event_id: delivery.event_id, endpoint_id: delivery.endpoint_id, attempt, status_code: result.statusCode, ok }, 'webhook delivery attempt');
+    logger.info(
+      { delivery_id: delivery.id, event_id: delivery.event_id, endpoint_id: delivery.endpoint_id, attempt, status_code: result.statusCode, ok },
+      'webhook delivery attempt',
+    );
   }
 }

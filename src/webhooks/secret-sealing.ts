@@ -75,7 +75,12 @@ export async function resealWebhookSecrets(db: Db, secrets: WebhookSecrets, logg
     try {
       const secret = secrets.resealedForKey(row.key_id, row.secret);
       if (secret === undefined) continue;
-      const update = await db.updateTable('key_webhook_secrets').set({ secret }).where('key_id', '=', row.key_id).where('secret', '=', row.secret).executeTakeFirst();
+      const update = await db
+        .updateTable('key_webhook_secrets')
+        .set({ secret })
+        .where('key_id', '=', row.key_id)
+        .where('secret', '=', row.secret)
+        .executeTakeFirst();
       rewritten += Number(update.numUpdatedRows);
     } catch (error) {
       logger?.error({ key_id: row.key_id, reason: (error as Error).message }, 'cannot open a key webhook secret; it stays as it is');

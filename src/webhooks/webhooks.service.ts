@@ -85,7 +85,10 @@ export class WebhooksService {
       await trx.insertInto('webhook_endpoints').values(row).execute();
       const created = toResource(row, now);
       // The secret never reaches the audit log, not even to be redacted there.
-      return { result: { ...created, secret }, change: { action: 'webhook_endpoint.created', target: row.id, before: null, after: { ...created, secret: REDACTED } } };
+      return {
+        result: { ...created, secret },
+        change: { action: 'webhook_endpoint.created', target: row.id, before: null, after: { ...created, secret: REDACTED } },
+      };
     });
   }
 
@@ -108,13 +111,20 @@ export class WebhooksService {
       if (input.url !== undefined) changes.url = input.url;
       if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
       if (input.description !== undefined) changes.description = input.description;
-      if (input.status === 'enabled' && current.status !== 'enabled') Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
-      if (input.status === 'disabled' && current.status !== 'disabled') Object.assign(changes, { status: 'disabled', disabled_reason: 'Disabled by an administrator.', disabled_at: now });
+      if (input.status === 'enabled' && current.status !== 'enabled')
+        Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
+      if (input.status === 'disabled' && current.status !== 'disabled')
+        Object.assign(changes, { status: 'disabled', disabled_reason: 'Disabled by an administrator.', disabled_at: now });
       const before = toResource(current, now);
       const change = updateChange('webhook_endpoint.updated', id, withoutUpdatedAt(before), withoutUpdatedAt(toResource({ ...current, ...changes }, now)));
       // A request that changes nothing writes (and records) nothing.
       if (change === null) return { result: before, change: null };
-      const row = await trx.updateTable('webhook_endpoints').set({ ...changes, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      const row = await trx
+        .updateTable('webhook_endpoints')
+        .set({ ...changes, updated_at: now })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
       return { result: toResource(row, now), change };
     });
   }
@@ -139,7 +149,12 @@ export class WebhooksService {
       const row = await trx
         .updateTable('webhook_endpoints')
         // The old secret stays sealed as it is (sealed now if it was stored before sealing).
-        .set({ secret: this.secrets.seal(id, secret), previous_secret: this.secrets.resealed(id, current.secret) ?? current.secret, previous_secret_expires_at: now + overlapSeconds * 1000, updated_at: now })
+        .set({
+          secret: this.secrets.seal(id, secret),
+          previous_secret: this.secrets.resealed(id, current.secret) ?? current.secret,
+          previous_secret_expires_at: now + overlapSeconds * 1000,
+          updated_at: now,
+        })
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirstOrThrow();
@@ -161,7 +176,11 @@ export class WebhooksService {
     const now = this.clock.now();
     const eventId = await withAuditEvent(this.db, audit, now, async (trx) => {
       await this.requireEndpoint(id, trx);
-      const queued = (await emitEvent(trx, { type: 'webhook.test', data: { endpoint_id: id, message: 'A test event from the Creative Gateway.' }, endpointId: id }, now)) as string;
+      const queued = (await emitEvent(
+        trx,
+        { type: 'webhook.test', data: { endpoint_id: id, message: 'A test event from the Creative Gateway.' }, endpointId: id },
+        now,
+      )) as string;
       return { result: queued, change: { action: 'webhook_endpoint.test_sent', target: id, before: null, after: { event_id: queued } } };
     });
     this.onQueued();
@@ -183,11 +202,28 @@ export class WebhooksService {
       .where('d.endpoint_id', '=', id);
     if (query.status !== undefined) q = q.where('d.status', '=', query.status);
     if (after) q = q.where(olderThan(after, 'd'));
-    const { page: rows, nextCursor } = this.cursors.pageOf(await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit + 1).execute(), limit, 'whd');
+    const { page: rows, nextCursor } = this.cursors.pageOf(
+      await q
+        .orderBy('d.created_at', 'desc')
+        .orderBy('d.id', 'desc')
+        .limit(limit + 1)
+        .execute(),
+      limit,
+      'whd',
+    );
     const attempts =
       rows.length === 0
         ? []
-        : await this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', rows.map((r) => r.id)).orderBy('attempt').execute();
+        : await this.db
+            .selectFrom('webhook_attempts')
+            .selectAll()
+            .where(
+              'delivery_id',
+              'in',
+              rows.map((r) => r.id),
+            )
+            .orderBy('attempt')
+            .execute();
     return {
       next_cursor: nextCursor,
       data: rows.map((row) => ({

@@ -78,7 +78,20 @@ export async function accessibilityViolations(page: Page): Promise<string[]> {
 }
 
 /** The roles of controls a person operates: two of them with one name cannot be told apart by ear or by a test. */
-const CONTROL_ROLES = new Set(['button', 'checkbox', 'combobox', 'listbox', 'radio', 'searchbox', 'slider', 'spinbutton', 'switch', 'textbox', 'menuitem', 'tab']);
+const CONTROL_ROLES = new Set([
+  'button',
+  'checkbox',
+  'combobox',
+  'listbox',
+  'radio',
+  'searchbox',
+  'slider',
+  'spinbutton',
+  'switch',
+  'textbox',
+  'menuitem',
+  'tab',
+]);
 
 interface AxNode {
   ignored: boolean;

@@ -16,7 +16,15 @@ if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/r
 if (!available) console.warn(`Skipping the console browser test: no ${CHROMIUM} (apt-get install chromium)`);
 const describeWithBrowser = available ? describe : describe.skip;
 
-const BROWSER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const BROWSER_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 /** Screenshots of each page, kept as test artefacts (git-ignored). */
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
 const HOUR_MS = 3_600_000;
@@ -52,9 +60,25 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     ark = await startFakeImagesApi({ apiKey: 'ark-console-key', flavour: 'ark' });
     t = await startTestGateway({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
-    everything = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'channels:read', 'channels:write', 'generations:read', 'generations:write', 'webhooks:read', 'webhooks:write', 'audit:read', 'usage:read', 'tokens:write'], {
-      name: 'console operator',
-    });
+    everything = await createAdminTokenVia(
+      t.api,
+      [
+        'keys:read',
+        'keys:write',
+        'channels:read',
+        'channels:write',
+        'generations:read',
+        'generations:write',
+        'webhooks:read',
+        'webhooks:write',
+        'audit:read',
+        'usage:read',
+        'tokens:write',
+      ],
+      {
+        name: 'console operator',
+      },
+    );
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -111,7 +135,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.getByLabel('Admin token', { exact: true }).waitFor();
     await page.waitForLoadState('networkidle');
     // As the README and docs/operators/security.md say: with CF_ACCESS_ADMIN_SCOPES, Access signs the operator in.
-    await page.getByText('Behind Cloudflare Access with CF_ACCESS_ADMIN_SCOPES set, the console signs you in with your Access login, no token needed').waitFor();
+    await page
+      .getByText('Behind Cloudflare Access with CF_ACCESS_ADMIN_SCOPES set, the console signs you in with your Access login, no token needed')
+      .waitFor();
     expect(await pageProblems(page)).toEqual([]);
     await screenshot(page, 'signed-out');
     expect(await tab.check()).toEqual(clean);
@@ -127,11 +153,20 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Edit policy of named twice', exact: true }).click();
     await page.getByRole('form', { name: 'Policy of named twice' }).waitFor();
     // Page-wide, by name alone: one field each.
-    const fields = ['Owner (Search keys)', 'Owner (Create key)', 'Owner (Policy of named twice)', 'Metadata (Search keys)', 'Metadata (Create key)', 'Name (Create key)', 'Name (Policy of named twice)'];
+    const fields = [
+      'Owner (Search keys)',
+      'Owner (Create key)',
+      'Owner (Policy of named twice)',
+      'Metadata (Search keys)',
+      'Metadata (Create key)',
+      'Name (Create key)',
+      'Name (Policy of named twice)',
+    ];
     const counts: Array<[string, number]> = [];
     for (const name of fields) counts.push([name, await page.getByLabel(name, { exact: true }).count()]);
     expect(counts).toEqual(fields.map((name) => [name, 1]));
-    for (const action of ['Quota', 'Rotate', 'Disable']) expect(await page.getByRole('button', { name: `${action} of named twice`, exact: true }).count()).toBe(1);
+    for (const action of ['Quota', 'Rotate', 'Disable'])
+      expect(await page.getByRole('button', { name: `${action} of named twice`, exact: true }).count()).toBe(1);
     expect(await pageProblems(page)).toEqual([]);
     await screenshot(page, 'keys-forms');
     expect(await tab.check()).toEqual(clean);
@@ -248,7 +283,10 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await channelForm.getByRole('button', { name: 'Add' }).click();
     const channelRow = keyRow(page, 'ark from the console');
     await channelRow.getByRole('button', { name: 'Test' }).click();
-    await channelRow.getByRole('status').filter({ hasText: /^ok in \d+ ms$/ }).waitFor();
+    await channelRow
+      .getByRole('status')
+      .filter({ hasText: /^ok in \d+ ms$/ })
+      .waitFor();
     // Its live load against its limits (GET /admin/channels/{id}/health): nothing in flight, no cap.
     await channelRow.getByText('0 / ∞ in flight').waitFor();
     await channelRow.getByText(/breaker closed/).waitFor();
@@ -279,7 +317,11 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await running.getByRole('cell', { name: 'traffic', exact: true }).waitFor();
     await page.getByLabel('Key id').fill(client.id);
     await page.getByRole('button', { name: 'Show generations' }).click();
-    await page.locator('tbody tr').filter({ hasNot: page.getByRole('cell', { name: 'traffic', exact: true }) }).first().waitFor({ state: 'detached' });
+    await page
+      .locator('tbody tr')
+      .filter({ hasNot: page.getByRole('cell', { name: 'traffic', exact: true }) })
+      .first()
+      .waitFor({ state: 'detached' });
     expect(await page.locator('tbody tr').count()).toBe(5);
     await running.getByRole('button', { name: 'Cancel' }).click();
     await running.locator('.badge', { hasText: 'canceled' }).waitFor();
@@ -304,7 +346,10 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(await page.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByRole('button', { name: 'Send test' }).click();
-    await page.getByRole('status').filter({ hasText: /Test event msg_\w+ queued/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Test event msg_\w+ queued/ })
+      .waitFor();
     await page.getByRole('region', { name: 'Deliveries to http://127.0.0.1:9/hooks' }).getByRole('rowheader', { name: 'webhook.test' }).waitFor();
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     expect(await page.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
@@ -315,13 +360,20 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     // Audit log, filtered by action.
     await visit(tab, 'Audit log');
     await page.getByLabel('Action').fill('key.quota_set');
-    await Promise.all([page.waitForResponse((response) => response.url().includes('action=key.quota_set')), page.getByRole('button', { name: 'Filter' }).click()]);
+    await Promise.all([
+      page.waitForResponse((response) => response.url().includes('action=key.quota_set')),
+      page.getByRole('button', { name: 'Filter' }).click(),
+    ]);
     // The response is in before the filtered page is drawn: wait for the one row.
     await page.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
     await page.getByRole('cell', { name: created.id, exact: true }).waitFor();
     expect(await page.locator('tbody tr').count()).toBe(1);
     // Its changes read as "field: before → after", one per line, not as JSON.
-    const changes = await page.getByRole('row').filter({ has: page.getByRole('cell', { name: created.id, exact: true }) }).getByRole('listitem').allTextContents();
+    const changes = await page
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: created.id, exact: true }) })
+      .getByRole('listitem')
+      .allTextContents();
     expect(changes).toContain('credits_quota: 100 → 500');
     expect(changes.join('\n')).not.toMatch(/[{}"]/);
     a11y['audit log'] = await pageProblems(page);
@@ -338,9 +390,13 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 180_000);
 
-  it('Usage: a chart whose numbers are the analytics API\'s (GET /admin/usage, getUsageReport), and its CSV export is the API\'s CSV', async () => {
+  it("Usage: a chart whose numbers are the analytics API's (GET /admin/usage, getUsageReport), and its CSV export is the API's CSV", async () => {
     const client = await t.createKey({ name: 'usage traffic', owner: 'charts@example.com', allowed_providers: ['local'], credits_quota: 1000 });
-    for (const [prompt, n] of [['one', 1], ['two', 2], ['three', 1]] as const) {
+    for (const [prompt, n] of [
+      ['one', 1],
+      ['two', 2],
+      ['three', 1],
+    ] as const) {
       expect((await t.api.client(client.key, { prompt, model: 'local-1', size: '64x64', n, response_format: 'b64_json' })).status).toBe(200);
     }
     const tab = await openConsole(browser, t.gateway.url);
@@ -381,7 +437,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     // CSV export: the file is the API's CSV.
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
     const csv = fs.readFileSync((await download.path()) as string, 'utf8');
-    const apiCsv = await t.api.send('get', `/admin/usage?${range}&bucket=hour&group_by=model&limit=1000`, { headers: { ...bearer(everything.token), Accept: 'text/csv' } });
+    const apiCsv = await t.api.send('get', `/admin/usage?${range}&bucket=hour&group_by=model&limit=1000`, {
+      headers: { ...bearer(everything.token), Accept: 'text/csv' },
+    });
     expect(csv).toBe(apiCsv.text);
     expect(csv.split('\n')[0]).toContain('credits_charged');
 
@@ -397,8 +455,17 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     const days: number[] = [];
     for (let day = Math.floor(Date.parse(week.from) / DAY_MS) * DAY_MS; day < Date.parse(week.to); day += DAY_MS) days.push(day);
     expect(await daily.getByRole('rowheader').allTextContents()).toEqual(days.map((day) => dayName.format(day)));
-    const weekReport = await t.api.send('get', `/admin/usage?from=${encodeURIComponent(week.from)}&to=${encodeURIComponent(week.to)}&bucket=day&group_by=model&model=local-1`, { headers: bearer(everything.token) });
-    const creditsByDay = new Map((weekReport.body.data as Array<{ bucket_start: string; credits_charged: number }>).map((row) => [dayName.format(Date.parse(row.bucket_start)), row.credits_charged]));
+    const weekReport = await t.api.send(
+      'get',
+      `/admin/usage?from=${encodeURIComponent(week.from)}&to=${encodeURIComponent(week.to)}&bucket=day&group_by=model&model=local-1`,
+      { headers: bearer(everything.token) },
+    );
+    const creditsByDay = new Map(
+      (weekReport.body.data as Array<{ bucket_start: string; credits_charged: number }>).map((row) => [
+        dayName.format(Date.parse(row.bucket_start)),
+        row.credits_charged,
+      ]),
+    );
     const localColumn = (await daily.getByRole('columnheader').allTextContents()).indexOf('local-1');
     expect(localColumn).toBeGreaterThan(0);
     const shownByDay = await daily.locator('tbody tr').evaluateAll(

@@ -62,9 +62,16 @@ async function render(browser: Browser, url: string, headers: Record<string, str
   return rendered;
 }
 
-
 const clean: Rendered = { offMachine: [], failed: [], console: [], hostedFeatures: [] };
-const BROWSER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const BROWSER_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describeWithBrowser('/docs in headless Chromium, offline', () => {
   let t: TestGateway;

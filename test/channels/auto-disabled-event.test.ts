@@ -38,8 +38,7 @@ describe('channel.auto_disabled webhook event', () => {
     await database.drop();
   });
 
-  const eventRows = () =>
-    replicas[0]!.gateway.database.db.selectFrom('events').select(['id', 'payload']).where('type', '=', 'channel.auto_disabled').execute();
+  const eventRows = () => replicas[0]!.gateway.database.db.selectFrom('events').select(['id', 'payload']).where('type', '=', 'channel.auto_disabled').execute();
 
   it('is delivered once when both replicas hit the revoked account; not again while it stays disabled', async () => {
     const [a, b] = replicas as [TestGateway, TestGateway];
@@ -60,7 +59,11 @@ describe('channel.auto_disabled webhook event', () => {
     // Both replicas have the channel enabled in their directory before the account is revoked (the other
     // replica reads new channels within a second: docs/operators/channels.md).
     for (const [i, replica] of replicas.entries()) {
-      await until(async () => (await replica.api.client(key, { prompt: 'warm up', model: 'jimeng-4.5', size: '2048x2048' })).status === 200, `replica ${i} to serve the new channel`, 10_000);
+      await until(
+        async () => (await replica.api.client(key, { prompt: 'warm up', model: 'jimeng-4.5', size: '2048x2048' })).status === 200,
+        `replica ${i} to serve the new channel`,
+        10_000,
+      );
     }
 
     ark.setApiKey('revoked-by-the-provider');

@@ -162,14 +162,18 @@ describe('channel base_url: IPv6 spellings of blocked IPv4 addresses', () => {
   afterAll(() => t.close());
 
   // IPv4-compatible (::/96), IPv4-translated (::ffff:0:0:0/96) and local-use NAT64 (64:ff9b:1::/48) forms.
-  it.each(['http://[::127.0.0.1]/v1', 'http://[::7f00:1]:8080', 'http://[::ffff:0:127.0.0.1]/v1', 'http://[::ffff:0:a9fe:a9fe]/latest', 'http://[::10.0.0.1]', 'http://[64:ff9b:1::a00:1]'])(
-    'createChannel refuses %s (400, param base_url)',
-    async (url) => {
-      const res = await t.api.admin('post', '/admin/channels', arkBody(url));
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
-    },
-  );
+  it.each([
+    'http://[::127.0.0.1]/v1',
+    'http://[::7f00:1]:8080',
+    'http://[::ffff:0:127.0.0.1]/v1',
+    'http://[::ffff:0:a9fe:a9fe]/latest',
+    'http://[::10.0.0.1]',
+    'http://[64:ff9b:1::a00:1]',
+  ])('createChannel refuses %s (400, param base_url)', async (url) => {
+    const res = await t.api.admin('post', '/admin/channels', arkBody(url));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
+  });
 });
 
 describe('channel base_url: CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true keeps metadata addresses out and relays nothing from private ones', () => {
@@ -185,15 +189,19 @@ describe('channel base_url: CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true keeps metadata 
     await account.close();
   });
 
-  it.each(['http://169.254.169.254/latest', 'http://[fd00:ec2::254]/latest', 'http://[::ffff:169.254.169.254]/', 'http://[::a9fe:a9fe]/', 'http://100.100.100.200/latest', 'http://[fe80::1]:8080'])(
-    'createChannel refuses %s all the same (400, param base_url)',
-    async (url) => {
-      const res = await t.api.admin('post', '/admin/channels', arkBody(url));
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
-      expect(res.body.error.message).toContain('metadata');
-    },
-  );
+  it.each([
+    'http://169.254.169.254/latest',
+    'http://[fd00:ec2::254]/latest',
+    'http://[::ffff:169.254.169.254]/',
+    'http://[::a9fe:a9fe]/',
+    'http://100.100.100.200/latest',
+    'http://[fe80::1]:8080',
+  ])('createChannel refuses %s all the same (400, param base_url)', async (url) => {
+    const res = await t.api.admin('post', '/admin/channels', arkBody(url));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
+    expect(res.body.error.message).toContain('metadata');
+  });
 
   it('testChannel on a private upstream tells the outcome and code, never the answer it got', async () => {
     const created = await t.api.admin('post', '/admin/channels', arkBody(account.url));

@@ -123,7 +123,10 @@ describe('channels: upstream accounts', () => {
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual([expect.objectContaining({ id: 'chn_envLocal', source: 'environment', transport: 'local', status: 'enabled' })]);
       expect((await t.api.admin('get', '/admin/channels/chn_envLocal')).body.source).toBe('environment');
-      for (const res2 of [await t.api.admin('patch', '/admin/channels/chn_envLocal', { weight: 2 }), await t.api.admin('delete', '/admin/channels/chn_envLocal')]) {
+      for (const res2 of [
+        await t.api.admin('patch', '/admin/channels/chn_envLocal', { weight: 2 }),
+        await t.api.admin('delete', '/admin/channels/chn_envLocal'),
+      ]) {
         expect(res2.status).toBe(409);
         expect(res2.body.error.code).toBe('channel_read_only');
       }
@@ -301,7 +304,7 @@ describe('channels: upstream accounts', () => {
       expect(since(before)).toEqual([1, 0, 0]);
     });
 
-    it('Ark\'s spend cap (SetLimitExceeded, HTTP 429) is an account problem: the channel is auto-disabled at once, not retried as busy', async () => {
+    it("Ark's spend cap (SetLimitExceeded, HTTP 429) is an account problem: the channel is auto-disabled at once, not retried as busy", async () => {
       const capped = await arkChannel(0, { priority: 10 });
       const before = arkCalls();
       const res = await generate('over the spend cap [error:SetLimitExceeded:429]');
@@ -312,7 +315,7 @@ describe('channels: upstream accounts', () => {
     });
 
     it.each(['AccountOverdueError:403', 'OperationDenied.ServiceOverdue:403', 'OperationDenied.ServiceNotOpen:403'])(
-      'Ark\'s %s (arrears, a service not opened) is an account problem: the channel is auto-disabled at once, the call goes to another account',
+      "Ark's %s (arrears, a service not opened) is an account problem: the channel is auto-disabled at once, the call goes to another account",
       async (scenario) => {
         const overdue = await arkChannel(0, { priority: 10 });
         await arkChannel(1);
@@ -356,10 +359,21 @@ describe('channels: upstream accounts', () => {
       await until(() => ark[0]!.counters.inFlight >= 1, 'the held generation upstream');
       const health = await t.internal.service('get', '/api/v1/creative/channels/health');
       expect(health.status).toBe(200);
-      expect(health.body.data).toContainEqual(expect.objectContaining({ id: only.id, in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1 }));
+      expect(health.body.data).toContainEqual(
+        expect.objectContaining({ id: only.id, in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1 }),
+      );
       const adminHealth = await t.api.admin('get', `/admin/channels/${only.id}/health`);
       expect(adminHealth.status).toBe(200);
-      expect(adminHealth.body).toMatchObject({ id: only.id, status: 'enabled', circuit: 'closed', in_flight: 1, max_concurrency: 1, calls_this_minute: 1, images_this_minute: 1, cooling_down_until: null });
+      expect(adminHealth.body).toMatchObject({
+        id: only.id,
+        status: 'enabled',
+        circuit: 'closed',
+        in_flight: 1,
+        max_concurrency: 1,
+        calls_this_minute: 1,
+        images_this_minute: 1,
+        cooling_down_until: null,
+      });
       const refused = await generate('no slot left');
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('provider_busy');

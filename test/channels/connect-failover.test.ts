@@ -35,11 +35,20 @@ describe('channels: failover in the connect phase of the upstream hop', () => {
   const arkChannel = (baseUrl: string, extra: Record<string, unknown> = {}) =>
     addChannel(
       t.api,
-      { name: `ark ${created.length}`, provider: 'jimeng', transport: 'ark', base_url: baseUrl, models: [{ model: 'jimeng-4.5' }], credentials: { api_key: ARK_KEY }, ...extra },
+      {
+        name: `ark ${created.length}`,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: baseUrl,
+        models: [{ model: 'jimeng-4.5' }],
+        credentials: { api_key: ARK_KEY },
+        ...extra,
+      },
       created,
     );
   const generate = (prompt: string) => t.api.client(key, { prompt, model: 'jimeng-4.5', size: '2048x2048', response_format: 'b64_json' });
-  const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
+  const attemptsOf = async (id: string) =>
+    (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
 
   it('connection refused: fails over to the next channel', async () => {
     const first = await arkChannel(`http://127.0.0.1:${await closedPort()}`, { priority: 10 });

@@ -33,7 +33,14 @@ describe('channel credential sealing', () => {
     expect(loadConfig({ ...base, CHANNEL_SEALING_KEY: `${NEW_KEY},${OLD_KEY}` }, () => undefined).channels.sealingKeys).toHaveLength(2);
     expect(() =>
       loadConfig(
-        { ...base, NODE_ENV: 'production', ADMIN_SECRET: 'a-long-enough-secret', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-secret', IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) },
+        {
+          ...base,
+          NODE_ENV: 'production',
+          ADMIN_SECRET: 'a-long-enough-secret',
+          CF_ACCESS_CLIENT_ID: 'svc',
+          CF_ACCESS_CLIENT_SECRET: 'a-long-enough-secret',
+          IMAGE_URL_SIGNING_KEY: 'k'.repeat(32),
+        },
         () => undefined,
       ),
     ).toThrow(/CHANNEL_SEALING_KEY is required/);
@@ -65,7 +72,8 @@ describe('channel credential sealing', () => {
         credentials: { api_key: API_KEY },
       });
       const sealedColumn = async (gateway: typeof before) =>
-        (await gateway.gateway.database.db.selectFrom('channels').select('credentials_sealed').where('id', '=', channel.body.id).executeTakeFirstOrThrow()).credentials_sealed;
+        (await gateway.gateway.database.db.selectFrom('channels').select('credentials_sealed').where('id', '=', channel.body.id).executeTakeFirstOrThrow())
+          .credentials_sealed;
       const oldSealed = await sealedColumn(before);
       await before.close();
 

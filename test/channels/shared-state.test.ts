@@ -72,7 +72,7 @@ describe.each(stores.filter(([name]) => !(sqliteOnly && name === 'redis')))('cha
   });
   afterEach(() => s.cleanup());
 
-  it("a cool-down set by one replica refuses the channel on the other, capped or not; a shorter one never shortens it", async () => {
+  it('a cool-down set by one replica refuses the channel on the other, capped or not; a shorter one never shortens it', async () => {
     const [id, other] = CHANNELS as [string, string];
     const now = Date.now();
     expect(await s.b.acquire(id, UNCAPPED, 1, now)).toEqual({ leaseId: undefined });
@@ -105,7 +105,7 @@ describe.each(stores.filter(([name]) => !(sqliteOnly && name === 'redis')))('cha
 
   if (name !== 'redis') {
     // Redis expires keys on its own clock; the others compare with the `now` they are given.
-    it("a lease whose holder died is taken over once it has expired", async () => {
+    it('a lease whose holder died is taken over once it has expired', async () => {
       const now = Date.now();
       expect(await s.a.takeLease('channel-probe', 'replica-a', now + 1000, now)).toBe(true);
       expect(await s.b.takeLease('channel-probe', 'replica-b', now + 60_000, now + 999)).toBe(false);

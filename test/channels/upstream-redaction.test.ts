@@ -26,7 +26,14 @@ describe('upstream error text is redacted before it is answered, stored or logge
       OPENAI_COMPAT_API_KEY: ENV_KEY,
       OPENAI_COMPAT_PROVIDER_NAME: 'selfhosted',
       MODEL_CATALOG: JSON.stringify([
-        { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '2048x2048' },
+        {
+          model: 'jimeng-4.5',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-4-5-251128',
+          credits_per_image: 1,
+          default_size: '2048x2048',
+        },
         { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'flux-dev', credits_per_image: 1, default_size: '2048x2048' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',

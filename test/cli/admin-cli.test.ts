@@ -68,7 +68,22 @@ describe('admin CLI (npx creative-gateway ...), the real bin against a real gate
   });
 
   it('every key operation: create, list, get, update, disable, enable, quota, rotate (--json)', async () => {
-    const key = await json(['keys', 'create', '--name', 'cli', '--owner', 'cli@example.com', '--credits', '2', '--period-days', '7', '--providers', 'local', '--rpm', '9']);
+    const key = await json([
+      'keys',
+      'create',
+      '--name',
+      'cli',
+      '--owner',
+      'cli@example.com',
+      '--credits',
+      '2',
+      '--period-days',
+      '7',
+      '--providers',
+      'local',
+      '--rpm',
+      '9',
+    ]);
     expect(key).toMatchObject({ name: 'cli', credits_quota: 2, quota_period_days: 7, rate_limit_rpm: 9, allowed_providers: ['local'] });
     expect((await t.api.client(key.key, localRequest())).status).toBe(200);
 

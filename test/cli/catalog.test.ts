@@ -25,7 +25,12 @@ describe('creative-gateway catalog', () => {
   });
 
   it('prints the additive form merged over the built-in catalog', async () => {
-    const result = await catalog({ MODEL_CATALOG: JSON.stringify({ models: [{ model: 'cheap', provider: 'local', upstream_model: 'local-1', credits_per_image: 0 }], remove: ['jimeng-3.1'] }) });
+    const result = await catalog({
+      MODEL_CATALOG: JSON.stringify({
+        models: [{ model: 'cheap', provider: 'local', upstream_model: 'local-1', credits_per_image: 0 }],
+        remove: ['jimeng-3.1'],
+      }),
+    });
     expect(result.code).toBe(0);
     const models = (JSON.parse(result.stdout) as Array<{ model: string }>).map((entry) => entry.model);
     expect(models).toContain('local-1');

@@ -30,7 +30,10 @@ describe('admin CLI: channels (createChannel, listChannels, getChannel, updateCh
     [['channels', 'create', '--name', 'x', '--provider', 'jimeng'], /required option '--transport <transport>' not specified/],
     [['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'ark', '--api-key-env', 'K'], /required option '--model/],
     [['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'ark', '--model', 'jimeng-4.5'], /give the credentials/],
-    [['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'ark', '--model', 'jimeng-4.5', '--api-key-env', 'UNSET_VARIABLE'], /UNSET_VARIABLE is not set/],
+    [
+      ['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'ark', '--model', 'jimeng-4.5', '--api-key-env', 'UNSET_VARIABLE'],
+      /UNSET_VARIABLE is not set/,
+    ],
     [['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'ark', '--model', 'a=b=c'], /'a=b=c' is invalid/],
     [['channels', 'update', 'chn_x'], /nothing to change/],
     [['channels', 'update', 'chn_x', '--enable', '--disable'], /contradict/],
@@ -48,9 +51,32 @@ describe('admin CLI: channels (createChannel, listChannels, getChannel, updateCh
   it('create (credentials from stdin, never in argv), list, get, test, update (credentials from env), disable/enable, delete', async () => {
     const create = await cli(
       [
-        'channels', 'create', '--name', 'cli ark', '--provider', 'jimeng', '--transport', 'ark', '--base-url', ark.url,
-        '--model', 'jimeng-4.5=doubao-seedream-4-5-custom', '--priority', '-5', '--weight', '3', '--max-concurrency', '4', '--rpm', '100', '--ipm', '200',
-        '--timeout-ms', '5000', '--credentials-stdin', '--json',
+        'channels',
+        'create',
+        '--name',
+        'cli ark',
+        '--provider',
+        'jimeng',
+        '--transport',
+        'ark',
+        '--base-url',
+        ark.url,
+        '--model',
+        'jimeng-4.5=doubao-seedream-4-5-custom',
+        '--priority',
+        '-5',
+        '--weight',
+        '3',
+        '--max-concurrency',
+        '4',
+        '--rpm',
+        '100',
+        '--ipm',
+        '200',
+        '--timeout-ms',
+        '5000',
+        '--credentials-stdin',
+        '--json',
       ],
       { stdin: JSON.stringify({ api_key: ARK_KEY }) },
     );
@@ -119,9 +145,12 @@ describe('admin CLI: channels (createChannel, listChannels, getChannel, updateCh
     const missing = await cli(['channels', 'delete', 'chn_nope']);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toMatch(/^error: 404 \w+: /);
-    const visualWithApiKey = await cli(['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'visual', '--model', 'jimeng-4.0', '--api-key-env', 'K'], {
-      env: { K: 'some-key' },
-    });
+    const visualWithApiKey = await cli(
+      ['channels', 'create', '--name', 'x', '--provider', 'jimeng', '--transport', 'visual', '--model', 'jimeng-4.0', '--api-key-env', 'K'],
+      {
+        env: { K: 'some-key' },
+      },
+    );
     expect(visualWithApiKey.code).toBe(1);
     expect(visualWithApiKey.stderr).toMatch(/^error: 400 /);
   });

@@ -11,7 +11,9 @@ describe('admin CLI: key policy (max_concurrent, allowed_ips, allowed_models, me
   const base = ['--owner', 'policy@example.com', '--credits', '10', '--period-days', '30'];
 
   it('keys create --help lists the policy options and exits 0', async () => {
-    expect(await help(['keys', 'create', '--help'])).toMatch(/--max-concurrent <n>[\s\S]*--allowed-ips <list>[\s\S]*--allowed-models <list>[\s\S]*--metadata <name=value>[\s\S]*--alert-thresholds <list>/);
+    expect(await help(['keys', 'create', '--help'])).toMatch(
+      /--max-concurrent <n>[\s\S]*--allowed-ips <list>[\s\S]*--allowed-models <list>[\s\S]*--metadata <name=value>[\s\S]*--alert-thresholds <list>/,
+    );
   });
 
   it.each([
@@ -25,8 +27,27 @@ describe('admin CLI: key policy (max_concurrent, allowed_ips, allowed_models, me
 
   it('create with every policy option, filter by metadata, update and clear them ("none")', async () => {
     const key = await json([
-      'keys', 'create', '--name', 'policy', ...base, '--providers', 'local', '--max-concurrent', '3', '--allowed-ips', '127.0.0.1,10.0.0.0/8',
-      '--allowed-models', 'local-1', '--metadata', 'team=design', '--metadata', 'cost_center=4711', '--alert-thresholds', '50,90', '--expires-at', '2099-01-01T00:00:00Z',
+      'keys',
+      'create',
+      '--name',
+      'policy',
+      ...base,
+      '--providers',
+      'local',
+      '--max-concurrent',
+      '3',
+      '--allowed-ips',
+      '127.0.0.1,10.0.0.0/8',
+      '--allowed-models',
+      'local-1',
+      '--metadata',
+      'team=design',
+      '--metadata',
+      'cost_center=4711',
+      '--alert-thresholds',
+      '50,90',
+      '--expires-at',
+      '2099-01-01T00:00:00Z',
     ]);
     expect(key).toMatchObject({
       max_concurrent: 3,
@@ -46,8 +67,31 @@ describe('admin CLI: key policy (max_concurrent, allowed_ips, allowed_models, me
     expect(shown.stdout).toMatch(/^max_concurrent:\s+3$/m);
     expect(shown.stdout).toMatch(/^metadata:\s+team=design,cost_center=4711$/m);
 
-    const updated = await json(['keys', 'update', key.id, '--max-concurrent', 'none', '--allowed-ips', 'none', '--allowed-models', 'none', '--metadata', 'team=ops', '--alert-thresholds', '', '--expires-at', 'never']);
-    expect(updated).toMatchObject({ max_concurrent: null, allowed_ips: null, allowed_models: null, metadata: { team: 'ops' }, alert_thresholds: [], expires_at: null });
+    const updated = await json([
+      'keys',
+      'update',
+      key.id,
+      '--max-concurrent',
+      'none',
+      '--allowed-ips',
+      'none',
+      '--allowed-models',
+      'none',
+      '--metadata',
+      'team=ops',
+      '--alert-thresholds',
+      '',
+      '--expires-at',
+      'never',
+    ]);
+    expect(updated).toMatchObject({
+      max_concurrent: null,
+      allowed_ips: null,
+      allowed_models: null,
+      metadata: { team: 'ops' },
+      alert_thresholds: [],
+      expires_at: null,
+    });
   });
 
   it("API errors exit 1 with the API's message", async () => {

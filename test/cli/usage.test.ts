@@ -46,10 +46,12 @@ describe('admin CLI: usage (getUsageReport)', () => {
     expect(row).toMatch(/^\S+Z\s+cli@example\.com\s+a,b\s+2\s+2\s+0\s+0\s+3\s+3\s+\d+\s+\d+\s+\d+$/);
   });
 
-  it('--csv prints the API\'s CSV (quoted where needed)', async () => {
+  it("--csv prints the API's CSV (quoted where needed)", async () => {
     const out = await cli(['usage', ...range(), '--group-by', 'metadata.team', '--csv']);
     expect(out).toMatchObject({ code: 0, stderr: '' });
-    expect(out.stdout).toMatch(/^metadata\.team,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,3,3,\d+,\d+,\d+,\r\n$/);
+    expect(out.stdout).toMatch(
+      /^metadata\.team,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,3,3,\d+,\d+,\d+,\r\n$/,
+    );
   });
 
   it('an API refusal exits 1 with its message', async () => {

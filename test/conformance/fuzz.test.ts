@@ -46,7 +46,14 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
       method: 'POST',
       path: '/admin/keys',
       headers: { Authorization: `Bearer ${target.adminSecret}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: 'fuzz', owner: 'fuzz@example.com', credits_quota: 1_000_000_000, quota_period_days: 30, rate_limit_rpm: 100_000, allowed_providers: ['local', 'jimeng'] }),
+      body: JSON.stringify({
+        name: 'fuzz',
+        owner: 'fuzz@example.com',
+        credits_quota: 1_000_000_000,
+        quota_period_days: 30,
+        rate_limit_rpm: 100_000,
+        allowed_providers: ['local', 'jimeng'],
+      }),
     });
     known.clientKey = (JSON.parse(created.text) as { key: string }).key;
     // Path ids name another key, so a generated rotate or disable never takes the fuzzer's own key away.
@@ -94,9 +101,16 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
     const queryValue = (parameter: Parameter): fc.Arbitrary<string | undefined> => {
       const schema = parameter.schema ?? {};
       const valid = arbitraries.valid(schema).map((v) => String(v));
-      const invalid = fc.oneof(arbitraries.invalid(schema).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '')), fc.constantFrom(...ODD_STRINGS));
+      const invalid = fc.oneof(
+        arbitraries.invalid(schema).map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''))),
+        fc.constantFrom(...ODD_STRINGS),
+      );
       const extra = parameter.name === 'cursor' ? [fc.constantFrom('abc', 'a'.repeat(200))] : [];
-      return fc.option(fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: invalid }, ...extra.map((arbitrary) => ({ weight: 1, arbitrary }))), { freq: 2 }).map((v) => v ?? undefined);
+      return fc
+        .option(fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: invalid }, ...extra.map((arbitrary) => ({ weight: 1, arbitrary }))), {
+          freq: 2,
+        })
+        .map((v) => v ?? undefined);
     };
     const pathValue = (parameter: Parameter): fc.Arbitrary<string> => {
       const real = parameter.name === 'id' ? [known.keyId, known.generationId] : [];
@@ -108,7 +122,9 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
     };
     // Percent-encoded UTF-8 (lone surrogates included), or with `@`, `:` and `/` left as they are.
     const percentEncode = (value: string, keep: RegExp) =>
-      [...Buffer.from(value, 'utf8')].map((byte) => (keep.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+      [...Buffer.from(value, 'utf8')]
+        .map((byte) => (keep.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`))
+        .join('');
     const encode = (value: string) => fc.constantFrom(/[A-Za-z0-9._~-]/, /[A-Za-z0-9._~@:/-]/).map((keep) => percentEncode(value, keep));
 
     const perOperation: Array<fc.Arbitrary<FuzzRequest>> = [];
@@ -120,9 +136,14 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
         const parameters = [...shared, ...(operation.parameters ?? []).map((p) => arbitraries.resolve(p))];
         const pathParams = parameters.filter((p) => p.in === 'path');
         const queryParams = parameters.filter((p) => p.in === 'query');
-        const path = fc.tuple(...pathParams.map((p) => pathValue(p).chain(encode))).map((values) => pathParams.reduce((at, p, i) => at.replace(`{${p.name}}`, values[i]!), template));
+        const path = fc
+          .tuple(...pathParams.map((p) => pathValue(p).chain(encode)))
+          .map((values) => pathParams.reduce((at, p, i) => at.replace(`{${p.name}}`, values[i]!), template));
         const query = fc
-          .tuple(fc.tuple(...queryParams.map((p) => queryValue(p).chain((v) => (v === undefined ? fc.constant(undefined) : encode(v))))), fc.option(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'x%00=1', '=')))
+          .tuple(
+            fc.tuple(...queryParams.map((p) => queryValue(p).chain((v) => (v === undefined ? fc.constant(undefined) : encode(v))))),
+            fc.option(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'x%00=1', '=')),
+          )
           .map(([values, extra]) => {
             const pairs = queryParams.flatMap((p, i) => (values[i] === undefined ? [] : [`${p.name}=${values[i]}`]));
             if (extra) pairs.push(extra);
@@ -131,19 +152,43 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
         const json = operation.requestBody?.content['application/json'];
         const body: fc.Arbitrary<string | undefined> = json
           ? fc.oneof(
-              { weight: 3, arbitrary: arbitraries.mutatedObject(json.schema, fc.constantFrom(...Object.values(json.examples ?? {}).map((e) => e.value), {})).map((v) => JSON.stringify(v)) },
+              {
+                weight: 3,
+                arbitrary: arbitraries
+                  .mutatedObject(json.schema, fc.constantFrom(...Object.values(json.examples ?? {}).map((e) => e.value), {}))
+                  .map((v) => JSON.stringify(v)),
+              },
               { weight: 2, arbitrary: fc.constantFrom(...Object.values(json.examples ?? {}).map((e) => JSON.stringify(e.value))) },
               { weight: 2, arbitrary: arbitraries.valid(json.schema).map((v) => JSON.stringify(v)) },
-              { weight: 1, arbitrary: fc.oneof(fc.string({ maxLength: 200 }), fc.constantFrom('', '{', '[]', 'null', '{"a":', `${'['.repeat(100)}${']'.repeat(100)}`, '\u0000')) },
+              {
+                weight: 1,
+                arbitrary: fc.oneof(
+                  fc.string({ maxLength: 200 }),
+                  fc.constantFrom('', '{', '[]', 'null', '{"a":', `${'['.repeat(100)}${']'.repeat(100)}`, '\u0000'),
+                ),
+              },
             )
           : fc.option(fc.constantFrom('{}', 'x'), { freq: 6 }).map((v) => v ?? undefined);
         const contentType = fc.oneof(
           { weight: 8, arbitrary: fc.constant('application/json') },
-          { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'application/merge-patch+json', '') },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              'text/plain',
+              'application/x-www-form-urlencoded',
+              'application/json; charset=latin1',
+              'multipart/form-data; boundary=x',
+              'application/merge-patch+json',
+              '',
+            ),
+          },
         );
         // Operations that take multipart bodies (OpenAI edits) get them, with their boundary, most of the time.
         const form = operation.requestBody?.content['multipart/form-data'] ? multipartRequests() : undefined;
-        const requestMethod = fc.oneof({ weight: 12, arbitrary: fc.constant(method.toUpperCase()) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE', 'POST') });
+        const requestMethod = fc.oneof(
+          { weight: 12, arbitrary: fc.constant(method.toUpperCase()) },
+          { weight: 1, arbitrary: fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE', 'POST') },
+        );
         const extraHeaders = fc.record(
           {
             'Idempotency-Key': operation['x-idempotent'] ? fc.oneof(fc.constantFrom('fuzz-1', 'fuzz-2'), fc.uuid()) : fc.constant('ignored'),
@@ -152,7 +197,10 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
           { requiredKeys: [] },
         );
         const payload: fc.Arbitrary<{ body: string | Buffer | undefined; type: string }> = form
-          ? fc.oneof({ weight: 4, arbitrary: form.map(({ body, contentType }) => ({ body, type: contentType })) }, { weight: 1, arbitrary: fc.tuple(body, contentType).map(([b, type]) => ({ body: b, type })) })
+          ? fc.oneof(
+              { weight: 4, arbitrary: form.map(({ body, contentType }) => ({ body, type: contentType })) },
+              { weight: 1, arbitrary: fc.tuple(body, contentType).map(([b, type]) => ({ body: b, type })) },
+            )
           : fc.tuple(body, contentType).map(([b, type]) => ({ body: b, type }));
         perOperation.push(
           fc.tuple(requestMethod, path, query, payload, credentials(operation), extraHeaders).map(([m, p, q, { body: b, type }, auth, extra]) => {
@@ -167,7 +215,10 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
   }
 
   it(`sends ${RUNS} generated requests: 0 × 5xx, every status documented, bodies and headers valid`, async () => {
-    const checkers = { gateway: new ResponseChecker('gateway', target.documents.gateway), creative: new ResponseChecker('creative', target.documents.creative) };
+    const checkers = {
+      gateway: new ResponseChecker('gateway', target.documents.gateway),
+      creative: new ResponseChecker('creative', target.documents.creative),
+    };
     const urls = { gateway: target.gatewayUrl, creative: target.internalUrl };
     const statuses = new Map<string, number>();
     const problems: string[] = [];
@@ -181,7 +232,8 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         const found = checkers[req.api].check(res);
         const shown = Buffer.isBuffer(req.body) ? { ...req, body: `${req.body.length} bytes: ${req.body.toString('latin1').slice(0, 300)}` } : req;
-        if (found.length > 0) problems.push(...found.map((p) => `${p}\n    request: ${JSON.stringify(shown).slice(0, 400)}\n    response: ${res.text.slice(0, 300)}`));
+        if (found.length > 0)
+          problems.push(...found.map((p) => `${p}\n    request: ${JSON.stringify(shown).slice(0, 400)}\n    response: ${res.text.slice(0, 300)}`));
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
@@ -190,4 +242,3 @@ describe('conformance: schema-driven fuzzer against a gateway process', () => {
     expect(sent).toBeGreaterThanOrEqual(RUNS);
   }, 600_000);
 });
-

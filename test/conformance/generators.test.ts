@@ -156,7 +156,15 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
     SERVICE_ID: target.serviceToken['CF-Access-Client-Id'],
     SERVICE_SECRET: target.serviceToken['CF-Access-Client-Secret'],
   });
-  const expected = (owner: string) => ({ remaining: 4, pages: 2, keys: 2, refused: 'missing_api_key', sameRequestId: true, models: expect.arrayContaining(['local-1']), owner });
+  const expected = (owner: string) => ({
+    remaining: 4,
+    pages: 2,
+    keys: 2,
+    refused: 'missing_api_key',
+    sameRequestId: true,
+    models: expect.arrayContaining(['local-1']),
+    owner,
+  });
 
   /** A generator that warns (about the spec, a reference, a validation) says something about our contract. */
   function expectNoWarnings(generator: string, stdout: string, stderr: string): void {
@@ -217,7 +225,14 @@ describe('conformance: third-party generators compile (tsc --strict) and run liv
     for (const api of ['gateway', 'creative'] as const) {
       const { stdout, stderr } = await run(
         process.execPath,
-        [path.join(root, 'node_modules/openapi-typescript/bin/cli.js'), target.files[api], '--default-non-nullable', 'false', '-o', path.join(dir, `${api}.ts`)],
+        [
+          path.join(root, 'node_modules/openapi-typescript/bin/cli.js'),
+          target.files[api],
+          '--default-non-nullable',
+          'false',
+          '-o',
+          path.join(dir, `${api}.ts`),
+        ],
         { cwd: target.files.dir, timeout: 60_000 },
       );
       expectNoWarnings(`openapi-typescript ${api}`, stdout, stderr);
@@ -237,30 +252,42 @@ export const ids = (generations: AdminGeneration[], usage: Usage): string[] => [
   it('@hey-api/openapi-ts (fetch client)', async () => {
     const dir = path.join(target.files.dir, 'hey-api');
     for (const api of ['gateway', 'creative'] as const) {
-      const { stdout, stderr } = await run(process.execPath, [path.join(root, 'node_modules/@hey-api/openapi-ts/bin/run.js'), '-i', target.files[api], '-o', path.join(dir, api), '-c', '@hey-api/client-fetch'], {
-        cwd: target.files.dir,
-        timeout: 60_000,
-      });
+      const { stdout, stderr } = await run(
+        process.execPath,
+        [path.join(root, 'node_modules/@hey-api/openapi-ts/bin/run.js'), '-i', target.files[api], '-o', path.join(dir, api), '-c', '@hey-api/client-fetch'],
+        {
+          cwd: target.files.dir,
+          timeout: 60_000,
+        },
+      );
       expectNoWarnings(api, stdout, stderr);
     }
     await runProgram(dir, HEY_API_PROGRAM, 'hey-api@example.com');
   }, 120_000);
 
-  it('orval (fetch client, base URL from the spec\'s servers)', async () => {
+  it("orval (fetch client, base URL from the spec's servers)", async () => {
     const dir = path.join(target.files.dir, 'orval');
     fs.mkdirSync(dir, { recursive: true });
     // The server variable `authority` is the only thing a client team sets: the spec gives the rest.
     const output = (api: 'gateway' | 'creative', url: string) => ({
       input: { target: target.files[api] },
-      output: { target: path.join(dir, `${api}.ts`), client: 'fetch', baseUrl: { getBaseUrlFromSpecification: true, variables: { authority: new URL(url).host } } },
+      output: {
+        target: path.join(dir, `${api}.ts`),
+        client: 'fetch',
+        baseUrl: { getBaseUrlFromSpecification: true, variables: { authority: new URL(url).host } },
+      },
     });
     const config = { gateway: output('gateway', target.gatewayUrl), creative: output('creative', target.internalUrl) };
     fs.writeFileSync(path.join(dir, 'orval.config.cjs'), `module.exports = ${JSON.stringify(config)};\n`);
     // --fail-on-warnings: a warning (about the spec, say) fails the run instead of scrolling by.
-    const { stdout, stderr } = await run(process.execPath, [path.join(root, 'node_modules/orval/dist/bin/orval.mjs'), '--config', path.join(dir, 'orval.config.cjs'), '--fail-on-warnings'], {
-      cwd: dir,
-      timeout: 60_000,
-    });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [path.join(root, 'node_modules/orval/dist/bin/orval.mjs'), '--config', path.join(dir, 'orval.config.cjs'), '--fail-on-warnings'],
+      {
+        cwd: dir,
+        timeout: 60_000,
+      },
+    );
     expectNoWarnings('orval', stdout, stderr);
     await runProgram(dir, ORVAL_PROGRAM, 'orval@example.com');
   }, 120_000);

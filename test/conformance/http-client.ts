@@ -8,7 +8,10 @@ const agent = new http.Agent({ keepAlive: false });
  * One raw HTTP exchange: the path goes out exactly as given (odd encodings included), any method,
  * any body with any content type.
  */
-export function exchange(baseUrl: string, request: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<CheckedResponse> {
+export function exchange(
+  baseUrl: string,
+  request: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<CheckedResponse> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -25,7 +28,13 @@ export function exchange(baseUrl: string, request: { method: string; path: strin
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () =>
-          resolve({ method: request.method, path: request.path.split('?')[0]!, status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+          resolve({
+            method: request.method,
+            path: request.path.split('?')[0]!,
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
         );
         res.on('error', reject);
       },

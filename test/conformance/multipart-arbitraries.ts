@@ -40,8 +40,12 @@ const TEXT_FIELDS: Record<string, string[]> = {
  * broken (a boundary that does not match, cut short, no closing delimiter, garbage).
  */
 export function multipartRequests(): fc.Arbitrary<{ body: Buffer; contentType: string }> {
-  const textPart = fc.constantFrom(...Object.keys(TEXT_FIELDS)).chain((name) => fc.constantFrom(...(TEXT_FIELDS[name] as string[]), ...ODD_STRINGS.slice(0, 3)).map((value) => ({ name, value })));
-  const filePart = fc.tuple(fc.constantFrom(...FILE_FIELDS), fc.constantFrom(...FILES), fc.constantFrom('a.png', 'b.jpg', '', 'ü ñ.png', '../../etc/passwd')).map(([name, bytes, filename]) => ({ name, filename, bytes, type: 'image/png' }));
+  const textPart = fc
+    .constantFrom(...Object.keys(TEXT_FIELDS))
+    .chain((name) => fc.constantFrom(...(TEXT_FIELDS[name] as string[]), ...ODD_STRINGS.slice(0, 3)).map((value) => ({ name, value })));
+  const filePart = fc
+    .tuple(fc.constantFrom(...FILE_FIELDS), fc.constantFrom(...FILES), fc.constantFrom('a.png', 'b.jpg', '', 'ü ñ.png', '../../etc/passwd'))
+    .map(([name, bytes, filename]) => ({ name, filename, bytes, type: 'image/png' }));
   const essentials: MultipartPart[] = [
     { name: 'prompt', value: 'edit me' },
     { name: 'model', value: 'local-1' },
@@ -64,14 +68,19 @@ export function multipartRequests(): fc.Arbitrary<{ body: Buffer; contentType: s
   // A valid request but for its files: what reaches the intake (limits, formats, bombs, the mask).
   const file = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(testPng(16, 16), testPng(9, 5)) }, { weight: 1, arbitrary: fc.constantFrom(...FILES) });
   const images = fc.array(fc.tuple(fc.constantFrom('image', 'image[]'), file), { minLength: 1, maxLength: 5 });
-  const mask = fc.option(fc.oneof({ weight: 3, arbitrary: fc.constant(testPng(16, 16, { alpha: true })) }, { weight: 1, arbitrary: fc.constantFrom(...FILES) }), { freq: 3 });
-  const validButFiles = fc.tuple(images, mask, fc.constantFrom('1', '2')).map(([files, mask, n]) =>
-    multipartBody([
-      ...essentials,
-      { name: 'n', value: n },
-      ...files.map(([name, bytes]) => ({ name, filename: 'in.png', bytes })),
-      ...(mask ? [{ name: 'mask', filename: 'mask.png', bytes: mask }] : []),
-    ]),
+  const mask = fc.option(
+    fc.oneof({ weight: 3, arbitrary: fc.constant(testPng(16, 16, { alpha: true })) }, { weight: 1, arbitrary: fc.constantFrom(...FILES) }),
+    { freq: 3 },
   );
+  const validButFiles = fc
+    .tuple(images, mask, fc.constantFrom('1', '2'))
+    .map(([files, mask, n]) =>
+      multipartBody([
+        ...essentials,
+        { name: 'n', value: n },
+        ...files.map(([name, bytes]) => ({ name, filename: 'in.png', bytes })),
+        ...(mask ? [{ name: 'mask', filename: 'mask.png', bytes: mask }] : []),
+      ]),
+    );
   return fc.oneof({ weight: 3, arbitrary: validButFiles }, { weight: 2, arbitrary: wellFormed }, { weight: 1, arbitrary: broken });
 }

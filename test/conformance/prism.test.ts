@@ -69,7 +69,9 @@ interface Violation {
 }
 
 async function startPrism(document: string, upstream: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [PRISM, 'proxy', document, upstream, '--port', '0', '--host', '127.0.0.1', '--errors=false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [PRISM, 'proxy', document, upstream, '--port', '0', '--host', '127.0.0.1', '--errors=false'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Prism did not start:\n${output}`)), 60_000);
@@ -145,9 +147,17 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
   });
 
   /** One request through Prism; records its violations and the (operation, status) it covers. */
-  async function call(api: 'gateway' | 'creative', operationId: string, expected: number, request: { method: string; path: string; headers?: Record<string, string>; body?: unknown; raw?: string | Buffer }) {
+  async function call(
+    api: 'gateway' | 'creative',
+    operationId: string,
+    expected: number,
+    request: { method: string; path: string; headers?: Record<string, string>; body?: unknown; raw?: string | Buffer },
+  ) {
     const body = request.raw ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
-    const headers: Record<string, string> = { ...(body !== undefined && !request.headers?.['Content-Type'] ? { 'Content-Type': 'application/json' } : {}), ...request.headers };
+    const headers: Record<string, string> = {
+      ...(body !== undefined && !request.headers?.['Content-Type'] ? { 'Content-Type': 'application/json' } : {}),
+      ...request.headers,
+    };
     const res = await exchange(prism[api]!.url, { method: request.method, path: request.path, headers, body });
     sent += 1;
     const violations = JSON.parse(String(res.headers['sl-violations'] ?? '[]')) as Violation[];
@@ -155,7 +165,11 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       if (v.location[0] === 'request') requestViolations += 1;
       else responseViolations.push(`${operationId} ${res.status}: ${v.location.join('.')}: ${v.message}`);
     }
-    expect({ operationId, status: res.status, body: res.status === expected ? '' : res.text.slice(0, 300) }).toEqual({ operationId, status: expected, body: '' });
+    expect({ operationId, status: res.status, body: res.status === expected ? '' : res.text.slice(0, 300) }).toEqual({
+      operationId,
+      status: expected,
+      body: '',
+    });
     covered.add(`${operationId} ${expected}`);
     return res;
   }
@@ -173,7 +187,15 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
         method: 'POST',
         path: '/admin/keys',
         headers: admin,
-        body: { name: 'prism', owner: 'prism@example.com', credits_quota: 1000, quota_period_days: 30, rate_limit_rpm: 1000, allowed_providers: ['local', 'jimeng'], ...overrides },
+        body: {
+          name: 'prism',
+          owner: 'prism@example.com',
+          credits_quota: 1000,
+          quota_period_days: 30,
+          rate_limit_rpm: 1000,
+          allowed_providers: ['local', 'jimeng'],
+          ...overrides,
+        },
       });
       const key = JSON.parse(res.text) as { id: string; key: string };
       return { id: key.id, auth: { Authorization: `Bearer ${key.key}` } };
@@ -183,7 +205,10 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     const broke = await createKey({ credits_quota: 0 });
     const big = 'x'.repeat(70_000);
 
-    for (const [operationId, route] of [['generateImage', '/images/generate'], ['createImageOpenAI', '/v1/images/generations']] as const) {
+    for (const [operationId, route] of [
+      ['generateImage', '/images/generate'],
+      ['createImageOpenAI', '/v1/images/generations'],
+    ] as const) {
       const generate = (expected: number, body: unknown, headers: Record<string, string> = main.auth, raw?: string) =>
         call('gateway', operationId, expected, { method: 'POST', path: route, headers, body, raw });
       const local = { prompt: 'a lighthouse', model: 'local-1', size: '32x32', response_format: 'b64_json' };
@@ -217,7 +242,8 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       // 409: a retry while the first request (held up at the fake upstream) still runs.
       const prompt = `in use [slow:1500] ${operationId}`;
       const first = generate(200, { prompt, model: 'jimeng-4.0' }, { ...main.auth, 'Idempotency-Key': `${operationId}-in-use` });
-      for (let i = 0; i < 200 && !target.visual?.requests.some((r) => JSON.stringify(r.body).includes(prompt)); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && !target.visual?.requests.some((r) => JSON.stringify(r.body).includes(prompt)); i++)
+        await new Promise((r) => setTimeout(r, 10));
       await generate(409, { prompt, model: 'jimeng-4.0' }, { ...main.auth, 'Idempotency-Key': `${operationId}-in-use` });
       await first;
     }
@@ -228,10 +254,19 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     {
       const edit = (expected: number, parts: MultipartPart[], headers: Record<string, string> = main.auth) => {
         const { body, contentType } = multipartBody(parts);
-        return call('gateway', 'editImageOpenAI', expected, { method: 'POST', path: '/v1/images/edits', headers: { ...headers, 'Content-Type': contentType }, raw: body });
+        return call('gateway', 'editImageOpenAI', expected, {
+          method: 'POST',
+          path: '/v1/images/edits',
+          headers: { ...headers, 'Content-Type': contentType },
+          raw: body,
+        });
       };
       const image = (bytes: Buffer = asciiSafeBmp(16, 16), name = 'image') => ({ name, filename: 'a.bmp', bytes, type: 'image/bmp' });
-      const fields = (overrides: Record<string, string> = {}) => Object.entries({ prompt: 'edit me', model: 'local-1', size: '32x32', response_format: 'b64_json', ...overrides }).map(([name, value]) => ({ name, value }));
+      const fields = (overrides: Record<string, string> = {}) =>
+        Object.entries({ prompt: 'edit me', model: 'local-1', size: '32x32', response_format: 'b64_json', ...overrides }).map(([name, value]) => ({
+          name,
+          value,
+        }));
       await edit(200, [...fields(), image()]);
       await edit(200, [...fields({ n: '2' }), image(asciiSafeBmp(16, 16), 'image[]'), image(asciiSafeBmp(4, 4), 'image[]')]);
       await edit(400, [...fields(), image(Buffer.from('not an image'))]);
@@ -241,7 +276,12 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       await edit(403, [...fields({ model: 'jimeng-4.0' }), image()], localOnly.auth);
       await edit(404, [...fields({ model: 'no-such-model' }), image()]);
       await edit(413, [...fields(), image(asciiSafeBmp(9000, 9000))]);
-      await call('gateway', 'editImageOpenAI', 415, { method: 'POST', path: '/v1/images/edits', headers: { ...main.auth, 'Content-Type': 'application/json' }, raw: JSON.stringify({ prompt: 'p', model: 'local-1' }) });
+      await call('gateway', 'editImageOpenAI', 415, {
+        method: 'POST',
+        path: '/v1/images/edits',
+        headers: { ...main.auth, 'Content-Type': 'application/json' },
+        raw: JSON.stringify({ prompt: 'p', model: 'local-1' }),
+      });
       await edit(200, [...fields(), image()], { ...main.auth, 'Idempotency-Key': 'editImageOpenAI-reused' });
       await edit(422, [...fields(), image(asciiSafeBmp(10, 10))], { ...main.auth, 'Idempotency-Key': 'editImageOpenAI-reused' });
       const slowLimit = await createKey({ rate_limit_rpm: 1 });
@@ -257,7 +297,12 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     const keyBody = { name: 'idem', owner: 'o', credits_quota: 1, quota_period_days: 1, allowed_providers: ['local'] };
     await call('gateway', 'createKey', 201, { method: 'POST', path: '/admin/keys', headers: { ...admin, 'Idempotency-Key': 'ck-1' }, body: keyBody });
     await call('gateway', 'createKey', 201, { method: 'POST', path: '/admin/keys', headers: { ...admin, 'Idempotency-Key': 'ck-1' }, body: keyBody });
-    await call('gateway', 'createKey', 422, { method: 'POST', path: '/admin/keys', headers: { ...admin, 'Idempotency-Key': 'ck-1' }, body: { ...keyBody, name: 'other' } });
+    await call('gateway', 'createKey', 422, {
+      method: 'POST',
+      path: '/admin/keys',
+      headers: { ...admin, 'Idempotency-Key': 'ck-1' },
+      body: { ...keyBody, name: 'other' },
+    });
     await call('gateway', 'listKeys', 200, { method: 'GET', path: '/admin/keys?limit=2&owner=prism@example.com', headers: admin });
     await call('gateway', 'listKeys', 400, { method: 'GET', path: '/admin/keys?limit=Infinity', headers: admin });
     await call('gateway', 'listKeys', 401, { method: 'GET', path: '/admin/keys' });
@@ -280,7 +325,12 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     // 403 insufficient_scope: scoped admin tokens lacking the operation's scope (keysReader for every
     // other scope; auditor for keys:read).
     const createToken = async (scopes: string[]) => {
-      const res = await call('gateway', 'createAdminToken', 201, { method: 'POST', path: '/admin/tokens', headers: admin, body: { name: `prism ${scopes.join(' ')}`, scopes } });
+      const res = await call('gateway', 'createAdminToken', 201, {
+        method: 'POST',
+        path: '/admin/tokens',
+        headers: admin,
+        body: { name: `prism ${scopes.join(' ')}`, scopes },
+      });
       const token = JSON.parse(res.text) as { id: string; token: string };
       return { id: token.id, auth: { Authorization: `Bearer ${token.token}` } };
     };
@@ -295,20 +345,33 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       ['rotateKey', 'POST', '/rotate', undefined],
       ['disableKey', 'DELETE', '', undefined],
     ] as const) {
-      await call('gateway', operationId, 403, { method, path: `${keyPath}${suffix}`, headers: operationId === 'getKey' ? auditor.auth : keysReader.auth, body });
+      await call('gateway', operationId, 403, {
+        method,
+        path: `${keyPath}${suffix}`,
+        headers: operationId === 'getKey' ? auditor.auth : keysReader.auth,
+        body,
+      });
     }
 
     // Admin tokens.
     await call('gateway', 'createAdminToken', 400, { method: 'POST', path: '/admin/tokens', headers: admin, body: { name: 'x', scopes: ['no:such'] } });
     await call('gateway', 'createAdminToken', 401, { method: 'POST', path: '/admin/tokens', body: { name: 'x', scopes: ['keys:read'] } });
-    await call('gateway', 'createAdminToken', 403, { method: 'POST', path: '/admin/tokens', headers: keysReader.auth, body: { name: 'x', scopes: ['keys:read'] } });
+    await call('gateway', 'createAdminToken', 403, {
+      method: 'POST',
+      path: '/admin/tokens',
+      headers: keysReader.auth,
+      body: { name: 'x', scopes: ['keys:read'] },
+    });
     await call('gateway', 'createAdminToken', 413, { method: 'POST', path: '/admin/tokens', headers: admin, body: { name: big, scopes: ['keys:read'] } });
     await call('gateway', 'createAdminToken', 415, { method: 'POST', path: '/admin/tokens', headers: { ...admin, 'Content-Type': 'text/plain' }, raw: 'x' });
     await call('gateway', 'listAdminTokens', 200, { method: 'GET', path: '/admin/tokens?limit=1', headers: admin });
     await call('gateway', 'listAdminTokens', 400, { method: 'GET', path: '/admin/tokens?limit=0', headers: admin });
     await call('gateway', 'listAdminTokens', 401, { method: 'GET', path: '/admin/tokens' });
     await call('gateway', 'listAdminTokens', 403, { method: 'GET', path: '/admin/tokens', headers: keysReader.auth });
-    for (const [operationId, method] of [['getAdminToken', 'GET'], ['revokeAdminToken', 'DELETE']] as const) {
+    for (const [operationId, method] of [
+      ['getAdminToken', 'GET'],
+      ['revokeAdminToken', 'DELETE'],
+    ] as const) {
       await call('gateway', operationId, 200, { method, path: `/admin/tokens/${auditor.id}`, headers: admin });
       await call('gateway', operationId, 400, { method, path: '/admin/tokens/bad-id', headers: admin });
       await call('gateway', operationId, 401, { method, path: `/admin/tokens/${auditor.id}` });
@@ -324,7 +387,11 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
 
     // Usage analytics (JSON and CSV).
     const usageRange = 'from=2026-11-01T00:00:00Z&to=2026-11-08T00:00:00Z';
-    await call('gateway', 'getUsageReport', 200, { method: 'GET', path: `/admin/usage?${usageRange}&bucket=day&group_by=owner,model&order=credits_desc`, headers: admin });
+    await call('gateway', 'getUsageReport', 200, {
+      method: 'GET',
+      path: `/admin/usage?${usageRange}&bucket=day&group_by=owner,model&order=credits_desc`,
+      headers: admin,
+    });
     await call('gateway', 'getUsageReport', 200, { method: 'GET', path: `/admin/usage?${usageRange}&group_by=key`, headers: { ...admin, Accept: 'text/csv' } });
     await call('gateway', 'getUsageReport', 400, { method: 'GET', path: `/admin/usage?${usageRange}&group_by=colour`, headers: admin });
     await call('gateway', 'getUsageReport', 401, { method: 'GET', path: `/admin/usage?${usageRange}` });
@@ -335,9 +402,20 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     const generationsReader = await createToken(['generations:read']);
     const genKey = await createKey({});
     const settled = JSON.parse(
-      (await call('gateway', 'generateImage', 200, { method: 'POST', path: '/images/generate', headers: genKey.auth, body: { prompt: 'admin view', model: 'local-1', size: '32x32', response_format: 'url' } })).text,
+      (
+        await call('gateway', 'generateImage', 200, {
+          method: 'POST',
+          path: '/images/generate',
+          headers: genKey.auth,
+          body: { prompt: 'admin view', model: 'local-1', size: '32x32', response_format: 'url' },
+        })
+      ).text,
     ) as { id: string };
-    await call('gateway', 'listAdminGenerations', 200, { method: 'GET', path: `/admin/generations?key_id=${genKey.id}&limit=1&created_after=2020-01-01T00:00:00Z`, headers: admin });
+    await call('gateway', 'listAdminGenerations', 200, {
+      method: 'GET',
+      path: `/admin/generations?key_id=${genKey.id}&limit=1&created_after=2020-01-01T00:00:00Z`,
+      headers: admin,
+    });
     await call('gateway', 'listAdminGenerations', 400, { method: 'GET', path: '/admin/generations?limit=0', headers: admin });
     await call('gateway', 'listAdminGenerations', 401, { method: 'GET', path: '/admin/generations' });
     await call('gateway', 'listAdminGenerations', 403, { method: 'GET', path: '/admin/generations', headers: keysReader.auth });
@@ -359,7 +437,11 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
         headers: { ...genKey.auth, Prefer: 'respond-async' },
         body: { prompt: 'cancel me [slow:3000]', model: 'jimeng-4.0' },
       });
-      await call('gateway', 'cancelAdminGeneration', 200, { method: 'POST', path: `/admin/generations/${(JSON.parse(slow.text) as { id: string }).id}/cancel`, headers: admin });
+      await call('gateway', 'cancelAdminGeneration', 200, {
+        method: 'POST',
+        path: `/admin/generations/${(JSON.parse(slow.text) as { id: string }).id}/cancel`,
+        headers: admin,
+      });
     }
     // A channel's live health (the environment's local channel is always there).
     const channelHealth = '/admin/channels/chn_envLocal/health';
@@ -374,12 +456,27 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     const hook = { url: 'https://hooks.example.com/prism', event_types: ['key.expiring'] };
     const createdHook = await call('gateway', 'createWebhookEndpoint', 201, { method: 'POST', path: '/admin/webhooks', headers: admin, body: hook });
     const hookPath = `/admin/webhooks/${(JSON.parse(createdHook.text) as { id: string }).id}`;
-    await call('gateway', 'updateWebhookEndpoint', 200, { method: 'PATCH', path: hookPath, headers: admin, body: { status: 'disabled', description: 'prism' } });
-    await call('gateway', 'createWebhookEndpoint', 400, { method: 'POST', path: '/admin/webhooks', headers: admin, body: { ...hook, url: 'ftp://example.com/x' } });
+    await call('gateway', 'updateWebhookEndpoint', 200, {
+      method: 'PATCH',
+      path: hookPath,
+      headers: admin,
+      body: { status: 'disabled', description: 'prism' },
+    });
+    await call('gateway', 'createWebhookEndpoint', 400, {
+      method: 'POST',
+      path: '/admin/webhooks',
+      headers: admin,
+      body: { ...hook, url: 'ftp://example.com/x' },
+    });
     await call('gateway', 'createWebhookEndpoint', 401, { method: 'POST', path: '/admin/webhooks', body: hook });
     await call('gateway', 'createWebhookEndpoint', 403, { method: 'POST', path: '/admin/webhooks', headers: keysReader.auth, body: hook });
     await call('gateway', 'createWebhookEndpoint', 413, { method: 'POST', path: '/admin/webhooks', headers: admin, body: { ...hook, description: big } });
-    await call('gateway', 'createWebhookEndpoint', 415, { method: 'POST', path: '/admin/webhooks', headers: { ...admin, 'Content-Type': 'text/plain' }, raw: 'x' });
+    await call('gateway', 'createWebhookEndpoint', 415, {
+      method: 'POST',
+      path: '/admin/webhooks',
+      headers: { ...admin, 'Content-Type': 'text/plain' },
+      raw: 'x',
+    });
     await call('gateway', 'listWebhookEndpoints', 200, { method: 'GET', path: '/admin/webhooks', headers: admin });
     await call('gateway', 'listWebhookEndpoints', 400, { method: 'GET', path: '/admin/webhooks?unknown=1', headers: admin });
     await call('gateway', 'listWebhookEndpoints', 401, { method: 'GET', path: '/admin/webhooks' });
@@ -421,7 +518,12 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
     }
     await call('gateway', 'getModelOpenAI', 404, { method: 'GET', path: '/v1/models/no-such-model', headers: modelsKey.auth });
 
-    for (const [operationId, route] of [['getOpenApiDocument', '/openapi.json'], ['getApiReference', '/docs'], ['getLiveness', '/healthz'], ['getReadiness', '/readyz']] as const) {
+    for (const [operationId, route] of [
+      ['getOpenApiDocument', '/openapi.json'],
+      ['getApiReference', '/docs'],
+      ['getLiveness', '/healthz'],
+      ['getReadiness', '/readyz'],
+    ] as const) {
       await call('gateway', operationId, 200, { method: 'GET', path: route });
       await call('gateway', operationId, 400, { method: 'GET', path: `${route}?unknown=1` });
     }
@@ -482,14 +584,20 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       await call('creative', operationId, 403, { method: 'GET', path: route, headers: wrong });
     }
     await call('creative', 'getGeneration', 404, { method: 'GET', path: '/api/v1/creative/generations/gen_missing', headers: token });
-    for (const [operationId, route] of [['getInternalLiveness', '/healthz'], ['getInternalReadiness', '/readyz'], ['getMetrics', '/metrics']] as const) {
+    for (const [operationId, route] of [
+      ['getInternalLiveness', '/healthz'],
+      ['getInternalReadiness', '/readyz'],
+      ['getMetrics', '/metrics'],
+    ] as const) {
       await call('creative', operationId, 200, { method: 'GET', path: route });
       await call('creative', operationId, 400, { method: 'GET', path: `${route}?unknown=1` });
     }
     expect(responseViolations).toEqual([]);
     if (target.local) expect(uncovered(target.documents.creative, new Set())).toEqual([]);
     else console.log(`prism: not covered against this deployment: ${uncovered(target.documents.creative, new Set()).join(', ')}`);
-    console.log(`prism: ${sent} requests through Prism, ${responseViolations.length} response violations, ${requestViolations} request violations (bad requests sent on purpose)`);
+    console.log(
+      `prism: ${sent} requests through Prism, ${responseViolations.length} response violations, ${requestViolations} request violations (bad requests sent on purpose)`,
+    );
   }, 180_000);
 
   /** Documented (operation, status) pairs the script did not produce, less the unprovokable ones. */

@@ -13,11 +13,17 @@ const providersDoc = fs.readFileSync(path.join(__dirname, '../../docs/operators/
  * asynchronous generation, on the native and the OpenAI-compatible paths, every response checked
  * against the spec. A format registered without a fake, a scenario or its docs fails here.
  */
-describe('every registered wire format has a fake, a scenario and its row in the operators\' providers page', () => {
-  it.each(upstreamFormats.map((descriptor) => descriptor.format))('%s: a fake in test/fakes/format-fakes.ts and a row naming it in docs/operators/providers.md', (format) => {
-    expect({ format, fake: typeof FORMAT_FAKES[format] }).toEqual({ format, fake: 'function' });
-    expect({ format, documented: providersDoc.split('\n').some((line) => line.startsWith('|') && line.includes(`\`${format}\``)) }).toEqual({ format, documented: true });
-  });
+describe("every registered wire format has a fake, a scenario and its row in the operators' providers page", () => {
+  it.each(upstreamFormats.map((descriptor) => descriptor.format))(
+    '%s: a fake in test/fakes/format-fakes.ts and a row naming it in docs/operators/providers.md',
+    (format) => {
+      expect({ format, fake: typeof FORMAT_FAKES[format] }).toEqual({ format, fake: 'function' });
+      expect({ format, documented: providersDoc.split('\n').some((line) => line.startsWith('|') && line.includes(`\`${format}\``)) }).toEqual({
+        format,
+        documented: true,
+      });
+    },
+  );
 
   describe.each(upstreamFormats.map((descriptor) => descriptor.format).filter((format) => FORMAT_FAKES[format] !== undefined))('%s', (format) => {
     let t: TestGateway;
@@ -40,7 +46,10 @@ describe('every registered wire format has a fake, a scenario and its row in the
     const auth = () => ({ Authorization: `Bearer ${key}` });
 
     it('native, synchronous: stored images and the charge of one image', async () => {
-      const res = await t.api.send('post', '/images/generate', { body: { prompt: `a ${format} lighthouse`, model, size, response_format: 'b64_json' }, headers: auth() });
+      const res = await t.api.send('post', '/images/generate', {
+        body: { prompt: `a ${format} lighthouse`, model, size, response_format: 'b64_json' },
+        headers: auth(),
+      });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ model, data: [{ b64_json: expect.any(String) }], usage: { images: 1 } });
     });
@@ -52,7 +61,10 @@ describe('every registered wire format has a fake, a scenario and its row in the
     });
 
     it('native, asynchronous: queued, then succeeded', async () => {
-      const res = await t.api.send('post', '/images/generate', { body: { prompt: `a ${format} field`, model, size }, headers: { ...auth(), Prefer: 'respond-async' } });
+      const res = await t.api.send('post', '/images/generate', {
+        body: { prompt: `a ${format} field`, model, size },
+        headers: { ...auth(), Prefer: 'respond-async' },
+      });
       expect(res.status).toBe(202);
       const status = async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body.status as string;
       await until(async () => (await status()) === 'succeeded', `the ${format} generation to succeed`);

@@ -100,7 +100,8 @@ export class ResponseChecker {
     if (!operation) {
       const methods = item ? Object.keys(item).filter((m) => m !== 'parameters') : [];
       const allowed = new Set(['X-Request-Id', 'Allow'].map((h) => h.toLowerCase()));
-      for (const header of Object.keys(res.headers)) if (!PLAIN_HTTP_HEADERS.has(header) && !allowed.has(header)) problems.push(`${where}: undeclared header ${header}`);
+      for (const header of Object.keys(res.headers))
+        if (!PLAIN_HTTP_HEADERS.has(header) && !allowed.has(header)) problems.push(`${where}: undeclared header ${header}`);
       if (method === 'options' && item) {
         if (res.status !== 204 || typeof res.headers.allow !== 'string') problems.push(`${where}: OPTIONS must be 204 with Allow`);
         return problems;
@@ -147,7 +148,9 @@ export class ResponseChecker {
       if (res.text) problems.push(`${where}: a body where none is documented`);
       return problems;
     }
-    const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
+    const type = String(res.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim();
     if (!(type in content)) {
       problems.push(`${where}: content type "${type}" not documented`);
       return problems;

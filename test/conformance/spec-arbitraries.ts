@@ -76,7 +76,16 @@ const DATE_TIMES = fc.oneof(
   fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString()),
   fc.constantFrom('2030-06-30T23:59:60Z', '2030-01-01t00:00:00z', '2030-01-01T01:00:00.123456+01:00', '2029-12-31T19:00:00-05:00', '2030-02-28T00:00:00Z'),
 );
-const BAD_DATE_TIMES = fc.constantFrom('2030-02-30T00:00:00Z', '2030-13-01T00:00:00Z', '2030-01-01', '2030-01-01T00:00:00', 'yesterday', '2030-01-01T12:59:60Z', '1e10', '');
+const BAD_DATE_TIMES = fc.constantFrom(
+  '2030-02-30T00:00:00Z',
+  '2030-13-01T00:00:00Z',
+  '2030-01-01',
+  '2030-01-01T00:00:00',
+  'yesterday',
+  '2030-01-01T12:59:60Z',
+  '1e10',
+  '',
+);
 
 export class SpecArbitraries {
   constructor(private readonly document: Record<string, unknown>) {}
@@ -84,7 +93,7 @@ export class SpecArbitraries {
   resolve<T>(node: T | { $ref: string }): T {
     let value: unknown = node;
     while (value && typeof value === 'object' && typeof (value as { $ref?: unknown }).$ref === 'string') {
-      value = ((value as { $ref: string }).$ref)
+      value = (value as { $ref: string }).$ref
         .slice(2)
         .split('/')
         .reduce<unknown>((at, part) => (at as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')], this.document);

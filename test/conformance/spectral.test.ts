@@ -16,10 +16,14 @@ interface SpectralResult {
 
 /** Spectral with every spectral:oas rule (.spectral.yaml): no result of any severity. */
 async function lint(files: string[]): Promise<SpectralResult[]> {
-  const run = promisify(execFile)(process.execPath, [SPECTRAL, 'lint', ...files, '--ruleset', path.join(root, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'], {
-    cwd: root,
-    maxBuffer: 16 * 1024 * 1024,
-  });
+  const run = promisify(execFile)(
+    process.execPath,
+    [SPECTRAL, 'lint', ...files, '--ruleset', path.join(root, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'],
+    {
+      cwd: root,
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
   const { stdout } = await run.catch((error: { stdout?: string; stderr?: string }) => {
     if (!error.stdout) throw new Error(`spectral failed: ${error.stderr}`);
     return { stdout: error.stdout };
@@ -42,7 +46,13 @@ describe('conformance: Spectral (spectral:oas, all rules)', () => {
     const document = structuredClone(target.documents.gateway) as { components: { schemas: Record<string, unknown> } };
     document.components.schemas.Unused = { type: 'string' };
     fs.writeFileSync(planted, JSON.stringify(document));
-    const results = await lint([path.join(root, 'openapi/gateway.yaml'), path.join(root, 'openapi/creative.yaml'), target.files.gateway, target.files.creative, planted]);
+    const results = await lint([
+      path.join(root, 'openapi/gateway.yaml'),
+      path.join(root, 'openapi/creative.yaml'),
+      target.files.gateway,
+      target.files.creative,
+      planted,
+    ]);
     expect(show(results.filter((r) => r.source !== planted))).toEqual([]);
     expect(results.filter((r) => r.source === planted).map((r) => r.code)).toEqual(['oas3-unused-component']);
   }, 120_000);

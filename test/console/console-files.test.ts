@@ -101,7 +101,13 @@ describe('the console page marks whether Cloudflare Access may sign the operator
     ];
     for (const [name, gateway, route, headers, expected] of cases) {
       const res = await gateway.api.send('get', route, { headers });
-      expect([name, res.status, res.headers['content-security-policy'], res.headers['cache-control'], marker(res.text)]).toEqual([name, 200, CONSOLE_CSP, 'no-cache', expected]);
+      expect([name, res.status, res.headers['content-security-policy'], res.headers['cache-control'], marker(res.text)]).toEqual([
+        name,
+        200,
+        CONSOLE_CSP,
+        'no-cache',
+        expected,
+      ]);
     }
   });
 });
@@ -116,7 +122,12 @@ describe('a gateway whose console was not built', () => {
     app.use(errorHandler({ error: () => undefined, warn: () => undefined } as never));
     for (const route of ['/console', '/console/keys']) {
       const res = await request(app).get(route);
-      expect([route, res.status, res.body.error?.code, res.body.error?.message]).toEqual([route, 404, 'not_found', 'The console is not built: run `npm run build`.']);
+      expect([route, res.status, res.body.error?.code, res.body.error?.message]).toEqual([
+        route,
+        404,
+        'not_found',
+        'The console is not built: run `npm run build`.',
+      ]);
     }
     fs.rmSync(empty, { recursive: true });
   });

@@ -41,7 +41,9 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
   it('every admin operation also admits an Access JWT (AdminAccessJwt, first) with the same scopes as AdminSecret', () => {
     // First: when no Authorization header is sent, a refused Access JWT is what the 401 explains.
     const wrong = adminOperations
-      .filter((op) => op.requirements.length !== 2 || JSON.stringify(op.requirements[0]) !== JSON.stringify({ AdminAccessJwt: op.requirements[1]?.AdminSecret }))
+      .filter(
+        (op) => op.requirements.length !== 2 || JSON.stringify(op.requirements[0]) !== JSON.stringify({ AdminAccessJwt: op.requirements[1]?.AdminSecret }),
+      )
       .map((op) => op.operationId);
     expect(wrong).toEqual([]);
   });
@@ -78,9 +80,17 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
       for (const op of adminOperations) {
         const scope = op.requirements[1]?.AdminSecret?.[0] as string;
         const path = op.path.replace(/\{[^}]+\}/g, 'x_1');
-        const others = await createAdminTokenVia(t.api, publishedScopes.filter((s) => s !== scope));
+        const others = await createAdminTokenVia(
+          t.api,
+          publishedScopes.filter((s) => s !== scope),
+        );
         const refused = await t.api.send(op.method, path, { headers: bearer(others.token), body: {} });
-        expect([op.operationId, refused.status, refused.body.error?.code, refused.body.error?.scope]).toEqual([op.operationId, 403, 'insufficient_scope', scope]);
+        expect([op.operationId, refused.status, refused.body.error?.code, refused.body.error?.scope]).toEqual([
+          op.operationId,
+          403,
+          'insufficient_scope',
+          scope,
+        ]);
         const only = await createAdminTokenVia(t.api, [scope]);
         const admitted = await t.api.send(op.method, path, { headers: bearer(only.token), body: {} });
         expect([op.operationId, admitted.status === 401 || admitted.status === 403]).toEqual([op.operationId, false]);

@@ -10,24 +10,31 @@ const errorCodeSchema = specs[0]!.components.schemas.ErrorCode as { enum: string
 function resolve(spec: Spec, node: unknown): Json {
   const ref = (node as { $ref?: string }).$ref;
   if (!ref) return node as Json;
-  return resolve(spec, ref.split('/').slice(1).reduce<unknown>((at, part) => (at as Json)[part], spec));
+  return resolve(
+    spec,
+    ref
+      .split('/')
+      .slice(1)
+      .reduce<unknown>((at, part) => (at as Json)[part], spec),
+  );
 }
 
 /** Every (status, code) pair shown as an example on some operation's error response, in either spec. */
 function documentedPairs(): Set<string> {
   const pairs = new Set<string>();
-  for (const spec of specs) for (const item of Object.values(spec.paths)) {
-    for (const operation of Object.values(item as Json)) {
-      const responses = (operation as { responses?: Json }).responses ?? {};
-      for (const [status, response] of Object.entries(responses)) {
-        const examples = (resolve(spec, response).content as Json | undefined)?.['application/json'] as { examples?: Json } | undefined;
-        for (const example of Object.values(examples?.examples ?? {})) {
-          const code = ((example as { value?: { error?: { code?: string } } }).value?.error?.code);
-          if (code) pairs.add(`${status} ${code}`);
+  for (const spec of specs)
+    for (const item of Object.values(spec.paths)) {
+      for (const operation of Object.values(item as Json)) {
+        const responses = (operation as { responses?: Json }).responses ?? {};
+        for (const [status, response] of Object.entries(responses)) {
+          const examples = (resolve(spec, response).content as Json | undefined)?.['application/json'] as { examples?: Json } | undefined;
+          for (const example of Object.values(examples?.examples ?? {})) {
+            const code = (example as { value?: { error?: { code?: string } } }).value?.error?.code;
+            if (code) pairs.add(`${status} ${code}`);
+          }
         }
       }
     }
-  }
   return pairs;
 }
 

@@ -47,9 +47,20 @@ describe('SDK generated from openapi/gateway.yaml (openapi-typescript + openapi-
     t = await startTestGateway();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-sdk-'));
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
-    execFileSync(process.execPath, [path.join(root, 'node_modules/openapi-typescript/bin/cli.js'), path.join(root, 'openapi/gateway.yaml'), '--default-non-nullable', 'false', '-o', path.join(dir, 'gateway-schema.ts')], {
-      stdio: 'pipe',
-    });
+    execFileSync(
+      process.execPath,
+      [
+        path.join(root, 'node_modules/openapi-typescript/bin/cli.js'),
+        path.join(root, 'openapi/gateway.yaml'),
+        '--default-non-nullable',
+        'false',
+        '-o',
+        path.join(dir, 'gateway-schema.ts'),
+      ],
+      {
+        stdio: 'pipe',
+      },
+    );
   });
   afterAll(async () => {
     await t.close();

@@ -59,7 +59,9 @@ function resolveAll(node: unknown, file: string, load: (file: string) => Json, o
 
 type ServerVariables = Record<string, { default: string }>;
 const serverDefaults = (document: Json): Record<string, string>[] =>
-  (document.servers as { variables: ServerVariables }[]).map((server) => Object.fromEntries(Object.entries(server.variables).map(([name, v]) => [name, v.default])));
+  (document.servers as { variables: ServerVariables }[]).map((server) =>
+    Object.fromEntries(Object.entries(server.variables).map(([name, v]) => [name, v.default])),
+  );
 
 /**
  * `served` is the contract, with one difference: its server variables default to `origin` (where
@@ -142,14 +144,22 @@ describe('the served documents equal the contract in openapi/', () => {
     expect(serverDefaults(gateway.body as Json)).toEqual([{ scheme: 'http', authority: 'gw.example.net:9443' }]);
     expect(gateway.headers.vary).toBe('Host');
     expect(gateway.headers['cache-control']).toBe('no-cache');
-    const creative = await request(t.gateway.internalUrl).get(creativeOperations.getCreativeOpenApiDocument.path).set(SERVICE_TOKEN).set('Host', '[2001:db8::7]:8081');
+    const creative = await request(t.gateway.internalUrl)
+      .get(creativeOperations.getCreativeOpenApiDocument.path)
+      .set(SERVICE_TOKEN)
+      .set('Host', '[2001:db8::7]:8081');
     expect(serverDefaults(creative.body as Json)).toEqual([{ scheme: 'http', authority: '[2001:db8::7]:8081' }]);
     expect(creative.headers.vary).toBe('Host');
-    const page = await request(t.gateway.internalUrl).get(creativeOperations.getCreativeApiReference.path).set(SERVICE_TOKEN).set('Host', 'internal.example.net');
+    const page = await request(t.gateway.internalUrl)
+      .get(creativeOperations.getCreativeApiReference.path)
+      .set(SERVICE_TOKEN)
+      .set('Host', 'internal.example.net');
     expect(serverDefaults(pageConfiguration(page.text).content as Json)).toEqual([{ scheme: 'http', authority: 'internal.example.net' }]);
     expect(page.headers.vary).toBe('Host');
     // No proxy is trusted: forwarded values are not believed. A Host that is not `host[:port]` is not echoed.
-    const forwarded = await request(t.gateway.url).get(gatewayOperations.getOpenApiDocument.path).set({ 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https' });
+    const forwarded = await request(t.gateway.url)
+      .get(gatewayOperations.getOpenApiDocument.path)
+      .set({ 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https' });
     expect(serverDefaults(forwarded.body as Json)).toEqual([{ scheme: 'http', authority: new URL(t.gateway.url).host }]);
     const odd = await request(t.gateway.url).get(gatewayOperations.getOpenApiDocument.path).set('Host', 'a"><script>x</script>');
     expect(serverDefaults(odd.body as Json)).toEqual(serverDefaults(loadOpenApiDocument('gateway')));
@@ -199,7 +209,9 @@ describe("the reference page's script (Scalar's bundle): compressed, versioned, 
   for (const listener of ['public', 'internal'] as const) {
     it(`${listener} listener: the page names a content-versioned URL; br, gzip and identity bodies are the same bundle`, async () => {
       const base = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
-      const page = await request(base).get('/docs').set(listener === 'internal' ? SERVICE_TOKEN : {});
+      const page = await request(base)
+        .get('/docs')
+        .set(listener === 'internal' ? SERVICE_TOKEN : {});
       const src = /<script src="(\/docs\/scalar\.js\?v=[0-9a-f]{16})">/.exec(page.text)?.[1];
       expect(src).toBeDefined();
       const url = `${base}${src}`;

@@ -54,7 +54,12 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
   it("a compiled query given to a group-commit transaction's executeQuery: run directly, part of it; after it ended, kysely's refusal", async () => {
     let ended: Kysely<never> | undefined;
     const insert = (db: Kysely<never>, id: string) =>
-      db.executeQuery(CompiledQuery.raw('INSERT INTO generation_attempts (generation_id, seq, image_index, channel_id, outcome, latency_ms, started_at) VALUES (?, 0, 0, ?, ?, 1, 1)', [id, 'env-local', 'succeeded']));
+      db.executeQuery(
+        CompiledQuery.raw(
+          'INSERT INTO generation_attempts (generation_id, seq, image_index, channel_id, outcome, latency_ms, started_at) VALUES (?, 0, 0, ?, ?, 1, 1)',
+          [id, 'env-local', 'succeeded'],
+        ),
+      );
     await expect(
       database.writes.run(async (trx) => {
         ended = trx as never;
@@ -117,7 +122,17 @@ describe('prepared queries on SQLite, run directly on the connection', () => {
     expect(await completeGeneration(database.db, 'gen_a', { status: 'succeeded', errorCode: null, latencyMs: 5, completedAt: 1 })).toBe(true);
     // Settled already: the conditional UPDATE changes no row.
     expect(await completeGeneration(database.db, 'gen_a', { status: 'failed', errorCode: 'x', latencyMs: 5, completedAt: 2 })).toBe(false);
-    const attempt = { generation_id: 'gen_a', seq: 0, image_index: 0, channel_id: 'env-local', outcome: 'succeeded', error_code: null, latency_ms: 5, started_at: 1, model: 'local-1' };
+    const attempt = {
+      generation_id: 'gen_a',
+      seq: 0,
+      image_index: 0,
+      channel_id: 'env-local',
+      outcome: 'succeeded',
+      error_code: null,
+      latency_ms: 5,
+      started_at: 1,
+      model: 'local-1',
+    };
     await insertAttempts(database.db, [attempt]);
     // A row already there is kept (ON CONFLICT DO NOTHING), not an error.
     await insertAttempts(database.db, [{ ...attempt, outcome: 'failed' }]);

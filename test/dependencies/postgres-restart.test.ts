@@ -32,8 +32,19 @@ describe('PostgreSQL restarts while clients are sending', () => {
     expect([notReady.status, notReady.body.error.dependency]).toEqual([503, 'database']);
     expect((await t.internal.send('get', '/readyz')).status).toBe(503);
     // Admin and internal operations answer the same documented 503 (their responses are checked against the spec).
-    for (const res of [await t.api.admin('get', '/admin/keys'), await t.internal.service('get', `/api/v1/creative/usage?from=${encodeURIComponent('2026-01-01T00:00:00Z')}&to=${encodeURIComponent('2027-01-01T00:00:00Z')}`)]) {
-      expect([res.status, res.body.error.code, res.body.error.dependency, res.headers['retry-after']]).toEqual([503, 'dependency_unavailable', 'database', '2']);
+    for (const res of [
+      await t.api.admin('get', '/admin/keys'),
+      await t.internal.service(
+        'get',
+        `/api/v1/creative/usage?from=${encodeURIComponent('2026-01-01T00:00:00Z')}&to=${encodeURIComponent('2027-01-01T00:00:00Z')}`,
+      ),
+    ]) {
+      expect([res.status, res.body.error.code, res.body.error.dependency, res.headers['retry-after']]).toEqual([
+        503,
+        'dependency_unavailable',
+        'database',
+        '2',
+      ]);
     }
 
     setPhase('starting');
@@ -66,5 +77,4 @@ describe('PostgreSQL restarts while clients are sending', () => {
     await expectBooksBalance(t, id, results);
     expect(t.logs.filter((line) => line.includes('unhandled error'))).toEqual([]);
   });
-
 });

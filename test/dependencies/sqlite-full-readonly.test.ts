@@ -60,7 +60,8 @@ describe.each(faults)('SQLite $name while clients are sending', (fault) => {
     const brokenResults = await traffic.stop();
 
     // No sweep has run: what the outage left reserved is released as soon as a write goes through.
-    const nothingPending = async () => (await t.gateway.database.db.selectFrom('generations').where('status', 'in', ['queued', 'running']).select('id').execute()).length === 0;
+    const nothingPending = async () =>
+      (await t.gateway.database.db.selectFrom('generations').where('status', 'in', ['queued', 'running']).select('id').execute()).length === 0;
     if (fault.releasesWhileBroken) await until(nothingPending, 'reservations released while the disk is full', 20_000);
     setPhase('repairing');
     await fault.repair(t);

@@ -37,7 +37,9 @@ describe('PostgreSQL or Redis unreachable at startup', () => {
     expect(await gateway.exited).toBe(78);
     const lines = gateway.stderr.join('').trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^Startup error: ${label} is unreachable: gave up after \\d+\\.\\d s \\(DEPENDENCY_STARTUP_TIMEOUT_MS=600\\): .*ECONNREFUSED`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^Startup error: ${label} is unreachable: gave up after \\d+\\.\\d s \\(DEPENDENCY_STARTUP_TIMEOUT_MS=600\\): .*ECONNREFUSED`),
+    );
     // It did retry, and said so in its log.
     expect(gateway.stdout.join('')).toContain(`${label} is unreachable; retrying`);
   });

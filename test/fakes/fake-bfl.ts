@@ -69,7 +69,8 @@ export interface FakeBflOptions {
 }
 
 /** A tiny JPEG's leading bytes and frame (what `output_format: jpeg` makes). */
-const TINY_JPEG_B64 = '/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAP//////////////////////////////////////////////////////////////////////////////////////wgALCAABAAEBAREA/8QAFBABAAAAAAAAAAAAAAAAAAAAAP/aAAgBAQABPxA=';
+const TINY_JPEG_B64 =
+  '/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAP//////////////////////////////////////////////////////////////////////////////////////wgALCAABAAEBAREA/8QAFBABAAAAAAAAAAAAAAAAAAAAAP/aAAgBAQABPxA=';
 
 interface ModelSchema {
   fields: readonly string[];
@@ -85,11 +86,15 @@ const COMMON = ['prompt', 'seed', 'output_format', 'webhook_url', 'webhook_secre
 
 /** Why `width` / `height` break a model's side rules (FastAPI's messages), or undefined. */
 function sideRefusal(body: Record<string, unknown>, rule: { defaults: [number, number]; min: number; max?: number; multiple: number; maxPixels?: number }) {
-  const sides = [['width', body.width ?? rule.defaults[0]], ['height', body.height ?? rule.defaults[1]]] as const;
+  const sides = [
+    ['width', body.width ?? rule.defaults[0]],
+    ['height', body.height ?? rule.defaults[1]],
+  ] as const;
   for (const [field, value] of sides) {
     if (!Number.isInteger(value)) return { field, msg: 'Input should be a valid integer' };
     const side = value as number;
-    if (side < rule.min || (rule.max !== undefined && side > rule.max)) return { field, msg: `Input should be between ${rule.min} and ${rule.max ?? 'any'} (got ${side})` };
+    if (side < rule.min || (rule.max !== undefined && side > rule.max))
+      return { field, msg: `Input should be between ${rule.min} and ${rule.max ?? 'any'} (got ${side})` };
     if (side % rule.multiple !== 0) return { field, msg: `Input should be a multiple of ${rule.multiple}` };
   }
   const pixels = (sides[0][1] as number) * (sides[1][1] as number);
@@ -148,115 +153,133 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
   let failSubmits: number | undefined;
   const heldWaiters: Array<() => void> = [];
   const sign = (id: string, expires: number) => createHmac('sha256', signingKey).update(`${id}:${expires}`).digest('hex');
-  const invalid = (res: http.ServerResponse, field: string, msg: string, type = 'value_error') => sendJson(res, 422, { detail: [{ loc: ['body', field], msg, type }] });
+  const invalid = (res: http.ServerResponse, field: string, msg: string, type = 'value_error') =>
+    sendJson(res, 422, { detail: [{ loc: ['body', field], msg, type }] });
 
   let fake: FakeBfl;
-  const server = http.createServer(answering(async (req, res) => {
-    const raw = await readBody(req);
-    const target = new URL(req.url ?? '/', 'http://fake');
-    const ownOrigin = `http://${req.headers.host}`;
-    const foreignOrigin = ownOrigin.replace('127.0.0.1', 'localhost');
+  const server = http.createServer(
+    answering(async (req, res) => {
+      const raw = await readBody(req);
+      const target = new URL(req.url ?? '/', 'http://fake');
+      const ownOrigin = `http://${req.headers.host}`;
+      const foreignOrigin = ownOrigin.replace('127.0.0.1', 'localhost');
 
-    const sample = /^\/results\/([0-9a-f-]+)\/sample\.(jpeg|png)$/.exec(target.pathname);
-    if (req.method === 'GET' && sample) {
-      const id = sample[1]!;
-      const expires = Number(target.searchParams.get('se'));
-      if (target.searchParams.get('sig') !== sign(id, expires) || expires * 1000 < Date.now()) {
-        res.writeHead(403, { 'Content-Type': 'application/xml' });
-        return res.end('<Error><Code>AuthenticationFailed</Code></Error>');
-      }
-      downloads.push(id);
-      const bytes = Buffer.from(sample[2] === 'png' ? TINY_PNG_B64 : TINY_JPEG_B64, 'base64');
-      res.writeHead(200, { 'Content-Type': `image/${sample[2]}`, 'Content-Length': bytes.length });
-      return res.end(bytes);
-    }
-
-    const key = req.headers['x-key'];
-    if (key === undefined) return sendJson(res, 403, { detail: 'Not authenticated' });
-    if (key !== options.apiKey) return sendJson(res, 401, { detail: 'Invalid API key' });
-
-    if (req.method === 'GET' && target.pathname === '/v1/get_result') {
-      const id = target.searchParams.get('id') ?? '';
-      polls.push(id);
-      const task = tasks.get(id);
-      if (!task || token(task.prompt, 'lost') !== undefined) return sendJson(res, 200, { id, status: 'Task not found', result: null, progress: null, details: null });
-      task.polls += 1;
-      fake.onPoll?.(id, task.polls);
-      const pollError = token(task.prompt, 'poll-error');
-      if (pollError) {
-        const [status, times] = pollError.split(':');
-        const answered = pollErrors.get(id) ?? 0;
-        if (answered < Number(times ?? 1)) {
-          pollErrors.set(id, answered + 1);
-          return sendJson(res, Number(status), { detail: `fake poll failure ${status}` });
+      const sample = /^\/results\/([0-9a-f-]+)\/sample\.(jpeg|png)$/.exec(target.pathname);
+      if (req.method === 'GET' && sample) {
+        const id = sample[1]!;
+        const expires = Number(target.searchParams.get('se'));
+        if (target.searchParams.get('sig') !== sign(id, expires) || expires * 1000 < Date.now()) {
+          res.writeHead(403, { 'Content-Type': 'application/xml' });
+          return res.end('<Error><Code>AuthenticationFailed</Code></Error>');
         }
+        downloads.push(id);
+        const bytes = Buffer.from(sample[2] === 'png' ? TINY_PNG_B64 : TINY_JPEG_B64, 'base64');
+        res.writeHead(200, { 'Content-Type': `image/${sample[2]}`, 'Content-Length': bytes.length });
+        return res.end(bytes);
       }
-      const pending = () => sendJson(res, 200, { id, status: 'Pending', result: null, progress: Math.min(0.9, task.polls / 10), details: null });
-      if (task.held) {
-        for (const notify of heldWaiters.splice(0)) notify();
-        return pending();
+
+      const key = req.headers['x-key'];
+      if (key === undefined) return sendJson(res, 403, { detail: 'Not authenticated' });
+      if (key !== options.apiKey) return sendJson(res, 401, { detail: 'Invalid API key' });
+
+      if (req.method === 'GET' && target.pathname === '/v1/get_result') {
+        const id = target.searchParams.get('id') ?? '';
+        polls.push(id);
+        const task = tasks.get(id);
+        if (!task || token(task.prompt, 'lost') !== undefined)
+          return sendJson(res, 200, { id, status: 'Task not found', result: null, progress: null, details: null });
+        task.polls += 1;
+        fake.onPoll?.(id, task.polls);
+        const pollError = token(task.prompt, 'poll-error');
+        if (pollError) {
+          const [status, times] = pollError.split(':');
+          const answered = pollErrors.get(id) ?? 0;
+          if (answered < Number(times ?? 1)) {
+            pollErrors.set(id, answered + 1);
+            return sendJson(res, Number(status), { detail: `fake poll failure ${status}` });
+          }
+        }
+        const pending = () => sendJson(res, 200, { id, status: 'Pending', result: null, progress: Math.min(0.9, task.polls / 10), details: null });
+        if (task.held) {
+          for (const notify of heldWaiters.splice(0)) notify();
+          return pending();
+        }
+        if (task.polls <= Number(token(task.prompt, 'pending') ?? 1)) return pending();
+        task.finished();
+        const moderated = token(task.prompt, 'moderated');
+        if (moderated === 'request')
+          return sendJson(res, 200, {
+            id,
+            status: 'Request Moderated',
+            result: null,
+            progress: null,
+            details: { 'Moderation Reasons': ['Derivative Works Filter'] },
+          });
+        if (moderated === 'content')
+          return sendJson(res, 200, { id, status: 'Content Moderated', result: null, progress: null, details: { 'Moderation Reasons': ['NSFW'] } });
+        if (token(task.prompt, 'task-error') !== undefined)
+          return sendJson(res, 200, { id, status: 'Error', result: null, progress: null, details: { error: 'fake processing failure' } });
+        const expires = Math.floor(Date.now() / 1000) + 600;
+        const origin = options.deliveryHost
+          ? `https://${options.deliveryHost}`
+          : token(task.prompt, 'foreign-sample') !== undefined
+            ? foreignOrigin
+            : ownOrigin;
+        const sampleUrl = `${origin}/results/${id}/sample.${task.format}?se=${expires}&sig=${sign(id, expires)}`;
+        return sendJson(res, 200, {
+          id,
+          status: 'Ready',
+          result: { sample: sampleUrl, prompt: task.prompt, seed: task.seed, start_time: Date.now() / 1000 - 2, end_time: Date.now() / 1000, duration: 2 },
+          progress: null,
+          details: null,
+        });
       }
-      if (task.polls <= Number(token(task.prompt, 'pending') ?? 1)) return pending();
-      task.finished();
-      const moderated = token(task.prompt, 'moderated');
-      if (moderated === 'request') return sendJson(res, 200, { id, status: 'Request Moderated', result: null, progress: null, details: { 'Moderation Reasons': ['Derivative Works Filter'] } });
-      if (moderated === 'content') return sendJson(res, 200, { id, status: 'Content Moderated', result: null, progress: null, details: { 'Moderation Reasons': ['NSFW'] } });
-      if (token(task.prompt, 'task-error') !== undefined) return sendJson(res, 200, { id, status: 'Error', result: null, progress: null, details: { error: 'fake processing failure' } });
-      const expires = Math.floor(Date.now() / 1000) + 600;
-      const origin = options.deliveryHost ? `https://${options.deliveryHost}` : token(task.prompt, 'foreign-sample') !== undefined ? foreignOrigin : ownOrigin;
-      const sampleUrl = `${origin}/results/${id}/sample.${task.format}?se=${expires}&sig=${sign(id, expires)}`;
-      return sendJson(res, 200, {
-        id,
-        status: 'Ready',
-        result: { sample: sampleUrl, prompt: task.prompt, seed: task.seed, start_time: Date.now() / 1000 - 2, end_time: Date.now() / 1000, duration: 2 },
-        progress: null,
-        details: null,
-      });
-    }
 
-    const route = /^\/v1\/([A-Za-z0-9._-]+)$/.exec(target.pathname);
-    if (req.method !== 'POST' || !route) return sendJson(res, 404, { detail: 'Not Found' });
-    const model = route[1]!;
-    const schema = MODELS[model];
-    if (!schema) return sendJson(res, 404, { detail: 'Not Found' });
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(raw) as Record<string, unknown>;
-    } catch {
-      return sendJson(res, 422, { detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
-    }
-    received.push({ model, body });
-    const prompt = body.prompt;
-    if (typeof prompt !== 'string' || prompt.length === 0) return invalid(res, 'prompt', 'Field required', 'missing');
-    const forced = failSubmits ?? token(prompt, 'submit');
-    if (forced) return sendJson(res, Number(forced), { detail: `fake submit answer ${forced}` });
-    const undocumented = Object.keys(body).filter((field) => !schema.fields.includes(field));
-    if (undocumented.length > 0) return invalid(res, undocumented[0]!, `Extra inputs are not permitted for ${model}`, 'extra_forbidden');
-    const refusal = schema.size(body);
-    if (refusal) return invalid(res, refusal.field, refusal.msg);
-    if (body.seed !== undefined && body.seed !== null && !Number.isInteger(body.seed)) return invalid(res, 'seed', 'Input should be a valid integer');
-    if (body.output_format !== undefined && body.output_format !== null && body.output_format !== 'jpeg' && body.output_format !== 'png') {
-      return invalid(res, 'output_format', "Input should be 'jpeg' or 'png'", 'enum');
-    }
-    const images: ReceivedImage[] = [];
-    for (const field of inputFields(schema.maxImages)) {
-      const value = body[field];
-      if (value === undefined || value === null) continue;
-      const bytes = typeof value === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(value) ? Buffer.from(value, 'base64') : Buffer.alloc(0);
-      const image: ReceivedImage = { via: 'data-uri', bytes, ...sniff(bytes) };
-      if (!image.format) return invalid(res, field, 'Input image could not be decoded (base64 image or URL expected)');
-      images.push(image);
-    }
-    // "Limit of 2 for Image to Image" (Kontext's safety_tolerance).
-    if (images.length > 0 && typeof body.safety_tolerance === 'number' && body.safety_tolerance > 2) return invalid(res, 'safety_tolerance', 'At most 2 with an input image');
+      const route = /^\/v1\/([A-Za-z0-9._-]+)$/.exec(target.pathname);
+      if (req.method !== 'POST' || !route) return sendJson(res, 404, { detail: 'Not Found' });
+      const model = route[1]!;
+      const schema = MODELS[model];
+      if (!schema) return sendJson(res, 404, { detail: 'Not Found' });
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return sendJson(res, 422, { detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
+      }
+      received.push({ model, body });
+      const prompt = body.prompt;
+      if (typeof prompt !== 'string' || prompt.length === 0) return invalid(res, 'prompt', 'Field required', 'missing');
+      const forced = failSubmits ?? token(prompt, 'submit');
+      if (forced) return sendJson(res, Number(forced), { detail: `fake submit answer ${forced}` });
+      const undocumented = Object.keys(body).filter((field) => !schema.fields.includes(field));
+      if (undocumented.length > 0) return invalid(res, undocumented[0]!, `Extra inputs are not permitted for ${model}`, 'extra_forbidden');
+      const refusal = schema.size(body);
+      if (refusal) return invalid(res, refusal.field, refusal.msg);
+      if (body.seed !== undefined && body.seed !== null && !Number.isInteger(body.seed)) return invalid(res, 'seed', 'Input should be a valid integer');
+      if (body.output_format !== undefined && body.output_format !== null && body.output_format !== 'jpeg' && body.output_format !== 'png') {
+        return invalid(res, 'output_format', "Input should be 'jpeg' or 'png'", 'enum');
+      }
+      const images: ReceivedImage[] = [];
+      for (const field of inputFields(schema.maxImages)) {
+        const value = body[field];
+        if (value === undefined || value === null) continue;
+        const bytes = typeof value === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(value) ? Buffer.from(value, 'base64') : Buffer.alloc(0);
+        const image: ReceivedImage = { via: 'data-uri', bytes, ...sniff(bytes) };
+        if (!image.format) return invalid(res, field, 'Input image could not be decoded (base64 image or URL expected)');
+        images.push(image);
+      }
+      // "Limit of 2 for Image to Image" (Kontext's safety_tolerance).
+      if (images.length > 0 && typeof body.safety_tolerance === 'number' && body.safety_tolerance > 2)
+        return invalid(res, 'safety_tolerance', 'At most 2 with an input image');
 
-    const id = randomUUID();
-    const format = body.output_format === 'png' || body.output_format === 'jpeg' ? body.output_format : schema.defaultFormat;
-    tasks.set(id, { id, prompt, seed: Number(body.seed ?? 0), format, polls: 0, held: token(prompt, 'hold') !== undefined, finished: counters.start() });
-    submits.push({ id, model, body, images });
-    const origin = token(prompt, 'foreign-polling') !== undefined ? foreignOrigin : ownOrigin;
-    return sendJson(res, 200, { id, polling_url: `${origin}/v1/get_result?id=${id}`, cost: 4, input_mp: 0, output_mp: 1 });
-  }));
+      const id = randomUUID();
+      const format = body.output_format === 'png' || body.output_format === 'jpeg' ? body.output_format : schema.defaultFormat;
+      tasks.set(id, { id, prompt, seed: Number(body.seed ?? 0), format, polls: 0, held: token(prompt, 'hold') !== undefined, finished: counters.start() });
+      submits.push({ id, model, body, images });
+      const origin = token(prompt, 'foreign-polling') !== undefined ? foreignOrigin : ownOrigin;
+      return sendJson(res, 200, { id, polling_url: `${origin}/v1/get_result?id=${id}`, cost: 4, input_mp: 0, output_mp: 1 });
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   fake = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

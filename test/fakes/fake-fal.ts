@@ -113,14 +113,17 @@ const modelError = (type: string, loc: string[], msg: string) => ({ detail: [{ l
 function schemaFailure(schema: AppSchema, body: Record<string, unknown>, images: Array<ReceivedImage | undefined>): object | undefined {
   if (typeof body.prompt !== 'string') return modelError('missing', ['body', 'prompt'], 'Field required');
   const n = body.num_images ?? 1;
-  if (!Number.isInteger(n) || (n as number) < 1 || (n as number) > 4) return modelError('less_than_equal', ['body', 'num_images'], 'Input should be less than or equal to 4');
+  if (!Number.isInteger(n) || (n as number) < 1 || (n as number) > 4)
+    return modelError('less_than_equal', ['body', 'num_images'], 'Input should be less than or equal to 4');
   if (body.seed !== undefined && !Number.isInteger(body.seed)) return modelError('int_type', ['body', 'seed'], 'Input should be a valid integer');
   if (schema.size === 'image_size') {
     const size = body.image_size;
     if (size !== undefined && !(typeof size === 'string' && size in PRESETS)) {
       const { width, height } = (size ?? {}) as { width?: unknown; height?: unknown };
-      if (typeof size !== 'object' || !Number.isInteger(width) || !Number.isInteger(height)) return modelError('model_attributes_type', ['body', 'image_size'], 'Input should be a valid ImageSize or a preset');
-      if ((width as number) > 14142 || (height as number) > 14142) return modelError('less_than_equal', ['body', 'image_size'], 'Input should be less than or equal to 14142');
+      if (typeof size !== 'object' || !Number.isInteger(width) || !Number.isInteger(height))
+        return modelError('model_attributes_type', ['body', 'image_size'], 'Input should be a valid ImageSize or a preset');
+      if ((width as number) > 14142 || (height as number) > 14142)
+        return modelError('less_than_equal', ['body', 'image_size'], 'Input should be less than or equal to 14142');
     }
   } else if (body.aspect_ratio !== undefined && !schema.size.includes(String(body.aspect_ratio))) {
     return modelError('enum', ['body', 'aspect_ratio'], `Input should be ${schema.size.map((r) => `'${r}'`).join(', ')}`);
@@ -129,7 +132,12 @@ function schemaFailure(schema: AppSchema, body: Record<string, unknown>, images:
     if (typeof body.image_url !== 'string') return modelError('missing', ['body', 'image_url'], 'Field required');
     const image = images[0];
     if (!image) return modelError('file_download_error', ['body', 'image_url'], 'Failed to download the file. Please check if the URL is accessible.');
-    if (!image.format || !['png', 'jpeg', 'webp'].includes(image.format)) return modelError('image_load_error', ['body', 'image_url'], 'Failed to load the image. Please ensure the image file is not corrupted and is in a supported format.');
+    if (!image.format || !['png', 'jpeg', 'webp'].includes(image.format))
+      return modelError(
+        'image_load_error',
+        ['body', 'image_url'],
+        'Failed to load the image. Please ensure the image file is not corrupted and is in a supported format.',
+      );
   }
   return undefined;
 }
@@ -186,100 +194,112 @@ export async function startFakeFal(options: { apiKey: string }, port = 0): Promi
         made.push(request.prompt);
         return { url: imageFileUrl(req, request.prompt, `${request.id}-${i}`), width, height, content_type: 'image/png' };
       });
-      request.result = { status: 200, body: { images, timings: { inference: 0.5 }, seed: request.body.seed ?? 42, has_nsfw_concepts: images.map(() => nsfw), prompt: request.prompt } };
+      request.result = {
+        status: 200,
+        body: { images, timings: { inference: 0.5 }, seed: request.body.seed ?? 42, has_nsfw_concepts: images.map(() => nsfw), prompt: request.prompt },
+      };
     }
   };
 
-  const server = http.createServer(answering(async (req, res) => {
-    if (serveImageFile(req, res)) return;
-    const raw = await readBody(req);
-    const path = (req.url ?? '').split('?')[0]!;
-    const authorized = req.headers.authorization === `Key ${apiKey}`;
-    const requestRoute = /^\/([^/]+\/[^/]+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
-    if (requestRoute) {
-      if (!authorized) return sendJson(res, 401, { detail: 'No user found for Key ID and Secret' });
-      const [, root, id, tail] = requestRoute;
-      const request = requests.get(id!);
-      if (!request || request.root !== root) return sendJson(res, 404, { detail: `Request ${id} not found` });
-      if (tail === '/cancel') {
-        if (req.method !== 'PUT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
-        const queued = request.state === 'IN_QUEUE';
-        // A running request is sent a cancellation signal the app may ignore (this fake's apps do).
-        const answered = queued || request.state === 'IN_PROGRESS' ? 'CANCELLATION_REQUESTED' : 'ALREADY_COMPLETED';
-        cancelCalls.push({ requestId: request.id, answered });
-        if (!queued) return sendJson(res, answered === 'ALREADY_COMPLETED' ? 400 : 202, { status: answered });
-        request.state = 'CANCELLED';
-        cancelled.push(request.id);
-        finishers.get(request.id)?.();
-        return sendJson(res, 202, { status: answered });
-      }
-      if (req.method !== 'GET') return sendJson(res, 405, { detail: 'Method Not Allowed' });
-      if (tail === '/status') {
-        request.statusPolls += 1;
-        statusPolls.set(request.id, request.statusPolls);
-        const busy = Number(token(request.prompt, 'status-busy') ?? 0);
-        if (request.statusPolls <= busy) return sendJson(res, 429, { detail: 'Too many requests' });
-        if (request.state === 'IN_QUEUE' && !request.held) {
-          if (request.queuedPolls > 0) request.queuedPolls -= 1;
-          else request.state = 'IN_PROGRESS';
+  const server = http.createServer(
+    answering(async (req, res) => {
+      if (serveImageFile(req, res)) return;
+      const raw = await readBody(req);
+      const path = (req.url ?? '').split('?')[0]!;
+      const authorized = req.headers.authorization === `Key ${apiKey}`;
+      const requestRoute = /^\/([^/]+\/[^/]+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path);
+      if (requestRoute) {
+        if (!authorized) return sendJson(res, 401, { detail: 'No user found for Key ID and Secret' });
+        const [, root, id, tail] = requestRoute;
+        const request = requests.get(id!);
+        if (!request || request.root !== root) return sendJson(res, 404, { detail: `Request ${id} not found` });
+        if (tail === '/cancel') {
+          if (req.method !== 'PUT') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+          const queued = request.state === 'IN_QUEUE';
+          // A running request is sent a cancellation signal the app may ignore (this fake's apps do).
+          const answered = queued || request.state === 'IN_PROGRESS' ? 'CANCELLATION_REQUESTED' : 'ALREADY_COMPLETED';
+          cancelCalls.push({ requestId: request.id, answered });
+          if (!queued) return sendJson(res, answered === 'ALREADY_COMPLETED' ? 400 : 202, { status: answered });
+          request.state = 'CANCELLED';
+          cancelled.push(request.id);
+          finishers.get(request.id)?.();
+          return sendJson(res, 202, { status: answered });
         }
-        if (request.state === 'IN_PROGRESS') {
-          if (request.runningPolls > 0) request.runningPolls -= 1;
-          else {
-            run(request, req);
-            request.state = 'COMPLETED';
-            finishers.get(request.id)?.();
+        if (req.method !== 'GET') return sendJson(res, 405, { detail: 'Method Not Allowed' });
+        if (tail === '/status') {
+          request.statusPolls += 1;
+          statusPolls.set(request.id, request.statusPolls);
+          const busy = Number(token(request.prompt, 'status-busy') ?? 0);
+          if (request.statusPolls <= busy) return sendJson(res, 429, { detail: 'Too many requests' });
+          if (request.state === 'IN_QUEUE' && !request.held) {
+            if (request.queuedPolls > 0) request.queuedPolls -= 1;
+            else request.state = 'IN_PROGRESS';
           }
+          if (request.state === 'IN_PROGRESS') {
+            if (request.runningPolls > 0) request.runningPolls -= 1;
+            else {
+              run(request, req);
+              request.state = 'COMPLETED';
+              finishers.get(request.id)?.();
+            }
+          }
+          // A cancelled request reads as completed; its result is the cancellation.
+          const status = request.state === 'CANCELLED' ? 'COMPLETED' : request.state;
+          const body = {
+            ...urlsOf(request),
+            status,
+            ...(status === 'IN_QUEUE' ? { queue_position: 0 } : {}),
+            ...(status === 'COMPLETED' ? { logs: null, metrics: { inference_time: 0.5 } } : {}),
+          };
+          sendJson(res, status === 'COMPLETED' ? 200 : 202, body);
+          fake.onStatusPoll?.(request.id, status);
+          return;
         }
-        // A cancelled request reads as completed; its result is the cancellation.
-        const status = request.state === 'CANCELLED' ? 'COMPLETED' : request.state;
-        const body = { ...urlsOf(request), status, ...(status === 'IN_QUEUE' ? { queue_position: 0 } : {}), ...(status === 'COMPLETED' ? { logs: null, metrics: { inference_time: 0.5 } } : {}) };
-        sendJson(res, status === 'COMPLETED' ? 200 : 202, body);
-        fake.onStatusPoll?.(request.id, status);
-        return;
+        if (request.state === 'CANCELLED') return sendJson(res, 400, { detail: 'Request was cancelled' });
+        if (request.state !== 'COMPLETED' || !request.result) return sendJson(res, 400, { detail: 'Request is still in progress' });
+        return sendJson(res, request.result.status, request.result.body);
       }
-      if (request.state === 'CANCELLED') return sendJson(res, 400, { detail: 'Request was cancelled' });
-      if (request.state !== 'COMPLETED' || !request.result) return sendJson(res, 400, { detail: 'Request is still in progress' });
-      return sendJson(res, request.result.status, request.result.body);
-    }
 
-    const submit = /^\/([^/]+\/[^/]+)((?:\/[^/]+)*)$/.exec(path);
-    if (req.method !== 'POST' || !submit) return sendJson(res, 404, { detail: 'Not Found' });
-    if (!authorized) return sendJson(res, 401, { detail: 'No user found for Key ID and Secret' });
-    const app = `${submit[1]}${submit[2]}`;
-    if (!APPS[app]) return sendJson(res, 404, { detail: `Application '${app}' not found` });
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(raw) as Record<string, unknown>;
-    } catch {
-      return sendJson(res, 422, { detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
-    }
-    const prompt = typeof body.prompt === 'string' ? body.prompt : '';
-    if (token(prompt, 'locked') !== undefined) return sendJson(res, 403, { detail: 'User is locked. Reason: Exhausted balance. Top up your balance at fal.ai/dashboard/billing.' });
-    const submitStatus = token(prompt, 'submit');
-    if (submitStatus) return sendJson(res, Number(submitStatus), { detail: `fake ${submitStatus}` });
-    const references = typeof body.image_url === 'string' ? [body.image_url] : Array.isArray(body.image_urls) ? (body.image_urls as unknown[]).map(String) : [];
-    const images = await Promise.all(references.map((ref) => (ref.startsWith('data:') ? Promise.resolve(decodeDataUri(ref)) : fetchInputImage(ref))));
-    const id = randomUUID();
-    const request: QueuedRequest = {
-      id,
-      root: submit[1]!,
-      app,
-      body,
-      prompt,
-      images,
-      queuedPolls: Number(token(prompt, 'queued') ?? 1),
-      runningPolls: Number(token(prompt, 'running') ?? 1),
-      held: token(prompt, 'hold') !== undefined,
-      state: 'IN_QUEUE',
-      statusPolls: 0,
-      host: String(req.headers.host),
-    };
-    requests.set(id, request);
-    finishers.set(id, counters.start());
-    submits.push({ requestId: id, app, body, images });
-    sendJson(res, 200, { ...urlsOf(request), status: 'IN_QUEUE', queue_position: 0 });
-  }));
+      const submit = /^\/([^/]+\/[^/]+)((?:\/[^/]+)*)$/.exec(path);
+      if (req.method !== 'POST' || !submit) return sendJson(res, 404, { detail: 'Not Found' });
+      if (!authorized) return sendJson(res, 401, { detail: 'No user found for Key ID and Secret' });
+      const app = `${submit[1]}${submit[2]}`;
+      if (!APPS[app]) return sendJson(res, 404, { detail: `Application '${app}' not found` });
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return sendJson(res, 422, { detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
+      }
+      const prompt = typeof body.prompt === 'string' ? body.prompt : '';
+      if (token(prompt, 'locked') !== undefined)
+        return sendJson(res, 403, { detail: 'User is locked. Reason: Exhausted balance. Top up your balance at fal.ai/dashboard/billing.' });
+      const submitStatus = token(prompt, 'submit');
+      if (submitStatus) return sendJson(res, Number(submitStatus), { detail: `fake ${submitStatus}` });
+      const references =
+        typeof body.image_url === 'string' ? [body.image_url] : Array.isArray(body.image_urls) ? (body.image_urls as unknown[]).map(String) : [];
+      const images = await Promise.all(references.map((ref) => (ref.startsWith('data:') ? Promise.resolve(decodeDataUri(ref)) : fetchInputImage(ref))));
+      const id = randomUUID();
+      const request: QueuedRequest = {
+        id,
+        root: submit[1]!,
+        app,
+        body,
+        prompt,
+        images,
+        queuedPolls: Number(token(prompt, 'queued') ?? 1),
+        runningPolls: Number(token(prompt, 'running') ?? 1),
+        held: token(prompt, 'hold') !== undefined,
+        state: 'IN_QUEUE',
+        statusPolls: 0,
+        host: String(req.headers.host),
+      };
+      requests.set(id, request);
+      finishers.set(id, counters.start());
+      submits.push({ requestId: id, app, body, images });
+      sendJson(res, 200, { ...urlsOf(request), status: 'IN_QUEUE', queue_position: 0 });
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const fake: FakeFal = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -33,8 +33,30 @@ const MODELS: Record<string, ModelRules> = {
   'gemini-3.1-flash-image': FLASH_3_1,
   'gemini-3.1-flash-image-preview': FLASH_3_1,
 };
-const TOP_LEVEL = ['contents', 'generationConfig', 'generation_config', 'safetySettings', 'safety_settings', 'systemInstruction', 'system_instruction', 'tools', 'toolConfig', 'cachedContent'];
-const GENERATION_CONFIG = ['responseModalities', 'imageConfig', 'temperature', 'topP', 'topK', 'candidateCount', 'maxOutputTokens', 'stopSequences', 'seed', 'thinkingConfig'];
+const TOP_LEVEL = [
+  'contents',
+  'generationConfig',
+  'generation_config',
+  'safetySettings',
+  'safety_settings',
+  'systemInstruction',
+  'system_instruction',
+  'tools',
+  'toolConfig',
+  'cachedContent',
+];
+const GENERATION_CONFIG = [
+  'responseModalities',
+  'imageConfig',
+  'temperature',
+  'topP',
+  'topK',
+  'candidateCount',
+  'maxOutputTokens',
+  'stopSequences',
+  'seed',
+  'thinkingConfig',
+];
 /** The Gemini API's inline request limit. */
 const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
 
@@ -76,81 +98,117 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
   let outage: { status: string; code: number } | undefined;
   let held: Array<() => void> = [];
 
-  const server = http.createServer(answering(async (req, res) => {
-    const raw = await readBody(req);
-    const route = /^\/v1beta\/models\/([^/:]+):generateContent(?:\?.*)?$/.exec(req.url ?? '');
-    if (req.method !== 'POST' || !route) return googleError(res, 404, 'NOT_FOUND', `Requested entity was not found: ${req.method} ${req.url}`);
-    res.once('finish', () => answered.push({ model: decodeURIComponent(route[1]!), status: res.statusCode }));
-    const sentKey = req.headers['x-goog-api-key'] as string | undefined;
-    if (sentKey === undefined) {
-      return googleError(res, 403, 'PERMISSION_DENIED', "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.");
-    }
-    if (sentKey !== apiKey) {
-      return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
-        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
-      ]);
-    }
-    const model = decodeURIComponent(route[1]!);
-    const rules = MODELS[model];
-    if (!rules) return googleError(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`);
-    if (Buffer.byteLength(raw) > MAX_REQUEST_BYTES) return googleError(res, 400, 'INVALID_ARGUMENT', `Request payload size exceeds the limit: ${MAX_REQUEST_BYTES} bytes.`);
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(raw) as Record<string, unknown>;
-    } catch {
-      return googleError(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
-    }
-    const finished = counters.start();
-    res.once('close', finished);
-    const unknown = Object.keys(body).find((field) => !TOP_LEVEL.includes(field));
-    if (unknown) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknown}": Cannot find field.`);
-    const config = (body.generationConfig ?? {}) as Record<string, unknown>;
-    const unknownConfig = Object.keys(config).find((field) => !GENERATION_CONFIG.includes(field));
-    if (unknownConfig) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknownConfig}" at 'generation_config': Cannot find field.`);
-    const imageConfig = (config.imageConfig ?? {}) as Record<string, unknown>;
-    if (imageConfig.aspectRatio !== undefined && !rules.ratios.includes(String(imageConfig.aspectRatio))) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unsupported aspect ratio.');
-    if (imageConfig.imageSize !== undefined && !rules.imageSizes.includes(String(imageConfig.imageSize))) return googleError(res, 400, 'INVALID_ARGUMENT', `imageSize is not supported for ${model}.`);
-    const contents = (body.contents ?? []) as Array<{ role?: string; parts?: Array<Record<string, unknown>> }>;
-    const parts = contents.flatMap((content) => content.parts ?? []);
-    const prompt = parts.map((part) => (typeof part.text === 'string' ? part.text : '')).join(' ');
-    const images = parts
-      .map((part) => (part.inline_data ?? part.inlineData) as { mime_type?: string; mimeType?: string; data?: string } | undefined)
-      .filter((inline) => inline !== undefined)
-      .map((inline) => decodeDataUri(`data:${inline.mime_type ?? inline.mimeType};base64,${inline.data ?? ''}`));
-    calls.push({ model, body, apiKey: sentKey, images });
-    const nth = (callsOfPrompt.get(prompt) ?? 0) + 1;
-    callsOfPrompt.set(prompt, nth);
-    if (images.length > rules.maxImages) return googleError(res, 400, 'INVALID_ARGUMENT', `Too many images: ${model} takes at most ${rules.maxImages}.`);
-    if (images.some((image) => !image?.format)) return googleError(res, 400, 'INVALID_ARGUMENT', 'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting');
-    if (outage) return googleError(res, outage.code, outage.status, `fake outage: ${outage.status}`);
-    if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
-    const failure = token(prompt, 'error');
-    if (failure) {
-      const [status, code] = failure.split(':');
-      return googleError(res, Number(code ?? 500), status ?? 'INTERNAL', `fake ${status}`);
-    }
-    const unavailable = token(prompt, 'unavailable');
-    if (unavailable !== undefined && nth <= Number(unavailable || Infinity)) return googleError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
-    const busy = token(prompt, 'busy');
-    if (busy !== undefined && nth <= Number(busy || Infinity)) {
-      return googleError(res, 429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' }]);
-    }
-    const block = token(prompt, 'block');
-    if (block) return sendJson(res, 200, { promptFeedback: { blockReason: block }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 } });
-    const finish = token(prompt, 'finish');
-    if (finish) return sendJson(res, 200, { candidates: [{ content: { role: 'model', parts: [] }, finishReason: finish, index: 0 }] });
-    const textOnly = token(prompt, 'textonly') !== undefined;
-    const responseParts: Array<Record<string, unknown>> = [{ text: 'Here is the image.' }];
-    if (!textOnly) {
-      responseParts.push({ inlineData: { mimeType: 'image/png', data: TINY_PNG_B64 } });
-      made.push(prompt);
-    }
-    sendJson(res, 200, {
-      candidates: [{ content: { role: 'model', parts: responseParts }, finishReason: 'STOP', index: 0 }],
-      usageMetadata: { promptTokenCount: 8, candidatesTokenCount: textOnly ? 5 : 1290, totalTokenCount: textOnly ? 13 : 1298 },
-      modelVersion: model,
-    });
-  }));
+  const server = http.createServer(
+    answering(async (req, res) => {
+      const raw = await readBody(req);
+      const route = /^\/v1beta\/models\/([^/:]+):generateContent(?:\?.*)?$/.exec(req.url ?? '');
+      if (req.method !== 'POST' || !route) return googleError(res, 404, 'NOT_FOUND', `Requested entity was not found: ${req.method} ${req.url}`);
+      res.once('finish', () => answered.push({ model: decodeURIComponent(route[1]!), status: res.statusCode }));
+      const sentKey = req.headers['x-goog-api-key'] as string | undefined;
+      if (sentKey === undefined) {
+        return googleError(
+          res,
+          403,
+          'PERMISSION_DENIED',
+          "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+        );
+      }
+      if (sentKey !== apiKey) {
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'API_KEY_INVALID',
+            domain: 'googleapis.com',
+            metadata: { service: 'generativelanguage.googleapis.com' },
+          },
+        ]);
+      }
+      const model = decodeURIComponent(route[1]!);
+      const rules = MODELS[model];
+      if (!rules)
+        return googleError(
+          res,
+          404,
+          'NOT_FOUND',
+          `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`,
+        );
+      if (Buffer.byteLength(raw) > MAX_REQUEST_BYTES)
+        return googleError(res, 400, 'INVALID_ARGUMENT', `Request payload size exceeds the limit: ${MAX_REQUEST_BYTES} bytes.`);
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
+      }
+      const finished = counters.start();
+      res.once('close', finished);
+      const unknown = Object.keys(body).find((field) => !TOP_LEVEL.includes(field));
+      if (unknown) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknown}": Cannot find field.`);
+      const config = (body.generationConfig ?? {}) as Record<string, unknown>;
+      const unknownConfig = Object.keys(config).find((field) => !GENERATION_CONFIG.includes(field));
+      if (unknownConfig)
+        return googleError(
+          res,
+          400,
+          'INVALID_ARGUMENT',
+          `Invalid JSON payload received. Unknown name "${unknownConfig}" at 'generation_config': Cannot find field.`,
+        );
+      const imageConfig = (config.imageConfig ?? {}) as Record<string, unknown>;
+      if (imageConfig.aspectRatio !== undefined && !rules.ratios.includes(String(imageConfig.aspectRatio)))
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'Unsupported aspect ratio.');
+      if (imageConfig.imageSize !== undefined && !rules.imageSizes.includes(String(imageConfig.imageSize)))
+        return googleError(res, 400, 'INVALID_ARGUMENT', `imageSize is not supported for ${model}.`);
+      const contents = (body.contents ?? []) as Array<{ role?: string; parts?: Array<Record<string, unknown>> }>;
+      const parts = contents.flatMap((content) => content.parts ?? []);
+      const prompt = parts.map((part) => (typeof part.text === 'string' ? part.text : '')).join(' ');
+      const images = parts
+        .map((part) => (part.inline_data ?? part.inlineData) as { mime_type?: string; mimeType?: string; data?: string } | undefined)
+        .filter((inline) => inline !== undefined)
+        .map((inline) => decodeDataUri(`data:${inline.mime_type ?? inline.mimeType};base64,${inline.data ?? ''}`));
+      calls.push({ model, body, apiKey: sentKey, images });
+      const nth = (callsOfPrompt.get(prompt) ?? 0) + 1;
+      callsOfPrompt.set(prompt, nth);
+      if (images.length > rules.maxImages) return googleError(res, 400, 'INVALID_ARGUMENT', `Too many images: ${model} takes at most ${rules.maxImages}.`);
+      if (images.some((image) => !image?.format))
+        return googleError(
+          res,
+          400,
+          'INVALID_ARGUMENT',
+          'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+        );
+      if (outage) return googleError(res, outage.code, outage.status, `fake outage: ${outage.status}`);
+      if (token(prompt, 'hold') !== undefined) await new Promise<void>((resolve) => held.push(resolve));
+      const failure = token(prompt, 'error');
+      if (failure) {
+        const [status, code] = failure.split(':');
+        return googleError(res, Number(code ?? 500), status ?? 'INTERNAL', `fake ${status}`);
+      }
+      const unavailable = token(prompt, 'unavailable');
+      if (unavailable !== undefined && nth <= Number(unavailable || Infinity))
+        return googleError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
+      const busy = token(prompt, 'busy');
+      if (busy !== undefined && nth <= Number(busy || Infinity)) {
+        return googleError(res, 429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', [
+          { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' },
+        ]);
+      }
+      const block = token(prompt, 'block');
+      if (block) return sendJson(res, 200, { promptFeedback: { blockReason: block }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 } });
+      const finish = token(prompt, 'finish');
+      if (finish) return sendJson(res, 200, { candidates: [{ content: { role: 'model', parts: [] }, finishReason: finish, index: 0 }] });
+      const textOnly = token(prompt, 'textonly') !== undefined;
+      const responseParts: Array<Record<string, unknown>> = [{ text: 'Here is the image.' }];
+      if (!textOnly) {
+        responseParts.push({ inlineData: { mimeType: 'image/png', data: TINY_PNG_B64 } });
+        made.push(prompt);
+      }
+      sendJson(res, 200, {
+        candidates: [{ content: { role: 'model', parts: responseParts }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { promptTokenCount: 8, candidatesTokenCount: textOnly ? 5 : 1290, totalTokenCount: textOnly ? 13 : 1298 },
+        modelVersion: model,
+      });
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

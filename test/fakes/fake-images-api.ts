@@ -39,11 +39,21 @@ const ARK_COMMON_FIELDS = ['model', 'prompt', 'image', 'size', 'response_format'
 const SEEDREAM_4_FIELDS = ['sequential_image_generation', 'sequential_image_generation_options', 'stream', 'optimize_prompt_options'];
 const SEEDREAM_4_INPUTS = { maxImages: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], minRatio: 1 / 16, maxRatio: 16 };
 const ARK_MODELS: ArkModelDoc[] = [
-  { pattern: /^seedream-5-0-(lite-)?260128$/, sizes: { minPixels: 3_686_400, maxPixels: 10_404_496 }, fields: [...SEEDREAM_4_FIELDS, 'output_format', 'tools'], inputs: SEEDREAM_4_INPUTS },
+  {
+    pattern: /^seedream-5-0-(lite-)?260128$/,
+    sizes: { minPixels: 3_686_400, maxPixels: 10_404_496 },
+    fields: [...SEEDREAM_4_FIELDS, 'output_format', 'tools'],
+    inputs: SEEDREAM_4_INPUTS,
+  },
   { pattern: /^seedream-4-5-/, sizes: { minPixels: 3_686_400, maxPixels: 16_777_216 }, fields: SEEDREAM_4_FIELDS, inputs: SEEDREAM_4_INPUTS },
   { pattern: /^seedream-4-0-/, sizes: { minPixels: 921_600, maxPixels: 16_777_216 }, fields: SEEDREAM_4_FIELDS, inputs: SEEDREAM_4_INPUTS },
   { pattern: /^seedream-3-0-t2i-/, sizes: { minPixels: 512 * 512, maxPixels: 2048 * 2048 }, fields: ['seed', 'guidance_scale'] },
-  { pattern: /^seededit-3-0-i2i-/, sizes: 'adaptive', fields: ['seed', 'guidance_scale'], inputs: { maxImages: 1, formats: ['jpeg', 'png'], minRatio: 1 / 3, maxRatio: 3 } },
+  {
+    pattern: /^seededit-3-0-i2i-/,
+    sizes: 'adaptive',
+    fields: ['seed', 'guidance_scale'],
+    inputs: { maxImages: 1, formats: ['jpeg', 'png'], minRatio: 1 / 3, maxRatio: 3 },
+  },
 ];
 
 /** The documented model an id names: a Volcengine id (`doubao-…`), a BytePlus id (none), or one of the account's endpoints (`ep-…`). */
@@ -64,7 +74,8 @@ function arkUndocumented(doc: ArkModelDoc | undefined, body: Record<string, unkn
 function arkSizeRefusal(doc: ArkModelDoc | undefined, size: string): string | undefined {
   if (!doc) return undefined;
   // SeedEdit 3.0: "Only support adaptive for now".
-  if (doc.sizes === 'adaptive') return size === 'adaptive' ? undefined : 'The parameter `size` specified in the request is not valid: only adaptive is supported for this model.';
+  if (doc.sizes === 'adaptive')
+    return size === 'adaptive' ? undefined : 'The parameter `size` specified in the request is not valid: only adaptive is supported for this model.';
   const match = /^(\d+)x(\d+)$/.exec(size);
   if (!match) return undefined;
   const width = Number(match[1]);
@@ -88,7 +99,8 @@ function arkInputRefusal(model: string, doc: ArkModelDoc | undefined, images: Ar
   for (const [i, image] of images.entries()) {
     if (!image) return `image ${i}: not a data:image/<format>;base64 URI or a URL serving an image`;
     if (image.declared !== undefined && image.declared !== image.declared.toLowerCase()) return `image ${i}: the format in the data URI must be lower case`;
-    if (!image.format || !spec.formats.includes(image.format)) return `image ${i}: format ${image.format ?? 'unknown'} is not supported (${spec.formats.join(', ')})`;
+    if (!image.format || !spec.formats.includes(image.format))
+      return `image ${i}: format ${image.format ?? 'unknown'} is not supported (${spec.formats.join(', ')})`;
     if (image.bytes.length > ARK_INPUT_MAX_BYTES) return `image ${i}: larger than 10 MB`;
     if (image.width !== undefined && image.height !== undefined) {
       const ratio = image.width / image.height;
@@ -161,95 +173,122 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
   const error = (res: http.ServerResponse, status: number, code: string, message: string) =>
     sendJson(res, status, { error: { code, message, param: status === 400 ? 'prompt' : null, type: status === 400 ? 'BadRequest' : 'ServerError' } });
 
-  const server = http.createServer(answering(async (req, res) => {
-    const raw = await readBody(req);
-    if (serveImageFile(req, res)) return;
-    if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
-    if (req.headers.authorization !== `Bearer ${apiKey}`) {
-      unauthorizedAt.push(Date.now());
-      return error(res, 401, 'AuthenticationError', 'The API key is invalid');
-    }
-    const body = JSON.parse(raw) as Record<string, unknown>;
-    requests.push(body);
-    const finished = counters.start();
-    res.once('close', finished);
-    if (mode === 'busy') {
-      res.setHeader('Retry-After', '30');
-      return error(res, 429, 'RateLimitExceeded.EndpointRPMExceeded', 'Too many requests');
-    }
-    if (mode === 'failing') return error(res, 500, 'InternalServiceError', 'fake outage');
-    const echoed = `you sent Authorization: ${req.headers.authorization}; api_key=${apiKey}; raw ${apiKey}`;
-    if (mode === 'echo') return error(res, 401, 'AuthenticationError', echoed);
-    const prompt = String(body.prompt ?? '');
-    const echo = token(prompt, 'echo');
-    if (echo !== undefined) {
-      const [code, status] = echo.split(':');
-      return error(res, Number(status ?? 500), code ?? 'InternalServiceError', echoed);
-    }
-    // Upstreams quote the request in some errors ("The prompt ... is invalid"): the gateway must not log it.
-    const quoting = token(prompt, 'quote-prompt');
-    if (quoting !== undefined) {
-      const [code, status] = quoting.split(':');
-      return error(res, Number(status ?? 500), code ?? 'InternalServiceError', `the prompt "${prompt}" could not be processed`);
-    }
-    const slow = token(prompt, 'slow');
-    if (slow) await delay(Number(slow));
-    const holdTag = token(prompt, 'hold');
-    if (holdTag !== undefined) {
-      await new Promise<void>((resolve) => {
-        held.push({ tag: holdTag, release: resolve });
-        for (const waiter of heldWaiters.filter((w) => w.tag === holdTag)) {
-          heldWaiters.splice(heldWaiters.indexOf(waiter), 1);
-          waiter.notify();
-        }
+  const server = http.createServer(
+    answering(async (req, res) => {
+      const raw = await readBody(req);
+      if (serveImageFile(req, res)) return;
+      if (req.method !== 'POST' || !req.url?.endsWith('/images/generations')) return error(res, 404, 'NotFound', 'no such route');
+      if (req.headers.authorization !== `Bearer ${apiKey}`) {
+        unauthorizedAt.push(Date.now());
+        return error(res, 401, 'AuthenticationError', 'The API key is invalid');
+      }
+      const body = JSON.parse(raw) as Record<string, unknown>;
+      requests.push(body);
+      const finished = counters.start();
+      res.once('close', finished);
+      if (mode === 'busy') {
+        res.setHeader('Retry-After', '30');
+        return error(res, 429, 'RateLimitExceeded.EndpointRPMExceeded', 'Too many requests');
+      }
+      if (mode === 'failing') return error(res, 500, 'InternalServiceError', 'fake outage');
+      const echoed = `you sent Authorization: ${req.headers.authorization}; api_key=${apiKey}; raw ${apiKey}`;
+      if (mode === 'echo') return error(res, 401, 'AuthenticationError', echoed);
+      const prompt = String(body.prompt ?? '');
+      const echo = token(prompt, 'echo');
+      if (echo !== undefined) {
+        const [code, status] = echo.split(':');
+        return error(res, Number(status ?? 500), code ?? 'InternalServiceError', echoed);
+      }
+      // Upstreams quote the request in some errors ("The prompt ... is invalid"): the gateway must not log it.
+      const quoting = token(prompt, 'quote-prompt');
+      if (quoting !== undefined) {
+        const [code, status] = quoting.split(':');
+        return error(res, Number(status ?? 500), code ?? 'InternalServiceError', `the prompt "${prompt}" could not be processed`);
+      }
+      const slow = token(prompt, 'slow');
+      if (slow) await delay(Number(slow));
+      const holdTag = token(prompt, 'hold');
+      if (holdTag !== undefined) {
+        await new Promise<void>((resolve) => {
+          held.push({ tag: holdTag, release: resolve });
+          for (const waiter of heldWaiters.filter((w) => w.tag === holdTag)) {
+            heldWaiters.splice(heldWaiters.indexOf(waiter), 1);
+            waiter.notify();
+          }
+        });
+      }
+      if (token(prompt, 'garbage') !== undefined) {
+        res.writeHead(502, { 'Content-Type': 'text/html' });
+        return res.end('<html>bad gateway</html>');
+      }
+      const failure = token(prompt, 'error');
+      if (failure) {
+        const [code, status] = failure.split(':');
+        return error(res, Number(status ?? 400), code ?? 'BadRequest', `fake ${code}`);
+      }
+      const busy = Number(token(prompt, 'busy') ?? 0);
+      const seen = busyCounts.get(prompt) ?? 0;
+      if (seen < busy) {
+        busyCounts.set(prompt, seen + 1);
+        return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
+      }
+      const size = String(body.size ?? '1024x1024');
+      const doc = options.flavour === 'ark' ? arkModel(String(body.model), endpoints) : undefined;
+      const undocumented = arkUndocumented(doc, body);
+      if (undocumented.length > 0) {
+        return sendJson(res, 400, {
+          error: {
+            code: 'InvalidParameter',
+            message: `undocumented field(s) for ${String(body.model)}: ${undocumented.join(', ')}`,
+            param: undocumented[0],
+            type: 'BadRequest',
+          },
+        });
+      }
+      const badSize = arkSizeRefusal(doc, size);
+      if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
+      let images: Array<ReceivedImage | undefined> = [];
+      if (body.image !== undefined || body.mask !== undefined) {
+        images = body.image === undefined ? [] : await receiveImages(body.image);
+        const mask = body.mask === undefined ? undefined : (await receiveImages(body.mask))[0];
+        inputs.push({ prompt, images, ...(body.mask === undefined ? {} : { mask }) });
+        // Ark has no `mask` (refused above as undocumented); an OpenAI-compatible server reads both as images.
+        const received = body.mask === undefined ? images : [...images, mask];
+        const badImage =
+          options.flavour === 'ark'
+            ? arkInputRefusal(String(body.model), doc, images)
+            : received.some((image) => !image?.format)
+              ? 'an input is not an image'
+              : undefined;
+        if (badImage)
+          return sendJson(res, 400, {
+            error: {
+              code: 'InvalidParameter',
+              message: `The parameter \`image\` specified in the request is not valid: ${badImage}.`,
+              param: 'image',
+              type: 'BadRequest',
+            },
+          });
+      }
+      // `adaptive`: the output follows the input image, and the answer names its size as the doc writes it (`2048×2048`).
+      const first = images[0];
+      const madeSize = size === 'adaptive' && first?.width !== undefined && first.height !== undefined ? `${first.width}×${first.height}` : size;
+      const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
+      const data = Array.from({ length: count }, (_, i) => ({
+        ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
+        ...(options.flavour === 'ark' ? { size: madeSize } : { revised_prompt: prompt }),
+      }));
+      for (let i = 0; i < count; i += 1) made.push(prompt);
+      // Ark bills `usage.generated_images`; [billed:N] makes it N whatever was delivered (a group call billed in full, say).
+      const billed = token(prompt, 'billed') === undefined ? count : Number(token(prompt, 'billed'));
+      sendJson(res, 200, {
+        model: body.model,
+        created: Math.floor(Date.now() / 1000),
+        data,
+        usage: { generated_images: billed, output_tokens: 16384 * count, total_tokens: 16384 * count },
       });
-    }
-    if (token(prompt, 'garbage') !== undefined) {
-      res.writeHead(502, { 'Content-Type': 'text/html' });
-      return res.end('<html>bad gateway</html>');
-    }
-    const failure = token(prompt, 'error');
-    if (failure) {
-      const [code, status] = failure.split(':');
-      return error(res, Number(status ?? 400), code ?? 'BadRequest', `fake ${code}`);
-    }
-    const busy = Number(token(prompt, 'busy') ?? 0);
-    const seen = busyCounts.get(prompt) ?? 0;
-    if (seen < busy) {
-      busyCounts.set(prompt, seen + 1);
-      return error(res, 429, options.flavour === 'ark' ? 'RateLimitExceeded.EndpointRPMExceeded' : 'rate_limit_exceeded', 'Too many requests');
-    }
-    const size = String(body.size ?? '1024x1024');
-    const doc = options.flavour === 'ark' ? arkModel(String(body.model), endpoints) : undefined;
-    const undocumented = arkUndocumented(doc, body);
-    if (undocumented.length > 0) {
-      return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `undocumented field(s) for ${String(body.model)}: ${undocumented.join(', ')}`, param: undocumented[0], type: 'BadRequest' } });
-    }
-    const badSize = arkSizeRefusal(doc, size);
-    if (badSize) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: badSize, param: 'size', type: 'BadRequest' } });
-    let images: Array<ReceivedImage | undefined> = [];
-    if (body.image !== undefined || body.mask !== undefined) {
-      images = body.image === undefined ? [] : await receiveImages(body.image);
-      const mask = body.mask === undefined ? undefined : (await receiveImages(body.mask))[0];
-      inputs.push({ prompt, images, ...(body.mask === undefined ? {} : { mask }) });
-      // Ark has no `mask` (refused above as undocumented); an OpenAI-compatible server reads both as images.
-      const received = body.mask === undefined ? images : [...images, mask];
-      const badImage = options.flavour === 'ark' ? arkInputRefusal(String(body.model), doc, images) : received.some((image) => !image?.format) ? 'an input is not an image' : undefined;
-      if (badImage) return sendJson(res, 400, { error: { code: 'InvalidParameter', message: `The parameter \`image\` specified in the request is not valid: ${badImage}.`, param: 'image', type: 'BadRequest' } });
-    }
-    // `adaptive`: the output follows the input image, and the answer names its size as the doc writes it (`2048×2048`).
-    const first = images[0];
-    const madeSize = size === 'adaptive' && first?.width !== undefined && first.height !== undefined ? `${first.width}×${first.height}` : size;
-    const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
-    const data = Array.from({ length: count }, (_, i) => ({
-      ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
-      ...(options.flavour === 'ark' ? { size: madeSize } : { revised_prompt: prompt }),
-    }));
-    for (let i = 0; i < count; i += 1) made.push(prompt);
-    // Ark bills `usage.generated_images`; [billed:N] makes it N whatever was delivered (a group call billed in full, say).
-    const billed = token(prompt, 'billed') === undefined ? count : Number(token(prompt, 'billed'));
-    sendJson(res, 200, { model: body.model, created: Math.floor(Date.now() / 1000), data, usage: { generated_images: billed, output_tokens: 16384 * count, total_tokens: 16384 * count } });
-  }));
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -273,9 +312,10 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
       if (held.some((h) => h.tag === tag)) return Promise.resolve();
       return new Promise<void>((resolve) => heldWaiters.push({ tag, notify: resolve }));
     },
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -32,7 +32,13 @@ const BUSY_CODES = new Set([50429, 50430]);
  * width × height and width / height bounds, and the optional fields it reads. Anything else is refused.
  */
 const REQ_KEYS: Record<string, { minPixels: number; maxPixels: number; minRatio: number; maxRatio: number; fields: string[] }> = {
-  jimeng_t2i_v40: { minPixels: 1024 * 1024, maxPixels: 4096 * 4096, minRatio: 1 / 3, maxRatio: 3, fields: ['image_urls', 'size', 'width', 'height', 'scale', 'force_single', 'min_ratio', 'max_ratio'] },
+  jimeng_t2i_v40: {
+    minPixels: 1024 * 1024,
+    maxPixels: 4096 * 4096,
+    minRatio: 1 / 3,
+    maxRatio: 3,
+    fields: ['image_urls', 'size', 'width', 'height', 'scale', 'force_single', 'min_ratio', 'max_ratio'],
+  },
   jimeng_t2i_v31: { minPixels: 512 * 512, maxPixels: 2048 * 2048, minRatio: 1 / 3, maxRatio: 3, fields: ['seed', 'width', 'height', 'use_pre_llm'] },
 };
 /**
@@ -80,11 +86,18 @@ export interface FakeVisualOptions {
   imageHost?: string;
 }
 
-export async function startFakeVisual(credentials: { accessKeyId: string; secretAccessKey: string }, port = 0, options: FakeVisualOptions = {}): Promise<FakeVisual> {
+export async function startFakeVisual(
+  credentials: { accessKeyId: string; secretAccessKey: string },
+  port = 0,
+  options: FakeVisualOptions = {},
+): Promise<FakeVisual> {
   const requests: FakeVisual['requests'] = [];
   const inputs: FakeVisual['inputs'] = [];
   /** Each task's input fetch (started at submit, as the gateway's URLs are valid from then on): why it fails, if it does. */
-  const tasks = new Map<string, { prompt: string; polls: number; width: number; height: number; finished: () => void; inputsFailure?: Promise<string | undefined> }>();
+  const tasks = new Map<
+    string,
+    { prompt: string; polls: number; width: number; height: number; finished: () => void; inputsFailure?: Promise<string | undefined> }
+  >();
   const counters = new AccountCounters();
   const busyCounts = new Map<string, number>();
   const submitCounts = new Map<string, number>();
@@ -93,7 +106,14 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
 
   const metadataError = (res: http.ServerResponse, action: string, code: string, message: string) =>
     sendJson(res, 401, {
-      ResponseMetadata: { RequestId: `fake-${Date.now()}`, Action: action, Version: '2022-08-31', Service: 'cv', Region: 'cn-north-1', Error: { CodeN: 100010, Code: code, Message: message } },
+      ResponseMetadata: {
+        RequestId: `fake-${Date.now()}`,
+        Action: action,
+        Version: '2022-08-31',
+        Service: 'cv',
+        Region: 'cn-north-1',
+        Error: { CodeN: 100010, Code: code, Message: message },
+      },
     });
   const failure = (res: http.ServerResponse, code: number) =>
     sendJson(res, BUSY_CODES.has(code) ? 429 : code >= 50500 && code < 50510 ? 500 : 200, {
@@ -111,133 +131,176 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
     return options.imageHost ? url.replace(/^http:\/\/[^/]+/, `https://${options.imageHost}`) + '?rk3s=fake&x-expires=9999999999' : url;
   };
 
-  const server = http.createServer(answering(async (req, res) => {
-    const raw = await readBody(req);
-    if (serveImageFile(req, res)) return;
-    const target = new URL(req.url ?? '/', 'http://fake');
-    const action = target.searchParams.get('Action') ?? '';
-    const auth = /^HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(req.headers.authorization ?? '');
-    if (!auth) return metadataError(res, action, 'MissingAuthenticationToken', 'missing or malformed Authorization');
-    const [, accessKeyId, , region, service, signedHeaders, signature] = auth;
-    if (accessKeyId !== credentials.accessKeyId) return metadataError(res, action, 'InvalidAccessKey', 'unknown access key');
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) headers[name] = String(value);
-    if (headers['x-content-sha256'] === undefined || !signedHeaders!.split(';').includes('x-date')) {
-      return metadataError(res, action, 'SignatureDoesNotMatch', 'X-Date and X-Content-Sha256 must be signed');
-    }
-    const expected = expectedVolcSignature({
-      secretAccessKey: credentials.secretAccessKey,
-      method: req.method ?? 'POST',
-      path: target.pathname,
-      query: target.search.slice(1),
-      headers,
-      signedHeaders: signedHeaders!.split(';'),
-      body: raw,
-      xDate: headers['x-date'] ?? '',
-      region: region!,
-      service: service!,
-    });
-    if (expected !== signature) return metadataError(res, action, 'SignatureDoesNotMatch', 'The request signature we calculated does not match');
-
-    const body = JSON.parse(raw) as Record<string, unknown>;
-    requests.push({ action, body });
-    if (action === 'CVSync2AsyncSubmitTask') {
-      const prompt = String(body.prompt ?? '');
-      const slow = token(prompt, 'slow');
-      if (slow) await delay(Number(slow));
-      if (token(prompt, 'garbage') !== undefined) {
-        res.writeHead(200, { 'Content-Type': 'text/html' });
-        return res.end('<html>upstream exploded</html>');
+  const server = http.createServer(
+    answering(async (req, res) => {
+      const raw = await readBody(req);
+      if (serveImageFile(req, res)) return;
+      const target = new URL(req.url ?? '/', 'http://fake');
+      const action = target.searchParams.get('Action') ?? '';
+      const auth = /^HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(
+        req.headers.authorization ?? '',
+      );
+      if (!auth) return metadataError(res, action, 'MissingAuthenticationToken', 'missing or malformed Authorization');
+      const [, accessKeyId, , region, service, signedHeaders, signature] = auth;
+      if (accessKeyId !== credentials.accessKeyId) return metadataError(res, action, 'InvalidAccessKey', 'unknown access key');
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) headers[name] = String(value);
+      if (headers['x-content-sha256'] === undefined || !signedHeaders!.split(';').includes('x-date')) {
+        return metadataError(res, action, 'SignatureDoesNotMatch', 'X-Date and X-Content-Sha256 must be signed');
       }
-      const code = token(prompt, 'code');
-      if (code) return failure(res, Number(code));
-      const spec = REQ_KEYS[String(body.req_key)];
-      // Stricter than the real API (which ignores what it does not read): a field the req_key
-      // does not document is refused, so a test sees the gateway send it.
-      const undocumented = spec && Object.keys(body).filter((field) => field !== 'req_key' && field !== 'prompt' && !spec.fields.includes(field));
-      if (undocumented && undocumented.length > 0) {
-        return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: `undocumented field(s) for ${String(body.req_key)}: ${undocumented.join(', ')}`, status: INVALID_PARAMETER });
-      }
-      if (spec) {
-        const width = Number(body.width);
-        const height = Number(body.height);
-        const pixels = width * height;
-        // 4.0: min_ratio / max_ratio widen the ratio, each in [1/16, 16) (defaults 1/3 and 3).
-        const minRatio = body.min_ratio === undefined ? spec.minRatio : Number(body.min_ratio);
-        const maxRatio = body.max_ratio === undefined ? spec.maxRatio : Number(body.max_ratio);
-        if ([minRatio, maxRatio].some((r) => !(r >= 1 / 16 && r < 16))) return failure(res, INVALID_PARAMETER);
-        if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < minRatio || width / height > maxRatio) {
-          return failure(res, INVALID_PARAMETER);
-        }
-      }
-      const failFrom = Number(token(prompt, 'fail-from') ?? 0);
-      const submitted = (submitCounts.get(prompt) ?? 0) + 1;
-      submitCounts.set(prompt, submitted);
-      if (failFrom > 0 && submitted >= failFrom) return failure(res, 50500);
-      const busy = Number(token(prompt, 'busy') ?? 0);
-      const seen = busyCounts.get(prompt) ?? 0;
-      if (seen < busy) {
-        busyCounts.set(prompt, seen + 1);
-        return failure(res, 50429);
-      }
-      const urls = body.image_urls;
-      if (urls !== undefined && (!Array.isArray(urls) || urls.length > V40_INPUTS.maxImages || !urls.every((u) => typeof u === 'string' && /^https?:\/\//.test(u)))) {
-        return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: 'image_urls must be 0 to 10 http(s) URLs', status: INVALID_PARAMETER });
-      }
-      const taskId = `task-${nextTask++}`;
-      // The API fetches the inputs itself while the task runs; a URL that serves no usable image fails the task.
-      const inputsFailure =
-        Array.isArray(urls) && urls.length > 0
-          ? Promise.all((urls as string[]).map(fetchInputImage)).then((images) => {
-              inputs.push({ taskId, prompt, urls: urls as string[], images });
-              return inputFailure(images);
-            })
-          : undefined;
-      tasks.set(taskId, { prompt, polls: 0, width: Number(body.width), height: Number(body.height), finished: counters.start(), ...(inputsFailure ? { inputsFailure } : {}) });
-      return sendJson(res, 200, { code: 10000, data: { task_id: taskId }, message: 'Success', request_id: `fake-${taskId}`, status: 10000, time_elapsed: '5ms' });
-    }
-    if (action === 'CVSync2AsyncGetResult') {
-      const task = tasks.get(String(body.task_id));
-      if (!task || token(task.prompt, 'lost') !== undefined) {
-        return sendJson(res, 200, { code: 10000, data: { status: 'not_found', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
-      }
-      const inputsFailed = task.inputsFailure && (await task.inputsFailure);
-      if (inputsFailed) {
-        task.finished();
-        return sendJson(res, 200, { code: INVALID_PARAMETER, data: null, message: `Invalid Parameter: ${inputsFailed}`, request_id: 'fake', status: INVALID_PARAMETER, time_elapsed: '1ms' });
-      }
-      const postCode = token(task.prompt, 'post-code');
-      // [post-code-times:K]: only the prompt's first K tasks fail with post-code.
-      const times = token(task.prompt, 'post-code-times');
-      const failed = postFailures.get(task.prompt) ?? 0;
-      if (postCode && (times === undefined || failed < Number(times))) {
-        postFailures.set(task.prompt, failed + 1);
-        task.finished();
-        // The real API answers these with HTTP 400.
-        return failure(res, Number(postCode));
-      }
-      task.polls += 1;
-      const pending = Number(token(task.prompt, 'pending') ?? 1);
-      if (task.polls <= pending) {
-        return sendJson(res, 200, { code: 10000, data: { status: task.polls === 1 ? 'in_queue' : 'generating', image_urls: null, binary_data_base64: null }, message: 'Success', status: 10000 });
-      }
-      task.finished();
-      const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
-      return sendJson(res, 200, {
-        code: 10000,
-        data: {
-          status: 'done',
-          image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id))] : null,
-          binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
-        },
-        message: 'Success',
-        request_id: 'fake',
-        status: 10000,
-        time_elapsed: '800ms',
+      const expected = expectedVolcSignature({
+        secretAccessKey: credentials.secretAccessKey,
+        method: req.method ?? 'POST',
+        path: target.pathname,
+        query: target.search.slice(1),
+        headers,
+        signedHeaders: signedHeaders!.split(';'),
+        body: raw,
+        xDate: headers['x-date'] ?? '',
+        region: region!,
+        service: service!,
       });
-    }
-    return sendJson(res, 404, { ResponseMetadata: { Error: { Code: 'InvalidActionOrVersion', Message: `unknown action ${action}` } } });
-  }));
+      if (expected !== signature) return metadataError(res, action, 'SignatureDoesNotMatch', 'The request signature we calculated does not match');
+
+      const body = JSON.parse(raw) as Record<string, unknown>;
+      requests.push({ action, body });
+      if (action === 'CVSync2AsyncSubmitTask') {
+        const prompt = String(body.prompt ?? '');
+        const slow = token(prompt, 'slow');
+        if (slow) await delay(Number(slow));
+        if (token(prompt, 'garbage') !== undefined) {
+          res.writeHead(200, { 'Content-Type': 'text/html' });
+          return res.end('<html>upstream exploded</html>');
+        }
+        const code = token(prompt, 'code');
+        if (code) return failure(res, Number(code));
+        const spec = REQ_KEYS[String(body.req_key)];
+        // Stricter than the real API (which ignores what it does not read): a field the req_key
+        // does not document is refused, so a test sees the gateway send it.
+        const undocumented = spec && Object.keys(body).filter((field) => field !== 'req_key' && field !== 'prompt' && !spec.fields.includes(field));
+        if (undocumented && undocumented.length > 0) {
+          return sendJson(res, 400, {
+            code: INVALID_PARAMETER,
+            data: null,
+            message: `undocumented field(s) for ${String(body.req_key)}: ${undocumented.join(', ')}`,
+            status: INVALID_PARAMETER,
+          });
+        }
+        if (spec) {
+          const width = Number(body.width);
+          const height = Number(body.height);
+          const pixels = width * height;
+          // 4.0: min_ratio / max_ratio widen the ratio, each in [1/16, 16) (defaults 1/3 and 3).
+          const minRatio = body.min_ratio === undefined ? spec.minRatio : Number(body.min_ratio);
+          const maxRatio = body.max_ratio === undefined ? spec.maxRatio : Number(body.max_ratio);
+          if ([minRatio, maxRatio].some((r) => !(r >= 1 / 16 && r < 16))) return failure(res, INVALID_PARAMETER);
+          if (pixels < spec.minPixels || pixels > spec.maxPixels || width / height < minRatio || width / height > maxRatio) {
+            return failure(res, INVALID_PARAMETER);
+          }
+        }
+        const failFrom = Number(token(prompt, 'fail-from') ?? 0);
+        const submitted = (submitCounts.get(prompt) ?? 0) + 1;
+        submitCounts.set(prompt, submitted);
+        if (failFrom > 0 && submitted >= failFrom) return failure(res, 50500);
+        const busy = Number(token(prompt, 'busy') ?? 0);
+        const seen = busyCounts.get(prompt) ?? 0;
+        if (seen < busy) {
+          busyCounts.set(prompt, seen + 1);
+          return failure(res, 50429);
+        }
+        const urls = body.image_urls;
+        if (
+          urls !== undefined &&
+          (!Array.isArray(urls) || urls.length > V40_INPUTS.maxImages || !urls.every((u) => typeof u === 'string' && /^https?:\/\//.test(u)))
+        ) {
+          return sendJson(res, 400, { code: INVALID_PARAMETER, data: null, message: 'image_urls must be 0 to 10 http(s) URLs', status: INVALID_PARAMETER });
+        }
+        const taskId = `task-${nextTask++}`;
+        // The API fetches the inputs itself while the task runs; a URL that serves no usable image fails the task.
+        const inputsFailure =
+          Array.isArray(urls) && urls.length > 0
+            ? Promise.all((urls as string[]).map(fetchInputImage)).then((images) => {
+                inputs.push({ taskId, prompt, urls: urls as string[], images });
+                return inputFailure(images);
+              })
+            : undefined;
+        tasks.set(taskId, {
+          prompt,
+          polls: 0,
+          width: Number(body.width),
+          height: Number(body.height),
+          finished: counters.start(),
+          ...(inputsFailure ? { inputsFailure } : {}),
+        });
+        return sendJson(res, 200, {
+          code: 10000,
+          data: { task_id: taskId },
+          message: 'Success',
+          request_id: `fake-${taskId}`,
+          status: 10000,
+          time_elapsed: '5ms',
+        });
+      }
+      if (action === 'CVSync2AsyncGetResult') {
+        const task = tasks.get(String(body.task_id));
+        if (!task || token(task.prompt, 'lost') !== undefined) {
+          return sendJson(res, 200, {
+            code: 10000,
+            data: { status: 'not_found', image_urls: null, binary_data_base64: null },
+            message: 'Success',
+            status: 10000,
+          });
+        }
+        const inputsFailed = task.inputsFailure && (await task.inputsFailure);
+        if (inputsFailed) {
+          task.finished();
+          return sendJson(res, 200, {
+            code: INVALID_PARAMETER,
+            data: null,
+            message: `Invalid Parameter: ${inputsFailed}`,
+            request_id: 'fake',
+            status: INVALID_PARAMETER,
+            time_elapsed: '1ms',
+          });
+        }
+        const postCode = token(task.prompt, 'post-code');
+        // [post-code-times:K]: only the prompt's first K tasks fail with post-code.
+        const times = token(task.prompt, 'post-code-times');
+        const failed = postFailures.get(task.prompt) ?? 0;
+        if (postCode && (times === undefined || failed < Number(times))) {
+          postFailures.set(task.prompt, failed + 1);
+          task.finished();
+          // The real API answers these with HTTP 400.
+          return failure(res, Number(postCode));
+        }
+        task.polls += 1;
+        const pending = Number(token(task.prompt, 'pending') ?? 1);
+        if (task.polls <= pending) {
+          return sendJson(res, 200, {
+            code: 10000,
+            data: { status: task.polls === 1 ? 'in_queue' : 'generating', image_urls: null, binary_data_base64: null },
+            message: 'Success',
+            status: 10000,
+          });
+        }
+        task.finished();
+        const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
+        return sendJson(res, 200, {
+          code: 10000,
+          data: {
+            status: 'done',
+            image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id))] : null,
+            binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
+          },
+          message: 'Success',
+          request_id: 'fake',
+          status: 10000,
+          time_elapsed: '800ms',
+        });
+      }
+      return sendJson(res, 404, { ResponseMetadata: { Error: { Code: 'InvalidActionOrVersion', Message: `unknown action ${action}` } } });
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -249,9 +312,10 @@ export async function startFakeVisual(credentials: { accessKeyId: string; secret
       tasks.set(taskId, { prompt, polls: 0, ...size, finished: counters.start() });
       return taskId;
     },
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

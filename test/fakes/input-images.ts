@@ -19,13 +19,19 @@ export interface ReceivedImage {
 
 /** The format named by the leading bytes, and the size where the header is simple to read. */
 export function sniff(bytes: Buffer): { format?: string; width?: number; height?: number } {
-  if (bytes.length >= 24 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && bytes.toString('latin1', 12, 16) === 'IHDR') {
+  if (
+    bytes.length >= 24 &&
+    bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) &&
+    bytes.toString('latin1', 12, 16) === 'IHDR'
+  ) {
     return { format: 'png', width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
   }
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return { format: 'jpeg', ...jpegSize(bytes) };
   if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return { format: 'webp' };
-  if (bytes.length >= 10 && /^GIF8[79]a$/.test(bytes.toString('latin1', 0, 6))) return { format: 'gif', width: bytes.readUInt16LE(6), height: bytes.readUInt16LE(8) };
-  if (bytes.length >= 26 && bytes.toString('latin1', 0, 2) === 'BM') return { format: 'bmp', width: bytes.readInt32LE(18), height: Math.abs(bytes.readInt32LE(22)) };
+  if (bytes.length >= 10 && /^GIF8[79]a$/.test(bytes.toString('latin1', 0, 6)))
+    return { format: 'gif', width: bytes.readUInt16LE(6), height: bytes.readUInt16LE(8) };
+  if (bytes.length >= 26 && bytes.toString('latin1', 0, 2) === 'BM')
+    return { format: 'bmp', width: bytes.readInt32LE(18), height: Math.abs(bytes.readInt32LE(22)) };
   if (bytes.length >= 4 && (bytes.toString('latin1', 0, 4) === 'II*\u0000' || bytes.toString('latin1', 0, 4) === 'MM\u0000*')) return { format: 'tiff' };
   return {};
 }

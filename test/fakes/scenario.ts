@@ -3,8 +3,7 @@ export function token(prompt: string, name: string): string | undefined {
   return new RegExp(`\\[${name}(?::([^\\]]*))?\\]`).exec(prompt)?.[1] ?? (prompt.includes(`[${name}]`) ? '' : undefined);
 }
 
-export const TINY_PNG_B64 =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgYGAAAAAEAAH2FzhVAAAAAElFTkSuQmCC';
+export const TINY_PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgYGAAAAAEAAH2FzhVAAAAAElFTkSuQmCC';
 
 export function readBody(req: import('node:http').IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -27,8 +27,7 @@ export function expectedVolcSignature(input: {
   let canonicalHeaders = '';
   for (const name of input.signedHeaders) canonicalHeaders += `${name}:${(input.headers[name] ?? '').trim()}\n`;
   const bodyHash = crypto.createHash('sha256').update(input.body, 'utf8').digest('hex');
-  const canonicalRequest =
-    `${input.method}\n${input.path}\n${sortedQuery}\n${canonicalHeaders}\n${input.signedHeaders.join(';')}\n${bodyHash}`;
+  const canonicalRequest = `${input.method}\n${input.path}\n${sortedQuery}\n${canonicalHeaders}\n${input.signedHeaders.join(';')}\n${bodyHash}`;
   const day = input.xDate.substring(0, 8);
   const scope = `${day}/${input.region}/${input.service}/request`;
   const stringToSign = `HMAC-SHA256\n${input.xDate}\n${scope}\n${crypto.createHash('sha256').update(canonicalRequest, 'utf8').digest('hex')}`;

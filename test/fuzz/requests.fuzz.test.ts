@@ -52,16 +52,24 @@ describe('fuzzing every operation', () => {
     oddString.map((s) => ({ Authorization: s.replace(/[\r\n\u0000-\u001f\u007f-\uffff]/g, '') })),
     fc.constant('client').map(() => ({ Authorization: `Bearer ${clientKey.slice(0, -1)}x` })),
   );
-  const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/merge-patch+json');
+  const contentType = fc.constantFrom(
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/merge-patch+json',
+  );
 
   type Req = { method: 'get' | 'post' | 'patch' | 'delete' | 'put'; path: string; body?: unknown; raw?: string };
   const requests: fc.Arbitrary<Req> = fc.oneof(
     generateBody.map((body) => ({ method: 'post' as const, path: '/images/generate', body })),
     keyBody.map((body) => ({ method: 'post' as const, path: '/admin/keys', body })),
-    fc.tuple(fc.constantFrom('', '?limit=2', '?status=expired', '?limit=0', '?cursor=abc', '?owner=', '?status=%00', '?limit=1e3'), fc.constant(0)).map(([q]) => ({
-      method: 'get' as const,
-      path: `/admin/keys${q}`,
-    })),
+    fc
+      .tuple(fc.constantFrom('', '?limit=2', '?status=expired', '?limit=0', '?cursor=abc', '?owner=', '?status=%00', '?limit=1e3'), fc.constant(0))
+      .map(([q]) => ({
+        method: 'get' as const,
+        path: `/admin/keys${q}`,
+      })),
     idSegment.map((id) => ({ method: 'get' as const, path: `/admin/keys/${id}` })),
     fc.tuple(idSegment, patchBody).map(([id, body]) => ({ method: 'patch' as const, path: `/admin/keys/${id}`, body })),
     idSegment.map((id) => ({ method: 'delete' as const, path: `/admin/keys/${id}` })),

@@ -30,7 +30,7 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
   const statusOf = async (id: string) => (await adminGet(`/admin/generations/${id}`)).body.status as string;
   const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((g) => g.id);
 
-  it('lists every key\'s generations newest first with key_id, filtered by key, status, model and creation time, a page at a time', async () => {
+  it("lists every key's generations newest first with key_id, filtered by key, status, model and creation time, a page at a time", async () => {
     const a = await newKey();
     const b = await newKey();
     const first = await submit(a.key, { prompt: 'x', model: 'local-1', response_format: 'url' });
@@ -60,7 +60,7 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
     expect(ids(await adminGet(`/admin/generations?key_id=${b.id}&created_before=${new Date(createdAt + 1).toISOString()}`))).toEqual([second.body.id]);
   });
 
-  it('gets any key\'s generation with its key; 404 generation_not_found for an unknown one', async () => {
+  it("gets any key's generation with its key; 404 generation_not_found for an unknown one", async () => {
     const key = await newKey();
     const made = await submit(key.key, { prompt: 'g', model: 'local-1' });
     await until(async () => (await statusOf(made.body.id)) === 'succeeded', 'the generation to succeed');
@@ -83,7 +83,12 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
 
     const canceledQueued = await adminCancel(queued.body.id);
     expect(canceledQueued.status).toBe(200);
-    expect(canceledQueued.body).toMatchObject({ key_id: key.id, status: 'canceled', error: { code: 'canceled' }, usage: { credits_reserved: 0, credits_charged: 0 } });
+    expect(canceledQueued.body).toMatchObject({
+      key_id: key.id,
+      status: 'canceled',
+      error: { code: 'canceled' },
+      usage: { credits_reserved: 0, credits_charged: 0 },
+    });
     expect(canceledQueued.body.error.message).toMatch(/^Canceled by an administrator/);
     const canceledRunning = await adminCancel(running.body.id);
     expect(canceledRunning.body).toMatchObject({ status: 'canceled', usage: { credits_reserved: 0, credits_charged: 1 } });
@@ -100,7 +105,13 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
 
     const events = await t.api.admin('get', `/admin/audit-events?action=generation.canceled&target=${running.body.id}`);
     expect(events.body.data).toEqual([
-      expect.objectContaining({ actor: 'root', action: 'generation.canceled', target: running.body.id, before: { status: 'running' }, after: { status: 'canceled', credits_charged: 1 } }),
+      expect.objectContaining({
+        actor: 'root',
+        action: 'generation.canceled',
+        target: running.body.id,
+        before: { status: 'running' },
+        after: { status: 'canceled', credits_charged: 1 },
+      }),
     ]);
     // The refused second cancel left no event.
     const queuedEvents = await t.api.admin('get', `/admin/audit-events?action=generation.canceled&target=${queued.body.id}`);
@@ -108,7 +119,14 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
   });
 
   it('400 for a malformed id, filter or cursor', async () => {
-    for (const path of ['/admin/generations/not-an-id', '/admin/generations?key_id=nope', '/admin/generations?status=lost', '/admin/generations?created_after=yesterday', '/admin/generations?limit=0', '/admin/generations?cursor=bm9wZQ']) {
+    for (const path of [
+      '/admin/generations/not-an-id',
+      '/admin/generations?key_id=nope',
+      '/admin/generations?status=lost',
+      '/admin/generations?created_after=yesterday',
+      '/admin/generations?limit=0',
+      '/admin/generations?cursor=bm9wZQ',
+    ]) {
       const res = await adminGet(path);
       expect([path, res.status, res.body.error.code]).toEqual([path, 400, 'invalid_request']);
     }
@@ -126,7 +144,11 @@ describe('admin generations (GET /admin/generations, GET /admin/generations/{id}
     const keysReader = bearer((await createAdminTokenVia(t.api, ['keys:read'])).token);
     const reader = bearer((await createAdminTokenVia(t.api, ['generations:read'])).token);
     const writer = bearer((await createAdminTokenVia(t.api, ['generations:write'])).token);
-    for (const res of [await adminGet('/admin/generations', keysReader), await adminGet(`/admin/generations/${made.body.id}`, writer), await adminCancel(made.body.id, reader)]) {
+    for (const res of [
+      await adminGet('/admin/generations', keysReader),
+      await adminGet(`/admin/generations/${made.body.id}`, writer),
+      await adminCancel(made.body.id, reader),
+    ]) {
       expect(res.status).toBe(403);
       expect(res.body.error.code).toBe('insufficient_scope');
     }

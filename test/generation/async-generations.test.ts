@@ -35,7 +35,14 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(res.status).toBe(202);
     expect(res.headers['preference-applied']).toBe('respond-async');
     expect(res.headers.location).toBe(`/generations/${res.body.id}`);
-    expect(res.body).toMatchObject({ object: 'generation', status: 'queued', model: 'held-1', data: null, error: null, usage: { credits_reserved: 1, credits_charged: 0 } });
+    expect(res.body).toMatchObject({
+      object: 'generation',
+      status: 'queued',
+      model: 'held-1',
+      data: null,
+      error: null,
+      usage: { credits_reserved: 1, credits_charged: 0 },
+    });
     await ark.whenHeld('a1');
     expect(await statusOf(key, res.body.id)).toBe('running');
     ark.releaseHeld('a1');
@@ -114,7 +121,7 @@ describe('asynchronous generations (Prefer: respond-async; getGeneration, listGe
     expect(await books.violations({ settled: true })).toEqual([]);
   });
 
-  it('quota is refused at submission with today\'s code', async () => {
+  it("quota is refused at submission with today's code", async () => {
     const key = await newKey(1);
     expect((await submit(key, { prompt: 'one', model: 'local-1' })).status).toBe(202);
     const refused = await submit(key, { prompt: 'two', model: 'local-1' });

@@ -84,7 +84,11 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     receiver.secrets.push(await secretOf(key));
     const sync = await submit(key, { prompt: 'sync hooked', model: 'local-1', response_format: 'b64_json', webhook: receiver.url }, '/images/generate', '');
     expect(sync.status).toBe(200);
-    const openai = await submit(key, { prompt: 'openai hooked', model: 'local-1', webhook: receiver.url, webhook_events_filter: ['completed'] }, '/v1/images/generations');
+    const openai = await submit(
+      key,
+      { prompt: 'openai hooked', model: 'local-1', webhook: receiver.url, webhook_events_filter: ['completed'] },
+      '/v1/images/generations',
+    );
     expect(openai.status).toBe(202);
     await until(() => deliveredFor(sync.body.id).length > 0 && deliveredFor(openai.body.id).length > 0, 'both completion webhooks');
     expect(deliveredFor(sync.body.id)[0]!.event!.type).toBe('generation.completed');
@@ -142,7 +146,10 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     expect(() => before.openForKey('key_b', sealed)).toThrow();
     expect(() => before.open('key_a', sealed)).toThrow();
     const db = t.gateway.database.db;
-    await db.insertInto('key_webhook_secrets').values({ key_id: 'key_reseal', secret: before.sealForKey('key_reseal', 'whsec_abc'), created_at: 0 }).execute();
+    await db
+      .insertInto('key_webhook_secrets')
+      .values({ key_id: 'key_reseal', secret: before.sealForKey('key_reseal', 'whsec_abc'), created_at: 0 })
+      .execute();
     const after = new WebhookSecrets(new Sealer([newKey, oldKey]));
     // Rows sealed with the test gateway's own key cannot be opened here: logged and left as they are.
     await resealWebhookSecrets(db, after);
@@ -177,7 +184,10 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
     try {
       const key = (await strict.createKey()).key;
       for (const webhook of ['http://127.0.0.1:9/hook', 'http://169.254.169.254/latest', 'http://10.0.0.1/x']) {
-        const res = await strict.api.send('post', '/images/generate', { body: { prompt: 'x', model: 'local-1', webhook }, headers: { ...auth(key), Prefer: 'respond-async' } });
+        const res = await strict.api.send('post', '/images/generate', {
+          body: { prompt: 'x', model: 'local-1', webhook },
+          headers: { ...auth(key), Prefer: 'respond-async' },
+        });
         expect(res.status).toBe(400);
         expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'webhook' });
       }
@@ -190,7 +200,10 @@ describe('completion webhooks (webhook, webhook_events_filter; getWebhookSigning
   it('metadata and link-local addresses are refused even where private networks are allowed', async () => {
     const key = await newKey();
     for (const webhook of ['http://169.254.169.254/latest', 'http://[fd00:ec2::254]/latest', 'http://[::ffff:0:169.254.169.254]/x']) {
-      const res = await t.api.send('post', '/images/generate', { body: { prompt: 'x', model: 'local-1', webhook }, headers: { ...auth(key), Prefer: 'respond-async' } });
+      const res = await t.api.send('post', '/images/generate', {
+        body: { prompt: 'x', model: 'local-1', webhook },
+        headers: { ...auth(key), Prefer: 'respond-async' },
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'webhook' });
     }

@@ -52,7 +52,13 @@ const stepArb: fc.Arbitrary<Step> = fc.record({
   size: fc.constantFrom('small' as const, 'large' as const),
   fallback: fc.constantFrom(true, false, undefined),
   // The requested model down half the time (so it falls back), any other about a quarter.
-  down: fc.tuple(fc.boolean(), fc.array(fc.integer({ min: 0, max: 3 }).map((roll) => roll === 0), { minLength: 4, maxLength: 4 })),
+  down: fc.tuple(
+    fc.boolean(),
+    fc.array(
+      fc.integer({ min: 0, max: 3 }).map((roll) => roll === 0),
+      { minLength: 4, maxLength: 4 },
+    ),
+  ),
   outcome: fc.constantFrom('deliver' as const, 'deliver' as const, 'cancel' as const, 'refuse' as const, 'partial' as const),
   async: fc.boolean(),
 });
@@ -81,7 +87,14 @@ describe('model fallbacks keep the books exact over random chains, prices, outag
     });
     books = new Books(t.gateway.database.db);
     for (const model of MODELS) {
-      const res = await t.api.admin('post', '/admin/channels', { name: model, provider: 'jimeng', transport: 'ark', base_url: fakes.get(model)!.url, models: [{ model }], credentials: { api_key: ARK_KEY } });
+      const res = await t.api.admin('post', '/admin/channels', {
+        name: model,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: fakes.get(model)!.url,
+        models: [{ model }],
+        credentials: { api_key: ARK_KEY },
+      });
       expect(res.status).toBe(201);
     }
   });
@@ -93,7 +106,8 @@ describe('model fallbacks keep the books exact over random chains, prices, outag
 
   const db = () => t.gateway.database.db;
   const rowOf = (tag: string) => db().selectFrom('generations').selectAll().where('request', 'like', `%[tag:${tag}]%`).executeTakeFirst();
-  const creditsUsed = async (id: string) => Number((await db().selectFrom('api_keys').select('credits_used').where('id', '=', id).executeTakeFirstOrThrow()).credits_used);
+  const creditsUsed = async (id: string) =>
+    Number((await db().selectFrom('api_keys').select('credits_used').where('id', '=', id).executeTakeFirstOrThrow()).credits_used);
   // The fake records a call just before it holds it (test/fakes/fake-images-api.ts), with nothing in between to wait for.
   const callsHeld = (fake: FakeImagesApi, tag: string) => fake.requests.filter((r) => String(r.prompt).includes(`[hold:${tag}]`)).length;
   const madeFor = (prompt: string) => [...fakes.values()].reduce((sum, fake) => sum + fake.made.filter((p) => p === prompt).length, 0);
@@ -121,12 +135,25 @@ describe('model fallbacks keep the books exact over random chains, prices, outag
             const delivering = chain.find((model) => !isDown(model));
             const held = delivering !== undefined && (step.outcome === 'deliver' || step.outcome === 'cancel');
             const prompt =
-              `fallbacks [tag:${tag}]` + (held ? ` [hold:${tag}]` : '') + (step.outcome === 'refuse' ? ` ${UPSTREAM_REFUSAL}` : '') + (step.outcome === 'partial' ? ' [busy:1]' : '');
+              `fallbacks [tag:${tag}]` +
+              (held ? ` [hold:${tag}]` : '') +
+              (step.outcome === 'refuse' ? ` ${UPSTREAM_REFUSAL}` : '') +
+              (step.outcome === 'partial' ? ' [busy:1]' : '');
             const reserved = step.n * Math.max(...chain.map((model) => priceOf(model, step.size)));
             const price = delivering === undefined ? 0 : priceOf(delivering, step.size);
             const usedBefore = await creditsUsed(id);
-            const body = { prompt, model: start, n: step.n, size: SIZES[step.size], response_format: 'b64_json', ...(step.fallback === undefined ? {} : { fallback: step.fallback }) };
-            const sent = t.api.send('post', '/images/generate', { body, headers: { Authorization: `Bearer ${key}`, ...(step.async ? { Prefer: 'respond-async' } : {}) } });
+            const body = {
+              prompt,
+              model: start,
+              n: step.n,
+              size: SIZES[step.size],
+              response_format: 'b64_json',
+              ...(step.fallback === undefined ? {} : { fallback: step.fallback }),
+            };
+            const sent = t.api.send('post', '/images/generate', {
+              body,
+              headers: { Authorization: `Bearer ${key}`, ...(step.async ? { Prefer: 'respond-async' } : {}) },
+            });
             let response: Response | undefined;
             if (step.async) expect((await sent).status).toBe(202);
             if (held) {
@@ -167,10 +194,19 @@ describe('model fallbacks keep the books exact over random chains, prices, outag
               expect(row).toMatchObject({ model: delivering, requested_model: delivering === start ? null : start, images: step.n });
               if (response) {
                 expect(response.status).toBe(200);
-                expect(response.body).toMatchObject({ model: delivering, requested_model: start, usage: { images: step.n, credits_charged: step.n * price, credits_per_image: price } });
+                expect(response.body).toMatchObject({
+                  model: delivering,
+                  requested_model: start,
+                  usage: { images: step.n, credits_charged: step.n * price, credits_per_image: price },
+                });
               }
               // The attempts show the chain: each model tried, in order, up to the one that delivered.
-              const attempts = await db().selectFrom('generation_attempts').select(['model', 'outcome']).where('generation_id', '=', row.id).orderBy('seq').execute();
+              const attempts = await db()
+                .selectFrom('generation_attempts')
+                .select(['model', 'outcome'])
+                .where('generation_id', '=', row.id)
+                .orderBy('seq')
+                .execute();
               expect([...new Set(attempts.map((a) => a.model))]).toEqual(chain.slice(0, chain.indexOf(delivering!) + 1));
             } else if (row.status === 'canceled') {
               stats.canceled += 1;
@@ -180,13 +216,13 @@ describe('model fallbacks keep the books exact over random chains, prices, outag
               // Every model down: the last one's 502. A refusal: 400 at once. One image busy past the wait line: 503 where
               // another image was delivered (n > 1); with n = 1 every model of the chain is busy or down, and the last one answers.
               const last = chain[chain.length - 1] as Model;
-              const status =
-                delivering === undefined ? 502 : step.outcome === 'refuse' ? 400 : step.n > 1 ? 503 : isDown(last) ? 502 : 503;
+              const status = delivering === undefined ? 502 : step.outcome === 'refuse' ? 400 : step.n > 1 ? 503 : isDown(last) ? 502 : 503;
               if (response) expect(response.status).toBe(status);
               else expect(row.error_code).toBe({ 400: 'content_policy_violation', 502: 'provider_error', 503: 'provider_busy' }[status]);
               if (step.outcome === 'refuse' && delivering !== undefined) {
                 // Never past a refusal of the prompt: the models after it saw nothing.
-                for (const later of chain.slice(chain.indexOf(delivering) + 1)) expect(fakes.get(later)!.requests.some((r) => String(r.prompt).includes(`[tag:${tag}]`))).toBe(false);
+                for (const later of chain.slice(chain.indexOf(delivering) + 1))
+                  expect(fakes.get(later)!.requests.some((r) => String(r.prompt).includes(`[tag:${tag}]`))).toBe(false);
               }
             }
             // Every image made upstream is paid (delivered, or kept by the cancel) or listed as the operator's loss.

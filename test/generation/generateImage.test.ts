@@ -40,7 +40,7 @@ describe('POST /images/generate (generateImage)', () => {
       expect(a.body.data[0].b64_json).not.toEqual(c.body.data[0].b64_json);
     });
 
-    it('answers the gateway\'s own signed image URLs by default and uses the model default size', async () => {
+    it("answers the gateway's own signed image URLs by default and uses the model default size", async () => {
       const { key } = await t.createKey();
       const res = await t.api.client(key, { prompt: 'default format', model: 'local-1' });
       expect(res.status).toBe(200);

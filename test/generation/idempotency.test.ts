@@ -26,7 +26,7 @@ describe('Idempotency-Key', () => {
     expect(await used(id)).toBe(2);
   });
 
-  it('a replay carries the key\'s rate-limit state, looked up: the replay is not counted', async () => {
+  it("a replay carries the key's rate-limit state, looked up: the replay is not counted", async () => {
     const { key } = await t.createKey({ rate_limit_rpm: 5 });
     const first = await generate(key, 'limited-1', localRequest());
     const retry = await generate(key, 'limited-1', localRequest());

@@ -52,13 +52,20 @@ describe('image inputs through the gateway to the fake upstreams (Ark data URIs,
     return { id, bytes };
   };
 
-  it('jimeng-4.5 (Ark): a data URI and an img_ id of the key\'s earlier output arrive as `image`, two data URIs of those bytes, on each call; charged per image delivered', async () => {
+  it("jimeng-4.5 (Ark): a data URI and an img_ id of the key's earlier output arrive as `image`, two data URIs of those bytes, on each call; charged per image delivered", async () => {
     const { id, key } = await newKey();
     const earlier = await earlierOutput(key);
     const uploaded = testPng(40, 30, { shade: 7 });
     const before = await creditsUsed(id);
     const prompt = 'ark: both references';
-    const res = await t.api.client(key, { prompt, model: 'jimeng-4.5', size: '2048x2048', n: 2, response_format: 'b64_json', images: [dataUri(uploaded), earlier.id] });
+    const res = await t.api.client(key, {
+      prompt,
+      model: 'jimeng-4.5',
+      size: '2048x2048',
+      n: 2,
+      response_format: 'b64_json',
+      images: [dataUri(uploaded), earlier.id],
+    });
     expect(res.status).toBe(200);
     expect(res.body.data).toHaveLength(2);
     // One call per image, each with both references in the client's order.
@@ -80,7 +87,7 @@ describe('image inputs through the gateway to the fake upstreams (Ark data URIs,
     expect((await creditsUsed(id)) - before).toBe(8);
   });
 
-  it('jimeng-4.0 (visual API): `image_urls` are the gateway\'s signed URLs on PUBLIC_BASE_URL, and the upstream fetched the exact bytes from them', async () => {
+  it("jimeng-4.0 (visual API): `image_urls` are the gateway's signed URLs on PUBLIC_BASE_URL, and the upstream fetched the exact bytes from them", async () => {
     const { id, key } = await newKey();
     const earlier = await earlierOutput(key);
     const uploaded = testPng(300, 200, { shade: 11 });

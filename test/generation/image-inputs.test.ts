@@ -17,10 +17,19 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
   const creditsUsed = (id: string) => t.api.creditsUsed(id);
   const storedRequestOf = async (generationId: string) => {
     const row = await t.gateway.database.db.selectFrom('generations').select('request').where('id', '=', generationId).executeTakeFirstOrThrow();
-    return JSON.parse(row.request as string) as { inputs?: { delivery: string; images: Array<{ id: string; format: string; width: number; height: number }>; mask?: { id: string } } };
+    return JSON.parse(row.request as string) as {
+      inputs?: { delivery: string; images: Array<{ id: string; format: string; width: number; height: number }>; mask?: { id: string } };
+    };
   };
   const inputRows = (generationId: string) =>
-    t.gateway.database.db.selectFrom('stored_images').selectAll().where('generation_id', '=', generationId).where('role', '!=', 'output').orderBy('role').orderBy('position').execute();
+    t.gateway.database.db
+      .selectFrom('stored_images')
+      .selectAll()
+      .where('generation_id', '=', generationId)
+      .where('role', '!=', 'output')
+      .orderBy('role')
+      .orderBy('position')
+      .execute();
 
   describe('success', () => {
     it('takes data URIs and a mask synchronously: stored as inputs of the generation, outputs unchanged, charged per image made', async () => {
@@ -39,7 +48,14 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 });
       expect(await creditsUsed(id)).toBe(2);
       const stored = await storedRequestOf(res.body.id);
-      expect(stored.inputs).toMatchObject({ delivery: 'inline', images: [{ format: 'png', width: 40, height: 30 }, { format: 'png', width: 20, height: 20 }], mask: { id: expect.stringMatching(/^img_/) } });
+      expect(stored.inputs).toMatchObject({
+        delivery: 'inline',
+        images: [
+          { format: 'png', width: 40, height: 30 },
+          { format: 'png', width: 20, height: 20 },
+        ],
+        mask: { id: expect.stringMatching(/^img_/) },
+      });
       const rows = await inputRows(res.body.id);
       expect(rows.map((row) => [row.role, Number(row.position), Number(row.width), Number(row.height)])).toEqual([
         ['input', 0, 40, 30],
@@ -51,7 +67,7 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       expect(first.equals(testPng(40, 30))).toBe(true);
     });
 
-    it('takes an img_ id of the key\'s own earlier output (edit the last picture without re-uploading), stored once', async () => {
+    it("takes an img_ id of the key's own earlier output (edit the last picture without re-uploading), stored once", async () => {
       const { key } = await t.createKey();
       const made = await t.api.client(key, { prompt: 'a cat', model: 'local-1', size: '64x64' });
       const imageId = /\/images\/(img_[0-9A-Za-z]+)\?/.exec(made.body.data[0].url)![1]!;
@@ -73,20 +89,26 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
         body: { prompt: 'async edit', model: 'local-1', size: '32x32', images: [dataUri(testPng(16, 16))] },
       });
       expect(submitted.status).toBe(202);
-      await until(async () => (await t.api.send('get', `/generations/${submitted.body.id}`, { headers: auth(key) })).body.status === 'succeeded', 'the generation to succeed');
+      await until(
+        async () => (await t.api.send('get', `/generations/${submitted.body.id}`, { headers: auth(key) })).body.status === 'succeeded',
+        'the generation to succeed',
+      );
       const stored = await storedRequestOf(submitted.body.id);
       expect(stored.inputs?.images).toHaveLength(1);
       expect(await creditsUsed(id)).toBe(1);
     });
 
-    it('an input past its retention (swept) is no longer the key\'s to name: 404, nothing charged', async () => {
+    it("an input past its retention (swept) is no longer the key's to name: 404, nothing charged", async () => {
       const { id, key } = await t.createKey({ credits_quota: 10 });
       const submitted = await t.api.send('post', '/images/generate', {
         headers: { ...auth(key), Prefer: 'respond-async' },
         body: { prompt: 'lost input', model: 'local-1', size: '32x32', images: [dataUri(testPng(16, 16))] },
       });
       expect(submitted.status).toBe(202);
-      await until(async () => ['succeeded', 'failed'].includes((await t.api.send('get', `/generations/${submitted.body.id}`, { headers: auth(key) })).body.status), 'the generation to settle');
+      await until(
+        async () => ['succeeded', 'failed'].includes((await t.api.send('get', `/generations/${submitted.body.id}`, { headers: auth(key) })).body.status),
+        'the generation to settle',
+      );
       // The input swept as the sweeper would, then named again by its id.
       const stored = await storedRequestOf(submitted.body.id);
       const inputId = stored.inputs!.images[0]!.id;
@@ -101,11 +123,16 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       expect(await creditsUsed(id)).toBe(1);
     });
 
-    it('the internal API takes inputs too; an img_ id must be one of this service\'s', async () => {
+    it("the internal API takes inputs too; an img_ id must be one of this service's", async () => {
       const made = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: 'internal', model: 'local-1', size: '32x32' });
       expect(made.status).toBe(200);
       const imageId = /\/images\/(img_[0-9A-Za-z]+)\?/.exec(made.body.data[0].url)![1]!;
-      const res = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: 'internal edit', model: 'local-1', size: '32x32', images: [imageId, dataUri(testPng(8, 8))] });
+      const res = await t.internal.service('post', '/api/v1/creative/images/generations', {
+        prompt: 'internal edit',
+        model: 'local-1',
+        size: '32x32',
+        images: [imageId, dataUri(testPng(8, 8))],
+      });
       expect(res.status).toBe(200);
       expect((await storedRequestOf(res.body.id)).inputs?.images.map((image) => image.width)).toEqual([32, 8]);
       // A key does not own the service's image.
@@ -126,13 +153,28 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
         images: [dataUri(testPng(12, 12)), dataUri(testPng(30, 10, { shade: 1 }))],
       });
       expect(first.status).toBe(200);
-      const row = await t.gateway.database.db.selectFrom('generations').select(['request', 'client_id']).where('id', '=', first.body.id).executeTakeFirstOrThrow();
+      const row = await t.gateway.database.db
+        .selectFrom('generations')
+        .select(['request', 'client_id'])
+        .where('id', '=', first.body.id)
+        .executeTakeFirstOrThrow();
       const inputIds = (await storedRequestOf(first.body.id)).inputs!.images.map((image) => image.id);
       // The same stored request, held by a replica whose lease lapsed mid-run.
       const orphanId = newSortableId('gen', Date.now());
       await t.gateway.database.db
         .insertInto('generations')
-        .values(generationRow(orphanId, { client_id: row.client_id ?? clientId, request: row.request, status: 'running', lease_owner: 'replica-that-died', lease_expires_at: Date.now() - 1000, started_at: Date.now() - 5000, created_at: Date.now() - 5000, runs: 1 }))
+        .values(
+          generationRow(orphanId, {
+            client_id: row.client_id ?? clientId,
+            request: row.request,
+            status: 'running',
+            lease_owner: 'replica-that-died',
+            lease_expires_at: Date.now() - 1000,
+            started_at: Date.now() - 5000,
+            created_at: Date.now() - 5000,
+            runs: 1,
+          }),
+        )
         .execute();
       const read: string[] = [];
       const images = t.gateway.images;
@@ -164,14 +206,16 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
     };
 
     it('a model that takes no images: 400 image_input_unsupported, param images', async () => {
-      await refused({ model: 'jimeng-3.1', size: '1328x1328', images: [dataUri(testPng(8, 8))] }, 400, 'image_input_unsupported', 'images', { allowed_providers: ['local', 'jimeng'] });
+      await refused({ model: 'jimeng-3.1', size: '1328x1328', images: [dataUri(testPng(8, 8))] }, 400, 'image_input_unsupported', 'images', {
+        allowed_providers: ['local', 'jimeng'],
+      });
     });
 
     it('more images than the model takes', async () => {
       await refused({ images: Array.from({ length: 5 }, () => dataUri(testPng(8, 8))) }, 400, 'image_input_unsupported', 'images');
     });
 
-    it('more than the gateway takes at all: the spec\'s maxItems (400 invalid_request)', async () => {
+    it("more than the gateway takes at all: the spec's maxItems (400 invalid_request)", async () => {
       await refused({ images: Array.from({ length: 17 }, () => dataUri(testPng(2, 2))) }, 400, 'invalid_request', 'images');
     });
 
@@ -186,12 +230,12 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       await refused({ images: ['img_doesNotExist0'] }, 404, 'image_input_not_found', 'images[0]');
     });
 
-    it('over the model\'s bytes per image (413), counted from the data URI\'s length before decoding', async () => {
+    it("over the model's bytes per image (413), counted from the data URI's length before decoding", async () => {
       const big = Buffer.concat([testPng(8, 8), Buffer.alloc(10 * 1024 * 1024)]);
       await refused({ images: [dataUri(big)] }, 413, 'image_input_too_large', 'images[0]');
     });
 
-    it('a decompression bomb by its header\'s pixel count (413), before any decoding', async () => {
+    it("a decompression bomb by its header's pixel count (413), before any decoding", async () => {
       await refused({ images: [dataUri(claimedPng(7000, 7000))] }, 413, 'image_input_too_large', 'images[0]');
     });
 
@@ -201,7 +245,7 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
       await refused({ images: ['https://localhost:1/a.png'] }, 422, 'image_input_unreachable', 'images[0]');
     });
 
-    it('an img_ id of another key\'s image: 404, as if it did not exist', async () => {
+    it("an img_ id of another key's image: 404, as if it did not exist", async () => {
       const other = await t.createKey();
       const made = await t.api.client(other.key, { prompt: 'mine', model: 'local-1', size: '32x32' });
       const imageId = /\/images\/(img_[0-9A-Za-z]+)\?/.exec(made.body.data[0].url)![1]!;

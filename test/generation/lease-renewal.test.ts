@@ -38,10 +38,7 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
     const runs = rows.map((row) =>
       worker
         .holdLocal(row, new AbortController().signal, (_row, signal) =>
-          Promise.race([
-            released,
-            new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })),
-          ]),
+          Promise.race([released, new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }))]),
         )
         .then(
           () => outcomes.set(row.id, 'finished'),

@@ -13,7 +13,15 @@ import { until } from '../helpers/until';
 const ARK_KEY = 'ark-key-fallbacks-0001';
 const CATALOG = [
   { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
-  { model: 'prime', provider: 'jimeng', transport: 'ark', upstream_model: 'prime-up', credits_per_image: 3, default_size: '1024x1024', fallbacks: ['second', 'spare'] },
+  {
+    model: 'prime',
+    provider: 'jimeng',
+    transport: 'ark',
+    upstream_model: 'prime-up',
+    credits_per_image: 3,
+    default_size: '1024x1024',
+    fallbacks: ['second', 'spare'],
+  },
   { model: 'second', provider: 'jimeng', transport: 'ark', upstream_model: 'second-up', credits_per_image: 5, default_size: '1024x1024' },
   { model: 'spare', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' },
   // No channel lists it: in the catalog, waiting for the operator's account.
@@ -33,8 +41,18 @@ describe('model fallbacks', () => {
     // A breaker that never opens here: each test's outage is its own.
     t = await startTestGateway({ MODEL_CATALOG: JSON.stringify(CATALOG), PROVIDER_JIMENG_BREAKER_THRESHOLD: '1000', GENERATION_POLL_MS: '50' });
     books = new Books(t.gateway.database.db);
-    for (const [model, fake] of [['prime', primeFake], ['second', secondFake]] as const) {
-      const res = await t.api.admin('post', '/admin/channels', { name: model, provider: 'jimeng', transport: 'ark', base_url: fake.url, models: [{ model }], credentials: { api_key: ARK_KEY } });
+    for (const [model, fake] of [
+      ['prime', primeFake],
+      ['second', secondFake],
+    ] as const) {
+      const res = await t.api.admin('post', '/admin/channels', {
+        name: model,
+        provider: 'jimeng',
+        transport: 'ark',
+        base_url: fake.url,
+        models: [{ model }],
+        credentials: { api_key: ARK_KEY },
+      });
       expect(res.status).toBe(201);
       channels[model] = res.body.id as string;
     }
@@ -56,14 +74,15 @@ describe('model fallbacks', () => {
   const creditsUsed = async (id: string) => Number((await t.api.admin('get', `/admin/keys/${id}`)).body.credits_used);
   const generate = (key: string, body: Record<string, unknown>, path = '/images/generate') =>
     t.api.client(key, { model: 'prime', size: '1024x1024', response_format: 'b64_json', ...body }, path);
-  const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
+  const attemptsOf = async (id: string) =>
+    (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
   const resourceOf = async (key: string, id: string) => (await t.api.send('get', `/generations/${id}`, { headers: { Authorization: `Bearer ${key}` } })).body;
   const callsTo = (fake: FakeImagesApi) => fake.requests.length;
   /** Ark makes one call per image: waits until all `n` of a held request are held (the fake records each just before it holds it). */
   const heldCalls = (fake: FakeImagesApi, tag: string, n: number) =>
     until(() => fake.requests.filter((r) => String(r.prompt).includes(`[hold:${tag}]`)).length === n, `${n} calls of ${tag} held`);
 
-  it('GET /v1/models publishes a model\'s fallbacks, those of its chain the key may use', async () => {
+  it("GET /v1/models publishes a model's fallbacks, those of its chain the key may use", async () => {
     const { key } = await newKey();
     const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
     const byId = new Map((list.body.data as Array<{ id: string; fallbacks?: string[] }>).map((m) => [m.id, m]));
@@ -108,18 +127,28 @@ describe('model fallbacks', () => {
     primeFake.releaseHeld('p1');
     const res = await response;
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ model: 'prime', requested_model: 'prime', provider: 'jimeng', usage: { images: 2, credits_charged: 6, credits_per_image: 3, credits_remaining: 994 } });
+    expect(res.body).toMatchObject({
+      model: 'prime',
+      requested_model: 'prime',
+      provider: 'jimeng',
+      usage: { images: 2, credits_charged: 6, credits_per_image: 3, credits_remaining: 994 },
+    });
     expect(await creditsUsed(id)).toBe(6);
     expect((await resourceOf(key, res.body.id)).usage).toEqual({ images: 2, credits_reserved: 0, credits_charged: 6 });
   });
 
-  it('a provider outage of the requested model falls back to the next: charged the delivering model\'s price, attempts show the chain', async () => {
+  it("a provider outage of the requested model falls back to the next: charged the delivering model's price, attempts show the chain", async () => {
     const { id, key } = await newKey();
     primeFake.setMode('failing');
     const secondCalls = callsTo(secondFake);
     const res = await generate(key, { prompt: 'prime is down', n: 2 });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ model: 'second', requested_model: 'prime', provider: 'jimeng', usage: { images: 2, credits_charged: 10, credits_per_image: 5, credits_remaining: 990 } });
+    expect(res.body).toMatchObject({
+      model: 'second',
+      requested_model: 'prime',
+      provider: 'jimeng',
+      usage: { images: 2, credits_charged: 10, credits_per_image: 5, credits_remaining: 990 },
+    });
     expect(callsTo(secondFake) - secondCalls).toBe(2);
     expect(await creditsUsed(id)).toBe(10);
     const attempts = await attemptsOf(res.body.id);
@@ -133,7 +162,12 @@ describe('model fallbacks', () => {
       ['second', channels.second, 'succeeded'],
       ['second', channels.second, 'succeeded'],
     ]);
-    expect(await resourceOf(key, res.body.id)).toMatchObject({ status: 'succeeded', model: 'second', requested_model: 'prime', usage: { images: 2, credits_charged: 10 } });
+    expect(await resourceOf(key, res.body.id)).toMatchObject({
+      status: 'succeeded',
+      model: 'second',
+      requested_model: 'prime',
+      usage: { images: 2, credits_charged: 10 },
+    });
     const usageRow = (await t.internal.service('get', `/api/v1/creative/generations/${res.body.id}`)).body;
     expect(usageRow).toMatchObject({ model: 'second', requested_model: 'prime', credits: 10, status: 'succeeded' });
   });
@@ -151,7 +185,7 @@ describe('model fallbacks', () => {
     }
   });
 
-  it('a refusal of the client\'s content never falls back, and costs nothing', async () => {
+  it("a refusal of the client's content never falls back, and costs nothing", async () => {
     const { id, key } = await newKey();
     const secondCalls = callsTo(secondFake);
     const res = await generate(key, { prompt: `refused ${UPSTREAM_REFUSAL}` });
@@ -168,7 +202,11 @@ describe('model fallbacks', () => {
     const native = await generate(key, { prompt: 'no fallback', fallback: false });
     expect(native.status).toBe(502);
     expect(native.body.error.code).toBe('provider_error');
-    const openai = await t.api.client(key, { model: 'prime', prompt: 'no fallback either', fallback: false, response_format: 'b64_json' }, '/v1/images/generations');
+    const openai = await t.api.client(
+      key,
+      { model: 'prime', prompt: 'no fallback either', fallback: false, response_format: 'b64_json' },
+      '/v1/images/generations',
+    );
     expect(openai.status).toBe(502);
     expect(callsTo(secondFake)).toBe(secondCalls);
     expect(await creditsUsed(id)).toBe(0);
@@ -184,13 +222,18 @@ describe('model fallbacks', () => {
     const secondCalls = callsTo(secondFake);
     const res = await generate(key, { prompt: 'skips second', n: 2 });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ model: 'spare', requested_model: 'prime', provider: 'local', usage: { images: 2, credits_charged: 2, credits_per_image: 1 } });
+    expect(res.body).toMatchObject({
+      model: 'spare',
+      requested_model: 'prime',
+      provider: 'local',
+      usage: { images: 2, credits_charged: 2, credits_per_image: 1 },
+    });
     expect(callsTo(secondFake)).toBe(secondCalls);
     expect(await creditsUsed(id)).toBe(2);
     expect((await attemptsOf(res.body.id)).map((a) => a.model)).toEqual(['prime', 'prime', 'spare']);
   });
 
-  it('a fallback that does not take the request\'s size is skipped', async () => {
+  it("a fallback that does not take the request's size is skipped", async () => {
     const { key } = await newKey();
     primeFake.setMode('failing');
     secondFake.setMode('failing');
@@ -214,11 +257,20 @@ describe('model fallbacks', () => {
     expect(queued.body).toMatchObject({ model: 'prime', requested_model: 'prime', usage: { credits_reserved: 15 } });
     await heldCalls(secondFake, 'a1', 3);
     await until(async () => (await resourceOf(key, queued.body.id)).model === 'second', 'the generation to name its fallback');
-    expect(await resourceOf(key, queued.body.id)).toMatchObject({ status: 'running', model: 'second', requested_model: 'prime', usage: { credits_reserved: 15, credits_charged: 0 } });
+    expect(await resourceOf(key, queued.body.id)).toMatchObject({
+      status: 'running',
+      model: 'second',
+      requested_model: 'prime',
+      usage: { credits_reserved: 15, credits_charged: 0 },
+    });
     expect(await creditsUsed(id)).toBe(15);
     secondFake.releaseHeld('a1');
     await until(async () => (await resourceOf(key, queued.body.id)).status === 'succeeded', 'the generation to succeed');
-    expect(await resourceOf(key, queued.body.id)).toMatchObject({ model: 'second', requested_model: 'prime', usage: { images: 3, credits_reserved: 0, credits_charged: 15 } });
+    expect(await resourceOf(key, queued.body.id)).toMatchObject({
+      model: 'second',
+      requested_model: 'prime',
+      usage: { images: 3, credits_reserved: 0, credits_charged: 15 },
+    });
     expect(await creditsUsed(id)).toBe(15);
   });
 
@@ -239,14 +291,18 @@ describe('model fallbacks', () => {
     }
   });
 
-  it('an asynchronous generation its requested model delivers is charged that model\'s price', async () => {
+  it("an asynchronous generation its requested model delivers is charged that model's price", async () => {
     const { id, key } = await newKey();
     const queued = await t.api.send('post', '/images/generate', {
       body: { prompt: 'async prime', model: 'prime', n: 2, size: '1024x1024' },
       headers: { Authorization: `Bearer ${key}`, Prefer: 'wait=10' },
     });
     expect(queued.status).toBe(200);
-    expect(queued.body).toMatchObject({ model: 'prime', requested_model: 'prime', usage: { images: 2, credits_charged: 6, credits_per_image: 3, credits_remaining: 994 } });
+    expect(queued.body).toMatchObject({
+      model: 'prime',
+      requested_model: 'prime',
+      usage: { images: 2, credits_charged: 6, credits_per_image: 3, credits_remaining: 994 },
+    });
     expect(await creditsUsed(id)).toBe(6);
   });
 
@@ -264,9 +320,15 @@ describe('model fallbacks', () => {
     expect(await creditsUsed(id)).toBe(6);
   });
 
-  it('the internal API falls back over the whole chain and records the delivering model\'s price', async () => {
+  it("the internal API falls back over the whole chain and records the delivering model's price", async () => {
     primeFake.setMode('failing');
-    const res = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: 'service fallback', model: 'prime', n: 2, size: '1024x1024', response_format: 'b64_json' });
+    const res = await t.internal.service('post', '/api/v1/creative/images/generations', {
+      prompt: 'service fallback',
+      model: 'prime',
+      n: 2,
+      size: '1024x1024',
+      response_format: 'b64_json',
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ model: 'second', requested_model: 'prime', usage: { images: 2, credits: 10 } });
     const off = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: 'service no fallback', model: 'prime', fallback: false });
@@ -274,7 +336,12 @@ describe('model fallbacks', () => {
   });
 
   async function lastGeneration(): Promise<string> {
-    const row = await t.gateway.database.db.selectFrom('generations').select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .select('id')
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     return row.id;
   }
 });

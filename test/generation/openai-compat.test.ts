@@ -30,18 +30,26 @@ describe('POST /v1/images/generations (createImageOpenAI) with the official open
     // The gateway's own URL, fetched without the key, as an <img> tag would.
     const image = await fetch(url.data![0]!.url!);
     expect(image.headers.get('content-type')).toBe('image/png');
-    expect(Buffer.from(await image.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await image.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
     expect(await t.api.creditsUsed(id)).toBe(3);
   });
 
   it('answers in the OpenAI shape over raw HTTP too, validated against the spec', async () => {
     const { key } = await t.createKey();
-    const res = await t.api.client(key, { model: 'local-1', prompt: 'raw', size: '32x32', response_format: 'b64_json', moderation: 'low' }, '/v1/images/generations');
+    const res = await t.api.client(
+      key,
+      { model: 'local-1', prompt: 'raw', size: '32x32', response_format: 'b64_json', moderation: 'low' },
+      '/v1/images/generations',
+    );
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['created', 'data']);
   });
 
-  it('our errors become the SDK\'s typed errors', async () => {
+  it("our errors become the SDK's typed errors", async () => {
     const { key } = await t.createKey({ credits_quota: 1, rate_limit_rpm: 2, allowed_providers: ['local'] });
     const call = (apiKey: string, params: Partial<OpenAI.Images.ImageGenerateParamsNonStreaming> = {}) =>
       client(apiKey).images.generate({ model: 'local-1', prompt: 'x', size: '32x32' as '256x256', ...params } as OpenAI.Images.ImageGenerateParamsNonStreaming);

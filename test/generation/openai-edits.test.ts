@@ -19,9 +19,24 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
   const client = (apiKey: string) => openaiClient(t, apiKey);
   const creditsUsed = (id: string) => t.api.creditsUsed(id);
   const inputsOf = async (generationId: string) =>
-    t.gateway.database.db.selectFrom('stored_images').selectAll().where('generation_id', '=', generationId).where('role', '!=', 'output').orderBy('role').orderBy('position').execute();
+    t.gateway.database.db
+      .selectFrom('stored_images')
+      .selectAll()
+      .where('generation_id', '=', generationId)
+      .where('role', '!=', 'output')
+      .orderBy('role')
+      .orderBy('position')
+      .execute();
   const lastGeneration = async (keyId: string) =>
-    (await t.gateway.database.db.selectFrom('generations').select('id').where('key_id', '=', keyId).orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow()).id;
+    (
+      await t.gateway.database.db
+        .selectFrom('generations')
+        .select('id')
+        .where('key_id', '=', keyId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .executeTakeFirstOrThrow()
+    ).id;
   /** The same request over raw HTTP, its answer checked against the spec. */
   const rawEdit = async (key: string, build: (req: request.Test) => request.Test) => {
     const res = await build(request(t.gateway.url).post('/v1/images/edits').set('Authorization', `Bearer ${key}`));
@@ -50,7 +65,11 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
   it('several images (image[]), one from a stream, with a mask and n = 2', async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });
     const answer = await client(key).images.edit({
-      image: [await toFile(testPng(20, 20), 'a.png'), await toFile(Readable.from([testPng(10, 30, { shade: 9 })]), 'b.png'), await toFile(testPng(5, 5), 'c.png')],
+      image: [
+        await toFile(testPng(20, 20), 'a.png'),
+        await toFile(Readable.from([testPng(10, 30, { shade: 9 })]), 'b.png'),
+        await toFile(testPng(5, 5), 'c.png'),
+      ],
       mask: await toFile(testPng(20, 20, { alpha: true }), 'mask.png'),
       prompt: 'three into one',
       model: 'local-1',
@@ -71,11 +90,21 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
 
   it('the asynchronous form (Prefer: respond-async) answers 202, and with wait=N the result, run with the uploads', async () => {
     const { key } = await t.createKey();
-    const res = await rawEdit(key, (req) => req.set('Prefer', 'respond-async').field('prompt', 'later').field('model', 'local-1').field('size', '32x32').attach('image', testPng(8, 8), 'a.png'));
+    const res = await rawEdit(key, (req) =>
+      req.set('Prefer', 'respond-async').field('prompt', 'later').field('model', 'local-1').field('size', '32x32').attach('image', testPng(8, 8), 'a.png'),
+    );
     expect(res.status).toBe(202);
     expect(res.body.status).toMatch(/queued|running|succeeded/);
     // wait=N: answered in the OpenAI shape once the worker ran it with the uploads.
-    const waited = await rawEdit(key, (req) => req.set('Prefer', 'respond-async, wait=10').field('prompt', 'soon').field('model', 'local-1').field('size', '32x32').field('response_format', 'b64_json').attach('image', testPng(8, 8), 'a.png'));
+    const waited = await rawEdit(key, (req) =>
+      req
+        .set('Prefer', 'respond-async, wait=10')
+        .field('prompt', 'soon')
+        .field('model', 'local-1')
+        .field('size', '32x32')
+        .field('response_format', 'b64_json')
+        .attach('image', testPng(8, 8), 'a.png'),
+    );
     expect(waited.status).toBe(200);
     expect(waited.headers['preference-applied']).toBe('wait=10');
     expect(Object.keys(waited.body).sort()).toEqual(['created', 'data']);
@@ -115,7 +144,7 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     expect(await creditsUsed(id)).toBe(0);
   });
 
-  it('raw multipart: a file over the model\'s bytes is 413 while it streams; missing fields and stray files are 400; no key is 401', async () => {
+  it("raw multipart: a file over the model's bytes is 413 while it streams; missing fields and stray files are 400; no key is 401", async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });
     const big = Buffer.concat([testPng(8, 8), Buffer.alloc(10 * 1024 * 1024 + 1)]);
     const tooLarge = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').attach('image', big, 'big.png'));
@@ -126,18 +155,31 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
     expect([cut.status, cut.body.error.code, cut.body.error.param]).toEqual([413, 'image_input_too_large', 'images[0]']);
     const noImage = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1'));
     expect([noImage.status, noImage.body.error.code]).toEqual([400, 'invalid_request']);
-    const stray = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').attach('image', testPng(4, 4), 'a.png').attach('other', testPng(4, 4), 'o.png'));
+    const stray = await rawEdit(key, (req) =>
+      req.field('prompt', 'x').field('model', 'local-1').attach('image', testPng(4, 4), 'a.png').attach('other', testPng(4, 4), 'o.png'),
+    );
     expect([stray.status, stray.body.error.code, stray.body.error.param]).toEqual([400, 'invalid_request', 'other']);
     const textImage = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').field('image', 'https://example.com/a.png'));
     expect([textImage.status, textImage.body.error.code]).toEqual([400, 'invalid_request']);
-    const streaming = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').field('stream', 'true').attach('image', testPng(4, 4), 'a.png'));
+    const streaming = await rawEdit(key, (req) =>
+      req.field('prompt', 'x').field('model', 'local-1').field('stream', 'true').attach('image', testPng(4, 4), 'a.png'),
+    );
     expect([streaming.status, streaming.body.error.code]).toEqual([400, 'invalid_request']);
-    const seventeen = await rawEdit(key, (req) => Array.from({ length: 18 }, (_, i) => i).reduce((at, i) => at.attach('image', testPng(2, 2), `${i}.png`), req.field('prompt', 'x').field('model', 'local-1')));
+    const seventeen = await rawEdit(key, (req) =>
+      Array.from({ length: 18 }, (_, i) => i).reduce(
+        (at, i) => at.attach('image', testPng(2, 2), `${i}.png`),
+        req.field('prompt', 'x').field('model', 'local-1'),
+      ),
+    );
     expect([seventeen.status, seventeen.body.error.code, seventeen.body.error.param]).toEqual([400, 'invalid_request', 'image']);
     const badN = await rawEdit(key, (req) => req.field('prompt', 'x').field('model', 'local-1').field('n', '9').attach('image', testPng(4, 4), 'a.png'));
     expect([badN.status, badN.body.error.param]).toEqual([400, 'n']);
     expect(await creditsUsed(id)).toBe(0);
-    const anonymous = await request(t.gateway.url).post('/v1/images/edits').field('prompt', 'x').field('model', 'local-1').attach('image', testPng(4, 4), 'a.png');
+    const anonymous = await request(t.gateway.url)
+      .post('/v1/images/edits')
+      .field('prompt', 'x')
+      .field('model', 'local-1')
+      .attach('image', testPng(4, 4), 'a.png');
     expect(anonymous.status).toBe(401);
     expect(anonymous.body.error.code).toBe('missing_api_key');
   });
@@ -171,7 +213,15 @@ describe('POST /v1/images/edits (editImageOpenAI) with the official openai clien
   it('the same Idempotency-Key with the same files replays; with other files it is 422', async () => {
     const { id, key } = await t.createKey({ credits_quota: 10 });
     const send = (image: Buffer) =>
-      rawEdit(key, (req) => req.set('Idempotency-Key', 'edit-once-1').field('prompt', 'x').field('model', 'local-1').field('size', '32x32').field('response_format', 'b64_json').attach('image', image, 'a.png'));
+      rawEdit(key, (req) =>
+        req
+          .set('Idempotency-Key', 'edit-once-1')
+          .field('prompt', 'x')
+          .field('model', 'local-1')
+          .field('size', '32x32')
+          .field('response_format', 'b64_json')
+          .attach('image', image, 'a.png'),
+      );
     const first = await send(testPng(6, 6));
     const replay = await send(testPng(6, 6));
     expect(first.status).toBe(200);

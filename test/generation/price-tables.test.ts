@@ -25,7 +25,9 @@ describe('price tables by size and quality', () => {
 
   beforeAll(async () => {
     t = await startTestGateway({
-      MODEL_CATALOG: JSON.stringify({ models: [{ model: 'priced-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 7, default_size: '32x32', price_table: PRICE_TABLE }] }),
+      MODEL_CATALOG: JSON.stringify({
+        models: [{ model: 'priced-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 7, default_size: '32x32', price_table: PRICE_TABLE }],
+      }),
       GENERATION_POLL_MS: '50',
     });
   });
@@ -43,7 +45,7 @@ describe('price tables by size and quality', () => {
     expect(local.body.price_table).toBeUndefined();
   });
 
-  it('charges the row of the request\'s size and quality, and says the per-image price', async () => {
+  it("charges the row of the request's size and quality, and says the per-image price", async () => {
     const { id, key } = await t.createKey({ allowed_providers: ['local'], credits_quota: 1000 });
     const cases: Array<[string, string | undefined, number]> = [
       ['32x32', 'low', 1],
@@ -73,7 +75,11 @@ describe('price tables by size and quality', () => {
 
   it('the OpenAI endpoint honours quality; an asynchronous generation is charged the same price', async () => {
     const { id, key } = await t.createKey({ allowed_providers: ['local'], credits_quota: 100 });
-    const openai = await t.api.client(key, { prompt: 'priced', model: 'priced-1', size: '64x64', quality: 'high', response_format: 'b64_json' }, '/v1/images/generations');
+    const openai = await t.api.client(
+      key,
+      { prompt: 'priced', model: 'priced-1', size: '64x64', quality: 'high', response_format: 'b64_json' },
+      '/v1/images/generations',
+    );
     expect(openai.status).toBe(200);
     expect(await creditsUsed(id)).toBe(4);
     const queued = await t.api.send('post', '/images/generate', {
@@ -82,13 +88,17 @@ describe('price tables by size and quality', () => {
     });
     expect(queued.status).toBe(202);
     expect(queued.body.usage.credits_reserved).toBe(3);
-    await until(async () => (await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } })).body.status === 'succeeded', 'the queued generation to succeed', 10_000);
+    await until(
+      async () => (await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } })).body.status === 'succeeded',
+      'the queued generation to succeed',
+      10_000,
+    );
     const done = await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } });
     expect(done.body.usage).toMatchObject({ images: 3, credits_charged: 3 });
     expect(await creditsUsed(id)).toBe(4 + 3);
   });
 
-  it('property: over random sizes, qualities and n, the book is the sum of each request\'s n × row price', async () => {
+  it("property: over random sizes, qualities and n, the book is the sum of each request's n × row price", async () => {
     const { id, key } = await t.createKey({ allowed_providers: ['local'], credits_quota: 1_000_000 });
     let expected = 0;
     await fc.assert(
@@ -98,7 +108,14 @@ describe('price tables by size and quality', () => {
         fc.option(fc.constantFrom('low', 'high', 'auto'), { nil: undefined }),
         fc.integer({ min: 1, max: 4 }),
         async (width, height, quality, n) => {
-          const res = await t.api.client(key, { prompt: 'random', model: 'priced-1', size: `${width}x${height}`, n, response_format: 'b64_json', ...(quality ? { quality } : {}) });
+          const res = await t.api.client(key, {
+            prompt: 'random',
+            model: 'priced-1',
+            size: `${width}x${height}`,
+            n,
+            response_format: 'b64_json',
+            ...(quality ? { quality } : {}),
+          });
           expect(res.status).toBe(200);
           const price = priceOf(width, height, quality);
           expect(res.body.usage).toMatchObject({ credits_per_image: price, credits_charged: n * price });

@@ -10,7 +10,8 @@ import { startTestGateway } from '../helpers/test-gateway';
  * the stored request's prompt becomes empty, `hash` keeps its SHA-256 beside it, and running rows
  * keep theirs (their worker needs it).
  */
-const storedRequest = (prompt: string) => JSON.stringify({ entry: { model: 'local-1' }, request: { prompt, n: 1, size: '64x64' }, keep_base64: false, mark_sends: true });
+const storedRequest = (prompt: string) =>
+  JSON.stringify({ entry: { model: 'local-1' }, request: { prompt, n: 1, size: '64x64' }, keep_base64: false, mark_sends: true });
 
 describe('prompt retention', () => {
   let database: GatewayDatabase;
@@ -21,7 +22,10 @@ describe('prompt retention', () => {
 
   const requestOf = async (id: string) => {
     const row = await database.db.selectFrom('generations').select(['request', 'prompt_retention']).where('id', '=', id).executeTakeFirstOrThrow();
-    return { request: row.request === null ? null : (JSON.parse(row.request) as { request: Record<string, unknown> }).request, retention: row.prompt_retention };
+    return {
+      request: row.request === null ? null : (JSON.parse(row.request) as { request: Record<string, unknown> }).request,
+      retention: row.prompt_retention,
+    };
   };
 
   it('hash: settled rows keep only the SHA-256; running and queued rows keep the prompt; a second sweep changes nothing', async () => {
@@ -68,14 +72,21 @@ describe('prompt retention', () => {
       const res = await first.api.client(key, { prompt: 'a lighthouse kept as a hash', model: 'local-1', size: '64x64', response_format: 'b64_json' });
       expect(res.status).toBe(200);
       const storedPrompt = async () => {
-        const row = await first.gateway.database.db.selectFrom('generations').select(['request', 'prompt_retention']).where('id', '=', res.body.id).executeTakeFirstOrThrow();
+        const row = await first.gateway.database.db
+          .selectFrom('generations')
+          .select(['request', 'prompt_retention'])
+          .where('id', '=', res.body.id)
+          .executeTakeFirstOrThrow();
         return { request: (JSON.parse(row.request as string) as { request: Record<string, unknown> }).request, retention: row.prompt_retention };
       };
       expect(await storedPrompt()).toMatchObject({ request: { prompt: 'a lighthouse kept as a hash' }, retention: null });
       // Its sweeper runs once at start, over the same database.
       const second = await startTestGateway({ DATABASE_URL: first.databaseUrl, PROMPT_RETENTION: 'hash' });
       await second.close();
-      expect(await storedPrompt()).toMatchObject({ request: { prompt: '', prompt_sha256: createHash('sha256').update('a lighthouse kept as a hash').digest('hex') }, retention: 'hash' });
+      expect(await storedPrompt()).toMatchObject({
+        request: { prompt: '', prompt_sha256: createHash('sha256').update('a lighthouse kept as a hash').digest('hex') },
+        retention: 'hash',
+      });
     } finally {
       await first.close();
     }

@@ -42,8 +42,17 @@ const request = (keyId: string, generationId: string, cost: number, overrides: P
   afterAll(() => drop());
 
   const book = async (id: string) => {
-    const row = await database.db.selectFrom('api_keys').select(['credits_used', 'usage_epoch', 'period_started_at', 'last_used_at']).where('id', '=', id).executeTakeFirstOrThrow();
-    return { credits_used: Number(row.credits_used), usage_epoch: Number(row.usage_epoch), period_started_at: Number(row.period_started_at), last_used_at: Number(row.last_used_at) };
+    const row = await database.db
+      .selectFrom('api_keys')
+      .select(['credits_used', 'usage_epoch', 'period_started_at', 'last_used_at'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    return {
+      credits_used: Number(row.credits_used),
+      usage_epoch: Number(row.usage_epoch),
+      period_started_at: Number(row.period_started_at),
+      last_used_at: Number(row.last_used_at),
+    };
   };
 
   it('answers and writes what one statement per key does: reserved, threshold crossed, quota short, period rolled over, key unusable', async () => {
@@ -59,12 +68,20 @@ const request = (keyId: string, generationId: string, cost: number, overrides: P
       ['rotated', {}, 5, { keyHash: 'hash_of_an_old_secret' }],
     ];
     for (const [name, overrides] of cases) {
-      for (const twin of ['1', '2']) await database.db.insertInto('api_keys').values(keyRow(`key_${name}_${twin}`, overrides)).execute();
+      for (const twin of ['1', '2'])
+        await database.db
+          .insertInto('api_keys')
+          .values(keyRow(`key_${name}_${twin}`, overrides))
+          .execute();
     }
     const batch = cases.map(([name, , cost, overrides]) => request(`key_${name}_1`, `gen_${name}_1`, cost, overrides));
     const batched = await reserveWithGenerations(database.db, batch);
     for (const [index, [name, , cost, overrides]] of cases.entries()) {
-      const alone = await reserveWithGeneration(database.db, request(`key_${name}_2`, `gen_${name}_2`, cost, overrides).reservation, generation(`gen_${name}_2`, `key_${name}_2`, cost));
+      const alone = await reserveWithGeneration(
+        database.db,
+        request(`key_${name}_2`, `gen_${name}_2`, cost, overrides).reservation,
+        generation(`gen_${name}_2`, `key_${name}_2`, cost),
+      );
       expect([name, batched[index]]).toEqual([name, alone]);
       expect([name, await book(`key_${name}_1`)]).toEqual([name, await book(`key_${name}_2`)]);
       const [one, two] = [await findGeneration(database.db, `gen_${name}_1`), await findGeneration(database.db, `gen_${name}_2`)];

@@ -37,7 +37,10 @@ const isChannelListRead = (trip: RoundTrip) => trip.to === 'postgres' && /^selec
 
 /** A round trip as a line of a failure message: the statement's start, the command and its key (prefix dropped). */
 function label(trip: RoundTrip): string {
-  return `${trip.to}: ${trip.what.replace(/\s+/g, ' ').replace(/cgw-test:\w+:/g, '').slice(0, 90)}`;
+  return `${trip.to}: ${trip.what
+    .replace(/\s+/g, ' ')
+    .replace(/cgw-test:\w+:/g, '')
+    .slice(0, 90)}`;
 }
 
 /** Counts every round trip to PostgreSQL and Redis this process makes, from now until `restore`. */
@@ -136,7 +139,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
     const counts = windows.map((window) => {
       const counted = window.filter((trip) => !isChannelListRead(trip));
-      return { postgres: counted.filter((trip) => trip.to === 'postgres').length, redis: counted.filter((trip) => trip.to === 'redis').length, trips: counted.map(label) };
+      return {
+        postgres: counted.filter((trip) => trip.to === 'postgres').length,
+        redis: counted.filter((trip) => trip.to === 'redis').length,
+        trips: counted.map(label),
+      };
     });
     // Deterministic: every measured generation costs the same.
     for (const count of counts) {

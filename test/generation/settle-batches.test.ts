@@ -49,10 +49,39 @@ const succeeded = (latencyMs: number) => ({ status: 'succeeded' as const, errorC
     expect(await settleGeneration(db, 'gen_alone', succeeded(104), [attempt('gen_alone', 0, 'chn_a')])).toBe(true);
 
     // The same columns as the statement for one generation writes.
-    const columns = (row: GenerationsTable | undefined) => row && { status: row.status, latency_ms: row.latency_ms, completed_at: Number(row.completed_at), lease_owner: row.lease_owner, lease_expires_at: row.lease_expires_at, error_code: row.error_code };
-    expect(columns(await findGeneration(db, 'gen_b1'))).toEqual({ status: 'succeeded', latency_ms: 101, completed_at: 1_700_000_000_601, lease_owner: null, lease_expires_at: null, error_code: null });
-    expect(columns(await findGeneration(db, 'gen_b2'))).toEqual({ status: 'succeeded', latency_ms: 102, completed_at: 1_700_000_000_602, lease_owner: null, lease_expires_at: null, error_code: null });
-    expect(columns(await findGeneration(db, 'gen_alone'))).toEqual({ status: 'succeeded', latency_ms: 104, completed_at: 1_700_000_000_604, lease_owner: null, lease_expires_at: null, error_code: null });
+    const columns = (row: GenerationsTable | undefined) =>
+      row && {
+        status: row.status,
+        latency_ms: row.latency_ms,
+        completed_at: Number(row.completed_at),
+        lease_owner: row.lease_owner,
+        lease_expires_at: row.lease_expires_at,
+        error_code: row.error_code,
+      };
+    expect(columns(await findGeneration(db, 'gen_b1'))).toEqual({
+      status: 'succeeded',
+      latency_ms: 101,
+      completed_at: 1_700_000_000_601,
+      lease_owner: null,
+      lease_expires_at: null,
+      error_code: null,
+    });
+    expect(columns(await findGeneration(db, 'gen_b2'))).toEqual({
+      status: 'succeeded',
+      latency_ms: 102,
+      completed_at: 1_700_000_000_602,
+      lease_owner: null,
+      lease_expires_at: null,
+      error_code: null,
+    });
+    expect(columns(await findGeneration(db, 'gen_alone'))).toEqual({
+      status: 'succeeded',
+      latency_ms: 104,
+      completed_at: 1_700_000_000_604,
+      lease_owner: null,
+      lease_expires_at: null,
+      error_code: null,
+    });
     // Settled elsewhere before: unchanged.
     expect((await findGeneration(db, 'gen_b3'))?.status).toBe('failed');
 

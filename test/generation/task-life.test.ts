@@ -93,7 +93,13 @@ describe('accepted upstream tasks past their life (fake visual API)', () => {
             runs: 1,
           }),
         );
-        await recordTaskAccepted(trx, { generation_id: id, image_index: 0, channel_id: VISUAL.environment!.channelId!, task_id: taskId, sent_at: now - acceptedAgoMs });
+        await recordTaskAccepted(trx, {
+          generation_id: id,
+          image_index: 0,
+          channel_id: VISUAL.environment!.channelId!,
+          task_id: taskId,
+          sent_at: now - acceptedAgoMs,
+        });
       });
     return { id, keyId, creditsBefore };
   }
@@ -122,7 +128,7 @@ describe('accepted upstream tasks past their life (fake visual API)', () => {
     await until(() => polls(taskId) > 0, 'the takeover to poll the task');
     expect((await generation(id)).status).toBe('running');
     t.clock.advanceMs(2 * MINUTE_MS);
-    await until(async () => (await generation(id)).status === 'failed', 'the poll to stop at the task\'s life');
+    await until(async () => (await generation(id)).status === 'failed', "the poll to stop at the task's life");
     const row = await generation(id);
     expect(row.error_code).toBe('provider_error');
     expect(row.error_message).toContain(`task ${taskId} was accepted more than 12 h ago`);

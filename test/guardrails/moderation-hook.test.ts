@@ -2,7 +2,13 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
-import { type HookFailureMode, MAX_ANSWER_BYTES, type ModerationSubject, askModerationHook, moderationHookUrlProblem } from '../../src/guardrails/moderation-hook';
+import {
+  type HookFailureMode,
+  MAX_ANSWER_BYTES,
+  type ModerationSubject,
+  askModerationHook,
+  moderationHookUrlProblem,
+} from '../../src/guardrails/moderation-hook';
 import { generateWebhookSecret } from '../../src/webhooks/signing';
 import { selfSigned } from '../helpers/self-signed-tls';
 import { freePort } from '../helpers/throwaway-servers';
@@ -39,7 +45,11 @@ describe('askModerationHook', () => {
         const body = Buffer.concat(chunks).toString();
         const entry: Received = { path: req.url ?? '/', body };
         try {
-          const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+          const headers = {
+            'webhook-id': String(req.headers['webhook-id']),
+            'webhook-timestamp': String(req.headers['webhook-timestamp']),
+            'webhook-signature': String(req.headers['webhook-signature']),
+          };
           entry.verified = new Webhook(verifyingSecret).verify(body, headers);
         } catch {
           // Recorded unverified.
@@ -70,11 +80,10 @@ describe('askModerationHook', () => {
     projectId: 'prj_456',
   };
   const ask = (failureMode: HookFailureMode = 'fail_closed', options: { url?: string; allowPrivateNetworks?: boolean; timeoutMs?: number } = {}) =>
-    askModerationHook(
-      { url: options.url ?? `${base}/moderate`, secret, timeoutMs: options.timeoutMs ?? 5000, failureMode },
-      subject,
-      { allowPrivateNetworks: options.allowPrivateNetworks ?? true, ca: tls.cert },
-    );
+    askModerationHook({ url: options.url ?? `${base}/moderate`, secret, timeoutMs: options.timeoutMs ?? 5000, failureMode }, subject, {
+      allowPrivateNetworks: options.allowPrivateNetworks ?? true,
+      ca: tls.cert,
+    });
 
   it('POSTs the subject signed with the hook secret, and returns the allow decision', async () => {
     const outcome = await ask();
@@ -114,7 +123,11 @@ describe('askModerationHook', () => {
       failedOpen: true,
       failure: 'the hook did not answer within 300 ms',
     });
-    expect(await ask('fail_closed', { timeoutMs: 300 })).toMatchObject({ decision: 'block', failedOpen: false, failure: 'the hook did not answer within 300 ms' });
+    expect(await ask('fail_closed', { timeoutMs: 300 })).toMatchObject({
+      decision: 'block',
+      failedOpen: false,
+      failure: 'the hook did not answer within 300 ms',
+    });
     expect(received).toHaveLength(2);
   });
 
@@ -131,7 +144,11 @@ describe('askModerationHook', () => {
     ['an array', { status: 200, body: '[{"decision":"allow"}]' }, 'did not answer {"decision"'],
     ['a reason that is not a string', { status: 200, body: '{"decision":"allow","reason":42}' }, 'did not answer {"decision"'],
     ['an error status with an allow body', { status: 500, body: '{"decision":"allow"}' }, 'answered HTTP 500'],
-    ['a body over the limit', { status: 200, body: JSON.stringify({ decision: 'allow', reason: 'x'.repeat(MAX_ANSWER_BYTES) }) }, `more than ${MAX_ANSWER_BYTES} bytes`],
+    [
+      'a body over the limit',
+      { status: 200, body: JSON.stringify({ decision: 'allow', reason: 'x'.repeat(MAX_ANSWER_BYTES) }) },
+      `more than ${MAX_ANSWER_BYTES} bytes`,
+    ],
   ])('fails open or closed on %s', async (_name, answer, failure) => {
     script = answer;
     expect(await ask('fail_open')).toMatchObject({ decision: 'allow', reason: null, failedOpen: true, failure: expect.stringContaining(failure) });
@@ -140,13 +157,20 @@ describe('askModerationHook', () => {
 
   it('does not follow a redirect', async () => {
     script = { status: 307, headers: { location: `${base}/elsewhere` } };
-    expect(await ask('fail_open')).toMatchObject({ decision: 'allow', failedOpen: true, failure: expect.stringContaining('redirect (HTTP 307), not followed') });
+    expect(await ask('fail_open')).toMatchObject({
+      decision: 'allow',
+      failedOpen: true,
+      failure: expect.stringContaining('redirect (HTTP 307), not followed'),
+    });
     expect(received.map((r) => r.path)).toEqual(['/moderate']);
   });
 
   it('refuses a loopback or private address unless private networks are allowed, and never sends to it', async () => {
     for (const url of [`${base}/moderate`, `https://localhost:${new URL(base).port}/moderate`, 'https://10.0.0.7/moderate']) {
-      expect(await ask('fail_closed', { url, allowPrivateNetworks: false })).toMatchObject({ decision: 'block', failure: expect.stringContaining('loopback, private') });
+      expect(await ask('fail_closed', { url, allowPrivateNetworks: false })).toMatchObject({
+        decision: 'block',
+        failure: expect.stringContaining('loopback, private'),
+      });
     }
     expect(received).toHaveLength(0);
     expect(await ask('fail_closed', { allowPrivateNetworks: true })).toMatchObject({ decision: 'allow' });
@@ -156,13 +180,20 @@ describe('askModerationHook', () => {
   it('refuses a name that resolves to a loopback address at connect time', async () => {
     // This machine's own name resolves to a loopback address (as test/webhooks relies on too).
     const url = `https://${os.hostname()}:${new URL(base).port}/moderate`;
-    expect(await ask('fail_closed', { url, allowPrivateNetworks: false })).toMatchObject({ decision: 'block', failure: expect.stringContaining('resolves to a blocked address') });
+    expect(await ask('fail_closed', { url, allowPrivateNetworks: false })).toMatchObject({
+      decision: 'block',
+      failure: expect.stringContaining('resolves to a blocked address'),
+    });
     expect(received).toHaveLength(0);
   });
 
   it('refuses link-local and metadata addresses even where private networks are allowed', async () => {
     for (const url of ['https://169.254.169.254/latest/meta-data', 'https://[fe80::1]/x', 'https://100.100.100.200/']) {
-      expect(await ask('fail_open', { url, allowPrivateNetworks: true })).toMatchObject({ decision: 'allow', failedOpen: true, failure: expect.stringContaining('link-local or metadata') });
+      expect(await ask('fail_open', { url, allowPrivateNetworks: true })).toMatchObject({
+        decision: 'allow',
+        failedOpen: true,
+        failure: expect.stringContaining('link-local or metadata'),
+      });
     }
   });
 
@@ -176,7 +207,10 @@ describe('askModerationHook', () => {
   });
 
   it('fails on an http URL without sending the prompt in the clear', async () => {
-    expect(await ask('fail_closed', { url: `http://127.0.0.1:${new URL(base).port}/moderate` })).toMatchObject({ decision: 'block', failure: expect.stringContaining('must be https') });
+    expect(await ask('fail_closed', { url: `http://127.0.0.1:${new URL(base).port}/moderate` })).toMatchObject({
+      decision: 'block',
+      failure: expect.stringContaining('must be https'),
+    });
     expect(received).toHaveLength(0);
   });
 });

@@ -79,7 +79,10 @@ export class Books {
    * `made`: the prompts of the upstream calls that produced an image (each prompt names one generation).
    */
   async unpaidImages(made: readonly string[]): Promise<string[]> {
-    const rows = await this.db.selectFrom('generations').select(['id', 'status', 'images', 'credits', 'charged_credits', 'unbilled_images', 'request']).execute();
+    const rows = await this.db
+      .selectFrom('generations')
+      .select(['id', 'status', 'images', 'credits', 'charged_credits', 'unbilled_images', 'request'])
+      .execute();
     const paid = new Map<string, { id: string; images: number }>();
     for (const row of rows) {
       const prompt = row.request === null ? undefined : (JSON.parse(row.request) as { request: { prompt: string } }).request.prompt;
@@ -94,7 +97,8 @@ export class Books {
     const problems: string[] = [];
     for (const [prompt, count] of calls) {
       const covered = paid.get(prompt);
-      if ((covered?.images ?? 0) < count) problems.push(`"${prompt}": ${count} images made upstream, ${covered?.images ?? 0} paid or listed (${covered?.id ?? 'no generation'})`);
+      if ((covered?.images ?? 0) < count)
+        problems.push(`"${prompt}": ${count} images made upstream, ${covered?.images ?? 0} paid or listed (${covered?.id ?? 'no generation'})`);
     }
     return problems;
   }

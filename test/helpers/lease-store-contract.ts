@@ -63,7 +63,11 @@ export function leaseStoreContract(open: OpenLeaseStores): void {
     const second = await a.acquire(claims(T0 + 6_000), T0);
     expect(second).toEqual({ granted: false, refusedClaim: 2, states: [{ held: 1 }, { held: 1 }, { held: 3, freesAt: T0 + 5_000 }] });
     // Nothing of the refused acquisition was taken.
-    expect(await a.check([claim('concurrency', 2, 0, 0), claim('calls', null, 0, 0), claim('images', 5, 0, 0)], T0)).toEqual([{ held: 1 }, { held: 1 }, { held: 3 }]);
+    expect(await a.check([claim('concurrency', 2, 0, 0), claim('calls', null, 0, 0), claim('images', 5, 0, 0)], T0)).toEqual([
+      { held: 1 },
+      { held: 1 },
+      { held: 3 },
+    ]);
   });
 
   it('a limit-0 claim of no units refuses while any lease of its scope lives, until the longest lapses (a cool-down)', async () => {
@@ -72,7 +76,11 @@ export function leaseStoreContract(open: OpenLeaseStores): void {
     expect(await a.acquire([coolDown], T0)).toMatchObject({ granted: true, states: [{ held: 0 }] });
     await a.acquire([claim('cooldown', null, 1, T0 + 30_000)], T0);
     await b.acquire([claim('cooldown', null, 1, T0 + 5_000)], T0);
-    expect(await b.acquire([coolDown, claim('slots', 5, 1, T0 + 1_000)], T0)).toEqual({ granted: false, refusedClaim: 0, states: [{ held: 2, freesAt: T0 + 30_000 }, { held: 0 }] });
+    expect(await b.acquire([coolDown, claim('slots', 5, 1, T0 + 1_000)], T0)).toEqual({
+      granted: false,
+      refusedClaim: 0,
+      states: [{ held: 2, freesAt: T0 + 30_000 }, { held: 0 }],
+    });
     expect(await b.check([{ ...coolDown, reportFreesAt: true }], T0 + 6_000)).toEqual([{ held: 1, freesAt: T0 + 30_000 }]);
     expect(await b.acquire([coolDown], T0 + 30_000)).toMatchObject({ granted: true });
   });
@@ -107,7 +115,10 @@ export function leaseStoreContract(open: OpenLeaseStores): void {
     const taken = await a.acquire([claim('concurrency', null, 1, T0 + 7_000), claim('images', null, 3, T0 + 1_000)], T0);
     if (!taken.granted) throw new Error('refused');
     await a.renew([{ scope: scope('images'), leaseId: taken.leaseId, units: 3 }], T0 + 9_000, T0);
-    expect(await a.check([claim('concurrency', null, 0, 0), claim('images', null, 0, 0, true)], T0 + 5_000)).toEqual([{ held: 1 }, { held: 3, freesAt: T0 + 9_000 }]);
+    expect(await a.check([claim('concurrency', null, 0, 0), claim('images', null, 0, 0, true)], T0 + 5_000)).toEqual([
+      { held: 1 },
+      { held: 3, freesAt: T0 + 9_000 },
+    ]);
     await a.release([{ scope: scope('images'), leaseId: taken.leaseId, units: 3 }]);
     expect(await a.check([claim('concurrency', null, 0, 0), claim('images', null, 0, 0)], T0 + 5_000)).toEqual([{ held: 1 }, { held: 0 }]);
   });
@@ -122,7 +133,11 @@ export function leaseStoreContract(open: OpenLeaseStores): void {
 
   it('is exact under 60 concurrent acquisitions', async () => {
     const { a, concurrent } = stores;
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => concurrent[i % concurrent.length]!.acquire([claim('burst', 20, 1, T0 + 60_000), claim('images', 45, 2, T0 + 60_000)], T0)));
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        concurrent[i % concurrent.length]!.acquire([claim('burst', 20, 1, T0 + 60_000), claim('images', 45, 2, T0 + 60_000)], T0),
+      ),
+    );
     expect(results.filter((r) => r.granted)).toHaveLength(20);
     const refusals = results.filter((r) => !r.granted);
     // 20 granted: 20 slots and 40 images held; the others refused on the first claim.

@@ -67,7 +67,12 @@ export function rawConnection(url: string, firstBytes: string): Promise<RawConne
       socket,
       received: () => text,
       response: (withinMs = 10_000) => until(parse, withinMs, () => new Error(`no complete response within ${withinMs} ms; received: ${JSON.stringify(text)}`)),
-      closedByServer: (withinMs = 10_000) => until(() => (closed ? true : undefined), withinMs, () => false),
+      closedByServer: (withinMs = 10_000) =>
+        until(
+          () => (closed ? true : undefined),
+          withinMs,
+          () => false,
+        ),
     };
   });
 }

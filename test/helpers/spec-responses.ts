@@ -44,7 +44,10 @@ export class SpecResponses {
   /** Returns a description of what is wrong, or undefined when the response matches the spec. */
   check(method: string, url: string, res: Response): string | undefined {
     // Express (like the validator) matches with or without one trailing slash.
-    const path = url.split('?')[0]!.slice(this.basePath.length).replace(/(.)\/$/, '$1');
+    const path = url
+      .split('?')[0]!
+      .slice(this.basePath.length)
+      .replace(/(.)\/$/, '$1');
     const found = this.templates.find((t) => t.pattern.test(path));
     const isError = res.status >= 400;
     // HEAD is documented as its GET (same status and headers, no body).

@@ -27,7 +27,13 @@ const FAST_TAKEOVER = { GENERATION_LEASE_MS: '1000', GENERATION_POLL_MS: '100' }
  */
 export function describeTakeovers<F extends { close(): Promise<void> }>(
   subject: string,
-  setup: { when: string; startFake: () => Promise<F>; env: (fake: F) => Record<string, string>; outcome: string; run: (fake: F, stage: TakeoverStage) => Promise<void> },
+  setup: {
+    when: string;
+    startFake: () => Promise<F>;
+    env: (fake: F) => Record<string, string>;
+    outcome: string;
+    run: (fake: F, stage: TakeoverStage) => Promise<void>;
+  },
 ): void {
   describe(`${subject}: SIGKILL ${setup.when}, restart, takeover (SQLite)`, () => {
     let fake: F;

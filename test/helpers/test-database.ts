@@ -69,7 +69,10 @@ export async function createThrowawayDatabase(engine = testEngine, options: Thro
 const templateHash = (() => {
   const root = path.resolve(__dirname, '../..');
   const hash = createHash('sha256');
-  const migrations = fs.readdirSync(path.join(root, 'src/db/migrations')).sort().map((name) => `src/db/migrations/${name}`);
+  const migrations = fs
+    .readdirSync(path.join(root, 'src/db/migrations'))
+    .sort()
+    .map((name) => `src/db/migrations/${name}`);
   for (const file of [...migrations, 'src/db/database.ts', 'node_modules/kysely/package.json']) {
     hash.update(file).update(fs.readFileSync(path.join(root, file)));
   }

@@ -95,8 +95,8 @@ export const headerOnly = {
     u32(8, 4);
     u16(2, 8);
     // ImageWidth as LONG, ImageLength as SHORT.
-    u16(256, 10), u16(4, 12), u32(1, 14), u32(width, 18);
-    u16(257, 22), u16(3, 24), u32(1, 26), u16(height, 30);
+    (u16(256, 10), u16(4, 12), u32(1, 14), u32(width, 18));
+    (u16(257, 22), u16(3, 24), u32(1, 26), u16(height, 30));
     return b;
   },
 };
@@ -111,7 +111,11 @@ export function multipartBody(parts: MultipartPart[], boundary = 'cgw-boundary-7
   for (const part of parts) {
     const disposition = 'filename' in part ? `form-data; name="${part.name}"; filename="${part.filename}"` : `form-data; name="${part.name}"`;
     const type = 'filename' in part ? `\r\nContent-Type: ${part.type ?? 'application/octet-stream'}` : '';
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`), 'filename' in part ? part.bytes : Buffer.from(part.value), Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`),
+      'filename' in part ? part.bytes : Buffer.from(part.value),
+      Buffer.from('\r\n'),
+    );
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };

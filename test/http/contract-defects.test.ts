@@ -46,7 +46,14 @@ describe('issue #12 examples: classes of contract defects', () => {
     });
 
     it('calendar-invalid date-times are 400, never shifted: expires_at on create and update, created_after, usage', async () => {
-      const create = await t.api.admin('post', '/admin/keys', { name: 'n', owner: 'o', credits_quota: 1, quota_period_days: 1, allowed_providers: ['local'], expires_at: '2030-02-30T00:00:00Z' });
+      const create = await t.api.admin('post', '/admin/keys', {
+        name: 'n',
+        owner: 'o',
+        credits_quota: 1,
+        quota_period_days: 1,
+        allowed_providers: ['local'],
+        expires_at: '2030-02-30T00:00:00Z',
+      });
       expect(create.status).toBe(400);
       expect(create.body.error.param).toBe('expires_at');
       const update = await t.api.admin('patch', `/admin/keys/${keyId}`, { expires_at: '2030-02-30T00:00:00Z' });
@@ -64,7 +71,14 @@ describe('issue #12 examples: classes of contract defects', () => {
       const res = await t.api.admin('patch', `/admin/keys/${keyId}`, { expires_at: '2030-06-30T23:59:60Z' });
       expect(res.status).toBe(200);
       expect(res.body.expires_at).toBe('2030-07-01T00:00:00.000Z');
-      const created = await t.api.admin('post', '/admin/keys', { name: 'n', owner: 'o', credits_quota: 1, quota_period_days: 1, allowed_providers: ['local'], expires_at: '2031-12-31t23:59:60.250z' });
+      const created = await t.api.admin('post', '/admin/keys', {
+        name: 'n',
+        owner: 'o',
+        credits_quota: 1,
+        quota_period_days: 1,
+        allowed_providers: ['local'],
+        expires_at: '2031-12-31t23:59:60.250z',
+      });
       expect(created.status).toBe(201);
       expect(created.body.expires_at).toBe('2032-01-01T00:00:00.250Z');
     });
@@ -72,7 +86,13 @@ describe('issue #12 examples: classes of contract defects', () => {
 
   describe('NUL characters: 400 on every engine', () => {
     it('createKey owner, PATCH name, listKeys?owner=%00 and internal generations?model=a%00b are 400 naming the field', async () => {
-      const create = await t.api.admin('post', '/admin/keys', { name: 'n', owner: 'a\u0000b', credits_quota: 1, quota_period_days: 1, allowed_providers: ['local'] });
+      const create = await t.api.admin('post', '/admin/keys', {
+        name: 'n',
+        owner: 'a\u0000b',
+        credits_quota: 1,
+        quota_period_days: 1,
+        allowed_providers: ['local'],
+      });
       expect(create.status).toBe(400);
       expect(create.body.error).toMatchObject({ code: 'invalid_request', param: 'owner' });
       const patch = await t.api.admin('patch', `/admin/keys/${keyId}`, { name: '\u0000' });
@@ -84,7 +104,13 @@ describe('issue #12 examples: classes of contract defects', () => {
       const generations = await t.internal.service('get', '/api/v1/creative/generations?model=a%00b');
       expect(generations.status).toBe(400);
       expect(generations.body.error.param).toBe('model');
-      const member = await t.api.admin('post', '/admin/keys', { name: 'n', owner: 'o', credits_quota: 1, quota_period_days: 1, allowed_providers: ['loc\u0000al'] });
+      const member = await t.api.admin('post', '/admin/keys', {
+        name: 'n',
+        owner: 'o',
+        credits_quota: 1,
+        quota_period_days: 1,
+        allowed_providers: ['loc\u0000al'],
+      });
       expect(member.status).toBe(400);
       expect(member.body.error.param).toBe('allowed_providers.0');
     });
@@ -95,7 +121,10 @@ describe('issue #12 examples: classes of contract defects', () => {
     it('5,000 nested arrays with an Idempotency-Key are 400 (was a stack overflow, 500), and never charged without one', async () => {
       const { key, id } = await t.createKey();
       for (const headers of [{ 'Idempotency-Key': 'deep-1' }, {}] as Array<Record<string, string>>) {
-        const res = await t.api.send('post', '/v1/images/generations', { headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...headers }, rawBody: deep });
+        const res = await t.api.send('post', '/v1/images/generations', {
+          headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...headers },
+          rawBody: deep,
+        });
         expect(res.status).toBe(400);
         expect(res.body.error.code).toBe('invalid_request');
         expect(res.body.error.message).toMatch(/nested deeper than 32/);
@@ -124,13 +153,22 @@ describe('issue #12 examples: classes of contract defects', () => {
   describe('idempotency compares JSON values, not bytes', () => {
     it('a retry of POST /admin/keys with the same members in another order replays the first response (was 422)', async () => {
       const headers = { ...admin, 'Idempotency-Key': 'reordered-1', 'Content-Type': 'application/json' };
-      const first = await t.api.send('post', '/admin/keys', { headers, rawBody: '{"name":"r","owner":"o","credits_quota":1,"quota_period_days":1,"allowed_providers":["local"]}' });
+      const first = await t.api.send('post', '/admin/keys', {
+        headers,
+        rawBody: '{"name":"r","owner":"o","credits_quota":1,"quota_period_days":1,"allowed_providers":["local"]}',
+      });
       expect(first.status).toBe(201);
-      const retry = await t.api.send('post', '/admin/keys', { headers, rawBody: '{ "allowed_providers": ["local"], "quota_period_days": 1,\n "credits_quota": 1.0, "owner": "\\u006f", "name": "r" }' });
+      const retry = await t.api.send('post', '/admin/keys', {
+        headers,
+        rawBody: '{ "allowed_providers": ["local"], "quota_period_days": 1,\n "credits_quota": 1.0, "owner": "\\u006f", "name": "r" }',
+      });
       expect(retry.status).toBe(201);
       expect(retry.headers['idempotent-replayed']).toBe('true');
       expect(retry.body.id).toBe(first.body.id);
-      const other = await t.api.send('post', '/admin/keys', { headers, rawBody: '{"name":"r","owner":"o","credits_quota":2,"quota_period_days":1,"allowed_providers":["local"]}' });
+      const other = await t.api.send('post', '/admin/keys', {
+        headers,
+        rawBody: '{"name":"r","owner":"o","credits_quota":2,"quota_period_days":1,"allowed_providers":["local"]}',
+      });
       expect(other.status).toBe(422);
     });
   });
@@ -148,24 +186,44 @@ describe('issue #12 examples: classes of contract defects', () => {
 
     it('the served documents declare X-Request-Id on every response, rate-limit headers on client errors, Idempotent-Replayed on replayable outcomes', async () => {
       for (const url of [`${t.gateway.url}/openapi.json`, `${t.gateway.internalUrl}/api/v1/creative/openapi.json`]) {
-        const document = (await request(url).get('').set(SERVICE_TOKEN)).body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: Record<string, Record<string, unknown>> };
+        const document = (await request(url).get('').set(SERVICE_TOKEN)).body as {
+          paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+          components: Record<string, Record<string, unknown>>;
+        };
         const resolve = (node: unknown): Record<string, unknown> => {
           const ref = (node as { $ref?: string }).$ref;
-          return ref ? resolve(ref.slice(2).split('/').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], document)) : (node as Record<string, unknown>);
+          return ref
+            ? resolve(
+                ref
+                  .slice(2)
+                  .split('/')
+                  .reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], document),
+              )
+            : (node as Record<string, unknown>);
         };
         for (const [path, item] of Object.entries(document.paths)) {
           for (const [method, operation] of Object.entries(item).filter(([m]) => m !== 'parameters')) {
             for (const [status, response] of Object.entries(operation.responses)) {
               const headers = (resolve(response).headers ?? {}) as Record<string, unknown>;
-              expect({ at: `${method} ${path} ${status}`, requestId: 'X-Request-Id' in headers }).toEqual({ at: `${method} ${path} ${status}`, requestId: true });
+              expect({ at: `${method} ${path} ${status}`, requestId: 'X-Request-Id' in headers }).toEqual({
+                at: `${method} ${path} ${status}`,
+                requestId: true,
+              });
             }
           }
         }
       }
-      const gateway = (await request(t.gateway.url).get('/openapi.json')).body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+      const gateway = (await request(t.gateway.url).get('/openapi.json')).body as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
       const headersOf = (response: unknown): string[] => {
         const ref = (response as { $ref?: string }).$ref;
-        const named = ref ? ref.slice(2).split('/').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], gateway) : response;
+        const named = ref
+          ? ref
+              .slice(2)
+              .split('/')
+              .reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], gateway)
+          : response;
         return Object.keys((named as { headers?: Record<string, unknown> }).headers ?? {});
       };
       const generate = gateway.paths['/images/generate']!.post!.responses;

@@ -52,7 +52,11 @@ describe('layer order: the table, not the YAML', () => {
       openapi: '3.1.0',
       paths: {
         '/thing': {
-          post: { operationId: 'makeThing', ...Object.fromEntries(extensions.map((name) => [name, true])), requestBody: { content: { 'application/json': {} } } },
+          post: {
+            operationId: 'makeThing',
+            ...Object.fromEntries(extensions.map((name) => [name, true])),
+            requestBody: { content: { 'application/json': {} } },
+          },
         },
       },
     } as unknown as OpenApiDocument;
@@ -78,26 +82,27 @@ describe('layer order: the table, not the YAML', () => {
     return express().use(router);
   }
 
-  it.each([
-    [['x-first', 'x-second', 'x-after']],
-    [['x-after', 'x-second', 'x-first']],
-    [['x-second', 'x-after', 'x-first']],
-  ])('an operation listing %j runs the table order', async (extensions) => {
-    const res = await request(tracedApp(extensions)).post('/thing').send({});
-    expect(res.body).toEqual(['x-first', 'x-second', 'body', 'validator', 'x-after', 'handler']);
-  });
+  it.each([[['x-first', 'x-second', 'x-after']], [['x-after', 'x-second', 'x-first']], [['x-second', 'x-after', 'x-first']]])(
+    'an operation listing %j runs the table order',
+    async (extensions) => {
+      const res = await request(tracedApp(extensions)).post('/thing').send({});
+      expect(res.body).toEqual(['x-first', 'x-second', 'body', 'validator', 'x-after', 'handler']);
+    },
+  );
 
   it('an operation declaring a subset runs that subset in the table order', async () => {
-    const res = await request(tracedApp(['x-after', 'x-second'])).post('/thing').send({});
+    const res = await request(tracedApp(['x-after', 'x-second']))
+      .post('/thing')
+      .send({});
     expect(res.body).toEqual(['x-second', 'body', 'validator', 'x-after', 'handler']);
   });
 
   it('an extension no layer implements, or a table listing one twice, stops startup', () => {
     expect(() => tracedApp(['x-unknown'])).toThrow('makeThing: no layer implements x-unknown');
     const layer = { extension: 'x-first', stage: 'before-validation', handler: (_q, _s, next) => next() } satisfies LayerRow;
-    expect(() => specRouter({ document: { paths: {} } as OpenApiDocument, handlers: {}, guards: {}, layers: [layer, layer], bodyParser: layer.handler, validator: [] })).toThrow(
-      'the layers table lists x-first more than once',
-    );
+    expect(() =>
+      specRouter({ document: { paths: {} } as OpenApiDocument, handlers: {}, guards: {}, layers: [layer, layer], bodyParser: layer.handler, validator: [] }),
+    ).toThrow('the layers table lists x-first more than once');
   });
 
   describe.each([

@@ -33,10 +33,19 @@ const VARIANTS: Array<[string, (head: string) => string]> = [
   ['a wrong content type', (head) => `${head}Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}`],
   ['chunked, malformed JSON', (head) => `${head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n0\r\n\r\n`],
   ['chunked, a chunk size that is no number', (head) => `${head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{"a\r\n0\r\n\r\n`],
-  ['chunked, chunk extensions too large', (head) => `${head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n3;${'x'.repeat(20_000)}\r\n{"a\r\n0\r\n\r\n`],
-  ['Content-Length and Transfer-Encoding together', (head) => `${head}Content-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n0\r\n\r\n`],
+  [
+    'chunked, chunk extensions too large',
+    (head) => `${head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n3;${'x'.repeat(20_000)}\r\n{"a\r\n0\r\n\r\n`,
+  ],
+  [
+    'Content-Length and Transfer-Encoding together',
+    (head) => `${head}Content-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n0\r\n\r\n`,
+  ],
   ['a malformed header line', (head) => `${head}Content-Type: application/json\r\nBad Header: 1\r\nContent-Length: 2\r\n\r\n{}`],
-  ['more bytes than the Content-Length (the rest read as the next request)', (head) => `${head}Content-Type: application/json\r\nContent-Length: 5\r\n\r\n{"a":"\xff"}`],
+  [
+    'more bytes than the Content-Length (the rest read as the next request)',
+    (head) => `${head}Content-Type: application/json\r\nContent-Length: 5\r\n\r\n{"a":"\xff"}`,
+  ],
   ['a body cut short by the client', (head) => `${head}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`],
 ];
 
@@ -47,7 +56,9 @@ describe('every answer carries X-Request-Id and the envelope, also for requests 
   beforeAll(async () => {
     t = await startTestGateway();
     const start = (path: string, credentials: Record<string, string>) =>
-      `POST ${path} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${Object.entries(credentials).map(([name, value]) => `${name}: ${value}\r\n`).join('')}`;
+      `POST ${path} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${Object.entries(credentials)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('')}`;
     operations = [
       ['admin POST /admin/keys', t.gateway.url, start('/admin/keys', { Authorization: `Bearer ${ADMIN_SECRET}` })],
       ['client POST /images/generate', t.gateway.url, start('/images/generate', { Authorization: `Bearer ${(await t.createKey()).key}` })],

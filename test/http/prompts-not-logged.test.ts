@@ -18,7 +18,13 @@ describe('prompts are not logged', () => {
 
   beforeAll(async () => {
     ark = await startFakeImagesApi({ apiKey: ARK_KEY, flavour: 'ark' });
-    t = await startTestGateway({ LOG_LEVEL: 'trace', ARK_API_KEY: ARK_KEY, ARK_BASE_URL: ark.url, PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '1', GENERATION_POLL_MS: '50' });
+    t = await startTestGateway({
+      LOG_LEVEL: 'trace',
+      ARK_API_KEY: ARK_KEY,
+      ARK_BASE_URL: ark.url,
+      PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '1',
+      GENERATION_POLL_MS: '50',
+    });
     ({ key } = await t.createKey({ allowed_providers: ['local', 'jimeng'], credits_quota: 10_000 }));
   });
   afterAll(async () => {
@@ -33,7 +39,9 @@ describe('prompts are not logged', () => {
     expect((await generate({ prompt: `a lighthouse ${MARKER}`, model: 'local-1' })).status).toBe(200);
     expect((await generate({ prompt: `too big ${MARKER}`, model: 'local-1', size: '99999x99999' })).status).toBe(400);
     expect((await generate({ prompt: `ark ${MARKER}`, model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(200);
-    expect((await generate({ prompt: `refused ${MARKER} [error:InputTextSensitiveContentDetected:400]`, model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(400);
+    expect((await generate({ prompt: `refused ${MARKER} [error:InputTextSensitiveContentDetected:400]`, model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(
+      400,
+    );
     expect((await generate({ prompt: `broken ${MARKER} [error:InternalServiceError:500]`, model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(502);
     expect((await generate({ prompt: `busy once ${MARKER} [busy:1]`, model: 'jimeng-4.5', size: '2048x2048' })).status).toBe(200);
     const badField = await generate({ prompt: `bad field ${MARKER} [error:InvalidParameter:400]`, model: 'jimeng-4.5', size: '2048x2048' });
@@ -45,7 +53,10 @@ describe('prompts are not logged', () => {
 
     const queued = await generate({ prompt: `later ${MARKER}`, model: 'local-1' }, { Prefer: 'respond-async' });
     expect(queued.status).toBe(202);
-    await until(async () => (await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } })).body.status === 'succeeded', 'the async generation succeeded');
+    await until(
+      async () => (await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } })).body.status === 'succeeded',
+      'the async generation succeeded',
+    );
 
     const held = await generate({ prompt: `held ${MARKER} [hold:c1]`, model: 'jimeng-4.5', size: '2048x2048' }, { Prefer: 'respond-async' });
     expect(held.status).toBe(202);

@@ -6,7 +6,9 @@ import { until } from '../helpers/until';
 
 /** Request head for a JSON POST that announces `length` bytes of body. */
 function postHead(path: string, length: number, headers: Record<string, string> = {}): string {
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return `POST ${path} HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }
 
@@ -30,7 +32,13 @@ describe('slow and oversized request bodies cannot hold connections', () => {
     const res = await connection.response();
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual({
-      error: { code: 'payload_too_large', message: expect.stringContaining(String(limit)), type: 'invalid_request_error', param: null, request_id: res.headers['x-request-id'] },
+      error: {
+        code: 'payload_too_large',
+        message: expect.stringContaining(String(limit)),
+        type: 'invalid_request_error',
+        param: null,
+        request_id: res.headers['x-request-id'],
+      },
     });
     expect(res.headers.connection).toBe('close');
     expect(await connection.closedByServer()).toBe(true);
@@ -46,22 +54,25 @@ describe('slow and oversized request bodies cannot hold connections', () => {
   it.each([
     ['public', '/admin/keys', admin],
     ['internal', '/api/v1/creative/images/generations', SERVICE_TOKEN],
-  ])('a body still trickling in after BODY_TIMEOUT_MS is 408 request_timeout on the %s listener, and the connection closes', async (listener, path, headers) => {
-    const url = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
-    const connection = await rawConnection(url, `${postHead(path, 1000, headers)}{`);
-    const trickle = setInterval(() => connection.socket.write(' '), 100);
-    try {
-      const res = await connection.response();
-      expect(res.status).toBe(408);
-      expect(JSON.parse(res.body).error).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', request_id: res.headers['x-request-id'] });
-      expect(res.headers.connection).toBe('close');
-      expect(await connection.closedByServer()).toBe(true);
-    } finally {
-      clearInterval(trickle);
-    }
-  });
+  ])(
+    'a body still trickling in after BODY_TIMEOUT_MS is 408 request_timeout on the %s listener, and the connection closes',
+    async (listener, path, headers) => {
+      const url = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
+      const connection = await rawConnection(url, `${postHead(path, 1000, headers)}{`);
+      const trickle = setInterval(() => connection.socket.write(' '), 100);
+      try {
+        const res = await connection.response();
+        expect(res.status).toBe(408);
+        expect(JSON.parse(res.body).error).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', request_id: res.headers['x-request-id'] });
+        expect(res.headers.connection).toBe('close');
+        expect(await connection.closedByServer()).toBe(true);
+      } finally {
+        clearInterval(trickle);
+      }
+    },
+  );
 
-  it('a client key\'s body trickling in past BODY_TIMEOUT_MS on a rate-limited operation is 408 as it is: no rate-limit headers, the connection closes', async () => {
+  it("a client key's body trickling in past BODY_TIMEOUT_MS on a rate-limited operation is 408 as it is: no rate-limit headers, the connection closes", async () => {
     const { key } = await t.createKey();
     const connection = await rawConnection(t.gateway.url, `${postHead('/images/generate', 1000, { Authorization: `Bearer ${key}` })}{`);
     const trickle = setInterval(() => connection.socket.write(' '), 100);
@@ -96,7 +107,9 @@ describe('a client that writes its whole body before it reads gets an early refu
   /** A multipart edit of `files` PNGs of `bytes` each: 24 MiB in all, far more than the socket buffers between client and gateway hold. */
   const edit = (files: number, bytes: number) =>
     Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nlocal-1\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nlocal-1\r\n`,
+      ),
       ...Array.from({ length: files }, (_, i) => {
         const png = testPng(4, 4, { shade: i });
         const head = `--${boundary}\r\nContent-Disposition: form-data; name="image[]"; filename="${i}.png"\r\nContent-Type: image/png\r\n\r\n`;
@@ -115,16 +128,19 @@ describe('a client that writes its whole body before it reads gets an early refu
   it.each([
     ['401 for a missing key', {}, 24, 401, 'missing_api_key'],
     ['400 at the file limit (the 17th of 40 files)', 'key', 40, 400, 'invalid_request'],
-  ] as const)('%s: the rest of the body is read and dropped, the envelope arrives, and the connection serves the next request', async (_what, auth, files, status, code) => {
-    const headers: Record<string, string> = auth === 'key' ? { Authorization: `Bearer ${(await t.createKey()).key}` } : {};
-    const { connection, written, res } = await writeThenRead(headers, edit(files, Math.floor((24 * 1024 * 1024) / files)));
-    expect(written ?? null).toBeNull();
-    expect([res.status, JSON.parse(res.body).error.code, JSON.parse(res.body).error.request_id]).toEqual([status, code, res.headers['x-request-id']]);
-    connection.socket.write('GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n');
-    await until(() => connection.received().split('HTTP/1.1 ').length === 3, 'the answer to the next request on the connection');
-    expect(connection.received().split('HTTP/1.1 ')[2]).toMatch(/^200 /);
-    connection.socket.destroy();
-  });
+  ] as const)(
+    '%s: the rest of the body is read and dropped, the envelope arrives, and the connection serves the next request',
+    async (_what, auth, files, status, code) => {
+      const headers: Record<string, string> = auth === 'key' ? { Authorization: `Bearer ${(await t.createKey()).key}` } : {};
+      const { connection, written, res } = await writeThenRead(headers, edit(files, Math.floor((24 * 1024 * 1024) / files)));
+      expect(written ?? null).toBeNull();
+      expect([res.status, JSON.parse(res.body).error.code, JSON.parse(res.body).error.request_id]).toEqual([status, code, res.headers['x-request-id']]);
+      connection.socket.write('GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n');
+      await until(() => connection.received().split('HTTP/1.1 ').length === 3, 'the answer to the next request on the connection');
+      expect(connection.received().split('HTTP/1.1 ')[2]).toMatch(/^200 /);
+      connection.socket.destroy();
+    },
+  );
 });
 
 describe('at the connection cap (MAX_CONNECTIONS), idle and stalled connections make room for new clients', () => {
@@ -174,20 +190,23 @@ describe('slow request headers cannot hold connections (issue #29 §8)', () => {
     expect(connectionsCheckingIntervalMs(1_000)).toBe(100);
   });
 
-  it.each(['public', 'internal'])('headers still trickling in after HEADERS_TIMEOUT_MS close the connection on the %s listener, within 10%% of it', async (listener) => {
-    const url = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
-    const started = Date.now();
-    const connection = await rawConnection(url, 'GET /healthz HTTP/1.1\r\nHost: gateway\r\n');
-    let n = 0;
-    const trickle = setInterval(() => connection.socket.write(`X-Slow-${(n += 1)}: a\r\n`), 100);
-    try {
-      expect(await connection.closedByServer(3_000)).toBe(true);
-      const elapsed = Date.now() - started;
-      expect(elapsed).toBeGreaterThanOrEqual(900);
-      // Timeout plus one checking interval (100 ms), with slack for a loaded machine.
-      expect(elapsed).toBeLessThan(1_800);
-    } finally {
-      clearInterval(trickle);
-    }
-  });
+  it.each(['public', 'internal'])(
+    'headers still trickling in after HEADERS_TIMEOUT_MS close the connection on the %s listener, within 10%% of it',
+    async (listener) => {
+      const url = listener === 'public' ? t.gateway.url : t.gateway.internalUrl;
+      const started = Date.now();
+      const connection = await rawConnection(url, 'GET /healthz HTTP/1.1\r\nHost: gateway\r\n');
+      let n = 0;
+      const trickle = setInterval(() => connection.socket.write(`X-Slow-${(n += 1)}: a\r\n`), 100);
+      try {
+        expect(await connection.closedByServer(3_000)).toBe(true);
+        const elapsed = Date.now() - started;
+        expect(elapsed).toBeGreaterThanOrEqual(900);
+        // Timeout plus one checking interval (100 ms), with slack for a loaded machine.
+        expect(elapsed).toBeLessThan(1_800);
+      } finally {
+        clearInterval(trickle);
+      }
+    },
+  );
 });

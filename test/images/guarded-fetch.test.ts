@@ -47,7 +47,11 @@ describe('getGuarded: the https download of image inputs', () => {
 
   const get = (route: string, options: Partial<Parameters<typeof getGuarded>[1]> = {}) =>
     getGuarded(`${base}${route}`, { maxBytes: 1_000_000, timeoutMs: 2000, allowPrivate: true, ca: tls.cert, ...options });
-  const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as GuardedFetchError);
+  const refusal = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (error: unknown) => error as GuardedFetchError,
+    );
 
   it('downloads the bytes, following a redirect on the same terms', async () => {
     expect((await get('/image.png')).equals(image)).toBe(true);
@@ -55,7 +59,10 @@ describe('getGuarded: the https download of image inputs', () => {
   });
 
   it('refuses the loopback server itself unless private addresses are allowed', async () => {
-    expect(await refusal(get('/image.png', { allowPrivate: false }))).toMatchObject({ kind: 'unreachable', message: expect.stringContaining('loopback, private') });
+    expect(await refusal(get('/image.png', { allowPrivate: false }))).toMatchObject({
+      kind: 'unreachable',
+      message: expect.stringContaining('loopback, private'),
+    });
   });
 
   it('cuts a body at the byte limit: declared or counted while it streams', async () => {

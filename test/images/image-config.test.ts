@@ -15,7 +15,10 @@ describe('image settings', () => {
     const env = base();
     const printed: string[] = [];
     const first = loadConfig(env, (line) => printed.push(line));
-    expect(first.images).toMatchObject({ store: { kind: 'directory', directory: path.join(path.dirname(env.DATABASE_URL), 'images') }, retentionMs: 7 * 86_400_000 });
+    expect(first.images).toMatchObject({
+      store: { kind: 'directory', directory: path.join(path.dirname(env.DATABASE_URL), 'images') },
+      retentionMs: 7 * 86_400_000,
+    });
     const file = path.join(path.dirname(env.DATABASE_URL), 'image-url-key');
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(first.images.signingKey.length).toBeGreaterThanOrEqual(32);
@@ -25,11 +28,27 @@ describe('image settings', () => {
 
   it('S3 settings, path-style by default with an endpoint', () => {
     const config = loadConfig(
-      { ...base(), IMAGE_STORE: 's3', IMAGE_S3_BUCKET: 'imgs', IMAGE_S3_ENDPOINT: 'http://minio:9000', IMAGE_S3_ACCESS_KEY_ID: 'a', IMAGE_S3_SECRET_ACCESS_KEY: 'b', IMAGE_RETENTION_HOURS: '24' },
+      {
+        ...base(),
+        IMAGE_STORE: 's3',
+        IMAGE_S3_BUCKET: 'imgs',
+        IMAGE_S3_ENDPOINT: 'http://minio:9000',
+        IMAGE_S3_ACCESS_KEY_ID: 'a',
+        IMAGE_S3_SECRET_ACCESS_KEY: 'b',
+        IMAGE_RETENTION_HOURS: '24',
+      },
       quiet,
     );
     expect(config.images).toMatchObject({
-      store: { kind: 's3', bucket: 'imgs', prefix: 'images/', region: 'us-east-1', endpoint: 'http://minio:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } },
+      store: {
+        kind: 's3',
+        bucket: 'imgs',
+        prefix: 'images/',
+        region: 'us-east-1',
+        endpoint: 'http://minio:9000',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      },
       retentionMs: 86_400_000,
     });
   });
@@ -46,12 +65,18 @@ describe('image settings', () => {
   });
 
   it('production requires IMAGE_URL_SIGNING_KEY (replicas must share it)', () => {
-    const production = { ...base(), NODE_ENV: 'production', CF_ACCESS_CLIENT_ID: 'svc', CF_ACCESS_CLIENT_SECRET: 'a-long-enough-service-secret', CHANNEL_SEALING_KEY: 'ab'.repeat(32) };
+    const production = {
+      ...base(),
+      NODE_ENV: 'production',
+      CF_ACCESS_CLIENT_ID: 'svc',
+      CF_ACCESS_CLIENT_SECRET: 'a-long-enough-service-secret',
+      CHANNEL_SEALING_KEY: 'ab'.repeat(32),
+    };
     expect(() => loadConfig(production, quiet)).toThrow(/IMAGE_URL_SIGNING_KEY is required/);
     expect(loadConfig({ ...production, IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) }, quiet).images.signingKey).toBe('k'.repeat(32));
   });
 
-  it('by default admits the upstreams\' image hosts: Ark\'s TOS buckets (volces.com) and the visual API\'s byteimg.com', () => {
+  it("by default admits the upstreams' image hosts: Ark's TOS buckets (volces.com) and the visual API's byteimg.com", () => {
     const hosts = imageHostsByProvider(loadConfig(base(), quiet));
     expect(hosts.get('jimeng')?.allows('p3-aiop-sign.byteimg.com')).toBe(true);
     expect(hosts.get('jimeng')?.allows('p26-aiop-sign.byteimg.com')).toBe(true);
@@ -59,9 +84,16 @@ describe('image settings', () => {
     expect(hosts.get('jimeng')?.allows('byteimg.com.evil.example')).toBe(false);
   });
 
-  it('each provider may be fetched from its own base URL\'s host plus the operator\'s list', () => {
+  it("each provider may be fetched from its own base URL's host plus the operator's list", () => {
     const config = loadConfig(
-      { ...base(), ARK_API_KEY: 'k', ARK_BASE_URL: 'https://ark.example.net/api/v3', OPENAI_COMPAT_BASE_URL: 'http://10.0.0.5:9000/v1', OPENAI_COMPAT_API_KEY: 'k', IMAGE_FETCH_ALLOWED_HOSTS: '*.cdn.example.org' },
+      {
+        ...base(),
+        ARK_API_KEY: 'k',
+        ARK_BASE_URL: 'https://ark.example.net/api/v3',
+        OPENAI_COMPAT_BASE_URL: 'http://10.0.0.5:9000/v1',
+        OPENAI_COMPAT_API_KEY: 'k',
+        IMAGE_FETCH_ALLOWED_HOSTS: '*.cdn.example.org',
+      },
       quiet,
     );
     const hosts = imageHostsByProvider(config);

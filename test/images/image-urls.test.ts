@@ -39,7 +39,7 @@ describe.each([
     await s3?.close();
   });
 
-  it('url answers the gateway\'s signed URL; it serves the same bytes as b64_json without the API key', async () => {
+  it("url answers the gateway's signed URL; it serves the same bytes as b64_json without the API key", async () => {
     const url = await generateUrl(t, key);
     expect(url.startsWith(`${t.gateway.url}/images/img_`)).toBe(true);
     const b64 = await t.api.client(key, { prompt: 'a kite over the dunes', model: 'local-1', size: '64x64', seed: 7, response_format: 'b64_json' });
@@ -59,7 +59,15 @@ describe.each([
   });
 
   it('a synchronous b64_json answer hands the bytes over and keeps nothing', async () => {
-    const count = async () => Number((await t.gateway.database.db.selectFrom('stored_images').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const count = async () =>
+      Number(
+        (
+          await t.gateway.database.db
+            .selectFrom('stored_images')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const before = await count();
     const res = await t.api.client(key, { prompt: 'keep nothing', model: 'local-1', size: '32x32', response_format: 'b64_json' });
     expect(res.status).toBe(200);
@@ -198,7 +206,7 @@ describe('images taken from an upstream: only its own hosts, only real images, b
   });
   const creditsUsed = () => t.api.creditsUsed(keyId);
 
-  it('fetches the upstream URL once and stores it: the client gets the gateway\'s URL', async () => {
+  it("fetches the upstream URL once and stores it: the client gets the gateway's URL", async () => {
     const res = await t.api.client(key, { prompt: 'a good image', model: 'flux-dev', n: 2 });
     expect(res.status).toBe(200);
     for (const image of res.body.data as Array<{ url: string }>) {
@@ -225,7 +233,12 @@ describe('images taken from an upstream: only its own hosts, only real images, b
     expect(res.body.error.code).toBe('provider_error');
     expect(res.body.error.message).toMatch(message);
     expect(await creditsUsed()).toBe(before);
-    const row = await t.gateway.database.db.selectFrom('generations').select(['status', 'error_code']).orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .select(['status', 'error_code'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ status: 'failed', error_code: 'provider_error' });
   });
 });
@@ -257,7 +270,7 @@ describe('an image store that fails', () => {
 });
 
 describe('two replicas sharing the database and an S3 bucket', () => {
-  it('a URL one replica handed out is served by the other, and one replica\'s sweep makes both answer 410', async () => {
+  it("a URL one replica handed out is served by the other, and one replica's sweep makes both answer 410", async () => {
     const s3 = await startTestS3();
     const database = await createThrowawayDatabase();
     const shared = { ...s3.env, DATABASE_URL: database.url, PUBLIC_BASE_URL: 'https://images.gateway.test/', IMAGE_RETENTION_HOURS: '1' };

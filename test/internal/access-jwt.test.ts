@@ -54,7 +54,9 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
     expect(generated.status).toBe(200);
     const mine = await t.internal.send('get', `/api/v1/creative/generations?client_id=${encodeURIComponent('ada@example.com')}`, { headers: withJwt(jwt) });
     expect(mine.body.data.map((g: { id: string }) => g.id)).toEqual([generated.body.id]);
-    expect((await t.internal.send('get', `/api/v1/creative/generations/${generated.body.id}`, { headers: withJwt(jwt) })).body.client_id).toBe('ada@example.com');
+    expect((await t.internal.send('get', `/api/v1/creative/generations/${generated.body.id}`, { headers: withJwt(jwt) })).body.client_id).toBe(
+      'ada@example.com',
+    );
   });
 
   it('an Access service token JWT (common_name, no email) is attributed to its common_name', async () => {
@@ -76,7 +78,9 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
     const stranger = await makeKey('not-published');
     const valid = await sign();
     const [header, payload, signature] = valid.split('.') as [string, string, string];
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), email: 'mallory@example.com' })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), email: 'mallory@example.com' })).toString(
+      'base64url',
+    );
     const cases: Array<[string, string, RegExp]> = [
       ['expired', await sign({ expiresIn: -1 }), /expired/],
       ['wrong audience', await sign({ aud: 'another-application' }), /audience/],
@@ -84,10 +88,27 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
       ['unknown key id', await sign({}, stranger), /key id/],
       ['tampered', `${header}.${forged}.${signature}`, /signature/],
       ['malformed', 'not-a-jwt', /malformed/],
-      ['HS256 (algorithm confusion)', await new SignJWT({ email: 'mallory@example.com' }).setProtectedHeader({ alg: 'HS256', kid: current.kid }).setIssuer(TEAM).setAudience(AUD).setExpirationTime('10m').sign(new TextEncoder().encode('x'.repeat(32))), /RS256/],
+      [
+        'HS256 (algorithm confusion)',
+        await new SignJWT({ email: 'mallory@example.com' })
+          .setProtectedHeader({ alg: 'HS256', kid: current.kid })
+          .setIssuer(TEAM)
+          .setAudience(AUD)
+          .setExpirationTime('10m')
+          .sign(new TextEncoder().encode('x'.repeat(32))),
+        /RS256/,
+      ],
       ['no identity', await sign({ email: '' }), /email or common_name/],
       // Valid forever if accepted (issue #29 §8).
-      ['no exp', await new SignJWT({ email: 'ada@example.com' }).setProtectedHeader({ alg: 'RS256', kid: current.kid }).setIssuer(TEAM).setAudience(AUD).sign(current.privateKey), /no exp claim/],
+      [
+        'no exp',
+        await new SignJWT({ email: 'ada@example.com' })
+          .setProtectedHeader({ alg: 'RS256', kid: current.kid })
+          .setIssuer(TEAM)
+          .setAudience(AUD)
+          .sign(current.privateKey),
+        /no exp claim/,
+      ],
     ];
     for (const [name, jwt, reason] of cases) {
       const res = await t.internal.send('get', '/api/v1/creative/models', { headers: withJwt(jwt) });
@@ -127,7 +148,9 @@ describe('Cloudflare Access JWT on the internal API (CfAccessJwt)', () => {
     expect((await t.internal.service('get', '/api/v1/creative/models')).status).toBe(200);
     const none = await t.internal.send('get', '/api/v1/creative/models');
     expect([none.status, none.body.error.code]).toEqual([401, 'missing_service_token']);
-    const wrongPair = await t.internal.send('get', '/api/v1/creative/models', { headers: { ...SERVICE_TOKEN, 'CF-Access-Client-Secret': 'wrong-secret-wrong-secret' } });
+    const wrongPair = await t.internal.send('get', '/api/v1/creative/models', {
+      headers: { ...SERVICE_TOKEN, 'CF-Access-Client-Secret': 'wrong-secret-wrong-secret' },
+    });
     expect(wrongPair.body.error.code).toBe('invalid_service_token');
   });
 

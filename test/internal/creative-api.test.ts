@@ -40,11 +40,18 @@ describe('internal creative API', () => {
     it('accepts any of several configured pairs', async () => {
       const other = await startTestGateway({ CF_ACCESS_CLIENT_ID: 'a.access,b.access', CF_ACCESS_CLIENT_SECRET: 'secret-a-0123456789,secret-b-0123456789' });
       try {
-        for (const [id, secret] of [['a.access', 'secret-a-0123456789'], ['b.access', 'secret-b-0123456789']]) {
-          const res = await other.internal.send('get', '/api/v1/creative/models', { headers: { 'CF-Access-Client-Id': id!, 'CF-Access-Client-Secret': secret! } });
+        for (const [id, secret] of [
+          ['a.access', 'secret-a-0123456789'],
+          ['b.access', 'secret-b-0123456789'],
+        ]) {
+          const res = await other.internal.send('get', '/api/v1/creative/models', {
+            headers: { 'CF-Access-Client-Id': id!, 'CF-Access-Client-Secret': secret! },
+          });
           expect(res.status).toBe(200);
         }
-        const crossed = await other.internal.send('get', '/api/v1/creative/models', { headers: { 'CF-Access-Client-Id': 'a.access', 'CF-Access-Client-Secret': 'secret-b-0123456789' } });
+        const crossed = await other.internal.send('get', '/api/v1/creative/models', {
+          headers: { 'CF-Access-Client-Id': 'a.access', 'CF-Access-Client-Secret': 'secret-b-0123456789' },
+        });
         expect(crossed.status).toBe(403);
       } finally {
         await other.close();
@@ -57,7 +64,12 @@ describe('internal creative API', () => {
     expect(res.status).toBe(200);
     const byModel = Object.fromEntries(res.body.data.map((m: { model: string }) => [m.model, m]));
     expect(byModel['local-1']).toMatchObject({ provider: 'local', credits_per_image: 1, status: 'available' });
-    expect(byModel['jimeng-4.5']).toMatchObject({ provider: 'jimeng', transport: 'ark', status: 'unconfigured', size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 } });
+    expect(byModel['jimeng-4.5']).toMatchObject({
+      provider: 'jimeng',
+      transport: 'ark',
+      status: 'unconfigured',
+      size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+    });
     // The input images each takes, as on GET /v1/models/{model}; none for Jimeng 3.1.
     expect(byModel['jimeng-4.5'].input_limits).toMatchObject({ max_images: 14, delivery: 'inline', mask: false });
     expect(byModel['local-1'].input_limits).toMatchObject({ max_images: 4, mask: true });
@@ -128,7 +140,10 @@ describe('internal creative API', () => {
         cursor = page.body.next_cursor;
       } while (cursor);
       expect(seen).toEqual([...ids].reverse());
-      const filtered = await t.internal.service('get', `/api/v1/creative/generations?key_id=${keyId}&model=local-1&status=succeeded&created_after=${encodeURIComponent(since)}`);
+      const filtered = await t.internal.service(
+        'get',
+        `/api/v1/creative/generations?key_id=${keyId}&model=local-1&status=succeeded&created_after=${encodeURIComponent(since)}`,
+      );
       expect(filtered.body.data).toHaveLength(3);
       const none = await t.internal.service('get', `/api/v1/creative/generations?key_id=${keyId}&status=failed`);
       expect(none.body.data).toEqual([]);

@@ -86,7 +86,11 @@ describe('Cloudflare Access JWT as an admin credential (AdminAccessJwt, CF_ACCES
 
   it('403 insufficient_scope outside its scopes', async () => {
     const jwt = await sign(t);
-    for (const [method, path] of [['get', '/admin/channels'], ['get', '/admin/webhooks'], ['get', '/admin/usage']] as const) {
+    for (const [method, path] of [
+      ['get', '/admin/channels'],
+      ['get', '/admin/webhooks'],
+      ['get', '/admin/usage'],
+    ] as const) {
       const res = await t.api.send(method, path, { headers: withJwt(jwt) });
       expect([path, res.status, res.body.error.code]).toEqual([path, 403, 'insufficient_scope']);
     }

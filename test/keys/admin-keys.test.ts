@@ -247,7 +247,7 @@ describe('admin keys API', () => {
   });
 
   describe('admin auth on every admin operation', () => {
-    const operations: Array<[('get' | 'post' | 'patch' | 'delete'), string, unknown]> = [
+    const operations: Array<['get' | 'post' | 'patch' | 'delete', string, unknown]> = [
       ['post', '/admin/keys', validKey],
       ['get', '/admin/keys', undefined],
       ['get', '/admin/keys/key_x', undefined],
@@ -259,7 +259,12 @@ describe('admin keys API', () => {
 
     it.each(operations)('%s %s: 401 without, with a wrong secret, or with a client key', async (method, path, body) => {
       const { key } = await t.createKey();
-      for (const headers of [{} as Record<string, string>, { Authorization: `Bearer ${ADMIN_SECRET}x` }, { Authorization: `Bearer ${key}` }, { Authorization: ADMIN_SECRET }]) {
+      for (const headers of [
+        {} as Record<string, string>,
+        { Authorization: `Bearer ${ADMIN_SECRET}x` },
+        { Authorization: `Bearer ${key}` },
+        { Authorization: ADMIN_SECRET },
+      ]) {
         const res = await t.api.send(method, path, { body, headers });
         expect(res.status).toBe(401);
         expect(res.body.error).toMatchObject({ code: 'invalid_admin_secret', type: 'authentication_error' });

@@ -44,7 +44,10 @@ describe('scoped admin tokens', () => {
 
     it('a token with tokens:write grants only scopes it holds; what it creates names it as creator', async () => {
       const granter = await createAdminTokenVia(t.api, ['tokens:write', 'keys:read']);
-      const refused = await t.api.send('post', '/admin/tokens', { headers: bearer(granter.token), body: { name: 'wider', scopes: ['keys:read', 'keys:write'] } });
+      const refused = await t.api.send('post', '/admin/tokens', {
+        headers: bearer(granter.token),
+        body: { name: 'wider', scopes: ['keys:read', 'keys:write'] },
+      });
       expect(refused.status).toBe(403);
       expect(refused.body.error).toMatchObject({ code: 'insufficient_scope', type: 'permission_error', scope: 'keys:write' });
       expect(refused.body.error.message).toContain('keys:write');

@@ -28,7 +28,10 @@ const PERIOD_DAYS = [1, 2, 30];
 const STALE_AFTER_MS = 90_000;
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('start' as const), model: fc.constantFrom('held-1' as const, 'held-3' as const), fail: fc.boolean() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ kind: fc.constant('start' as const), model: fc.constantFrom('held-1' as const, 'held-3' as const), fail: fc.boolean() }),
+  },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat(20) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat(20) }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('quick' as const), fail: fc.boolean() }) },
@@ -45,7 +48,10 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'enable' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'rotate' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'expire' as const }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(3_600_000, 12 * 3_600_000, DAY_MS, 2 * DAY_MS, 31 * DAY_MS) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(3_600_000, 12 * 3_600_000, DAY_MS, 2 * DAY_MS, 31 * DAY_MS) }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
 );
 
@@ -66,159 +72,172 @@ describe('books stay exact under any interleaving of generations, admin changes 
     await g.close();
   });
 
-  it('holds the invariant after every step', async () => {
-    // Generous: a loaded CI machine, and long local runs (BOOKS_RUNS), need more than the default 30 s.
-    let tags = 0;
-    await fc.assert(
-      fc.asyncProperty(runArb, async (run) => {
-        stats.runs += 1;
-        const { t, books } = g;
-        const created = await t.createKey({ credits_quota: run.quota, quota_period_days: run.days, allowed_providers: ['local', 'jimeng'], rate_limit_rpm: 100_000 });
-        const id = created.id;
-        let secret = created.key;
-        let disabled = false;
-        let expired = false;
-        const inFlight: Array<{ generation: InFlight; fail: boolean }> = [];
+  it(
+    'holds the invariant after every step',
+    async () => {
+      // Generous: a loaded CI machine, and long local runs (BOOKS_RUNS), need more than the default 30 s.
+      let tags = 0;
+      await fc.assert(
+        fc.asyncProperty(runArb, async (run) => {
+          stats.runs += 1;
+          const { t, books } = g;
+          const created = await t.createKey({
+            credits_quota: run.quota,
+            quota_period_days: run.days,
+            allowed_providers: ['local', 'jimeng'],
+            rate_limit_rpm: 100_000,
+          });
+          const id = created.id;
+          let secret = created.key;
+          let disabled = false;
+          let expired = false;
+          const inFlight: Array<{ generation: InFlight; fail: boolean }> = [];
 
-        const check = async (settled = false) => {
-          stats.checks += 1;
-          const problems = await books.violations({ settled, keyId: id });
-          stats.violations += problems.length;
-          expect(problems).toEqual([]);
-        };
-        const canceledAfterSweep: Array<{ generation: InFlight; fail: boolean }> = [];
-        const generationOf = (generation: InFlight) =>
-          t.gateway.database.db.selectFrom('generations').select(['id', 'status', 'credits']).where('request', 'like', `%[hold:${generation.tag}]%`).executeTakeFirstOrThrow();
-        const keyRow = () => t.gateway.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-        /** A request the gateway answered without calling the upstream: refused, and for the right reason. */
-        const expectRefusal = async (status: number, code: string, cost: number) => {
-          if (disabled || expired) {
-            expect([status, code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
-            return;
-          }
-          expect([status, code]).toEqual([402, 'quota_exceeded']);
-          const row = await keyRow();
-          const periodEnded = Number(row.period_started_at) + Number(row.quota_period_days) * DAY_MS <= t.clock.now();
-          const used = periodEnded ? 0 : Number(row.credits_used);
-          // Refused only when it really did not fit the current period.
-          expect(used + cost).toBeGreaterThan(Number(row.credits_quota));
-        };
-        const expectReservedWithinQuota = async () => {
-          expect(disabled || expired).toBe(false);
-          const row = await keyRow();
-          expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
-        };
+          const check = async (settled = false) => {
+            stats.checks += 1;
+            const problems = await books.violations({ settled, keyId: id });
+            stats.violations += problems.length;
+            expect(problems).toEqual([]);
+          };
+          const canceledAfterSweep: Array<{ generation: InFlight; fail: boolean }> = [];
+          const generationOf = (generation: InFlight) =>
+            t.gateway.database.db
+              .selectFrom('generations')
+              .select(['id', 'status', 'credits'])
+              .where('request', 'like', `%[hold:${generation.tag}]%`)
+              .executeTakeFirstOrThrow();
+          const keyRow = () => t.gateway.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+          /** A request the gateway answered without calling the upstream: refused, and for the right reason. */
+          const expectRefusal = async (status: number, code: string, cost: number) => {
+            if (disabled || expired) {
+              expect([status, code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
+              return;
+            }
+            expect([status, code]).toEqual([402, 'quota_exceeded']);
+            const row = await keyRow();
+            const periodEnded = Number(row.period_started_at) + Number(row.quota_period_days) * DAY_MS <= t.clock.now();
+            const used = periodEnded ? 0 : Number(row.credits_used);
+            // Refused only when it really did not fit the current period.
+            expect(used + cost).toBeGreaterThan(Number(row.credits_quota));
+          };
+          const expectReservedWithinQuota = async () => {
+            expect(disabled || expired).toBe(false);
+            const row = await keyRow();
+            expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
+          };
 
-        await books.observe();
-        try {
-          for (const step of run.steps) {
-            stats.steps += 1;
-            switch (step.kind) {
-              case 'start': {
-                tags += 1;
-                const generation = await g.startHeld(secret, { tag: `p${tags}`, fail: step.fail, model: step.model });
-                if (generation.reserved) {
-                  await expectReservedWithinQuota();
-                  inFlight.push({ generation, fail: step.fail });
-                } else {
-                  const res = await generation.response;
-                  await expectRefusal(res.status, res.body.error?.code as string, step.model === 'held-3' ? 3 : 1);
-                }
-                break;
-              }
-              case 'finish': {
-                if (inFlight.length === 0) break;
-                const [{ generation, fail }] = inFlight.splice(step.pick % inFlight.length, 1) as [{ generation: InFlight; fail: boolean }];
-                // Failed by a sweep while held: it delivers nothing and stays uncharged (its image is listed as a loss).
-                const swept = (await generationOf(generation)).status !== 'running';
-                const res = await generation.finish();
-                expect(res.status).toBe(fail ? 400 : swept ? 409 : 200);
-                break;
-              }
-              case 'cancel': {
-                if (inFlight.length === 0) break;
-                const picked = step.pick % inFlight.length;
-                const { generation, fail } = inFlight[picked] as { generation: InFlight; fail: boolean };
-                const row = await generationOf(generation);
-                const res = await t.api.send('post', `/generations/${row.id}/cancel`, { headers: { Authorization: `Bearer ${secret}` } });
-                if (disabled || expired) {
-                  expect([res.status, res.body.error?.code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
+          await books.observe();
+          try {
+            for (const step of run.steps) {
+              stats.steps += 1;
+              switch (step.kind) {
+                case 'start': {
+                  tags += 1;
+                  const generation = await g.startHeld(secret, { tag: `p${tags}`, fail: step.fail, model: step.model });
+                  if (generation.reserved) {
+                    await expectReservedWithinQuota();
+                    inFlight.push({ generation, fail: step.fail });
+                  } else {
+                    const res = await generation.response;
+                    await expectRefusal(res.status, res.body.error?.code as string, step.model === 'held-3' ? 3 : 1);
+                  }
                   break;
                 }
-                inFlight.splice(picked, 1);
-                if (row.status === 'running') {
-                  // A running synchronous generation has sent its call: the cancel keeps its credits, the client gets nothing.
+                case 'finish': {
+                  if (inFlight.length === 0) break;
+                  const [{ generation, fail }] = inFlight.splice(step.pick % inFlight.length, 1) as [{ generation: InFlight; fail: boolean }];
+                  // Failed by a sweep while held: it delivers nothing and stays uncharged (its image is listed as a loss).
+                  const swept = (await generationOf(generation)).status !== 'running';
+                  const res = await generation.finish();
+                  expect(res.status).toBe(fail ? 400 : swept ? 409 : 200);
+                  break;
+                }
+                case 'cancel': {
+                  if (inFlight.length === 0) break;
+                  const picked = step.pick % inFlight.length;
+                  const { generation, fail } = inFlight[picked] as { generation: InFlight; fail: boolean };
+                  const row = await generationOf(generation);
+                  const res = await t.api.send('post', `/generations/${row.id}/cancel`, { headers: { Authorization: `Bearer ${secret}` } });
+                  if (disabled || expired) {
+                    expect([res.status, res.body.error?.code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
+                    break;
+                  }
+                  inFlight.splice(picked, 1);
+                  if (row.status === 'running') {
+                    // A running synchronous generation has sent its call: the cancel keeps its credits, the client gets nothing.
+                    expect(res.status).toBe(200);
+                    expect(res.body).toMatchObject({ status: 'canceled', usage: { credits_charged: Number(row.credits) } });
+                    expect((await generation.response).body.error.code).toBe('generation_finished');
+                  } else {
+                    expect([res.status, res.body.error?.code]).toEqual([409, 'generation_finished']);
+                    canceledAfterSweep.push({ generation, fail });
+                  }
+                  break;
+                }
+                case 'quick': {
+                  const res = step.fail
+                    ? await t.api.client(secret, { prompt: `at once ${UPSTREAM_REFUSAL}`, model: 'held-1' })
+                    : await t.api.client(secret, localRequest());
+                  if (res.status === 200 || (step.fail && res.status === 400)) {
+                    expect(disabled || expired).toBe(false);
+                    expect(res.status).toBe(step.fail ? 400 : 200);
+                  } else {
+                    await expectRefusal(res.status, res.body.error?.code as string, 1);
+                  }
+                  break;
+                }
+                case 'quota': {
+                  const body = { credits_quota: step.quota, reset_usage: step.reset, ...(step.days === null ? {} : { quota_period_days: step.days }) };
+                  expect((await t.api.admin('post', `/admin/keys/${id}/quota`, body)).status).toBe(200);
+                  break;
+                }
+                case 'disable':
+                  expect((await t.api.admin('delete', `/admin/keys/${id}`)).status).toBe(200);
+                  disabled = true;
+                  break;
+                case 'enable':
+                  expect((await t.api.admin('patch', `/admin/keys/${id}`, { status: 'active', expires_at: null })).status).toBe(200);
+                  disabled = false;
+                  expired = false;
+                  break;
+                case 'rotate': {
+                  const res = await t.api.admin('post', `/admin/keys/${id}/rotate`);
                   expect(res.status).toBe(200);
-                  expect(res.body).toMatchObject({ status: 'canceled', usage: { credits_charged: Number(row.credits) } });
-                  expect((await generation.response).body.error.code).toBe('generation_finished');
-                } else {
-                  expect([res.status, res.body.error?.code]).toEqual([409, 'generation_finished']);
-                  canceledAfterSweep.push({ generation, fail });
+                  secret = res.body.key as string;
+                  break;
                 }
-                break;
+                case 'expire':
+                  expect((await t.api.admin('patch', `/admin/keys/${id}`, { expires_at: new Date(t.clock.now() + 1000).toISOString() })).status).toBe(200);
+                  t.clock.advanceMs(2000);
+                  expired = true;
+                  break;
+                case 'advance':
+                  t.clock.advanceMs(step.ms);
+                  break;
+                case 'sweep':
+                  await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { jimeng: STALE_AFTER_MS, local: STALE_AFTER_MS } });
+                  break;
               }
-              case 'quick': {
-                const res = step.fail
-                  ? await t.api.client(secret, { prompt: `at once ${UPSTREAM_REFUSAL}`, model: 'held-1' })
-                  : await t.api.client(secret, localRequest());
-                if (res.status === 200 || (step.fail && res.status === 400)) {
-                  expect(disabled || expired).toBe(false);
-                  expect(res.status).toBe(step.fail ? 400 : 200);
-                } else {
-                  await expectRefusal(res.status, res.body.error?.code as string, 1);
-                }
-                break;
-              }
-              case 'quota': {
-                const body = { credits_quota: step.quota, reset_usage: step.reset, ...(step.days === null ? {} : { quota_period_days: step.days }) };
-                expect((await t.api.admin('post', `/admin/keys/${id}/quota`, body)).status).toBe(200);
-                break;
-              }
-              case 'disable':
-                expect((await t.api.admin('delete', `/admin/keys/${id}`)).status).toBe(200);
-                disabled = true;
-                break;
-              case 'enable':
-                expect((await t.api.admin('patch', `/admin/keys/${id}`, { status: 'active', expires_at: null })).status).toBe(200);
-                disabled = false;
-                expired = false;
-                break;
-              case 'rotate': {
-                const res = await t.api.admin('post', `/admin/keys/${id}/rotate`);
-                expect(res.status).toBe(200);
-                secret = res.body.key as string;
-                break;
-              }
-              case 'expire':
-                expect((await t.api.admin('patch', `/admin/keys/${id}`, { expires_at: new Date(t.clock.now() + 1000).toISOString() })).status).toBe(200);
-                t.clock.advanceMs(2000);
-                expired = true;
-                break;
-              case 'advance':
-                t.clock.advanceMs(step.ms);
-                break;
-              case 'sweep':
-                await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { jimeng: STALE_AFTER_MS, local: STALE_AFTER_MS } });
-                break;
+              await check();
             }
-            await check();
+            for (const { generation, fail } of inFlight.splice(0)) {
+              const swept = (await generationOf(generation)).status !== 'running';
+              expect((await generation.finish()).status).toBe(fail ? 400 : swept ? 409 : 200);
+            }
+            for (const { generation, fail } of canceledAfterSweep.splice(0)) expect((await generation.finish()).status).toBe(fail ? 400 : 409);
+            await check(true);
+            // Issue #29: every image the upstream made was paid by the key or listed as the operator's loss.
+            await g.settleAll();
+            expect(await books.unpaidImages(g.ark.made)).toEqual([]);
+          } finally {
+            // A failing run must not leave work in flight for the next one (or for shrinking).
+            await g.settleAll();
           }
-          for (const { generation, fail } of inFlight.splice(0)) {
-            const swept = (await generationOf(generation)).status !== 'running';
-            expect((await generation.finish()).status).toBe(fail ? 400 : swept ? 409 : 200);
-          }
-          for (const { generation, fail } of canceledAfterSweep.splice(0)) expect((await generation.finish()).status).toBe(fail ? 400 : 409);
-          await check(true);
-          // Issue #29: every image the upstream made was paid by the key or listed as the operator's loss.
-          await g.settleAll();
-          expect(await books.unpaidImages(g.ark.made)).toEqual([]);
-        } finally {
-          // A failing run must not leave work in flight for the next one (or for shrinking).
-          await g.settleAll();
-        }
-      }),
-      // CI runs a few seconds' worth; BOOKS_RUNS / BOOKS_SEED run longer or replay a failure locally.
-      { numRuns: Number(process.env.BOOKS_RUNS ?? 30), ...(process.env.BOOKS_SEED ? { seed: Number(process.env.BOOKS_SEED) } : {}) },
-    );
-  }, 120_000 + Number(process.env.BOOKS_RUNS ?? 0) * 2_000);
+        }),
+        // CI runs a few seconds' worth; BOOKS_RUNS / BOOKS_SEED run longer or replay a failure locally.
+        { numRuns: Number(process.env.BOOKS_RUNS ?? 30), ...(process.env.BOOKS_SEED ? { seed: Number(process.env.BOOKS_SEED) } : {}) },
+      );
+    },
+    120_000 + Number(process.env.BOOKS_RUNS ?? 0) * 2_000,
+  );
 });

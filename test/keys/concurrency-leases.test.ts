@@ -58,52 +58,60 @@ describe.each([
     if (onRedis) await redis.drop();
   });
 
-  run('a held slot outlives several TTLs while held (renewed), and frees at once on release', async () => {
-    await unlessStalled(MAX_STALL_MS, async (round) => {
-      const key = `key_a${round}`;
-      const held = await leases.acquire(key, 2);
-      const second = await leases.acquire(key, 2);
-      expect(held).toBeDefined();
-      expect(second).toBeDefined();
-      try {
-        for (let i = 0; i < 4; i += 1) {
-          await sleep(TTL_MS);
-          expect(await leases.acquire(key, 2)).toBeUndefined();
-        }
-        await held!.release();
-        const third = await leases.acquire(key, 2);
-        expect(third).toBeDefined();
-        await third!.release();
-      } finally {
-        await held!.release();
-        await second!.release();
-      }
-    });
-  }, 30_000);
-
-  run('600 slots over 300 keys all stay held past several TTLs', async () => {
-    await unlessStalled(MAX_STALL_MS, async (round) => {
-      const slots: HeldLease[] = [];
-      const keyId = (key: number) => `key_${round}_${key}`;
-      try {
-        for (let key = 0; key < 300; key += 1) {
-          for (let slot = 0; slot < 2; slot += 1) {
-            const lease = await leases.acquire(keyId(key), 2);
-            if (!lease) throw new Error(`${keyId(key)}: slot ${slot} refused`);
-            slots.push(lease);
+  run(
+    'a held slot outlives several TTLs while held (renewed), and frees at once on release',
+    async () => {
+      await unlessStalled(MAX_STALL_MS, async (round) => {
+        const key = `key_a${round}`;
+        const held = await leases.acquire(key, 2);
+        const second = await leases.acquire(key, 2);
+        expect(held).toBeDefined();
+        expect(second).toBeDefined();
+        try {
+          for (let i = 0; i < 4; i += 1) {
+            await sleep(TTL_MS);
+            expect(await leases.acquire(key, 2)).toBeUndefined();
           }
+          await held!.release();
+          const third = await leases.acquire(key, 2);
+          expect(third).toBeDefined();
+          await third!.release();
+        } finally {
+          await held!.release();
+          await second!.release();
         }
-        await sleep(TTL_MS * 3);
-        // Every key is still full: none of the 600 leases lapsed.
-        const probes = await Promise.all([0, 149, 299].map((key) => leases.acquire(keyId(key), 2)));
-        await Promise.all(probes.map((probe) => probe?.release()));
-        expect(probes).toEqual([undefined, undefined, undefined]);
-      } finally {
-        await Promise.all(slots.map((lease) => lease.release()));
-      }
-      expect(await leases.acquire(keyId(0), 2)).toBeDefined();
-    });
-  }, 60_000);
+      });
+    },
+    30_000,
+  );
+
+  run(
+    '600 slots over 300 keys all stay held past several TTLs',
+    async () => {
+      await unlessStalled(MAX_STALL_MS, async (round) => {
+        const slots: HeldLease[] = [];
+        const keyId = (key: number) => `key_${round}_${key}`;
+        try {
+          for (let key = 0; key < 300; key += 1) {
+            for (let slot = 0; slot < 2; slot += 1) {
+              const lease = await leases.acquire(keyId(key), 2);
+              if (!lease) throw new Error(`${keyId(key)}: slot ${slot} refused`);
+              slots.push(lease);
+            }
+          }
+          await sleep(TTL_MS * 3);
+          // Every key is still full: none of the 600 leases lapsed.
+          const probes = await Promise.all([0, 149, 299].map((key) => leases.acquire(keyId(key), 2)));
+          await Promise.all(probes.map((probe) => probe?.release()));
+          expect(probes).toEqual([undefined, undefined, undefined]);
+        } finally {
+          await Promise.all(slots.map((lease) => lease.release()));
+        }
+        expect(await leases.acquire(keyId(0), 2)).toBeDefined();
+      });
+    },
+    60_000,
+  );
 
   run('a lease no one renews (its process died) lapses after the TTL', async () => {
     // Another process's leases on the same store.

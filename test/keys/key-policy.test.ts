@@ -6,7 +6,6 @@ import { until } from '../helpers/until';
 
 const validKey = { name: 'policy', owner: 'policy@example.com', credits_quota: 100, quota_period_days: 30, allowed_providers: ['local'] };
 
-
 describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, alert_thresholds', () => {
   let ark: FakeImagesApi;
   let t: TestGateway;
@@ -44,7 +43,13 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
         alert_thresholds: [],
       });
       expect(updated.status).toBe(200);
-      expect(updated.body).toMatchObject({ max_concurrent: null, allowed_ips: null, allowed_models: ['local-1', 'jimeng-4.5'], metadata: { team: 'ops' }, alert_thresholds: [] });
+      expect(updated.body).toMatchObject({
+        max_concurrent: null,
+        allowed_ips: null,
+        allowed_models: ['local-1', 'jimeng-4.5'],
+        metadata: { team: 'ops' },
+        alert_thresholds: [],
+      });
     });
 
     it.each([
@@ -190,12 +195,34 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
     it('each model publishes the input images it takes (input_limits), absent for a model that takes none', async () => {
       const { key } = await t.createKey({ allowed_providers: ['local', 'jimeng'] });
       const get = async (model: string) => (await t.api.send('get', `/v1/models/${model}`, { headers: { Authorization: `Bearer ${key}` } })).body;
-      expect((await get('local-1')).input_limits).toEqual({ max_images: 4, formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'], max_bytes: 10_000_000, mask: true, delivery: 'inline' });
+      expect((await get('local-1')).input_limits).toEqual({
+        max_images: 4,
+        formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'],
+        max_bytes: 10_000_000,
+        mask: true,
+        delivery: 'inline',
+      });
       // Jimeng 4.0 on the visual API fetches its inputs from the gateway's URLs.
-      expect((await get('jimeng-4.0')).input_limits).toMatchObject({ max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15_000_000, max_side: 4096, mask: false, delivery: 'url' });
+      expect((await get('jimeng-4.0')).input_limits).toMatchObject({
+        max_images: 10,
+        formats: ['jpeg', 'png'],
+        max_bytes: 15_000_000,
+        max_side: 4096,
+        mask: false,
+        delivery: 'url',
+      });
       expect(await get('jimeng-3.1')).not.toHaveProperty('input_limits');
-      const listed = (await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } })).body.data as Array<{ id: string; input_limits?: { max_images: number } }>;
-      expect(Object.fromEntries(listed.map((m) => [m.id, m.input_limits?.max_images ?? null]))).toEqual({ 'local-1': 4, 'jimeng-4.5': 14, 'jimeng-5.0-lite': 14, 'jimeng-4.0': 10, 'jimeng-3.1': null });
+      const listed = (await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } })).body.data as Array<{
+        id: string;
+        input_limits?: { max_images: number };
+      }>;
+      expect(Object.fromEntries(listed.map((m) => [m.id, m.input_limits?.max_images ?? null]))).toEqual({
+        'local-1': 4,
+        'jimeng-4.5': 14,
+        'jimeng-5.0-lite': 14,
+        'jimeng-4.0': 10,
+        'jimeng-3.1': null,
+      });
     });
   });
 });

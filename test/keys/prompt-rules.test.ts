@@ -20,7 +20,13 @@ describe('key prompt rules', () => {
   ];
 
   it('are set on create, get ids, are read back, replaced and removed on update', async () => {
-    const created = await t.api.admin('post', '/admin/keys', { name: 'rules', owner: 'rules@example.com', credits_quota: 10, quota_period_days: 30, prompt_rules: RULES });
+    const created = await t.api.admin('post', '/admin/keys', {
+      name: 'rules',
+      owner: 'rules@example.com',
+      credits_quota: 10,
+      quota_period_days: 30,
+      prompt_rules: RULES,
+    });
     expect(created.status).toBe(201);
     const rules = created.body.prompt_rules as Array<{ id: string; kind: string }>;
     expect(rules.map((r) => r.kind)).toEqual(['max_length', 'blocked_term', 'blocked_pattern']);
@@ -41,10 +47,23 @@ describe('key prompt rules', () => {
   it.each([
     ['a pattern that is not a regular expression', [{ kind: 'blocked_pattern', pattern: '(unclosed' }], 'prompt_rules[0].pattern'],
     ['a back-reference (no linear-time match)', [{ kind: 'blocked_pattern', pattern: '(a)\\1' }], 'prompt_rules[0].pattern'],
-    ['two max_length rules', [{ kind: 'max_length', max: 5 }, { kind: 'max_length', max: 6 }], 'prompt_rules[1].kind'],
+    [
+      'two max_length rules',
+      [
+        { kind: 'max_length', max: 5 },
+        { kind: 'max_length', max: 6 },
+      ],
+      'prompt_rules[1].kind',
+    ],
     ['a field of another kind', [{ kind: 'blocked_term', term: 'x', max: 3 }], 'prompt_rules[0].max'],
   ])('refuses %s with 400 naming the field', async (_what, promptRules, param) => {
-    const res = await t.api.admin('post', '/admin/keys', { name: 'bad', owner: 'bad@example.com', credits_quota: 10, quota_period_days: 30, prompt_rules: promptRules });
+    const res = await t.api.admin('post', '/admin/keys', {
+      name: 'bad',
+      owner: 'bad@example.com',
+      credits_quota: 10,
+      quota_period_days: 30,
+      prompt_rules: promptRules,
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param });
   });
@@ -56,7 +75,10 @@ describe('key prompt rules', () => {
     const logsBefore = t.logs.length;
     const refusals = [
       await t.api.send('post', '/images/generate', { body: { prompt: 'a can of acmecola on a beach', model: 'local-1' }, headers }),
-      await t.api.send('post', '/images/generate', { body: { prompt: 'a can of ACMECOLA, later', model: 'local-1' }, headers: { ...headers, Prefer: 'respond-async' } }),
+      await t.api.send('post', '/images/generate', {
+        body: { prompt: 'a can of ACMECOLA, later', model: 'local-1' },
+        headers: { ...headers, Prefer: 'respond-async' },
+      }),
       await t.api.send('post', '/v1/images/generations', { body: { prompt: 'so much gore here', model: 'local-1' }, headers }),
       await t.api.send('post', '/images/generate', { body: { prompt: 'x'.repeat(201), model: 'local-1' }, headers }),
     ];
@@ -66,7 +88,10 @@ describe('key prompt rules', () => {
     expect(await t.api.creditsUsed(id)).toBe(before);
     expect(t.logs.slice(logsBefore).filter((line) => /acmecola|gore/i.test(line))).toEqual([]);
     // A prompt the rules allow generates as usual.
-    const allowed = await t.api.send('post', '/images/generate', { body: { prompt: 'a can of soda on a beach', model: 'local-1', response_format: 'b64_json' }, headers });
+    const allowed = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'a can of soda on a beach', model: 'local-1', response_format: 'b64_json' },
+      headers,
+    });
     expect(allowed.status).toBe(200);
   });
 });

@@ -215,7 +215,12 @@ describe('key usability (disabled, expired, rotated): TypeScript and SQL agree',
       const near = Math.max(0, Math.floor((r.anchor * r.quota) / 100) + r.delta);
       const before = r.nearBefore ? near : Math.floor(r.fraction * r.quota);
       const cost = r.nearBefore ? Math.min(r.cost, r.quota + 1) : Math.max(0, near - before);
-      return { quota: r.quota, before, after: before + cost, thresholds: r.nearBefore ? r.thresholds : [...new Set([...r.thresholds, r.anchor])].sort((a, b) => a - b) };
+      return {
+        quota: r.quota,
+        before,
+        after: before + cost,
+        thresholds: r.nearBefore ? r.thresholds : [...new Set([...r.thresholds, r.anchor])].sort((a, b) => a - b),
+      };
     });
 
   it('on postgres', async () => {

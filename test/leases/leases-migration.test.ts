@@ -15,7 +15,8 @@ describe('migration 0018 (one leases table) on a database in use', () => {
       const now = 1_800_000_000_000;
       const db = database.db;
       // Key key_a: 3 requests in the last minute (one already out of it), a slot in flight.
-      for (const at of [now - 70_000, now - 50_000, now - 20_000, now - 20_000]) await sql`INSERT INTO rate_limit_hits (key_id, at) VALUES ('key_a', ${at})`.execute(db);
+      for (const at of [now - 70_000, now - 50_000, now - 20_000, now - 20_000])
+        await sql`INSERT INTO rate_limit_hits (key_id, at) VALUES ('key_a', ${at})`.execute(db);
       await sql`INSERT INTO key_leases (lease_id, key_id, expires_at) VALUES ('lease_x', 'key_a', ${now + 30_000})`.execute(db);
       // Channel chn_a: a slot in flight, two calls of 4 and 0 images, cooling down; the probe lease held.
       await sql`INSERT INTO channels (id, name, provider, transport, base_url, models, priority, weight, status, timeout_ms,
@@ -28,12 +29,15 @@ describe('migration 0018 (one leases table) on a database in use', () => {
       await migrateToLatest(database.db as never, database.engine);
       const store = new SqlLeaseStore(db, database.engine);
       expect(await new LeaseRateLimiter(store).peek('key_a', 3, now)).toEqual({ allowed: true, limit: 3, remaining: 0, resetSeconds: 10 });
-      expect(await store.check([{ scope: { owner: 'key:key_a', name: 'concurrency' }, limit: 1, units: 1, expiresAt: now, reportFreesAt: true }], now)).toEqual([
-        { held: 1, freesAt: now + 30_000 },
-      ]);
+      expect(await store.check([{ scope: { owner: 'key:key_a', name: 'concurrency' }, limit: 1, units: 1, expiresAt: now, reportFreesAt: true }], now)).toEqual(
+        [{ held: 1, freesAt: now + 30_000 }],
+      );
       const channels = new ChannelLimits(store);
       expect(await channels.usage('chn_a', now)).toEqual({ inFlight: 1, calls: 2, images: 4, coolingUntil: now + 15_000 });
-      expect(await channels.acquire('chn_a', { maxConcurrency: 5, rpm: null, ipm: null, leaseMs: 1000 }, 1, now)).toEqual({ refused: 'cooling_down', retryAfterMs: 15_000 });
+      expect(await channels.acquire('chn_a', { maxConcurrency: 5, rpm: null, ipm: null, leaseMs: 1000 }, 1, now)).toEqual({
+        refused: 'cooling_down',
+        retryAfterMs: 15_000,
+      });
       expect(await channels.takeLease('channel-probe', 'replica-b', now + 60_000, now)).toBe(false);
       await channels.endLeaseAt('channel-probe', 'replica-a', now, now);
       expect(await channels.takeLease('channel-probe', 'replica-b', now + 60_000, now)).toBe(true);

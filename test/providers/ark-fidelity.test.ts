@@ -21,13 +21,58 @@ describe('Ark fidelity per model (fake Ark)', () => {
       ARK_BASE_URL: `${ark.url}/api/v3`,
       MODEL_CATALOG: JSON.stringify([
         ...DEFAULT_CATALOG,
-        { model: 'seedream-4.0', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 3, default_size: '2048x2048' },
-        { model: 'seedream-3', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-3-0-t2i-250415', credits_per_image: 1, default_size: '1024x1024' },
-        { model: 'seededit-3', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seededit-3-0-i2i-250628', credits_per_image: 2, default_size: '1024x1024' },
-        { model: 'jimeng-5.0-lite-png', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-5-0-260128', credits_per_image: 4, default_size: '2048x2048', upstream_options: { output_format: 'png' } },
+        {
+          model: 'seedream-4.0',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-4-0-250828',
+          credits_per_image: 3,
+          default_size: '2048x2048',
+        },
+        {
+          model: 'seedream-3',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-3-0-t2i-250415',
+          credits_per_image: 1,
+          default_size: '1024x1024',
+        },
+        {
+          model: 'seededit-3',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seededit-3-0-i2i-250628',
+          credits_per_image: 2,
+          default_size: '1024x1024',
+        },
+        {
+          model: 'jimeng-5.0-lite-png',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-5-0-260128',
+          credits_per_image: 4,
+          default_size: '2048x2048',
+          upstream_options: { output_format: 'png' },
+        },
         // A BytePlus id (no `doubao-`) and an endpoint id: only their declared family says which model they are.
-        { model: 'seedream-4.5-byteplus', provider: 'jimeng', transport: 'ark', upstream_model: 'seedream-4-5-251128', upstream_family: 'seedream-4.5', credits_per_image: 4, default_size: '2048x2048' },
-        { model: 'seedream-3-endpoint', provider: 'jimeng', transport: 'ark', upstream_model: ENDPOINT, upstream_family: 'seedream-3.0-t2i', credits_per_image: 1, default_size: '1024x1024' },
+        {
+          model: 'seedream-4.5-byteplus',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'seedream-4-5-251128',
+          upstream_family: 'seedream-4.5',
+          credits_per_image: 4,
+          default_size: '2048x2048',
+        },
+        {
+          model: 'seedream-3-endpoint',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: ENDPOINT,
+          upstream_family: 'seedream-3.0-t2i',
+          credits_per_image: 1,
+          default_size: '1024x1024',
+        },
         // Catalog size rules beyond pixels and ratio: an enumerated set, and a grid.
         {
           model: 'local-enum',
@@ -37,7 +82,14 @@ describe('Ark fidelity per model (fake Ark)', () => {
           default_size: '512x512',
           size_bounds: { min_pixels: 1, max_pixels: 1_048_576, min_ratio: 1 / 4, max_ratio: 4, allowed_sizes: ['512x512', '768x512'] },
         },
-        { model: 'local-grid', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '512x512', size_bounds: { min_pixels: 1, max_pixels: 1_048_576, min_ratio: 1 / 4, max_ratio: 4, side_multiple: 16 } },
+        {
+          model: 'local-grid',
+          provider: 'local',
+          upstream_model: 'local-1',
+          credits_per_image: 1,
+          default_size: '512x512',
+          size_bounds: { min_pixels: 1, max_pixels: 1_048_576, min_ratio: 1 / 4, max_ratio: 4, side_multiple: 16 },
+        },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
       PROVIDER_JIMENG_TIMEOUT_MS: '5000',
@@ -71,7 +123,7 @@ describe('Ark fidelity per model (fake Ark)', () => {
       expect(sent('seededit adaptive')).toEqual([expect.objectContaining({ model: 'doubao-seededit-3-0-i2i-250628', size: 'adaptive' })]);
     });
 
-    it('the answer\'s size written `W×H` (U+00D7, as Ark\'s doc writes it) is the image\'s size, not the size asked', async () => {
+    it("the answer's size written `W×H` (U+00D7, as Ark's doc writes it) is the image's size, not the size asked", async () => {
       const res = await generate({ prompt: 'seededit size', model: 'seededit-3', size: '1024x1024', images: [dataUri(testPng(48, 32))] });
       expect(res.status).toBe(200);
       // The output follows the input; the fake answered "48×32".
@@ -108,7 +160,14 @@ describe('Ark fidelity per model (fake Ark)', () => {
       expect(res.body).toMatchObject({ model: 'jimeng-5.0-lite', usage: { images: 1, credits_charged: 4 } });
       // No seed: 5.0 lite documents none.
       expect(sent('five lite')).toEqual([
-        { model: 'doubao-seedream-5-0-260128', prompt: 'five lite', size: '2048x2048', response_format: 'url', watermark: false, sequential_image_generation: 'disabled' },
+        {
+          model: 'doubao-seedream-5-0-260128',
+          prompt: 'five lite',
+          size: '2048x2048',
+          response_format: 'url',
+          watermark: false,
+          sequential_image_generation: 'disabled',
+        },
       ]);
       const model = await t.api.send('get', '/v1/models/jimeng-5.0-lite', { headers: { Authorization: `Bearer ${key}` } });
       expect(model.body.size_bounds).toEqual({ min_pixels: 3_686_400, max_pixels: 10_404_496, min_ratio: 1 / 16, max_ratio: 16 });
@@ -123,19 +182,26 @@ describe('Ark fidelity per model (fake Ark)', () => {
       expect(sent('five lite 3k')[0]).toMatchObject({ size: '3264x3187' });
     });
 
-    it('takes `output_format` from the catalog\'s upstream_options (only 5.0 lite documents it)', async () => {
+    it("takes `output_format` from the catalog's upstream_options (only 5.0 lite documents it)", async () => {
       expect((await generate({ prompt: 'five lite png', model: 'jimeng-5.0-lite-png' })).status).toBe(200);
       expect(sent('five lite png')[0]).toMatchObject({ model: 'doubao-seedream-5-0-260128', output_format: 'png' });
     });
   });
 
-  describe('ids the patterns cannot know, matched through the catalog\'s upstream_family', () => {
+  describe("ids the patterns cannot know, matched through the catalog's upstream_family", () => {
     it('a BytePlus id (seedream-4-5-251128) is Seedream 4.5: its sizes are checked, no seed, group output off', async () => {
       await refusedSize('seedream-4.5-byteplus', '1024x1024');
       const res = await generate({ prompt: 'byteplus 4.5', model: 'seedream-4.5-byteplus', seed: 3 });
       expect(res.status).toBe(200);
       expect(sent('byteplus 4.5')).toEqual([
-        { model: 'seedream-4-5-251128', prompt: 'byteplus 4.5', size: '2048x2048', response_format: 'url', watermark: false, sequential_image_generation: 'disabled' },
+        {
+          model: 'seedream-4-5-251128',
+          prompt: 'byteplus 4.5',
+          size: '2048x2048',
+          response_format: 'url',
+          watermark: false,
+          sequential_image_generation: 'disabled',
+        },
       ]);
     });
 
@@ -143,7 +209,11 @@ describe('Ark fidelity per model (fake Ark)', () => {
       await refusedSize('seedream-3-endpoint', '256x256');
       const res = await generate({ prompt: 'endpoint seed', model: 'seedream-3-endpoint', seed: 2147483647, n: 2 });
       expect(res.status).toBe(200);
-      expect(sent('endpoint seed').map((r) => r.seed).sort()).toEqual([0, 2147483647]);
+      expect(
+        sent('endpoint seed')
+          .map((r) => r.seed)
+          .sort(),
+      ).toEqual([0, 2147483647]);
       expect(sent('endpoint seed')[0]).toMatchObject({ model: ENDPOINT });
     });
   });
@@ -158,24 +228,36 @@ describe('Ark fidelity per model (fake Ark)', () => {
         .orderBy('id', 'desc')
         .executeTakeFirstOrThrow();
 
-    it('billed 3, delivered 1: the key pays the image delivered, the 2 others are the operator\'s loss', async () => {
+    it("billed 3, delivered 1: the key pays the image delivered, the 2 others are the operator's loss", async () => {
       const credits = await creditsUsed();
       const res = await generate({ prompt: 'billed three [billed:3]', model: 'jimeng-4.5' });
       expect(res.status).toBe(200);
       expect(res.body.usage).toMatchObject({ images: 1, credits_charged: 4 });
       expect((await creditsUsed()) - credits).toBe(4);
-      const row = await t.gateway.database.db.selectFrom('generations').select(['unbilled_images', 'unbilled_reason']).where('id', '=', res.body.id).executeTakeFirstOrThrow();
+      const row = await t.gateway.database.db
+        .selectFrom('generations')
+        .select(['unbilled_images', 'unbilled_reason'])
+        .where('id', '=', res.body.id)
+        .executeTakeFirstOrThrow();
       expect({ images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ images: 2, reason: 'billed_undelivered' });
-      expect(t.logs.some((line) => line.includes('upstream billed a different number of images') && line.includes(res.body.id) && line.includes('"billed_images":3'))).toBe(true);
+      expect(
+        t.logs.some(
+          (line) => line.includes('upstream billed a different number of images') && line.includes(res.body.id) && line.includes('"billed_images":3'),
+        ),
+      ).toBe(true);
     });
 
-    it('billed 1, delivered none: the request fails uncharged and the billed image is the operator\'s loss', async () => {
+    it("billed 1, delivered none: the request fails uncharged and the billed image is the operator's loss", async () => {
       const credits = await creditsUsed();
       const res = await generate({ prompt: 'billed nothing delivered [empty] [billed:1]', model: 'jimeng-4.5' });
       expect(res.status).toBe(502);
       expect(await creditsUsed()).toBe(credits);
       const row = await lastGeneration();
-      expect({ status: row.status, images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ status: 'failed', images: 1, reason: 'billed_undelivered' });
+      expect({ status: row.status, images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({
+        status: 'failed',
+        images: 1,
+        reason: 'billed_undelivered',
+      });
     });
 
     it('billed as delivered: no loss', async () => {
@@ -237,7 +319,7 @@ describe('a channel mapping a catalog model to an endpoint id (fake Ark)', () =>
     await ark.close();
   });
 
-  it('sends the endpoint id with Seedream 4.5\'s fields: group output off, no seed', async () => {
+  it("sends the endpoint id with Seedream 4.5's fields: group output off, no seed", async () => {
     const res = await t.api.client(key, { prompt: 'through an endpoint', model: 'jimeng-4.5', seed: 9 });
     expect(res.status).toBe(200);
     expect(ark.requests.at(-1)).toEqual({

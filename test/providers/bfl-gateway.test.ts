@@ -67,7 +67,7 @@ describe('bfl through the gateway (fake BFL)', () => {
       expect(res.body).toMatchObject({ provider: 'bfl', transport: 'bfl', base_url: envBfl.url });
     });
 
-    it('synchronous: submitted, polled, the signed sample fetched from BFL\'s delivery host at once and stored; one image charged', async () => {
+    it("synchronous: submitted, polled, the signed sample fetched from BFL's delivery host at once and stored; one image charged", async () => {
       const before = await creditsUsed();
       const res = await generate({ prompt: 'a harbour at dawn [pending:2]', seed: 3 });
       expect(res.status).toBe(200);
@@ -76,7 +76,9 @@ describe('bfl through the gateway (fake BFL)', () => {
       const [submit] = submitsOf(envBfl, 'a harbour at dawn [pending:2]');
       expect(submit).toMatchObject({ model: 'flux-pro-1.1', body: { prompt: 'a harbour at dawn [pending:2]', width: 1024, height: 768, seed: 3 } });
       // Admitted by the default IMAGE_FETCH_ALLOWED_HOSTS (*.bfl.ai), fetched once, within its 10 minutes.
-      expect(downloaded.filter((url) => url.includes(submit!.id))).toEqual([expect.stringMatching(new RegExp(`^https://${DELIVERY_HOST}/results/${submit!.id}/sample\\.jpeg\\?se=`))]);
+      expect(downloaded.filter((url) => url.includes(submit!.id))).toEqual([
+        expect.stringMatching(new RegExp(`^https://${DELIVERY_HOST}/results/${submit!.id}/sample\\.jpeg\\?se=`)),
+      ]);
       expect(envBfl.downloads).toContain(submit!.id);
       const stored = await fetch(res.body.data[0].url);
       expect([stored.status, stored.headers.get('content-type')]).toEqual([200, 'image/jpeg']);
@@ -87,13 +89,22 @@ describe('bfl through the gateway (fake BFL)', () => {
       const res = await generate({ prompt: 'two gulls', n: 2, seed: 20, response_format: 'b64_json' });
       expect(res.status).toBe(200);
       expect(res.body.data).toHaveLength(2);
-      expect(submitsOf(envBfl, 'two gulls').map((s) => s.body.seed).sort()).toEqual([20, 21]);
+      expect(
+        submitsOf(envBfl, 'two gulls')
+          .map((s) => s.body.seed)
+          .sort(),
+      ).toEqual([20, 21]);
     });
 
     it('a size BFL refuses is refused before anything is sent or charged', async () => {
       const before = await creditsUsed();
       const received = envBfl.received.length;
-      for (const [model, size] of [['flux-pro-1.1', '1536x1024'], ['flux-pro-1.1', '1000x768'], ['flux-kontext-pro', '1000x1000'], ['flux-2-pro', '2064x2048']]) {
+      for (const [model, size] of [
+        ['flux-pro-1.1', '1536x1024'],
+        ['flux-pro-1.1', '1000x768'],
+        ['flux-kontext-pro', '1000x1000'],
+        ['flux-2-pro', '2064x2048'],
+      ]) {
         const res = await generate({ prompt: 'off the grid', model, size });
         expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, 'invalid_request', 'size']);
       }
@@ -125,11 +136,15 @@ describe('bfl through the gateway (fake BFL)', () => {
       const res = await generate({ prompt: 'an async lighthouse [pending:3]' }, { Prefer: 'respond-async' });
       expect(res.status).toBe(202);
       await until(async () => (await generation(res.body.id)).status === 'succeeded', 'the async generation to succeed');
-      expect(await generation(res.body.id)).toMatchObject({ status: 'succeeded', usage: { credits_charged: 4 }, data: [{ url: expect.stringContaining('/images/img_') }] });
+      expect(await generation(res.body.id)).toMatchObject({
+        status: 'succeeded',
+        usage: { credits_charged: 4 },
+        data: [{ url: expect.stringContaining('/images/img_') }],
+      });
       expect(submitsOf(envBfl, 'an async lighthouse [pending:3]')).toHaveLength(1);
     });
 
-    it('a client\'s cancel of a running generation: canceled at once, its sent task charged, and the task is polled no further (BFL has no cancel)', async () => {
+    it("a client's cancel of a running generation: canceled at once, its sent task charged, and the task is polled no further (BFL has no cancel)", async () => {
       const prompt = 'canceled midway [hold]';
       const held = envBfl.whenHeld();
       const res = await generate({ prompt }, { Prefer: 'respond-async' });
@@ -181,7 +196,10 @@ describe('bfl through the gateway (fake BFL)', () => {
           }),
         )
         .execute();
-      await t.gateway.database.db.insertInto('generation_tasks').values({ generation_id: orphanId, image_index: 0, channel_id: 'chn_envBfl', task_id: pollingUrl, sent_at: now - 1500 }).execute();
+      await t.gateway.database.db
+        .insertInto('generation_tasks')
+        .values({ generation_id: orphanId, image_index: 0, channel_id: 'chn_envBfl', task_id: pollingUrl, sent_at: now - 1500 })
+        .execute();
       const submits = envBfl.received.length;
       await until(async () => {
         const taken = await t.gateway.database.db.selectFrom('generations').select(['status', 'runs']).where('id', '=', orphanId).executeTakeFirstOrThrow();

@@ -48,7 +48,12 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
   it('FLUX1.1 [pro]: submits width, height and seed with x-key, records the polling URL, polls it to Ready and returns the signed sample URL', async () => {
     const sent: string[] = [];
     const accepted: string[] = [];
-    const images = await run({ prompt: 'first light [pending:3]', seed: 7, onRequestSent: () => sent.push('sent'), onTaskAccepted: async (handle) => void accepted.push(handle) });
+    const images = await run({
+      prompt: 'first light [pending:3]',
+      seed: 7,
+      onRequestSent: () => sent.push('sent'),
+      onTaskAccepted: async (handle) => void accepted.push(handle),
+    });
     const [submit] = submitsOf('first light [pending:3]');
     expect(submit).toMatchObject({ model: 'flux-pro-1.1', body: { prompt: 'first light [pending:3]', width: 1024, height: 768, seed: 7 } });
     expect(Object.keys(submit!.body).sort()).toEqual(['height', 'prompt', 'seed', 'width']);
@@ -56,7 +61,9 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
     // The handle is the polling URL BFL answered, recorded before the first poll.
     expect(accepted).toEqual([`${bfl.url}/v1/get_result?id=${submit!.id}`]);
     expect(bfl.polls.filter((id) => id === submit!.id)).toHaveLength(4);
-    expect(images).toEqual([{ url: expect.stringMatching(new RegExp(`^${bfl.url}/results/${submit!.id}/sample\\.jpeg\\?se=\\d+&sig=[0-9a-f]+$`)), width: 1024, height: 768 }]);
+    expect(images).toEqual([
+      { url: expect.stringMatching(new RegExp(`^${bfl.url}/results/${submit!.id}/sample\\.jpeg\\?se=\\d+&sig=[0-9a-f]+$`)), width: 1024, height: 768 },
+    ]);
     // The URL serves the image bytes (a signed URL living 10 minutes): the gateway fetches it at once.
     const file = await fetch(images[0]!.url!);
     expect([file.status, file.headers.get('content-type')]).toEqual([200, 'image/jpeg']);
@@ -65,10 +72,14 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
 
   it('n images are n tasks, each with seed + index', async () => {
     await run({ prompt: 'two boats', n: 2, seed: 10 });
-    expect(submitsOf('two boats').map((s) => s.body.seed).sort()).toEqual([10, 11]);
+    expect(
+      submitsOf('two boats')
+        .map((s) => s.body.seed)
+        .sort(),
+    ).toEqual([10, 11]);
   });
 
-  it('output_format (jpeg | png) where the model documents it, and the catalog\'s upstream_options as they are', async () => {
+  it("output_format (jpeg | png) where the model documents it, and the catalog's upstream_options as they are", async () => {
     const images = await run({ prompt: 'as png', imageOptions: { output_format: 'png' }, upstreamOptions: { prompt_upsampling: true } });
     expect(submitsOf('as png')[0]!.body).toMatchObject({ output_format: 'png', prompt_upsampling: true });
     expect(images[0]!.url).toMatch(/sample\.png\?/);
@@ -93,7 +104,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
     expect(submitsOf('flux two')[0]!.images).toHaveLength(3);
   });
 
-  it('the fake refuses what BFL refuses: sizes out of bounds, a missing prompt (422, the client\'s request)', async () => {
+  it("the fake refuses what BFL refuses: sizes out of bounds, a missing prompt (422, the client's request)", async () => {
     const big = await failure({ prompt: 'too big', width: 1536, height: 1024 });
     expect([big.code, big.param, big.traits.safeElsewhere]).toEqual(['invalid_request', 'size', false]);
     expect((await failure({ prompt: 'off grid', upstreamModel: 'flux-2-pro', width: 1000, height: 1000 })).param).toBe('size');
@@ -123,7 +134,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
       }
     };
 
-    it.each(['401', '402', '403'])('HTTP %s on submit: the account\'s problem (the channel is disabled, not retried elsewhere)', async (status) => {
+    it.each(['401', '402', '403'])("HTTP %s on submit: the account's problem (the channel is disabled, not retried elsewhere)", async (status) => {
       const error = await failure({ prompt: `refused [submit:${status}]` });
       expect(error).toMatchObject({ code: 'provider_error', retryable: false });
       expect(error.traits).toMatchObject({ accountProblem: expect.stringContaining(`HTTP ${status}`), statusCode: Number(status), safeElsewhere: true });
@@ -131,7 +142,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
       expect(bare.traits.accountProblem).toBeUndefined();
     });
 
-    it('a wrong key is the account\'s problem', async () => {
+    it("a wrong key is the account's problem", async () => {
       const wrong = new BflClient({ provider: 'bfl', baseUrl: bfl.url, apiKey: 'not-the-key', pollIntervalMs: 1 });
       expect((await failure({}, wrong)).traits.accountProblem).toContain('HTTP 401');
     });
@@ -159,7 +170,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
       expect(await run({ prompt: 'poll busy [poll-error:429:3]' })).toHaveLength(1);
     });
 
-    it('Request Moderated is the client\'s content; Content Moderated its output; neither counts against the channel nor goes elsewhere', async () => {
+    it("Request Moderated is the client's content; Content Moderated its output; neither counts against the channel nor goes elsewhere", async () => {
       const input = await failure({ prompt: 'flagged [moderated:request]' });
       expect([input.code, input.countsAgainstProvider, input.traits.safeElsewhere]).toEqual(['content_policy_violation', false, false]);
       const output = await failure({ prompt: 'flagged output [moderated:content]' });
@@ -225,7 +236,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
     });
   });
 
-  describe('SSRF: URLs BFL answers are followed only on the account\'s own origin or https *.bfl.ai', () => {
+  describe("SSRF: URLs BFL answers are followed only on the account's own origin or https *.bfl.ai", () => {
     it('a polling URL on another host is neither recorded nor polled (the key would go there)', async () => {
       const accepted: string[] = [];
       const error = await failure({ prompt: 'elsewhere [foreign-polling]', onTaskAccepted: async (h) => void accepted.push(h) });
@@ -237,7 +248,13 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
 
     it('a stored handle is checked again before a takeover polls it', async () => {
       const polls = bfl.polls.length;
-      for (const handle of ['http://169.254.169.254/latest/meta-data?id=x', 'http://api.bfl.ai/v1/get_result?id=x', 'https://api.bfl.ai.evil.example/v1/get_result?id=x', 'https://user:pw@api.eu.bfl.ai/v1/get_result?id=x', 'not a url']) {
+      for (const handle of [
+        'http://169.254.169.254/latest/meta-data?id=x',
+        'http://api.bfl.ai/v1/get_result?id=x',
+        'https://api.bfl.ai.evil.example/v1/get_result?id=x',
+        'https://user:pw@api.eu.bfl.ai/v1/get_result?id=x',
+        'not a url',
+      ]) {
         const error = await failure({ resumeTaskId: handle });
         expect(error.code).toBe('provider_error');
       }
@@ -249,7 +266,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
       expect(error.message).toMatch(/result\.sample on localhost:\d+/);
     });
 
-    it('BFL\'s own hosts are trusted as https: a regional delivery host is returned as the image URL', async () => {
+    it("BFL's own hosts are trusted as https: a regional delivery host is returned as the image URL", async () => {
       const regional = await startFakeBfl({ apiKey: KEY, deliveryHost: 'delivery-eu1.bfl.ai' });
       try {
         const on = new BflClient({ provider: 'bfl', baseUrl: `${regional.url}/`, apiKey: KEY, pollIntervalMs: 1 });
@@ -261,7 +278,7 @@ describe('BFL client (submit POST /v1/{model}, poll the polling_url, result.samp
     });
   });
 
-  it('a model id that is no path segment is the channel\'s configuration, refused before anything is sent', async () => {
+  it("a model id that is no path segment is the channel's configuration, refused before anything is sent", async () => {
     const received = bfl.received.length;
     const error = await failure({ upstreamModel: '../v1/get_result' });
     expect(error.traits.configurationProblem).toBeDefined();

@@ -24,7 +24,13 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     fal = await startFakeFal({ apiKey: ENV_KEY });
     // Kontext's reference image goes by the gateway's signed URL: its public address, set to the port it listens on.
     const port = await freePort();
-    t = await startTestGateway({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, FAL_KEY: ENV_KEY, FAL_BASE_URL: fal.url, UPSTREAM_POLL_INTERVAL_MS: '5' });
+    t = await startTestGateway({
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      FAL_KEY: ENV_KEY,
+      FAL_BASE_URL: fal.url,
+      UPSTREAM_POLL_INTERVAL_MS: '5',
+    });
     key = await t.createKey({ allowed_providers: ['fal'], credits_quota: 1000 });
   });
   afterAll(async () => {
@@ -49,14 +55,25 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
   });
 
   it('the OpenAI-compatible path, b64_json: the CDN bytes come back inline', async () => {
-    const res = await t.api.client(key.key, { prompt: 'a fal harbour', model: 'fal-flux-pro-1.1', size: '1024x1024', response_format: 'b64_json' }, '/v1/images/generations');
+    const res = await t.api.client(
+      key.key,
+      { prompt: 'a fal harbour', model: 'fal-flux-pro-1.1', size: '1024x1024', response_format: 'b64_json' },
+      '/v1/images/generations',
+    );
     expect(res.status).toBe(200);
-    expect(Buffer.from(res.body.data[0].b64_json as string, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(res.body.data[0].b64_json as string, 'base64')
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
   });
 
   it('asynchronous: queued, then succeeded; the request handle is in the task journal', async () => {
     const prompt = 'a fal field [queued:3] [running:3]';
-    const res = await t.api.send('post', '/images/generate', { body: { prompt, model: 'fal-flux-dev', size: '512x512' }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt, model: 'fal-flux-dev', size: '512x512' },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
     const read = async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body as { status: string; data: unknown[] };
     await until(async () => (await read()).status === 'succeeded', 'the fal generation to succeed');
@@ -65,14 +82,21 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     // The journal holds the request's own URLs: what a takeover polls.
     const observer = openDatabase(t.databaseUrl, { poolSize: 1 });
     try {
-      const [task] = await observer.db.selectFrom('generation_tasks').selectAll().where('generation_id', '=', res.body.id as string).execute();
-      expect(decodeHandle(task!.task_id!)).toMatchObject({ request_id: submitsOf(prompt)[0]!.requestId, status_url: expect.stringContaining(`/fal-ai/flux/requests/${submitsOf(prompt)[0]!.requestId}/status`) });
+      const [task] = await observer.db
+        .selectFrom('generation_tasks')
+        .selectAll()
+        .where('generation_id', '=', res.body.id as string)
+        .execute();
+      expect(decodeHandle(task!.task_id!)).toMatchObject({
+        request_id: submitsOf(prompt)[0]!.requestId,
+        status_url: expect.stringContaining(`/fal-ai/flux/requests/${submitsOf(prompt)[0]!.requestId}/status`),
+      });
     } finally {
       await observer.close();
     }
   });
 
-  it('Kontext: the reference image as the gateway\'s signed URL, which fal fetched (the exact bytes); the size as aspect_ratio', async () => {
+  it("Kontext: the reference image as the gateway's signed URL, which fal fetched (the exact bytes); the size as aspect_ratio", async () => {
     const png = testPng(48, 32, { shade: 9 });
     const prompt = 'make it blue';
     const res = await t.api.client(key.key, { prompt, model: 'fal-flux-kontext-pro', size: '1248x832', images: [dataUri(png)] });
@@ -93,15 +117,18 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     expect(await creditsUsed()).toBe(used);
   });
 
-  it('a size fal\'s schema refuses is refused by the gateway before anything is sent', async () => {
+  it("a size fal's schema refuses is refused by the gateway before anything is sent", async () => {
     const res = await t.api.client(key.key, { prompt: 'too tall', model: 'fal-flux-kontext-pro', size: '1000x1000', images: [dataUri(testPng(8, 8))] });
     expect(res.status).toBe(400);
     expect(res.body.error.param).toBe('size');
   });
 
-  it('a client\'s cancel of a generation whose request is still queued is forwarded to its cancel_url', async () => {
+  it("a client's cancel of a generation whose request is still queued is forwarded to its cancel_url", async () => {
     const prompt = 'cancel me at fal [hold]';
-    const res = await t.api.send('post', '/images/generate', { body: { prompt, model: 'fal-flux-dev', size: '512x512' }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt, model: 'fal-flux-dev', size: '512x512' },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
     // Submitted, its handle recorded, and polled while queued.
     await until(() => submitsOf(prompt).length === 1 && (fal.statusPolls.get(submitsOf(prompt)[0]!.requestId) ?? 0) > 0, 'the request to be queued at fal');
@@ -114,7 +141,7 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     expect(fal.made.filter((p) => p === prompt)).toEqual([]);
   });
 
-  it('content_policy_violation at fal is the client\'s content (400), its credits released', async () => {
+  it("content_policy_violation at fal is the client's content (400), its credits released", async () => {
     const used = await creditsUsed();
     const res = await t.api.client(key.key, { prompt: 'flagged [error:content_policy_violation:422]', model: 'fal-flux-dev', size: '512x512' });
     expect(res.status).toBe(400);
@@ -156,13 +183,19 @@ describe('fal through the gateway: an API channel', () => {
   it('serves the models it lists, synchronously and asynchronously', async () => {
     const sync = await t.api.client(key.key, { prompt: 'over the API channel', model: 'fal-flux-pro-1.1', size: '1024x1024' });
     expect(sync.status).toBe(200);
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'async over the API channel', model: 'fal-flux-dev', size: '512x512' }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'async over the API channel', model: 'fal-flux-dev', size: '512x512' },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
-    await until(async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body.status === 'succeeded', 'the async generation over the API channel');
+    await until(
+      async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body.status === 'succeeded',
+      'the async generation over the API channel',
+    );
     expect(fal.submits.map((s) => s.body.prompt)).toEqual(['over the API channel', 'async over the API channel']);
   });
 
-  it('a revoked key (401) disables the channel, with the upstream\'s reason', async () => {
+  it("a revoked key (401) disables the channel, with the upstream's reason", async () => {
     fal.setApiKey('rotated-id:rotated-secret');
     const res = await t.api.client(key.key, { prompt: 'after the key was revoked', model: 'fal-flux-dev', size: '512x512' });
     expect(res.status).not.toBe(200);

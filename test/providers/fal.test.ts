@@ -74,11 +74,14 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
   it('FLUX1.1 [pro]: the same fields on its own app', async () => {
     const before = fal.submits.length;
     const images = await run({ upstreamModel: 'fal-ai/flux-pro/v1.1', width: 1440, height: 1024 });
-    expect(fal.submits[before]).toMatchObject({ app: 'fal-ai/flux-pro/v1.1', body: { prompt: 'a lighthouse', num_images: 1, image_size: { width: 1440, height: 1024 } } });
+    expect(fal.submits[before]).toMatchObject({
+      app: 'fal-ai/flux-pro/v1.1',
+      body: { prompt: 'a lighthouse', num_images: 1, image_size: { width: 1440, height: 1024 } },
+    });
     expect(images).toEqual([expect.objectContaining({ width: 1440, height: 1024 })]);
   });
 
-  it('FLUX.1 Kontext [pro]: the reference image as image_url (the gateway\'s signed URL, else a data URI), the size as aspect_ratio; the size fal reports is the one recorded', async () => {
+  it("FLUX.1 Kontext [pro]: the reference image as image_url (the gateway's signed URL, else a data URI), the size as aspect_ratio; the size fal reports is the one recorded", async () => {
     const before = fal.submits.length;
     const ref = `${fal.url}/files/png-reference.png`;
     const images = await run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1280, height: 720, inputImages: [input(ref)] });
@@ -94,8 +97,14 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
 
   it('Kontext without its one reference image, or at a size that is no documented ratio, is refused before anything is sent', async () => {
     const before = fal.submits.length;
-    await expect(run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1024, height: 1024 })).rejects.toMatchObject({ code: 'invalid_request', param: 'images' });
-    await expect(run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1000, height: 1000, inputImages: [input()] })).rejects.toMatchObject({ code: 'invalid_request', param: 'size' });
+    await expect(run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1024, height: 1024 })).rejects.toMatchObject({
+      code: 'invalid_request',
+      param: 'images',
+    });
+    await expect(run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1000, height: 1000, inputImages: [input()] })).rejects.toMatchObject({
+      code: 'invalid_request',
+      param: 'size',
+    });
     expect(fal.submits.length).toBe(before);
   });
 
@@ -142,7 +151,10 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
       if (id === requestId && status === 'IN_PROGRESS' && (running += 1) === 2) controller.abort(new Error('gone'));
     };
     await expect(
-      run({ prompt: 'running [queued:0] [running:50]', onTaskAccepted: async (handle) => void (requestId = decodeHandle(handle).request_id) }, controller.signal),
+      run(
+        { prompt: 'running [queued:0] [running:50]', onTaskAccepted: async (handle) => void (requestId = decodeHandle(handle).request_id) },
+        controller.signal,
+      ),
     ).rejects.toThrow('gone');
     expect(fal.cancelCalls.filter((c) => c.requestId === requestId)).toEqual([]);
   });
@@ -151,12 +163,17 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
     expect(await run({ prompt: 'busy polls [status-busy:2]' })).toHaveLength(1);
   });
 
-  it('a status_url on a host that is neither the account\'s nor fal\'s queue is never followed', async () => {
+  it("a status_url on a host that is neither the account's nor fal's queue is never followed", async () => {
     const error = await failure({ prompt: 'redirected [foreign-status]' });
     expect(error.message).toContain('elsewhere.invalid');
     expect(error.traits.safeElsewhere).toBe(false);
     // A stored handle naming another host is refused the same way.
-    const forged = encodeHandle({ request_id: 'x', status_url: 'http://169.254.169.254/latest/status', response_url: `${fal.url}/a/b/requests/x`, cancel_url: `${fal.url}/a/b/requests/x/cancel` });
+    const forged = encodeHandle({
+      request_id: 'x',
+      status_url: 'http://169.254.169.254/latest/status',
+      response_url: `${fal.url}/a/b/requests/x`,
+      cancel_url: `${fal.url}/a/b/requests/x/cancel`,
+    });
     expect((await failure({ resumeTaskId: forged })).message).toContain('169.254.169.254');
   });
 
@@ -168,7 +185,7 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
   });
 
   describe('error table (src/providers/fal/fal-errors.ts): each family', () => {
-    it('content_policy_violation (422) is the client\'s content, never the provider\'s fault', async () => {
+    it("content_policy_violation (422) is the client's content, never the provider's fault", async () => {
       const error = await failure({ prompt: 'x [error:content_policy_violation:422]' });
       expect(error.code).toBe('content_policy_violation');
       expect(error.countsAgainstProvider).toBe(false);
@@ -180,7 +197,7 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
       expect(error.countsAgainstProvider).toBe(false);
     });
 
-    it('401 (an unknown key) and 403 (a locked account) are the account\'s problem: safe elsewhere, the channel is disabled', async () => {
+    it("401 (an unknown key) and 403 (a locked account) are the account's problem: safe elsewhere, the channel is disabled", async () => {
       const wrong = new FalClient({ provider: 'fal', baseUrl: fal.url, apiKey: 'other-id:not-the-secret', pollIntervalMs: 1 });
       const unknown = await failure({}, wrong);
       expect(unknown.traits).toMatchObject({ safeElsewhere: true, statusCode: 401 });
@@ -191,7 +208,7 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
       expect(locked.traits.accountProblem).toContain('Exhausted balance');
     });
 
-    it('404 (an app the account does not have) is the channel\'s configuration: safe elsewhere, not the provider\'s fault', async () => {
+    it("404 (an app the account does not have) is the channel's configuration: safe elsewhere, not the provider's fault", async () => {
       const error = await failure({ upstreamModel: 'fal-ai/no-such-app' });
       expect(error.traits.safeElsewhere).toBe(true);
       expect(error.traits.configurationProblem).toContain('404');
@@ -214,7 +231,7 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
       expect(unknown.traits.safeElsewhere).toBe(false);
     });
 
-    it('a 422 the app\'s schema answers is the client\'s invalid request, with the field it names', async () => {
+    it("a 422 the app's schema answers is the client's invalid request, with the field it names", async () => {
       const error = await failure({ upstreamOptions: { num_images: 9 } });
       expect(error).toMatchObject({ code: 'invalid_request', param: 'num_images' });
       expect(error.countsAgainstProvider).toBe(false);

@@ -76,15 +76,26 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
   });
 
   it('the OpenAI-compatible path, b64_json: the inline bytes come back as they were', async () => {
-    const res = await t.api.client(key.key, { prompt: 'a gemini harbour', model: 'gemini-2.5-flash-image', size: '1344x768', response_format: 'b64_json' }, '/v1/images/generations');
+    const res = await t.api.client(
+      key.key,
+      { prompt: 'a gemini harbour', model: 'gemini-2.5-flash-image', size: '1344x768', response_format: 'b64_json' },
+      '/v1/images/generations',
+    );
     expect(res.status).toBe(200);
-    expect(Buffer.from(res.body.data[0].b64_json as string, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(res.body.data[0].b64_json as string, 'base64')
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
     expect(imageConfigOf(callsOf('a gemini harbour')[0]!)).toEqual({ aspectRatio: '16:9' });
   });
 
   it('asynchronous: queued, then succeeded', async () => {
     const prompt = 'a gemini field';
-    const res = await t.api.send('post', '/images/generate', { body: { prompt, model: 'gemini-2.5-flash-image', size: '1024x1024' }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt, model: 'gemini-2.5-flash-image', size: '1024x1024' },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
     const read = async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body as { status: string; data: unknown[] };
     await until(async () => (await read()).status === 'succeeded', 'the gemini generation to succeed');
@@ -92,7 +103,7 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
     expect(callsOf(prompt)).toHaveLength(1);
   });
 
-  it('a size outside the model\'s aspect-ratio × tier table is refused with 400 before anything is charged or sent', async () => {
+  it("a size outside the model's aspect-ratio × tier table is refused with 400 before anything is charged or sent", async () => {
     const used = await creditsUsed();
     const calls = gemini.calls.length;
     for (const [model, size] of [
@@ -102,7 +113,12 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
       ['gemini-3-pro-image', '384x3072'],
     ] as const) {
       const res = await t.api.client(key.key, { prompt: `no ${size}`, model, size });
-      expect({ model, size, status: res.status, error: res.body.error }).toMatchObject({ model, size, status: 400, error: { code: 'invalid_request', param: 'size' } });
+      expect({ model, size, status: res.status, error: res.body.error }).toMatchObject({
+        model,
+        size,
+        status: 400,
+        error: { code: 'invalid_request', param: 'size' },
+      });
     }
     expect(gemini.calls.length).toBe(calls);
     expect(await creditsUsed()).toBe(used);
@@ -160,16 +176,25 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
     const tooMany = await t.api.client(key.key, { prompt: 'four references', model: 'gemini-2.5-flash-image', size: '1024x1024', images: four });
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.error.param).toBe('images');
-    const masked = await t.api.client(key.key, { prompt: 'masked', model: 'gemini-3-pro-image', size: '1024x1024', images: [dataUri(testPng(8, 8))], mask: dataUri(testPng(8, 8, { alpha: true })) });
+    const masked = await t.api.client(key.key, {
+      prompt: 'masked',
+      model: 'gemini-3-pro-image',
+      size: '1024x1024',
+      images: [dataUri(testPng(8, 8))],
+      mask: dataUri(testPng(8, 8, { alpha: true })),
+    });
     expect(masked.status).toBe(400);
     expect(masked.body.error.param).toBe('mask');
     expect(gemini.calls.length).toBe(calls);
   });
 
-  it('a client\'s cancel of a running asynchronous generation: Gemini has no cancel, so the calls already sent are charged and nothing more is sent', async () => {
+  it("a client's cancel of a running asynchronous generation: Gemini has no cancel, so the calls already sent are charged and nothing more is sent", async () => {
     const prompt = 'cancel me at gemini [hold]';
     const before = await creditsUsed();
-    const res = await t.api.send('post', '/images/generate', { body: { prompt, model: 'gemini-3.1-flash-image', size: '1024x1024', n: 2 }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt, model: 'gemini-3.1-flash-image', size: '1024x1024', n: 2 },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
     await until(() => callsOf(prompt).length === 2, 'both calls to reach Gemini');
     const cancel = await t.api.send('post', `/generations/${res.body.id}/cancel`, { headers: auth() });
@@ -196,7 +221,16 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     t = await startTestGateway({
       MODEL_CATALOG: JSON.stringify({
         // An id the account does not have (Google's 404), sized by the 2.5 Flash Image table.
-        models: [{ model: 'gemini-retired', provider: 'google', upstream_model: 'gemini-2.0-flash-preview-image-generation', upstream_family: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024' }],
+        models: [
+          {
+            model: 'gemini-retired',
+            provider: 'google',
+            upstream_model: 'gemini-2.0-flash-preview-image-generation',
+            upstream_family: 'gemini-2.5-flash-image',
+            credits_per_image: 4,
+            default_size: '1024x1024',
+          },
+        ],
       }),
       PROVIDER_GOOGLE_RETRY_BASE_DELAY_MS: '5',
       CHANNEL_QUEUE_TIMEOUT_MS: '300',
@@ -230,7 +264,8 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     return res.body as { id: string; transport: string; credentials_hint: string };
   };
   const generate = (prompt: string, model = 'gemini-2.5-flash-image') => t.api.client(key.key, { prompt, model, size: '1024x1024' });
-  const attemptsOf = async (id: string) => (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
+  const attemptsOf = async (id: string) =>
+    (await t.internal.service('get', `/api/v1/creative/generations/${id}`)).body.attempts as Array<Record<string, unknown>>;
   const channelOf = async (id: string) => (await t.api.admin('get', `/admin/channels/${id}`)).body;
   const callsOf = (fake: FakeGemini, prompt: string) => fake.calls.filter((c) => partsOf(c)[0]!.text === prompt).length;
   const auth = () => ({ Authorization: `Bearer ${key.key}` });
@@ -240,9 +275,15 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     expect(created).toMatchObject({ transport: 'gemini' });
     expect(created.credentials_hint).not.toContain(API_KEY);
     expect((await generate('over the API channel')).status).toBe(200);
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'async over the API channel', model: 'gemini-3-pro-image', size: '2048x2048' }, headers: { ...auth(), Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'async over the API channel', model: 'gemini-3-pro-image', size: '2048x2048' },
+      headers: { ...auth(), Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
-    await until(async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body.status === 'succeeded', 'the async generation over the API channel');
+    await until(
+      async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() })).body.status === 'succeeded',
+      'the async generation over the API channel',
+    );
     expect(healthy.calls.filter((c) => c.apiKey === API_KEY).length).toBeGreaterThanOrEqual(2);
   });
 
@@ -258,10 +299,17 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     expect(callsOf(healthy, 'fail over to the second channel')).toBe(1);
   });
 
-  it('content (row 1): a blocked prompt or a SAFETY / PROHIBITED_CONTENT finish is the client\'s 400, never sent to another channel, never counted against the channel', async () => {
+  it("content (row 1): a blocked prompt or a SAFETY / PROHIBITED_CONTENT finish is the client's 400, never sent to another channel, never counted against the channel", async () => {
     const first = await channel(other, { priority: 10 });
     await channel(healthy);
-    const prompts = ['blocked [block:SAFETY]', 'blocked [block:OTHER]', 'stopped [finish:SAFETY]', 'stopped [finish:PROHIBITED_CONTENT]', 'blocked [block:PROHIBITED_CONTENT]', 'blocked [block:BLOCKLIST]'];
+    const prompts = [
+      'blocked [block:SAFETY]',
+      'blocked [block:OTHER]',
+      'stopped [finish:SAFETY]',
+      'stopped [finish:PROHIBITED_CONTENT]',
+      'blocked [block:PROHIBITED_CONTENT]',
+      'blocked [block:BLOCKLIST]',
+    ];
     for (const prompt of prompts) {
       const res = await generate(prompt);
       expect({ prompt, status: res.status, code: res.body.error?.code }).toEqual({ prompt, status: 400, code: 'content_policy_violation' });
@@ -283,7 +331,7 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     expect(callsOf(healthy, 'withheld [finish:IMAGE_SAFETY]')).toBe(0);
   });
 
-  it('account (row 3): an invalid key (400 API_KEY_INVALID) disables the channel at once, with Google\'s reason, and the request goes to the next', async () => {
+  it("account (row 3): an invalid key (400 API_KEY_INVALID) disables the channel at once, with Google's reason, and the request goes to the next", async () => {
     const first = await channel(other, { priority: 10, credentials: { api_key: 'revoked-gemini-key' } });
     await channel(healthy);
     const refusedBefore = other.answered.filter((a) => a.status === 400).length;
@@ -306,7 +354,9 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
       const res = await generate(`retired ${i}`, 'gemini-retired');
       expect(res.status).not.toBe(200);
     }
-    expect(healthy.answered.filter((a) => a.model === 'gemini-2.0-flash-preview-image-generation')).toEqual(Array.from({ length: 6 }, () => ({ model: 'gemini-2.0-flash-preview-image-generation', status: 404 })));
+    expect(healthy.answered.filter((a) => a.model === 'gemini-2.0-flash-preview-image-generation')).toEqual(
+      Array.from({ length: 6 }, () => ({ model: 'gemini-2.0-flash-preview-image-generation', status: 404 })),
+    );
     const after = await generate('after the unknown model');
     expect(after.status).toBe(200);
     expect((await attemptsOf(after.body.id as string)).map((a) => a.channel_id)).toEqual([only.id]);
@@ -320,7 +370,7 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     expect(callsOf(healthy, prompt)).toBe(2);
   });
 
-  it('busy (row 5): 429 RESOURCE_EXHAUSTED is 503 provider_busy with Google\'s RetryInfo as Retry-After, not a provider failure', async () => {
+  it("busy (row 5): 429 RESOURCE_EXHAUSTED is 503 provider_busy with Google's RetryInfo as Retry-After, not a provider failure", async () => {
     const only = await channel(healthy);
     const res = await generate('rate limited [busy]');
     expect(res.status).toBe(503);

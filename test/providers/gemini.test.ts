@@ -87,7 +87,10 @@ describe('Gemini client (generateContent with image output)', () => {
     const before = gemini.calls.length;
     await run({ inputImages: [{ bytes: png, format: 'png', mimeType: 'image/png', width: 32, height: 16 }] });
     const call = gemini.calls[before]!;
-    expect((call.body.contents as Array<{ parts: unknown[] }>)[0]!.parts).toEqual([{ text: 'a lighthouse' }, { inline_data: { mime_type: 'image/png', data: png.toString('base64') } }]);
+    expect((call.body.contents as Array<{ parts: unknown[] }>)[0]!.parts).toEqual([
+      { text: 'a lighthouse' },
+      { inline_data: { mime_type: 'image/png', data: png.toString('base64') } },
+    ]);
     expect(call.images[0]).toMatchObject({ format: 'png', width: 32, height: 16 });
   });
 
@@ -100,7 +103,7 @@ describe('Gemini client (generateContent with image output)', () => {
     expect(gemini.calls.length).toBe(before);
   });
 
-  it('a blocked prompt and a SAFETY / PROHIBITED_CONTENT finish are the client\'s content, never the provider\'s fault', async () => {
+  it("a blocked prompt and a SAFETY / PROHIBITED_CONTENT finish are the client's content, never the provider's fault", async () => {
     for (const prompt of ['x [block:SAFETY]', 'x [block:PROHIBITED_CONTENT]', 'x [finish:SAFETY]', 'x [finish:PROHIBITED_CONTENT]']) {
       const error = await failure({ prompt });
       expect(error.code).toBe('content_policy_violation');
@@ -120,7 +123,7 @@ describe('Gemini client (generateContent with image output)', () => {
     expect(error.traits.retryAfterMs).toBe(7000);
   });
 
-  it('an invalid key (400 API_KEY_INVALID) and PERMISSION_DENIED are the account\'s problem, safe to send elsewhere', async () => {
+  it("an invalid key (400 API_KEY_INVALID) and PERMISSION_DENIED are the account's problem, safe to send elsewhere", async () => {
     const wrong = new GeminiClient({ provider: 'google', baseUrl: gemini.url, apiKey: 'not-the-key' });
     const error = await wrong.generate(request(), new AbortController().signal).then(
       () => undefined,

@@ -19,7 +19,27 @@ function png(width: number, height: number, shade = 128): ProviderInputImage {
 /** The header of a baseline JPEG (SOI, APP0, SOF0), enough for an upstream to read its format and size. */
 function jpeg(width: number, height: number): ProviderInputImage {
   const app0 = Buffer.from([0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]);
-  const sof0 = Buffer.from([0xff, 0xc0, 0x00, 0x11, 0x08, height >> 8, height & 0xff, width >> 8, width & 0xff, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]);
+  const sof0 = Buffer.from([
+    0xff,
+    0xc0,
+    0x00,
+    0x11,
+    0x08,
+    height >> 8,
+    height & 0xff,
+    width >> 8,
+    width & 0xff,
+    0x03,
+    0x01,
+    0x22,
+    0x00,
+    0x02,
+    0x11,
+    0x01,
+    0x03,
+    0x11,
+    0x01,
+  ]);
   const bytes = Buffer.concat([Buffer.from([0xff, 0xd8]), app0, sof0, Buffer.from([0xff, 0xd9])]);
   return { bytes, format: 'jpeg', mimeType: 'image/jpeg', width, height };
 }
@@ -77,10 +97,12 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
       sequential_image_generation: 'disabled',
     });
     // What Ark read: the same bytes, a PNG of that size.
-    expect(ark.inputs.at(-1)!.images).toEqual([expect.objectContaining({ via: 'data-uri', declared: 'png', format: 'png', width: 64, height: 48, bytes: input.bytes })]);
+    expect(ark.inputs.at(-1)!.images).toEqual([
+      expect.objectContaining({ via: 'data-uri', declared: 'png', format: 'png', width: 64, height: 48, bytes: input.bytes }),
+    ]);
   });
 
-  it('several inputs: `image` is an array in the client\'s order, each call of n carrying all of them', async () => {
+  it("several inputs: `image` is an array in the client's order, each call of n carrying all of them", async () => {
     const inputs = [png(64, 64, 10), jpeg(800, 600), gif(30, 300)];
     const before = ark.inputs.length;
     await jimeng.generate(seedream(inputs, { n: 2 }), signal());
@@ -98,7 +120,7 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
     ]);
   });
 
-  it('fourteen inputs are taken; the fake refuses a fifteenth as Ark does (so a drift in the gateway\'s limits shows)', async () => {
+  it("fourteen inputs are taken; the fake refuses a fifteenth as Ark does (so a drift in the gateway's limits shows)", async () => {
     const fourteen = Array.from({ length: 14 }, (_, i) => png(16, 16, i));
     await expect(jimeng.generate(seedream(fourteen), signal())).resolves.toHaveLength(1);
     expect(ark.inputs.at(-1)!.images).toHaveLength(14);
@@ -109,7 +131,9 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
 
   it('the fake checks what it decodes: bytes that are no image, or a model without `image`, are refused', async () => {
     const notImage: ProviderInputImage = { ...png(16, 16), bytes: Buffer.from('<html>nope</html>') };
-    await expect(jimeng.generate(seedream([notImage]), signal())).rejects.toMatchObject({ message: expect.stringContaining('format unknown is not supported') });
+    await expect(jimeng.generate(seedream([notImage]), signal())).rejects.toMatchObject({
+      message: expect.stringContaining('format unknown is not supported'),
+    });
     const t2i = seedream([png(16, 16)], { upstreamModel: 'doubao-seedream-3-0-t2i-250415', width: 1024, height: 1024 });
     await expect(jimeng.generate(t2i, signal())).rejects.toMatchObject({ message: expect.stringContaining('does not support the parameter `image`') });
   });
@@ -139,7 +163,11 @@ describe('Ark (Seedream 4.x) and OpenAI-compatible upstreams: input images inlin
       signal(),
     );
     expect(images).toHaveLength(2);
-    expect(openai.requests.at(-1)).toMatchObject({ n: 2, image: `data:image/png;base64,${source!.bytes.toString('base64')}`, mask: `data:image/png;base64,${mask!.bytes.toString('base64')}` });
+    expect(openai.requests.at(-1)).toMatchObject({
+      n: 2,
+      image: `data:image/png;base64,${source!.bytes.toString('base64')}`,
+      mask: `data:image/png;base64,${mask!.bytes.toString('base64')}`,
+    });
     expect(openai.inputs.at(-1)!.mask).toMatchObject({ format: 'png', bytes: mask!.bytes });
   });
 
@@ -161,7 +189,15 @@ describe('the visual API (Jimeng 4.0): image_urls are gateway URLs the upstream 
 
   beforeAll(async () => {
     fake = await startFakeVisual(credentials);
-    provider = wireClient({ format: 'visual', provider: 'jimeng', baseUrl: fake.url, credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey } }, settings);
+    provider = wireClient(
+      {
+        format: 'visual',
+        provider: 'jimeng',
+        baseUrl: fake.url,
+        credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey },
+      },
+      settings,
+    );
     files = http.createServer((req, res) => {
       fetched.push(req.url ?? '');
       const file = served.get(new URL(req.url ?? '/', 'http://x').pathname);
@@ -196,13 +232,20 @@ describe('the visual API (Jimeng 4.0): image_urls are gateway URLs the upstream 
     inputImages,
   });
 
-  it('sends each input\'s URL as image_urls (in order), and the upstream fetches the bytes from them', async () => {
+  it("sends each input's URL as image_urls (in order), and the upstream fetches the bytes from them", async () => {
     const a = servedInput('a.png', png(300, 200, 5));
     const b = servedInput('b.jpg', jpeg(1024, 768));
     const images = await provider.generate(v40('two references', [a, b]), signal());
     expect(images).toHaveLength(1);
     const submit = fake.requests.find((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'two references')!;
-    expect(submit.body).toEqual({ req_key: 'jimeng_t2i_v40', image_urls: [a.url, b.url], prompt: 'two references', width: 2048, height: 2048, force_single: true });
+    expect(submit.body).toEqual({
+      req_key: 'jimeng_t2i_v40',
+      image_urls: [a.url, b.url],
+      prompt: 'two references',
+      width: 2048,
+      height: 2048,
+      force_single: true,
+    });
     const received = fake.inputs.find((i) => i.prompt === 'two references')!;
     expect(received.urls).toEqual([a.url, b.url]);
     expect(received.images.map((i) => [i?.format, i?.width, i?.height, i && sha(i.bytes)])).toEqual([
@@ -215,21 +258,31 @@ describe('the visual API (Jimeng 4.0): image_urls are gateway URLs the upstream 
     const a = servedInput('n.png', png(64, 64, 9));
     fetched.length = 0;
     await provider.generate(v40('three of them', [a], 3), signal());
-    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'three of them').map((r) => r.body.image_urls)).toEqual([[a.url], [a.url], [a.url]]);
+    expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === 'three of them').map((r) => r.body.image_urls)).toEqual([
+      [a.url],
+      [a.url],
+      [a.url],
+    ]);
     expect(fetched.filter((path) => path.startsWith('/inputs/n.png'))).toHaveLength(3);
   });
 
   it('a URL that serves no image fails the task as the real API does (accepted, then failed: provider_error)', async () => {
     const page = servedInput('page.png', png(64, 64), Buffer.from('<!doctype html><p>sign in</p>'), 'text/html');
-    await expect(provider.generate(v40('an html page', [page]), signal())).rejects.toMatchObject({ code: 'provider_error', message: expect.stringContaining('not a JPEG or PNG image') });
+    await expect(provider.generate(v40('an html page', [page]), signal())).rejects.toMatchObject({
+      code: 'provider_error',
+      message: expect.stringContaining('not a JPEG or PNG image'),
+    });
     const gone = { ...png(64, 64), url: `${filesUrl}/inputs/expired.png?sig=old` };
-    await expect(provider.generate(v40('an expired url', [gone]), signal())).rejects.toMatchObject({ code: 'provider_error', message: expect.stringContaining('download failed') });
+    await expect(provider.generate(v40('an expired url', [gone]), signal())).rejects.toMatchObject({
+      code: 'provider_error',
+      message: expect.stringContaining('download failed'),
+    });
     // A format the visual API does not take (GIF) fails the task too: the gateway's limits must keep it out.
     const animated = servedInput('anim.gif', gif(64, 64));
     await expect(provider.generate(v40('a gif', [animated]), signal())).rejects.toMatchObject({ message: expect.stringContaining('not a JPEG or PNG image') });
   });
 
-  it('an input without a gateway URL is the gateway\'s fault: internal_error, and nothing is submitted', async () => {
+  it("an input without a gateway URL is the gateway's fault: internal_error, and nothing is submitted", async () => {
     const submitsBefore = fake.requests.length;
     const failure = provider.generate(v40('no url', [png(64, 64)]), signal());
     await expect(failure).rejects.toBeInstanceOf(ApiError);
@@ -255,14 +308,21 @@ describe('the local provider: a deterministic picture of its inputs', () => {
     responseFormat: 'b64_json',
     ...overrides,
   });
-  const digests = async (overrides: Partial<ProviderRequest>) => (await local.generate(request(overrides), signal())).map((image) => sha(Buffer.from(image.b64Json!, 'base64')));
+  const digests = async (overrides: Partial<ProviderRequest>) =>
+    (await local.generate(request(overrides), signal())).map((image) => sha(Buffer.from(image.b64Json!, 'base64')));
 
   it('the same inputs give the same bytes; other inputs, their order, or a mask give others', async () => {
     const [a, b] = [png(20, 20, 1), png(20, 20, 2)];
     const withA = await digests({ inputImages: [a!] });
     expect(await digests({ inputImages: [{ ...a!, bytes: Buffer.from(a!.bytes) }] })).toEqual(withA);
     const textOnly = await digests({});
-    const others = [textOnly, await digests({ inputImages: [b!] }), await digests({ inputImages: [a!, b!] }), await digests({ inputImages: [b!, a!] }), await digests({ inputImages: [a!], mask: b! })];
+    const others = [
+      textOnly,
+      await digests({ inputImages: [b!] }),
+      await digests({ inputImages: [a!, b!] }),
+      await digests({ inputImages: [b!, a!] }),
+      await digests({ inputImages: [a!], mask: b! }),
+    ];
     for (const other of others) expect(other).not.toEqual(withA);
     expect(new Set(others.map((d) => d.join()))).toHaveProperty('size', others.length);
     // The n images of one request still differ from each other.

@@ -19,8 +19,22 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       OPENAI_COMPAT_API_KEY: 'sk-test',
       OPENAI_COMPAT_PROVIDER_NAME: 'selfhosted',
       MODEL_CATALOG: JSON.stringify([
-        { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 4, default_size: '2048x2048' },
-        { model: 'seedream-3', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-3-0-t2i-250415', credits_per_image: 1, default_size: '1024x1024' },
+        {
+          model: 'jimeng-4.5',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-4-5-251128',
+          credits_per_image: 4,
+          default_size: '2048x2048',
+        },
+        {
+          model: 'seedream-3',
+          provider: 'jimeng',
+          transport: 'ark',
+          upstream_model: 'doubao-seedream-3-0-t2i-250415',
+          credits_per_image: 1,
+          default_size: '1024x1024',
+        },
         { model: 'flux-dev', provider: 'selfhosted', upstream_model: 'black-forest-labs/flux-dev', credits_per_image: 2, default_size: '1024x1024' },
       ]),
       PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5',
@@ -72,18 +86,21 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(res.body.data[0].b64_json).toMatch(/^iVBOR/);
   });
 
-  it.each(['1024x1024', '8192x4096', '4096x200'])('a size Seedream 4.5 does not take (%s) is 400 invalid_request on size, never sent nor charged', async (size) => {
-    const before = await creditsUsed();
-    const calls = ark.requests.length;
-    const rows = await generationRows();
-    const res = await t.api.client(key, { prompt: 'too small', model: 'jimeng-4.5', size });
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
-    expect(res.body.error.message).toContain('jimeng-4.5');
-    expect(ark.requests).toHaveLength(calls);
-    expect(await creditsUsed()).toBe(before);
-    expect(await generationRows()).toBe(rows);
-  });
+  it.each(['1024x1024', '8192x4096', '4096x200'])(
+    'a size Seedream 4.5 does not take (%s) is 400 invalid_request on size, never sent nor charged',
+    async (size) => {
+      const before = await creditsUsed();
+      const calls = ark.requests.length;
+      const rows = await generationRows();
+      const res = await t.api.client(key, { prompt: 'too small', model: 'jimeng-4.5', size });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
+      expect(res.body.error.message).toContain('jimeng-4.5');
+      expect(ark.requests).toHaveLength(calls);
+      expect(await creditsUsed()).toBe(before);
+      expect(await generationRows()).toBe(rows);
+    },
+  );
 
   it('the fake Ark refuses a size Seedream 4.5 does not take, as Ark does (the gateway never sends one)', async () => {
     const res = await fetch(`${ark.url}/api/v3/images/generations`, {
@@ -95,7 +112,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('InvalidParameter');
   });
 
-  it('GET /v1/models publishes each model\'s default size, size bounds and input limits', async () => {
+  it("GET /v1/models publishes each model's default size, size bounds and input limits", async () => {
     const res = await t.api.send('get', '/v1/models/jimeng-4.5', { headers: { Authorization: `Bearer ${key}` } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -112,7 +129,15 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     const list = await t.api.send('get', '/v1/models', { headers: { Authorization: `Bearer ${key}` } });
     expect(list.body.data.find((m: { id: string }) => m.id === 'jimeng-4.5')).toEqual(res.body);
     // No documented bounds for an operator's own model: none published, none enforced.
-    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({ id: 'flux-dev', object: 'model', created: 0, owned_by: 'selfhosted', default_size: '1024x1024', credits_per_image: 2, status: 'available' });
+    expect(list.body.data.find((m: { id: string }) => m.id === 'flux-dev')).toEqual({
+      id: 'flux-dev',
+      object: 'model',
+      created: 0,
+      owned_by: 'selfhosted',
+      default_size: '1024x1024',
+      credits_per_image: 2,
+      status: 'available',
+    });
   });
 
   it.each([
@@ -132,7 +157,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(await creditsUsed()).toBe(before);
   });
 
-  it('Ark moderation refusals are the client\'s content: they never open the breaker (5 provider failures would)', async () => {
+  it("Ark moderation refusals are the client's content: they never open the breaker (5 provider failures would)", async () => {
     for (let i = 0; i < 6; i += 1) {
       const code = ['InputTextRiskDetection', 'InputImageRiskDetection', 'OutputTextRiskDetection', 'OutputImageRiskDetection'][i % 4];
       expect((await t.api.client(key, { prompt: `risky ${i} [error:${code}:400]`, model: 'jimeng-4.5' })).status).not.toBe(503);
@@ -160,7 +185,14 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ provider: 'selfhosted', usage: { images: 3, credits_charged: 6 } });
     // A model the gateway's table does not know gets the seed as before.
-    expect(openai.requests.at(-1)).toEqual({ model: 'black-forest-labs/flux-dev', prompt: 'three cubes', size: '1024x1024', response_format: 'b64_json', n: 3, seed: 9 });
+    expect(openai.requests.at(-1)).toEqual({
+      model: 'black-forest-labs/flux-dev',
+      prompt: 'three cubes',
+      size: '1024x1024',
+      response_format: 'b64_json',
+      n: 3,
+      seed: 9,
+    });
   });
 
   it('OpenAI content_policy_violation maps to ours', async () => {

@@ -37,7 +37,15 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       // The default jimeng models, plus one with upstream_options (scale) from the catalog.
       MODEL_CATALOG: JSON.stringify([
         ...DEFAULT_CATALOG,
-        { model: 'jimeng-4.0-loose', provider: 'jimeng', transport: 'visual', upstream_model: 'jimeng_t2i_v40', credits_per_image: 3, default_size: '1024x1024', upstream_options: { scale: 0.3 } },
+        {
+          model: 'jimeng-4.0-loose',
+          provider: 'jimeng',
+          transport: 'visual',
+          upstream_model: 'jimeng_t2i_v40',
+          credits_per_image: 3,
+          default_size: '1024x1024',
+          upstream_options: { scale: 0.3 },
+        },
       ]),
     });
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
@@ -48,8 +56,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     await fake.close();
   });
 
-  const generate = (prompt: string, extra: Record<string, unknown> = {}) =>
-    t.api.client(key, { prompt, model: 'jimeng-4.0', size: '1024x1024', ...extra });
+  const generate = (prompt: string, extra: Record<string, unknown> = {}) => t.api.client(key, { prompt, model: 'jimeng-4.0', size: '1024x1024', ...extra });
   const creditsUsed = () => t.api.creditsUsed(keyId);
 
   it('submits a signed task, polls until done and returns URLs', async () => {
@@ -205,7 +212,12 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.status).toBe(504);
     expect(res.body.error.code).toBe('provider_timeout');
     expect(await creditsUsed()).toBe(before);
-    const row = await t.gateway.database.db.selectFrom('generations').select(['status', 'error_code']).where('key_id', '=', keyId).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .select(['status', 'error_code'])
+      .where('key_id', '=', keyId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ status: 'failed', error_code: 'provider_timeout' });
   });
 
@@ -246,7 +258,8 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     });
     req.on('error', () => undefined);
     req.end(JSON.stringify({ prompt: 'left waiting [pending:100000]', model: 'jimeng-4.0' }));
-    const row = () => t.gateway.database.db.selectFrom('generations').select(['id', 'status', 'charged_credits']).where('request', 'like', '%left waiting%').executeTakeFirst();
+    const row = () =>
+      t.gateway.database.db.selectFrom('generations').select(['id', 'status', 'charged_credits']).where('request', 'like', '%left waiting%').executeTakeFirst();
     await until(async () => (await row()) !== undefined && fake.requests.some((r) => r.action === 'CVSync2AsyncGetResult'), 'the generation polling upstream');
     req.destroy();
     await until(async () => (await row())?.status === 'canceled', 'the generation canceled by the disconnect');
@@ -260,7 +273,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(Number(charged)).toBeGreaterThan(0);
   });
 
-  it('n=3 failing part-way: not charged, no call sent after the failure, the images made listed as the operator\'s loss', async () => {
+  it("n=3 failing part-way: not charged, no call sent after the failure, the images made listed as the operator's loss", async () => {
     const before = await creditsUsed();
     const prompt = 'three lanterns [fail-from:3] [pending:20]';
     const res = await generate(prompt, { n: 3 });
@@ -272,7 +285,12 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       .select(['status', 'charged_credits', 'unbilled_images', 'unbilled_reason'])
       .where('request', 'like', '%three lanterns%')
       .executeTakeFirstOrThrow();
-    expect({ ...row, charged_credits: Number(row.charged_credits) }).toEqual({ status: 'failed', charged_credits: 0, unbilled_images: 2, unbilled_reason: 'partial_failure' });
+    expect({ ...row, charged_credits: Number(row.charged_credits) }).toEqual({
+      status: 'failed',
+      charged_credits: 0,
+      unbilled_images: 2,
+      unbilled_reason: 'partial_failure',
+    });
     expect((await t.internal.send('get', '/metrics')).text).toMatch(/creative_gateway_unbilled_images_total\{reason="partial_failure"\} [1-9]/);
   });
 

@@ -40,33 +40,55 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     expect(channel.body).toMatchObject({ provider: 'openai', transport: 'openai', source: 'environment', base_url: `${environment.url}/v1` });
     const model = await t.api.send('get', '/v1/models/gpt-image-1', { headers: { Authorization: `Bearer ${key}` } });
     expect(model.status).toBe(200);
-    expect(model.body.price_table).toEqual(expect.arrayContaining([{ quality: 'low', max_pixels: 1024 * 1024, credits: 11 }, { quality: 'high', max_pixels: 1536 * 1024, credits: 250 }]));
+    expect(model.body.price_table).toEqual(
+      expect.arrayContaining([
+        { quality: 'low', max_pixels: 1024 * 1024, credits: 11 },
+        { quality: 'high', max_pixels: 1536 * 1024, credits: 250 },
+      ]),
+    );
   });
 
   it('SDK generate on gpt-image-1: n images in one call, no response_format or seed sent, charged the quality and size row', async () => {
     const before = await creditsUsed();
     const calls = environment.requests.length;
-    const answer = await openaiClient(t, key).images.generate({ model: 'gpt-image-1', prompt: 'two lighthouses', n: 2, size: '1536x1024', quality: 'low', response_format: 'b64_json' });
+    const answer = await openaiClient(t, key).images.generate({
+      model: 'gpt-image-1',
+      prompt: 'two lighthouses',
+      n: 2,
+      size: '1536x1024',
+      quality: 'low',
+      response_format: 'b64_json',
+    });
     expect(answer.data).toHaveLength(2);
     expect(environment.requests.slice(calls)).toEqual([
-      expect.objectContaining({ endpoint: 'generations', fields: { model: 'gpt-image-1', prompt: 'two lighthouses', n: 2, size: '1536x1024', quality: 'low' } }),
+      expect.objectContaining({
+        endpoint: 'generations',
+        fields: { model: 'gpt-image-1', prompt: 'two lighthouses', n: 2, size: '1536x1024', quality: 'low' },
+      }),
     ]);
     expect((await creditsUsed()) - before).toBe(2 * 16);
   });
 
   it('dall-e-3 takes one image per call: n = 2 is two calls of n = 1, each asking for b64_json', async () => {
     const calls = environment.requests.length;
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'a quiet harbour', model: 'dall-e-3', n: 2, size: '1792x1024', quality: 'hd', response_format: 'b64_json' }, headers: { Authorization: `Bearer ${key}` } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'a quiet harbour', model: 'dall-e-3', n: 2, size: '1792x1024', quality: 'hd', response_format: 'b64_json' },
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect(res.status).toBe(200);
     expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 * 120 });
     const sent = environment.requests.slice(calls);
     expect(sent).toHaveLength(2);
-    for (const request of sent) expect(request.fields).toEqual({ model: 'dall-e-3', prompt: 'a quiet harbour', n: 1, size: '1792x1024', quality: 'hd', response_format: 'b64_json' });
+    for (const request of sent)
+      expect(request.fields).toEqual({ model: 'dall-e-3', prompt: 'a quiet harbour', n: 1, size: '1792x1024', quality: 'hd', response_format: 'b64_json' });
   });
 
-  it('the usage tokens OpenAI reports are recorded on the attempt, in OpenAI\'s shape; a model that reports none records null', async () => {
+  it("the usage tokens OpenAI reports are recorded on the attempt, in OpenAI's shape; a model that reports none records null", async () => {
     const headers = { Authorization: `Bearer ${key}` };
-    const gpt = await t.api.send('post', '/images/generate', { body: { prompt: 'three tall lighthouses', model: 'gpt-image-1', n: 2, size: '1024x1024', quality: 'low', response_format: 'b64_json' }, headers });
+    const gpt = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'three tall lighthouses', model: 'gpt-image-1', n: 2, size: '1024x1024', quality: 'low', response_format: 'b64_json' },
+      headers,
+    });
     expect(gpt.status).toBe(200);
     const gptAttempts = (await t.internal.service('get', `/api/v1/creative/generations/${gpt.body.id}`)).body.attempts;
     // The fake counts 3 text tokens (words) and 272 output tokens an image.
@@ -82,7 +104,10 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
         },
       }),
     ]);
-    const dalle = await t.api.send('post', '/images/generate', { body: { prompt: 'a harbour', model: 'dall-e-3', size: '1024x1024', response_format: 'b64_json' }, headers });
+    const dalle = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'a harbour', model: 'dall-e-3', size: '1024x1024', response_format: 'b64_json' },
+      headers,
+    });
     expect(dalle.status).toBe(200);
     const dalleAttempts = (await t.internal.service('get', `/api/v1/creative/generations/${dalle.body.id}`)).body.attempts;
     expect(dalleAttempts).toEqual([expect.objectContaining({ outcome: 'succeeded', upstream_usage: null })]);
@@ -91,14 +116,17 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
   it('a size the model does not take is refused before anything is charged or sent', async () => {
     const before = await creditsUsed();
     const calls = environment.requests.length;
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'x', model: 'gpt-image-1', size: '1024x768' }, headers: { Authorization: `Bearer ${key}` } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'x', model: 'gpt-image-1', size: '1024x768' },
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'size' });
     expect(environment.requests.length).toBe(calls);
     expect(await creditsUsed()).toBe(before);
   });
 
-  it('SDK edit with a mask on gpt-image-1: multipart image[] and mask parts reach OpenAI\'s /images/edits', async () => {
+  it("SDK edit with a mask on gpt-image-1: multipart image[] and mask parts reach OpenAI's /images/edits", async () => {
     const calls = environment.requests.length;
     const answer = await openaiClient(t, key).images.edit({
       model: 'gpt-image-1',
@@ -118,9 +146,12 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     ]);
   });
 
-  it('a moderation refusal is the client\'s content: 400, nothing charged, the channel stays enabled', async () => {
+  it("a moderation refusal is the client's content: 400, nothing charged, the channel stays enabled", async () => {
     const before = await creditsUsed();
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'forbidden [fail:moderation_blocked]', model: 'gpt-image-1', size: '1024x1024' }, headers: { Authorization: `Bearer ${key}` } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'forbidden [fail:moderation_blocked]', model: 'gpt-image-1', size: '1024x1024' },
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('content_policy_violation');
     expect(await creditsUsed()).toBe(before);
@@ -128,13 +159,16 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
   });
 
   it('asynchronous: queued, then succeeded', async () => {
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'a field', model: 'gpt-image-1-mini', size: '1024x1536' }, headers: { Authorization: `Bearer ${key}`, Prefer: 'respond-async' } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'a field', model: 'gpt-image-1-mini', size: '1024x1536' },
+      headers: { Authorization: `Bearer ${key}`, Prefer: 'respond-async' },
+    });
     expect(res.status).toBe(202);
     const status = async () => (await t.api.send('get', `/generations/${res.body.id}`, { headers: { Authorization: `Bearer ${key}` } })).body.status as string;
     await until(async () => (await status()) === 'succeeded', 'the generation to succeed');
   });
 
-  it('an API channel over `openai`: when the environment account\'s key is revoked, the request fails over to it', async () => {
+  it("an API channel over `openai`: when the environment account's key is revoked, the request fails over to it", async () => {
     const created = await t.api.admin('post', '/admin/channels', {
       name: 'openai second account',
       provider: 'openai',
@@ -149,7 +183,10 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     expect(created.body.credentials_hint).not.toContain(API_KEY);
     environment.setApiKey('sk-rotated-elsewhere');
     const secondCalls = second.requests.length;
-    const res = await t.api.send('post', '/images/generate', { body: { prompt: 'still served', model: 'gpt-image-1', size: '1024x1024', response_format: 'b64_json' }, headers: { Authorization: `Bearer ${key}` } });
+    const res = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'still served', model: 'gpt-image-1', size: '1024x1024', response_format: 'b64_json' },
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect(res.status).toBe(200);
     expect(second.requests.length - secondCalls).toBe(1);
     expect((await t.api.admin('get', `/admin/channels/${channelId}`)).body.status).toBe('enabled');

@@ -46,10 +46,40 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
   };
   const rejection = (promise: Promise<unknown>) => thrown(promise, UpstreamError);
   const refusal = (promise: Promise<unknown>) => thrown(promise, ApiError);
-  const png = (width: number, height: number, alpha = false): ProviderInputImage => ({ bytes: testPng(width, height, { alpha }), format: 'png', mimeType: 'image/png', width, height });
+  const png = (width: number, height: number, alpha = false): ProviderInputImage => ({
+    bytes: testPng(width, height, { alpha }),
+    format: 'png',
+    mimeType: 'image/png',
+    width,
+    height,
+  });
   /** A JPEG header with a start-of-frame segment: what the upstream sniffs. */
   const jpeg = (width: number, height: number): ProviderInputImage => ({
-    bytes: Buffer.from([0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, height >> 8, height & 255, width >> 8, width & 255, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1, 0xff, 0xd9]),
+    bytes: Buffer.from([
+      0xff,
+      0xd8,
+      0xff,
+      0xc0,
+      0x00,
+      0x11,
+      0x08,
+      height >> 8,
+      height & 255,
+      width >> 8,
+      width & 255,
+      3,
+      1,
+      0x22,
+      0,
+      2,
+      0x11,
+      1,
+      3,
+      0x11,
+      1,
+      0xff,
+      0xd9,
+    ]),
     format: 'jpeg',
     mimeType: 'image/jpeg',
     width,
@@ -63,15 +93,43 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     type GenerateParams = ImageGenerateParamsBase;
     type EditParams = ImageEditParamsBase;
     const generateFields: Record<keyof GenerateParams, true> = {
-      prompt: true, background: true, model: true, moderation: true, n: true, output_compression: true, output_format: true,
-      partial_images: true, quality: true, response_format: true, size: true, stream: true, style: true, user: true,
+      prompt: true,
+      background: true,
+      model: true,
+      moderation: true,
+      n: true,
+      output_compression: true,
+      output_format: true,
+      partial_images: true,
+      quality: true,
+      response_format: true,
+      size: true,
+      stream: true,
+      style: true,
+      user: true,
     };
     const editFields: Record<keyof EditParams, true> = {
-      image: true, prompt: true, background: true, input_fidelity: true, mask: true, model: true, n: true, output_compression: true,
-      output_format: true, partial_images: true, quality: true, response_format: true, size: true, stream: true, user: true,
+      image: true,
+      prompt: true,
+      background: true,
+      input_fidelity: true,
+      mask: true,
+      model: true,
+      n: true,
+      output_compression: true,
+      output_format: true,
+      partial_images: true,
+      quality: true,
+      response_format: true,
+      size: true,
+      stream: true,
+      user: true,
     };
     const values: Record<string, readonly string[]> = {
-      quality: Object.keys({ standard: true, hd: true, low: true, medium: true, high: true, auto: true } satisfies Record<NonNullable<GenerateParams['quality']>, true>),
+      quality: Object.keys({ standard: true, hd: true, low: true, medium: true, high: true, auto: true } satisfies Record<
+        NonNullable<GenerateParams['quality']>,
+        true
+      >),
       background: Object.keys({ transparent: true, opaque: true, auto: true } satisfies Record<NonNullable<GenerateParams['background']>, true>),
       output_format: Object.keys({ png: true, jpeg: true, webp: true } satisfies Record<NonNullable<GenerateParams['output_format']>, true>),
       moderation: Object.keys({ low: true, auto: true } satisfies Record<NonNullable<GenerateParams['moderation']>, true>),
@@ -82,7 +140,8 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     it('every option a model row sends is a field of that endpoint in the SDK, with values the SDK lists', () => {
       for (const row of OPENAI_IMAGE_MODELS) {
         for (const [field, rule] of Object.entries(row.image_options)) {
-          const endpoints = rule.only === 'text' ? (['generations'] as const) : rule.only === 'inputs' ? (['edits'] as const) : (['generations', 'edits'] as const);
+          const endpoints =
+            rule.only === 'text' ? (['generations'] as const) : rule.only === 'inputs' ? (['edits'] as const) : (['generations', 'edits'] as const);
           // A model without input images has no edits at all.
           for (const endpoint of endpoints.filter((e) => e === 'generations' || row.inputs !== undefined)) {
             const fields = endpoint === 'generations' ? generateFields : editFields;
@@ -94,14 +153,19 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     });
   });
 
-  describe('the price table proposal (1 credit = $0.001), priced by the gateway\'s own price-table rules', () => {
+  describe("the price table proposal (1 credit = $0.001), priced by the gateway's own price-table rules", () => {
     const price = (model: string, size: string, quality?: string) => {
       const [width, height] = size.split('x').map(Number) as [number, number];
-      return creditsPerImage({ credits_per_image: 0, price_table: proposedPriceTable(openaiImageModel(model)!) }, { width, height, ...(quality ? { quality } : {}) });
+      return creditsPerImage(
+        { credits_per_image: 0, price_table: proposedPriceTable(openaiImageModel(model)!) },
+        { width, height, ...(quality ? { quality } : {}) },
+      );
     };
 
     it('by size and quality, as OpenAI prices them; no quality (or auto) at the dearest quality', () => {
-      expect([price('gpt-image-1', '1024x1024', 'low'), price('gpt-image-1', '1536x1024', 'medium'), price('gpt-image-1', '1024x1536', 'high')]).toEqual([11, 63, 250]);
+      expect([price('gpt-image-1', '1024x1024', 'low'), price('gpt-image-1', '1536x1024', 'medium'), price('gpt-image-1', '1024x1536', 'high')]).toEqual([
+        11, 63, 250,
+      ]);
       expect([price('gpt-image-1-mini', '1024x1024', 'low'), price('gpt-image-1-mini', '1024x1536', 'high')]).toEqual([5, 52]);
       expect([price('gpt-image-1.5', '1024x1024'), price('gpt-image-1.5', '1536x1024', 'auto')]).toEqual([133, 200]);
       expect([price('dall-e-3', '1024x1024', 'standard'), price('dall-e-3', '1792x1024', 'hd'), price('dall-e-3', '1024x1792')]).toEqual([40, 120, 120]);
@@ -135,7 +199,17 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
         endpoint: 'generations',
         contentType: 'application/json',
         files: [],
-        fields: { model: 'gpt-image-1', prompt: 'two kites over a dune', n: 2, size: '1536x1024', quality: 'high', moderation: 'low', output_format: 'webp', background: 'opaque', output_compression: 80 },
+        fields: {
+          model: 'gpt-image-1',
+          prompt: 'two kites over a dune',
+          n: 2,
+          size: '1536x1024',
+          quality: 'high',
+          moderation: 'low',
+          output_format: 'webp',
+          background: 'opaque',
+          output_compression: 80,
+        },
       });
       expect(images).toHaveLength(2);
       expect(images[0]).toMatchObject({ b64Json: expect.stringMatching(/^iVBOR/), width: 1536, height: 1024 });
@@ -154,7 +228,15 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     it('dall-e-3: one image per call (n calls of n=1), asked for b64_json; its quality and style sent, GPT-only options not', async () => {
       const before = fake.requests.length;
       const images = await client.generate(
-        request({ prompt: 'a fox in the snow', upstreamModel: 'dall-e-3', n: 2, width: 1792, height: 1024, quality: 'hd', imageOptions: { style: 'natural', background: 'transparent', moderation: 'low' } }),
+        request({
+          prompt: 'a fox in the snow',
+          upstreamModel: 'dall-e-3',
+          n: 2,
+          width: 1792,
+          height: 1024,
+          quality: 'hd',
+          imageOptions: { style: 'natural', background: 'transparent', moderation: 'low' },
+        }),
         signal(),
       );
       const sent = fake.requests.slice(before);
@@ -171,7 +253,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       ['gpt-image-1-mini', 1024, 1792],
       ['dall-e-3', 1536, 1024],
       ['gpt-image-1.5', 1100, 1100],
-    ])('a size outside %s\'s enumerated set (%sx%s) is refused on `size` before anything is sent', async (model, width, height) => {
+    ])("a size outside %s's enumerated set (%sx%s) is refused on `size` before anything is sent", async (model, width, height) => {
       const before = fake.requests.length;
       const error = await refusal(client.generate(request({ upstreamModel: model, width, height }), signal()));
       expect(error).toMatchObject({ code: 'invalid_request', param: 'size' });
@@ -181,8 +263,14 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     it('a documented option with a value the model does not take is refused on that field before sending; transparent needs png or webp', async () => {
       const before = fake.requests.length;
       expect(await refusal(client.generate(request({ quality: 'hd' }), signal()))).toMatchObject({ code: 'invalid_request', param: 'quality' });
-      expect(await refusal(client.generate(request({ imageOptions: { output_compression: 101 } }), signal()))).toMatchObject({ code: 'invalid_request', param: 'output_compression' });
-      expect(await refusal(client.generate(request({ imageOptions: { background: 'transparent', output_format: 'jpeg' } }), signal()))).toMatchObject({ code: 'invalid_request', param: 'background' });
+      expect(await refusal(client.generate(request({ imageOptions: { output_compression: 101 } }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'output_compression',
+      });
+      expect(await refusal(client.generate(request({ imageOptions: { background: 'transparent', output_format: 'jpeg' } }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'background',
+      });
       expect(fake.requests.length).toBe(before);
     });
   });
@@ -193,13 +281,29 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       const second = jpeg(48, 32);
       const mask = png(64, 64, true);
       const images = await client.generate(
-        request({ prompt: 'put a hat on it — 帽子\r\nplease', n: 2, width: 1024, height: 1536, inputImages: [first, second], mask, upstreamOptions: { moderation: 'low', input_fidelity: 'high' }, quality: 'medium' }),
+        request({
+          prompt: 'put a hat on it — 帽子\r\nplease',
+          n: 2,
+          width: 1024,
+          height: 1536,
+          inputImages: [first, second],
+          mask,
+          upstreamOptions: { moderation: 'low', input_fidelity: 'high' },
+          quality: 'medium',
+        }),
         signal(),
       );
       const sent = lastRequest();
       expect(sent.endpoint).toBe('edits');
       expect(sent.contentType).toMatch(/^multipart\/form-data; boundary=/);
-      expect(sent.fields).toEqual({ model: 'gpt-image-1', prompt: 'put a hat on it — 帽子\r\nplease', n: '2', size: '1024x1536', quality: 'medium', input_fidelity: 'high' });
+      expect(sent.fields).toEqual({
+        model: 'gpt-image-1',
+        prompt: 'put a hat on it — 帽子\r\nplease',
+        n: '2',
+        size: '1024x1536',
+        quality: 'medium',
+        input_fidelity: 'high',
+      });
       expect(sent.files.map((f) => [f.field, f.filename, f.contentType, f.format, f.width, f.height])).toEqual([
         ['image[]', 'image-1.png', 'image/png', 'png', 64, 64],
         ['image[]', 'image-2.jpg', 'image/jpeg', 'jpeg', 48, 32],
@@ -219,10 +323,22 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
 
     it('refused before sending: a mask of another size, a mask that is no PNG, inputs to dall-e-3, more than 16 images', async () => {
       const before = fake.requests.length;
-      expect(await refusal(client.generate(request({ inputImages: [png(64, 64)], mask: png(32, 32, true) }), signal()))).toMatchObject({ code: 'invalid_request', param: 'mask' });
-      expect(await refusal(client.generate(request({ inputImages: [jpeg(64, 64)], mask: jpeg(64, 64) }), signal()))).toMatchObject({ code: 'invalid_request', param: 'mask' });
-      expect(await refusal(client.generate(request({ upstreamModel: 'dall-e-3', inputImages: [png(64, 64)] }), signal()))).toMatchObject({ code: 'invalid_request', param: 'image' });
-      expect(await refusal(client.generate(request({ inputImages: Array.from({ length: 17 }, () => png(8, 8)) }), signal()))).toMatchObject({ code: 'invalid_request', param: 'image' });
+      expect(await refusal(client.generate(request({ inputImages: [png(64, 64)], mask: png(32, 32, true) }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'mask',
+      });
+      expect(await refusal(client.generate(request({ inputImages: [jpeg(64, 64)], mask: jpeg(64, 64) }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'mask',
+      });
+      expect(await refusal(client.generate(request({ upstreamModel: 'dall-e-3', inputImages: [png(64, 64)] }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'image',
+      });
+      expect(await refusal(client.generate(request({ inputImages: Array.from({ length: 17 }, () => png(8, 8)) }), signal()))).toMatchObject({
+        code: 'invalid_request',
+        param: 'image',
+      });
       expect(fake.requests.length).toBe(before);
     });
   });
@@ -240,11 +356,14 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       }
     });
 
-    it.each(['insufficient_quota', 'billing_hard_limit_reached'])('%s is the account problem: safe elsewhere, not retried, the channel disabled', async (code) => {
-      const error = await rejection(client.generate(request({ prompt: `a picture [fail:${code}]` }), signal()));
-      expect(error).toMatchObject({ code: 'provider_error', retryable: false });
-      expect(error.traits).toMatchObject({ safeElsewhere: true, accountProblem: expect.stringContaining(code) });
-    });
+    it.each(['insufficient_quota', 'billing_hard_limit_reached'])(
+      '%s is the account problem: safe elsewhere, not retried, the channel disabled',
+      async (code) => {
+        const error = await rejection(client.generate(request({ prompt: `a picture [fail:${code}]` }), signal()));
+        expect(error).toMatchObject({ code: 'provider_error', retryable: false });
+        expect(error.traits).toMatchObject({ safeElsewhere: true, accountProblem: expect.stringContaining(code) });
+      },
+    );
 
     it('a wrong key (401 invalid_api_key) is the account problem, with its status', async () => {
       const wrong = new OpenAIImagesClient({ provider: 'openai', baseUrl: `${fake.url}/v1`, apiKey: 'sk-revoked' });
@@ -260,7 +379,7 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       expect(error.traits.accountProblem).toBeUndefined();
     });
 
-    it('model_not_found (404: no such model on this account) is the channel\'s configuration: safe elsewhere, not counted against its breaker, not an account problem', async () => {
+    it("model_not_found (404: no such model on this account) is the channel's configuration: safe elsewhere, not counted against its breaker, not an account problem", async () => {
       const error = await rejection(client.generate(request({ prompt: 'a picture [fail:model_not_found]' }), signal()));
       expect(error).toMatchObject({ code: 'provider_error', retryable: false });
       expect(error.traits).toMatchObject({ safeElsewhere: true, configurationProblem: expect.stringContaining('model_not_found') });
@@ -301,10 +420,19 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
       for (const field of ['response_format', 'seed']) {
         const res = await post('/images/generations', { model: 'gpt-image-1', prompt: 'x', [field]: field === 'seed' ? 1 : 'url' });
         expect(res.status).toBe(400);
-        expect(await res.json()).toEqual({ error: { message: `Unknown parameter: '${field}'.`, type: 'invalid_request_error', param: field, code: 'unknown_parameter' } });
+        expect(await res.json()).toEqual({
+          error: { message: `Unknown parameter: '${field}'.`, type: 'invalid_request_error', param: field, code: 'unknown_parameter' },
+        });
       }
       // The OpenAI-compatible client (for compatible servers) sends response_format: it is no way to reach OpenAI's GPT image models.
-      const generic = new ImagesApiClient({ provider: 'openai', baseUrl: `${fake.url}/v1`, apiKey: 'sk-openai-test', oneImagePerCall: false, models: [], errors: IMAGES_API_ERRORS });
+      const generic = new ImagesApiClient({
+        provider: 'openai',
+        baseUrl: `${fake.url}/v1`,
+        apiKey: 'sk-openai-test',
+        oneImagePerCall: false,
+        models: [],
+        errors: IMAGES_API_ERRORS,
+      });
       const error = await rejection(generic.generate(request({}), signal()));
       expect(error.message).toContain('response_format');
     });
@@ -320,7 +448,9 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     it('no key: 401 in OpenAI error shape, without a code', async () => {
       const res = await post('/images/generations', { model: 'gpt-image-1', prompt: 'x' }, {});
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: { message: expect.stringContaining("You didn't provide an API key"), type: 'invalid_request_error', param: null, code: null } });
+      expect(await res.json()).toEqual({
+        error: { message: expect.stringContaining("You didn't provide an API key"), type: 'invalid_request_error', param: null, code: null },
+      });
     });
 
     it('edits: a mask without alpha, or an edit sent as JSON, is refused', async () => {

@@ -36,7 +36,10 @@ describe('openai through the gateway: output options and a client cancel (fake O
   const generation = async (id: string) => (await t.api.send('get', `/generations/${id}`, { headers: auth() })).body;
   const sentFor = (prompt: string) => openai.requests.filter((r) => r.fields.prompt === prompt);
   const openaiGenerate = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    t.api.send('post', '/v1/images/generations', { body: { model: 'gpt-image-1', size: '1024x1024', quality: 'low', ...body }, headers: { ...auth(), ...headers } });
+    t.api.send('post', '/v1/images/generations', {
+      body: { model: 'gpt-image-1', size: '1024x1024', quality: 'low', ...body },
+      headers: { ...auth(), ...headers },
+    });
 
   it('SDK generate: background, output_format, output_compression and moderation reach OpenAI as given; style (dall-e-3 only) is not sent', async () => {
     const prompt = 'a glass bottle on a table';
@@ -54,7 +57,17 @@ describe('openai through the gateway: output options and a client cancel (fake O
     });
     expect(answer.data).toHaveLength(1);
     expect(sentFor(prompt).map((r) => r.fields)).toEqual([
-      { model: 'gpt-image-1', prompt, n: 1, size: '1024x1024', quality: 'low', background: 'transparent', output_format: 'webp', output_compression: 60, moderation: 'low' },
+      {
+        model: 'gpt-image-1',
+        prompt,
+        n: 1,
+        size: '1024x1024',
+        quality: 'low',
+        background: 'transparent',
+        output_format: 'webp',
+        output_compression: 60,
+        moderation: 'low',
+      },
     ]);
   });
 
@@ -79,7 +92,16 @@ describe('openai through the gateway: output options and a client cancel (fake O
       expectOnePng(answer);
       const [sent] = sentFor(prompt);
       expect(sent!.endpoint).toBe('edits');
-      expect(sent!.fields).toEqual({ model, prompt, n: '1', size: '1024x1024', quality: 'medium', output_format: 'jpeg', output_compression: '70', ...fidelity });
+      expect(sent!.fields).toEqual({
+        model,
+        prompt,
+        n: '1',
+        size: '1024x1024',
+        quality: 'medium',
+        output_format: 'jpeg',
+        output_compression: '70',
+        ...fidelity,
+      });
       expect(sent!.files.map((file) => file.field)).toEqual(['image[]', 'mask']);
     }
   });
@@ -98,7 +120,13 @@ describe('openai through the gateway: output options and a client cancel (fake O
     await refused({ output_compression: 101 }, 'output_compression');
     await refused({ model: 'dall-e-3', quality: 'hd', style: 'bold' }, 'style');
     const edit = await openaiClient(t, key)
-      .images.edit({ model: 'gpt-image-1', prompt: 'refused edit', image: await toFile(testPng(16, 16), 'a.png', { type: 'image/png' }), size: '1024x1024', input_fidelity: 'medium' as 'high' })
+      .images.edit({
+        model: 'gpt-image-1',
+        prompt: 'refused edit',
+        image: await toFile(testPng(16, 16), 'a.png', { type: 'image/png' }),
+        size: '1024x1024',
+        input_fidelity: 'medium' as 'high',
+      })
       .then(
         () => undefined,
         (error: { status?: number; param?: string }) => [error.status, error.param],
@@ -110,9 +138,19 @@ describe('openai through the gateway: output options and a client cancel (fake O
 
   it('a model whose upstream does not document an option ignores it: dall-e-3 gets its style and not the background; local-1 takes any', async () => {
     const prompt = 'a quiet harbour, natural';
-    const res = await openaiGenerate({ prompt, model: 'dall-e-3', quality: 'standard', background: 'transparent', output_format: 'webp', style: 'natural', response_format: 'b64_json' });
+    const res = await openaiGenerate({
+      prompt,
+      model: 'dall-e-3',
+      quality: 'standard',
+      background: 'transparent',
+      output_format: 'webp',
+      style: 'natural',
+      response_format: 'b64_json',
+    });
     expect(res.status).toBe(200);
-    expect(sentFor(prompt).map((r) => r.fields)).toEqual([{ model: 'dall-e-3', prompt, n: 1, size: '1024x1024', quality: 'standard', style: 'natural', response_format: 'b64_json' }]);
+    expect(sentFor(prompt).map((r) => r.fields)).toEqual([
+      { model: 'dall-e-3', prompt, n: 1, size: '1024x1024', quality: 'standard', style: 'natural', response_format: 'b64_json' },
+    ]);
     const local = await openaiGenerate({ prompt: 'local', model: 'local-1', size: '64x64', quality: undefined, background: 'blue', moderation: 'strict' });
     expect(local.status).toBe(200);
   });
@@ -122,7 +160,9 @@ describe('openai through the gateway: output options and a client cancel (fake O
     const res = await openaiGenerate({ prompt, background: 'opaque', output_format: 'png' }, { Prefer: 'respond-async' });
     expect(res.status).toBe(202);
     await until(async () => (await generation(res.body.id)).status === 'succeeded', 'the async generation to succeed');
-    expect(sentFor(prompt).map((r) => r.fields)).toEqual([{ model: 'gpt-image-1', prompt, n: 1, size: '1024x1024', quality: 'low', background: 'opaque', output_format: 'png' }]);
+    expect(sentFor(prompt).map((r) => r.fields)).toEqual([
+      { model: 'gpt-image-1', prompt, n: 1, size: '1024x1024', quality: 'low', background: 'opaque', output_format: 'png' },
+    ]);
   });
 
   it("a client's cancel while the call is at OpenAI: canceled at once, the sent call charged, the call dropped and never sent again", async () => {

@@ -40,7 +40,9 @@ describe('upstream hop: failures before and after the request was written', () =
   it('an answer is read whole and handed over as one Buffer', async () => {
     const body = JSON.stringify({ data: [{ b64_json: 'x'.repeat(200_000) }] });
     const url = await listen((socket) =>
-      socket.once('data', () => socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nretry-after: 3\r\ncontent-length: ${body.length}\r\n\r\n${body}`)),
+      socket.once('data', () =>
+        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nretry-after: 3\r\ncontent-length: ${body.length}\r\n\r\n${body}`),
+      ),
     );
     const answer = await post(url, '{}', {}, new AbortController().signal);
     expect(answer.status).toBe(200);

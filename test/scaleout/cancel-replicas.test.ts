@@ -33,7 +33,10 @@ describeWithServices('cancel through another replica (2 replicas on PostgreSQL +
     for (let round = 0; round < rounds; round += 1) {
       // ~40 polls of 20 ms: still generating when the cancel arrives.
       const prompt = `cancel round ${round} [pending:40]`;
-      const waiting = request(a.url).post('/images/generate').set('Authorization', `Bearer ${created.key}`).send({ prompt, model: 'jimeng-4.0', response_format: 'url' })
+      const waiting = request(a.url)
+        .post('/images/generate')
+        .set('Authorization', `Bearer ${created.key}`)
+        .send({ prompt, model: 'jimeng-4.0', response_format: 'url' })
         .then((res) => res);
       const running = async () =>
         (await request(b.url).get('/generations?status=running').set('Authorization', `Bearer ${created.key}`)).body.data as Array<{ id: string }>;

@@ -40,7 +40,9 @@ describeWithServices.each([
   beforeAll(async () => {
     database = await createThrowawayDatabase(engine);
     redis = throwawayRedisPrefix();
-    const entries = await Promise.all(Object.entries(KEYS).map(async ([account, apiKey]) => [account, await startFakeImagesApi({ apiKey, flavour: 'ark' })] as const));
+    const entries = await Promise.all(
+      Object.entries(KEYS).map(async ([account, apiKey]) => [account, await startFakeImagesApi({ apiKey, flavour: 'ark' })] as const),
+    );
     fakes = Object.fromEntries(entries) as typeof fakes;
     const env = {
       DATABASE_URL: database.url,
@@ -77,7 +79,8 @@ describeWithServices.each([
   const healthOf = async (replica: number, id: string) =>
     ((await internal[replica]!.service('get', '/api/v1/creative/channels/health')).body.data as Array<Record<string, unknown>>).find((c) => c.id === id);
   /** Until every replica routes with the channel (its list is re-read at most a second late). */
-  const seenEverywhere = (id: string) => until(async () => (await Promise.all(internal.map((_, i) => healthOf(i, id)))).every(Boolean), `every replica to list ${id}`);
+  const seenEverywhere = (id: string) =>
+    until(async () => (await Promise.all(internal.map((_, i) => healthOf(i, id)))).every(Boolean), `every replica to list ${id}`);
   const statusOf = async (id: string) => (await replicas[0]!.admin('get', `/admin/channels/${id}`)).body.status as string;
 
   it('one replica probes at a time, once an interval; an auto-disabled account fixed again is re-enabled', async () => {
@@ -102,7 +105,16 @@ describeWithServices.each([
     expect(await statusOf(probed)).toBe('auto_disabled');
     // Each probe is logged by the replica that made it; more than one replica took part over time
     // is likely but not certain, so only the total is checked.
-    const probeLines = () => processes.reduce((sum, p) => sum + p.output.join('').split('\n').filter((line) => line.includes('probed an auto-disabled channel')).length, 0);
+    const probeLines = () =>
+      processes.reduce(
+        (sum, p) =>
+          sum +
+          p.output
+            .join('')
+            .split('\n')
+            .filter((line) => line.includes('probed an auto-disabled channel')).length,
+        0,
+      );
     // A replica logs its probe once the probe's answer is handled, after the fake counted the call: wait (bounded).
     await until(() => probeLines() >= PROBES, `${PROBES} probe log lines`, 10_000);
     expect(probeLines()).toBeGreaterThanOrEqual(PROBES);
@@ -112,7 +124,10 @@ describeWithServices.each([
     const passingProbes = () => fakes.p.requests.filter((r) => String(r.prompt).includes('small red circle')).length;
     expect(passingProbes()).toBe(1);
     // Routed to again by every replica once they re-read the list.
-    await until(async () => (await Promise.all(internal.map((_, i) => healthOf(i, probed)))).every((h) => h?.status === 'enabled'), 'every replica to see it enabled');
+    await until(
+      async () => (await Promise.all(internal.map((_, i) => healthOf(i, probed)))).every((h) => h?.status === 'enabled'),
+      'every replica to see it enabled',
+    );
     const before = fakes.p.counters.calls;
     for (const replica of replicas) expect((await replica.client(key, { prompt: 'back on p', model: 'seedream-probe' })).status).toBe(200);
     expect(fakes.p.counters.calls - before).toBe(REPLICAS);

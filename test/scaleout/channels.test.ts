@@ -36,7 +36,9 @@ describe.each([
   beforeAll(async () => {
     database = await createThrowawayDatabase('postgres');
     redis = throwawayRedisPrefix();
-    const entries = await Promise.all(Object.entries(KEYS).map(async ([name, apiKey]) => [name, await startFakeImagesApi({ apiKey, flavour: 'ark' })] as const));
+    const entries = await Promise.all(
+      Object.entries(KEYS).map(async ([name, apiKey]) => [name, await startFakeImagesApi({ apiKey, flavour: 'ark' })] as const),
+    );
     fakes = Object.fromEntries(entries) as typeof fakes;
     const env = {
       DATABASE_URL: database.url,
@@ -93,7 +95,12 @@ describe.each([
     );
     const statuses = results.map((r) => r.status);
     // The refusals themselves, when there are any: a count alone does not say why.
-    expect(results.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body?.error?.code}: ${r.body?.error?.message}`).slice(0, 5)).toEqual([]);
+    expect(
+      results
+        .filter((r) => r.status !== 200)
+        .map((r) => `${r.status} ${r.body?.error?.code}: ${r.body?.error?.message}`)
+        .slice(0, 5),
+    ).toEqual([]);
     expect(statuses.filter((s) => s === 200)).toHaveLength(200);
     const { a, b } = fakes;
     // Reported in the closing note of issue #15.

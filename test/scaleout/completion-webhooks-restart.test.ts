@@ -68,6 +68,12 @@ describe('completion webhooks: receiver down, gateway SIGKILLed, restarted gatew
       'webhook-signature': delivered!.signature,
     });
     expect(event).toMatchObject({ type: 'generation.completed', data: { id, status: 'succeeded' } });
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(delivered!.body, { 'webhook-id': delivered!.id, 'webhook-timestamp': delivered!.timestamp, 'webhook-signature': delivered!.signature })).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(delivered!.body, {
+        'webhook-id': delivered!.id,
+        'webhook-timestamp': delivered!.timestamp,
+        'webhook-signature': delivered!.signature,
+      }),
+    ).toThrow();
   });
 });

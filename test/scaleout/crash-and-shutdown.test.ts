@@ -42,7 +42,10 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
   it('SIGKILL mid-request leaks no reservation: the restarted gateway takes it over, never resends the Ark call, releases it and marks it abandoned', async () => {
     const first = await startGatewayProcess(env);
     const { keyId, response } = await startGeneration(first.url, 'never finishes [slow:20000]', { 'Idempotency-Key': 'crash-1' });
-    const inFlight = response.then(() => 'answered', () => 'connection lost');
+    const inFlight = response.then(
+      () => 'answered',
+      () => 'connection lost',
+    );
     const observer = new SQLite(database.url, { readonly: true });
     const pending = () => observer.prepare("SELECT count(*) AS n FROM generations WHERE status IN ('queued', 'running')").get() as { n: number };
     await until(() => pending().n === 1 && ark.requests.some((r) => r.prompt === 'never finishes [slow:20000]'), 'the running generation upstream', 5000);

@@ -12,7 +12,9 @@ function secretsOf(db: string): Promise<string> {
 const c = loadConfig({ DATABASE_URL: ${JSON.stringify(db)} }, () => undefined);
 process.stdout.write(JSON.stringify([c.adminSecret, c.serviceTokens, c.channels.sealingKeys.map((k) => k.toString('hex')), c.images.signingKey]));`;
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', script], { timeout: 30_000 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}: ${stderr}`)) : resolve(stdout)));
+    execFile(process.execPath, ['-e', script], { timeout: 30_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}: ${stderr}`)) : resolve(stdout),
+    );
   });
 }
 

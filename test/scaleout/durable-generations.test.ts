@@ -58,7 +58,8 @@ describe('durable generations: SIGKILL mid-generation, restart, takeover (SQLite
       );
     const observer = new SQLite(database.url, { readonly: true });
     try {
-      const tasks = () => observer.prepare('SELECT image_index, channel_id, task_id FROM generation_tasks ORDER BY image_index').all() as Array<{ task_id: string | null }>;
+      const tasks = () =>
+        observer.prepare('SELECT image_index, channel_id, task_id FROM generation_tasks ORDER BY image_index').all() as Array<{ task_id: string | null }>;
       const submissions = () => visual.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt).length;
       // Both tasks accepted and their ids stored before the crash.
       await until(() => tasks().filter((t) => t.task_id !== null).length === 2, 'both task ids stored');
@@ -66,7 +67,12 @@ describe('durable generations: SIGKILL mid-generation, restart, takeover (SQLite
       await first.stop('SIGKILL');
       expect(await inFlight).toBe('connection lost');
       const generation = () =>
-        observer.prepare('SELECT id, status, credits, error_code, lease_owner FROM generations').get() as { id: string; status: string; credits: number; error_code: string | null };
+        observer.prepare('SELECT id, status, credits, error_code, lease_owner FROM generations').get() as {
+          id: string;
+          status: string;
+          credits: number;
+          error_code: string | null;
+        };
       expect(generation().status).toBe('running');
 
       const second = await startGatewayProcess(env);
@@ -75,7 +81,11 @@ describe('durable generations: SIGKILL mid-generation, restart, takeover (SQLite
       // Resumed, never repeated: no new submission, the same two tasks polled to their end.
       expect(submissions()).toBe(2);
       const polled = new Set(visual.requests.filter((r) => r.action === 'CVSync2AsyncGetResult').map((r) => r.body.task_id));
-      expect([...polled].sort()).toEqual(tasks().map((t) => t.task_id).sort());
+      expect([...polled].sort()).toEqual(
+        tasks()
+          .map((t) => t.task_id)
+          .sort(),
+      );
       // Books: charged what was delivered (2 images x 3 credits), and both images stored.
       const stored = observer.prepare('SELECT count(*) AS n FROM stored_images WHERE generation_id = ?').get(generation().id) as { n: number };
       expect(stored.n).toBe(2);

@@ -28,7 +28,13 @@ async function takeover(gemini: FakeGemini, setup: TakeoverStage) {
   // Both calls written to Gemini (one per image) and held there.
   await until(() => callsOf().length === 2, 'both calls to reach Gemini');
   expect(await new ApiClient(receiver.url).creditsUsed(created.id)).toBe(28);
-  await expectAbandonedAfterKill(setup, { generationId: submitted.body.id as string, keyId: created.id, images: 2, release: () => gemini.releaseHeld(), calls: () => callsOf().length });
+  await expectAbandonedAfterKill(setup, {
+    generationId: submitted.body.id as string,
+    keyId: created.id,
+    images: 2,
+    release: () => gemini.releaseHeld(),
+    calls: () => callsOf().length,
+  });
 }
 
 describeTakeovers('gemini', {

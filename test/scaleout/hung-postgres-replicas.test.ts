@@ -53,7 +53,11 @@ describeWithServices('a hung PostgreSQL under 2 replicas', () => {
   });
 
   it('SIGSTOP 10 s under load: no 503 says "not charged" of a charged generation; every answer within the bound', async () => {
-    const created = await createKeyVia(new ApiClient(replicas[0]!.url), { credits_quota: 1_000_000, rate_limit_rpm: 100_000, allowed_providers: ['jimeng', 'local'] });
+    const created = await createKeyVia(new ApiClient(replicas[0]!.url), {
+      credits_quota: 1_000_000,
+      rate_limit_rpm: 100_000,
+      allowed_providers: ['jimeng', 'local'],
+    });
     const books = new Books(observer.db);
     await books.observe();
     let sent = 0;

@@ -49,7 +49,10 @@ describeWithServices('image inputs: a replica SIGKILLed mid-generation, taken ov
     const received = () => visual.inputs.filter((i) => i.prompt === prompt);
 
     // Image 0 accepted (its task id stored) and its inputs fetched by the upstream; image 1 queued behind it, unsent.
-    await until(async () => (await tasks()).some((task) => task.image_index === 0 && task.task_id !== null) && received().length === 1, 'image 0 accepted and its inputs fetched');
+    await until(
+      async () => (await tasks()).some((task) => task.image_index === 0 && task.task_id !== null) && received().length === 1,
+      'image 0 accepted and its inputs fetched',
+    );
     const [firstTask] = await tasks();
     expect(await tasks()).toHaveLength(1);
     expect(submits()).toHaveLength(1);

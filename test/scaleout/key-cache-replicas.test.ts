@@ -44,7 +44,14 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
     expect(await a.creditsUsed(id)).toBe(1);
     // Re-enabled on A: B serves it again.
     await a.admin('patch', `/admin/keys/${id}`, { status: 'active' });
-    expect((await within1s(() => b.client(key, localRequest()), (r) => r.status === 200)).status).toBe(200);
+    expect(
+      (
+        await within1s(
+          () => b.client(key, localRequest()),
+          (r) => r.status === 200,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('rotated on A: the old secret cannot generate on B from the next request, the new one can at once', async () => {
@@ -79,7 +86,10 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
     const { id, key } = await createKey(a, { rate_limit_rpm: 1000 });
     expect((await b.client(key, localRequest())).status).toBe(200);
     expect((await a.admin('patch', `/admin/keys/${id}`, { rate_limit_rpm: 1 })).status).toBe(200);
-    const res = await within1s(() => b.client(key, localRequest()), (r) => r.status === 429);
+    const res = await within1s(
+      () => b.client(key, localRequest()),
+      (r) => r.status === 429,
+    );
     expect(res.body.error.code).toBe('rate_limited');
   });
 
@@ -109,7 +119,7 @@ describeWithServices('key changes across 2 replicas on PostgreSQL + Redis (key c
   });
 });
 
-describe('key changes across 2 processes on one SQLite file (each its key cache, emptied by the other\'s commits)', () => {
+describe("key changes across 2 processes on one SQLite file (each its key cache, emptied by the other's commits)", () => {
   keyChangesAcrossReplicas(async () => {
     const database: ThrowawayDatabase = await createThrowawayDatabase('sqlite');
     const env = { DATABASE_URL: database.url, RATE_LIMIT_STORE: 'sql' };

@@ -6,17 +6,11 @@ import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 import { ApiClient, createKeyVia } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
-
 const generate = (url: string, key: string, prompt: string) =>
   request(url).post('/images/generate').set('Authorization', `Bearer ${key}`).send({ prompt, model: 'jimeng-4.5' });
 
 /** max_concurrent across real processes: the cap is exact, and a SIGKILLed replica's slots come back after its lease. */
-function concurrencySuite(
-  name: string,
-  storage: () => Promise<{ env: Record<string, string>; drop(): Promise<void> }>,
-  replicaCount: number,
-  crash = true,
-) {
+function concurrencySuite(name: string, storage: () => Promise<{ env: Record<string, string>; drop(): Promise<void> }>, replicaCount: number, crash = true) {
   describe(name, () => {
     let ark: FakeImagesApi;
     let dropStorage: () => Promise<void>;
@@ -72,7 +66,7 @@ function concurrencySuite(
       await until(async () => {
         last = await generate(survivor, key, `after ${id}`);
         return last.status !== 429;
-      }, 'the dead replica\'s lease to lapse');
+      }, "the dead replica's lease to lapse");
       expect(last.status).toBe(200);
     });
   });

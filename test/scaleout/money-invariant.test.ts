@@ -31,7 +31,9 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
 
   it('no image leaves uncharged, no key gets more than its quota, every upstream call is paid or listed', async () => {
     const keys = await Promise.all(
-      [0, 1, 2].map((i) => createKeyVia(new ApiClient(replicas[i]!.url), { credits_quota: QUOTA_IMAGES * CREDITS_PER_IMAGE, rate_limit_rpm: 1000, allowed_providers: ['jimeng'] })),
+      [0, 1, 2].map((i) =>
+        createKeyVia(new ApiClient(replicas[i]!.url), { credits_quota: QUOTA_IMAGES * CREDITS_PER_IMAGE, rate_limit_rpm: 1000, allowed_providers: ['jimeng'] }),
+      ),
     );
     const served = new Map<string, number>();
     const auth = (key: string) => ({ Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' });
@@ -62,12 +64,14 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
       }
       const aborter = new AbortController();
       let answered = false;
-      const answer = fetch(`${url}/images/generate`, { method: 'POST', headers: auth(key), body, signal: aborter.signal }).then(
-        async (res) => ({ status: res.status, body: (await res.json()) as { data?: unknown[] } }),
-        () => ({ status: 0, body: {} as { data?: unknown[] } }),
-      ).finally(() => {
-        answered = true;
-      });
+      const answer = fetch(`${url}/images/generate`, { method: 'POST', headers: auth(key), body, signal: aborter.signal })
+        .then(
+          async (res) => ({ status: res.status, body: (await res.json()) as { data?: unknown[] } }),
+          () => ({ status: 0, body: {} as { data?: unknown[] } }),
+        )
+        .finally(() => {
+          answered = true;
+        });
       if (kind === 1) await cancelElsewhere(key, prompt, replica, () => answered);
       if (kind === 2) {
         await new Promise((resolve) => setTimeout(resolve, 150));
@@ -83,7 +87,11 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
       }),
     );
     // Everything settled, runs that finished after their cancel included.
-    await until(async () => (await observer.db.selectFrom('generations').select('id').where('status', 'in', ['queued', 'running']).execute()).length === 0, 'every generation to settle', 30_000);
+    await until(
+      async () => (await observer.db.selectFrom('generations').select('id').where('status', 'in', ['queued', 'running']).execute()).length === 0,
+      'every generation to settle',
+      30_000,
+    );
 
     const books = new Books(observer.db);
     expect(await books.violations({ settled: true })).toEqual([]);
@@ -99,7 +107,10 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
       expect(images).toBeLessThanOrEqual(QUOTA_IMAGES);
       expect(images * CREDITS_PER_IMAGE).toBeLessThanOrEqual(creditsUsed);
     }
-    const unbilled = await observer.db.selectFrom('generations').select((eb) => eb.fn.sum<number>('unbilled_images').as('images')).executeTakeFirstOrThrow();
+    const unbilled = await observer.db
+      .selectFrom('generations')
+      .select((eb) => eb.fn.sum<number>('unbilled_images').as('images'))
+      .executeTakeFirstOrThrow();
     console.log(
       `money invariant: ${imagesServed} images served for ${creditsCharged} credits (${creditsCharged / CREDITS_PER_IMAGE} images' worth); ` +
         `${submits.length} upstream calls = ${creditsCharged / CREDITS_PER_IMAGE} charged + ${Number(unbilled.images ?? 0)} listed as the operator's loss`,
@@ -117,10 +128,17 @@ describeWithServices('the money invariant under a mixed load (3 replicas on Post
     // Issue #28: the usage rollups, written with each settlement on whichever replica, hold exactly the books.
     const used = new Map((await observer.db.selectFrom('api_keys').select(['id', 'credits_used']).execute()).map((k) => [k.id, Number(k.credits_used)]));
     for (const table of ['usage_rollups', 'usage_key_days'] as const) {
-      const sums = await observer.db.selectFrom(table).select((eb) => ['key_id', eb.fn.sum<number>('credits').as('credits')]).groupBy('key_id').execute();
+      const sums = await observer.db
+        .selectFrom(table)
+        .select((eb) => ['key_id', eb.fn.sum<number>('credits').as('credits')])
+        .groupBy('key_id')
+        .execute();
       expect(new Map(sums.map((row) => [row.key_id, Number(row.credits)]))).toEqual(new Map(keys.map(({ id }) => [id, used.get(id)])));
     }
-    const totals = await observer.db.selectFrom('usage_rollup_totals').select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('requests').as('requests')]).executeTakeFirstOrThrow();
+    const totals = await observer.db
+      .selectFrom('usage_rollup_totals')
+      .select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('requests').as('requests')])
+      .executeTakeFirstOrThrow();
     expect([Number(totals.credits), Number(totals.requests)]).toEqual([creditsCharged, rows.length]);
   }, 120_000);
 });

@@ -28,13 +28,25 @@ describe(`the gateway process on Node ${process.version}`, () => {
     // Collect at the first idle moment: how much of the heap a burst leaves free differs between Node lines and builds.
     // The burst queues at the local channel's concurrency cap; on a loaded CI machine the default 2 s wait is too short
     // for its tail, and queueing is not what this test is about.
-    gateway = await startGatewayProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'debug', IDLE_COMPACTION_MIN_FREE_MB: '0', CHANNEL_QUEUE_TIMEOUT_MS: '60000' });
+    gateway = await startGatewayProcess({
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'debug',
+      IDLE_COMPACTION_MIN_FREE_MB: '0',
+      CHANNEL_QUEUE_TIMEOUT_MS: '60000',
+    });
     const url = gateway.url;
     const admin = { Authorization: `Bearer ${ADMIN_SECRET}`, 'Content-Type': 'application/json' };
     const created = await fetch(`${url}/admin/keys`, {
       method: 'POST',
       headers: admin,
-      body: JSON.stringify({ name: 'runtime', owner: 'ci@example.com', credits_quota: 10_000, quota_period_days: 30, rate_limit_rpm: 1000, allowed_providers: ['local'] }),
+      body: JSON.stringify({
+        name: 'runtime',
+        owner: 'ci@example.com',
+        credits_quota: 10_000,
+        quota_period_days: 30,
+        rate_limit_rpm: 1000,
+        allowed_providers: ['local'],
+      }),
     });
     expect(created.status).toBe(201);
     const { key } = (await created.json()) as { key: string };
@@ -46,10 +58,16 @@ describe(`the gateway process on Node ${process.version}`, () => {
       });
     // Enough garbage (statements, image buffers) that the idle compaction finds the heap worth collecting.
     const answers = await Promise.all(Array.from({ length: 48 }, () => generate()));
-    const refused = await Promise.all(answers.filter((answer) => answer.status !== 200).map(async (answer) => `${answer.status} ${(await answer.text()).slice(0, 300)}`));
+    const refused = await Promise.all(
+      answers.filter((answer) => answer.status !== 200).map(async (answer) => `${answer.status} ${(await answer.text()).slice(0, 300)}`),
+    );
     expect(refused).toEqual([]);
 
-    await until(() => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null, 'idle compaction or exit', 30_000);
+    await until(
+      () => gateway!.output.join('').includes('idle: heap compacted') || gateway!.child.exitCode !== null || gateway!.child.signalCode !== null,
+      'idle compaction or exit',
+      30_000,
+    );
     expect({ exitCode: gateway.child.exitCode, signal: gateway.child.signalCode }).toEqual({ exitCode: null, signal: null });
     expect(gateway.output.join('')).toContain('idle: heap compacted');
 
@@ -69,7 +87,7 @@ const ROOT = path.resolve(__dirname, '../..');
  * <file>`) on the machine's own Node.js when it is older than 22: better-sqlite3 crashes it (exit
  * 139), so each must refuse in one line before it loads anything native or writes anything.
  */
-describeOnUnsupportedNode('the entry points on an unsupported Node.js')('the entry points on the machine\'s own, unsupported Node.js', () => {
+describeOnUnsupportedNode('the entry points on an unsupported Node.js')("the entry points on the machine's own, unsupported Node.js", () => {
   const oldNode = unsupportedNodeOnMachine()!;
   let cwd: string;
   beforeEach(() => {

@@ -29,7 +29,13 @@ async function takeover(openai: FakeOpenAIImages, setup: TakeoverStage) {
   expect(callsOf().map((r) => r.fields)).toEqual([{ model: 'gpt-image-1', prompt, n: 2, size: '1536x1024', quality: 'low', background: 'opaque' }]);
   // Two images at gpt-image-1's low-quality 1536x1024 price.
   expect(await new ApiClient(receiver.url).creditsUsed(created.id)).toBe(2 * 16);
-  await expectAbandonedAfterKill(setup, { generationId: submitted.body.id as string, keyId: created.id, images: 2, release: () => openai.releaseHeld(), calls: () => callsOf().length });
+  await expectAbandonedAfterKill(setup, {
+    generationId: submitted.body.id as string,
+    keyId: created.id,
+    images: 2,
+    release: () => openai.releaseHeld(),
+    calls: () => callsOf().length,
+  });
 }
 
 describeTakeovers('openai', {

@@ -21,7 +21,15 @@ const EXPECTED: Array<{ what: string; codes: number[]; shows: RegExp[] }> = [
   {
     what: 'a key, an image, 429 with Retry-After, a higher limit, 402 with the refill time, the key re-quota-ed',
     codes: [201, 200, 429, 200, 402, 200, 200],
-    shows: [/credits_remaining: 2/, /^HTTP\/1\.1 429 /m, /^Retry-After: \d+/im, /"code":"rate_limited"/, /"code":"quota_exceeded"/, /refills at \d{4}-/, /"credits_quota":100,"credits_used":0/],
+    shows: [
+      /credits_remaining: 2/,
+      /^HTTP\/1\.1 429 /m,
+      /^Retry-After: \d+/im,
+      /"code":"rate_limited"/,
+      /"code":"quota_exceeded"/,
+      /refills at \d{4}-/,
+      /"credits_quota":100,"credits_used":0/,
+    ],
   },
   { what: 'a signed URL, fetched without the key', codes: [200, 200], shows: [] },
   { what: 'image inputs: an img_ id and a data: URI', codes: [200], shows: [/"credits_charged":1/] },
@@ -160,7 +168,12 @@ describe("the README's walk-through, pasted in order", () => {
     const ignored = fs.readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n');
     expect(ignored).toContain('data/');
     for (const image of ['out.png', 'harbour.png']) {
-      expect(fs.readFileSync(path.join(directory, 'data', image)).subarray(1, 4).toString()).toBe('PNG');
+      expect(
+        fs
+          .readFileSync(path.join(directory, 'data', image))
+          .subarray(1, 4)
+          .toString(),
+      ).toBe('PNG');
     }
   });
 });

@@ -23,7 +23,9 @@ function slowBodyAttack(url: string, sockets: number, key: string) {
     let trickle: NodeJS.Timeout | undefined;
     socket.on('connect', () => {
       // With a valid key: the gateway waits for the body (a refused request would be answered and closed at once).
-      socket.write(`POST /images/generate HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+      socket.write(
+        `POST /images/generate HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+      );
       trickle = setInterval(() => socket.write(' '), 200);
     });
     socket.on('error', () => undefined);

@@ -21,7 +21,14 @@ describe('the startup output', () => {
   });
 
   const listeningLine = (output: string[]) =>
-    JSON.parse(output.join('').split('\n').find((line) => line.includes('"msg":"gateway listening"'))!.replace(/^[^{]*/, '').trim()) as Record<string, unknown>;
+    JSON.parse(
+      output
+        .join('')
+        .split('\n')
+        .find((line) => line.includes('"msg":"gateway listening"'))!
+        .replace(/^[^{]*/, '')
+        .trim(),
+    ) as Record<string, unknown>;
 
   it('off a terminal: one JSON line carries the URLs and the models in service, no words', async () => {
     gateway = await startGatewayProcess({ DATABASE_URL: database.url }, { detached: true });
@@ -42,7 +49,10 @@ describe('the startup output', () => {
 
   it('at a terminal: the URLs and the models in words, after the JSON', async () => {
     // script(1) runs the gateway on a pseudo-terminal, as `npm start` in a shell.
-    gateway = await startGatewayProcess({ DATABASE_URL: database.url }, { command: ['script', '-qfec', `${process.execPath} ${MAIN_JS}`, '/dev/null'], detached: true });
+    gateway = await startGatewayProcess(
+      { DATABASE_URL: database.url },
+      { command: ['script', '-qfec', `${process.execPath} ${MAIN_JS}`, '/dev/null'], detached: true },
+    );
     await until(() => gateway!.output.join('').includes('models: '), 'the models line', 20_000);
     const port = new URL(gateway.url).port;
     const internalPort = new URL(gateway.internalUrl).port;

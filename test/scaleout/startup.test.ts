@@ -121,8 +121,11 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
 describe('operator commands: npm run migrate, npm run backup', () => {
   const npm = (args: string[], env: Record<string, string>) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile('npm', ['run', '-s', ...args], { cwd: path.resolve(__dirname, '../..'), env: { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp', ...env } }, (error, stdout, stderr) =>
-        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr }),
+      execFile(
+        'npm',
+        ['run', '-s', ...args],
+        { cwd: path.resolve(__dirname, '../..'), env: { PATH: process.env.PATH, HOME: process.env.HOME ?? '/tmp', ...env } },
+        (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr }),
       );
     });
 

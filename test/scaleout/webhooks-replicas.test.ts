@@ -45,8 +45,16 @@ describe('3 replicas on PostgreSQL + Redis racing across quota thresholds', () =
     // Let any duplicate that was going to arrive arrive: every delivery of the outbox is settled.
     const pending = async () => (await replicas[2]!.admin('get', '/admin/webhooks')).body.data[0].id as string;
     const endpointId = await pending();
-    await until(async () => (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries`)).body.data.every((d: { status: string }) => d.status === 'succeeded'), 'deliveries settled');
-    expect(mine('key.quota.threshold_reached').map((r) => r.event?.data.threshold).sort((a, b) => Number(a) - Number(b))).toEqual([25, 50, 75, 100]);
+    await until(
+      async () =>
+        (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries`)).body.data.every((d: { status: string }) => d.status === 'succeeded'),
+      'deliveries settled',
+    );
+    expect(
+      mine('key.quota.threshold_reached')
+        .map((r) => r.event?.data.threshold)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual([25, 50, 75, 100]);
     expect(mine('key.quota.exhausted')).toHaveLength(1);
     expect(new Set(receiver.received.map((r) => r.id)).size).toBe(receiver.received.length);
   });
@@ -57,20 +65,41 @@ describe('3 replicas on PostgreSQL + Redis racing across quota thresholds', () =
     const replicas = processes.map((p) => new ApiClient(p.url));
     const keys = await Promise.all(Array.from({ length: 20 }, () => createKeyVia(replicas[0]!, { credits_quota: 10, alert_thresholds: [50, 100] })));
     const results = await Promise.all(
-      keys.flatMap(({ key }, k) => Array.from({ length: 15 }, (_, i) => replicas[(k + i) % 3]!.client(key, localRequest()).then((r) => ({ k, status: r.status, code: r.body?.error?.code as string | undefined })))),
+      keys.flatMap(({ key }, k) =>
+        Array.from({ length: 15 }, (_, i) =>
+          replicas[(k + i) % 3]!.client(key, localRequest()).then((r) => ({ k, status: r.status, code: r.body?.error?.code as string | undefined })),
+        ),
+      ),
     );
     for (const [k, { id }] of keys.entries()) {
       const mineOf = results.filter((r) => r.k === k);
       expect([id, mineOf.filter((r) => r.status === 200).length]).toEqual([id, 10]);
-      expect([id, mineOf.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`)]).toEqual([id, Array.from({ length: 5 }, () => '402 quota_exceeded')]);
+      expect([id, mineOf.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`)]).toEqual([
+        id,
+        Array.from({ length: 5 }, () => '402 quota_exceeded'),
+      ]);
       expect([id, await replicas[1]!.creditsUsed(id)]).toEqual([id, 10]);
     }
     const events = (type: string, keyId: string) => receiver.verified(type).filter((r) => r.event?.data.key_id === keyId);
-    await until(() => keys.every(({ id }) => events('key.quota.threshold_reached', id).length >= 2 && events('key.quota.exhausted', id).length >= 1), 'every key\'s quota events');
+    await until(
+      () => keys.every(({ id }) => events('key.quota.threshold_reached', id).length >= 2 && events('key.quota.exhausted', id).length >= 1),
+      "every key's quota events",
+    );
     const endpointId = (await replicas[2]!.admin('get', '/admin/webhooks')).body.data[0].id as string;
-    await until(async () => (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries?limit=100`)).body.data.every((d: { status: string }) => d.status === 'succeeded'), 'deliveries settled');
+    await until(
+      async () =>
+        (await replicas[2]!.admin('get', `/admin/webhooks/${endpointId}/deliveries?limit=100`)).body.data.every(
+          (d: { status: string }) => d.status === 'succeeded',
+        ),
+      'deliveries settled',
+    );
     for (const { id } of keys) {
-      expect([id, events('key.quota.threshold_reached', id).map((r) => r.event?.data.threshold).sort((a, b) => Number(a) - Number(b))]).toEqual([id, [50, 100]]);
+      expect([
+        id,
+        events('key.quota.threshold_reached', id)
+          .map((r) => r.event?.data.threshold)
+          .sort((a, b) => Number(a) - Number(b)),
+      ]).toEqual([id, [50, 100]]);
       expect(events('key.quota.exhausted', id)).toHaveLength(1);
     }
   }, 120_000);
@@ -113,7 +142,10 @@ describe('a gateway SIGKILLed mid-delivery, then restarted (SQLite)', () => {
     const disabled = (keyId: string) => receiver.verified('key.disabled').filter((r) => r.event?.data.key_id === keyId);
     // The interrupted delivery comes again once its lease lapses; the other two may arrive before it (seen under load).
     const receipts = (id: string) => receiver.received.filter((r) => r.id === id).length;
-    await until(() => keys.every((k) => disabled(k.id).length >= 1) && receipts(interrupted) >= 2, 'all three key.disabled events and the interrupted one again');
+    await until(
+      () => keys.every((k) => disabled(k.id).length >= 1) && receipts(interrupted) >= 2,
+      'all three key.disabled events and the interrupted one again',
+    );
     expect(receipts(interrupted)).toBeGreaterThanOrEqual(2);
     expect(receiver.received.every((r) => r.event !== undefined)).toBe(true);
   });

@@ -21,17 +21,27 @@ describe('configuration: Cloudflare Access JWTs', () => {
         adminAudiences: ['aud1', 'aud2'],
       });
     }
-    const local = loadConfig({ ...base(), CF_ACCESS_TEAM_DOMAIN: 'myteam.cloudflareaccess.com', CF_ACCESS_AUD: 'a', CF_ACCESS_JWKS_URL: 'http://127.0.0.1:9/certs' }, quiet);
+    const local = loadConfig(
+      { ...base(), CF_ACCESS_TEAM_DOMAIN: 'myteam.cloudflareaccess.com', CF_ACCESS_AUD: 'a', CF_ACCESS_JWKS_URL: 'http://127.0.0.1:9/certs' },
+      quiet,
+    );
     expect(local.accessJwt?.jwksUrl).toBe('http://127.0.0.1:9/certs');
   });
 
   it('CF_ACCESS_ADMIN_SCOPES grants Access JWTs admin scopes, for CF_ACCESS_ADMIN_AUD (default CF_ACCESS_AUD)', () => {
     const team = { CF_ACCESS_TEAM_DOMAIN: 'myteam.cloudflareaccess.com', CF_ACCESS_AUD: 'internal' };
     const own = loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read, usage:read', CF_ACCESS_ADMIN_AUD: 'console1,console2' }, quiet).accessJwt;
-    expect([own?.adminScopes, own?.adminAudiences]).toEqual([['keys:read', 'usage:read'], ['console1', 'console2']]);
+    expect([own?.adminScopes, own?.adminAudiences]).toEqual([
+      ['keys:read', 'usage:read'],
+      ['console1', 'console2'],
+    ]);
     expect(loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read' }, quiet).accessJwt?.adminAudiences).toEqual(['internal']);
-    expect(() => loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read,keys:everything' }, quiet)).toThrow(/"keys:everything" is not an admin scope/);
-    expect(() => loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read', CF_ACCESS_ADMIN_AUD: ' , ' }, quiet)).toThrow(/CF_ACCESS_ADMIN_AUD must name/);
+    expect(() => loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read,keys:everything' }, quiet)).toThrow(
+      /"keys:everything" is not an admin scope/,
+    );
+    expect(() => loadConfig({ ...base(), ...team, CF_ACCESS_ADMIN_SCOPES: 'keys:read', CF_ACCESS_ADMIN_AUD: ' , ' }, quiet)).toThrow(
+      /CF_ACCESS_ADMIN_AUD must name/,
+    );
     expect(() => loadConfig({ ...base(), CF_ACCESS_ADMIN_SCOPES: 'keys:read' }, quiet)).toThrow(/CF_ACCESS_ADMIN_SCOPES needs CF_ACCESS_TEAM_DOMAIN/);
   });
 

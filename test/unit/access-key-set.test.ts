@@ -3,7 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { AccessKeySet, KeysUnavailable } from '../../src/auth/access-jwt-auth';
 
 /** A JWKS endpoint that streams `total` bytes of padding (no Content-Length unless `declare`), counting what it got out. */
-async function startBloatedJwks(total: number, declare: boolean): Promise<{ url: string; written: () => number; closed: Promise<void>; close(): Promise<void> }> {
+async function startBloatedJwks(
+  total: number,
+  declare: boolean,
+): Promise<{ url: string; written: () => number; closed: Promise<void>; close(): Promise<void> }> {
   let written = 0;
   let markClosed: () => void = () => {};
   const closed = new Promise<void>((resolve) => {

@@ -13,7 +13,10 @@ import type { RateLimitDecision, RateLimiter } from '../../src/ratelimit/rate-li
 
 const catalog: ReadonlyMap<string, CatalogModel> = new Map<string, CatalogModel>([
   ['local-1', { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256' }],
-  ['seedream', { model: 'seedream', provider: 'jimeng', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 4, default_size: '2048x2048', transport: 'ark' }],
+  [
+    'seedream',
+    { model: 'seedream', provider: 'jimeng', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 4, default_size: '2048x2048', transport: 'ark' },
+  ],
   ['dall-e', { model: 'dall-e', provider: 'openai', upstream_model: 'dall-e-3', credits_per_image: 8, default_size: '1024x1024' }],
 ]);
 
@@ -52,7 +55,6 @@ function key(overrides: Partial<ClientKey> = {}): ClientKey {
     ...overrides,
   };
 }
-
 
 describe('GenerationAdmission.modelFor', () => {
   const { admission } = fakes();

@@ -9,7 +9,13 @@ describe('MODEL_CATALOG as {"models": [...], "remove": [...]}: changes the built
   it('adds a model and keeps every built-in one', () => {
     const catalog = extendCatalog({ models: [{ model: 'cheap', provider: 'local', credits_per_image: 0, default_size: '64x64' }] });
     expect(names(catalog)).toEqual([...names(DEFAULT_CATALOG), 'cheap']);
-    expect(catalog.find((entry) => entry.model === 'cheap')).toEqual({ model: 'cheap', provider: 'local', upstream_model: 'cheap', credits_per_image: 0, default_size: '64x64' });
+    expect(catalog.find((entry) => entry.model === 'cheap')).toEqual({
+      model: 'cheap',
+      provider: 'local',
+      upstream_model: 'cheap',
+      credits_per_image: 0,
+      default_size: '64x64',
+    });
     for (const entry of DEFAULT_CATALOG) expect(catalog.find((e) => e.model === entry.model)).toEqual(entry);
   });
 
@@ -19,7 +25,7 @@ describe('MODEL_CATALOG as {"models": [...], "remove": [...]}: changes the built
     expect(names(catalog)).toEqual(names(DEFAULT_CATALOG));
   });
 
-  it('a new upstream_model brings its own size bounds, not the old model\'s', () => {
+  it("a new upstream_model brings its own size bounds, not the old model's", () => {
     const catalog = extendCatalog({ models: [{ model: 'local-1', upstream_model: 'my-local', default_size: '4096x4096' }] });
     const entry = catalog.find((e) => e.model === 'local-1')!;
     expect(entry.upstream_model).toBe('my-local');

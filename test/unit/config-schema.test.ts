@@ -14,7 +14,10 @@ describe('configuration schema', () => {
   it('every variable has a one-line description', () => {
     for (const [name, type] of [...Object.entries(namedVariables), ...Object.entries(providerSchema.shape)]) {
       const description = envMeta.get(type)?.description;
-      expect({ name, description: typeof description === 'string' && description.length > 0 && !description.includes('\n') }).toEqual({ name, description: true });
+      expect({ name, description: typeof description === 'string' && description.length > 0 && !description.includes('\n') }).toEqual({
+        name,
+        description: true,
+      });
     }
   });
 
@@ -48,7 +51,15 @@ describe('configuration schema', () => {
       images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: [...RESULT_HOSTS] },
       channels: { queueTimeoutMs: 2000, queueMaxWaiters: 100, probeIntervalMs: 0, pollIntervalMs: 1000, allowPrivateUpstreams: false },
       generations: { leaseMs: 30_000, pollMs: 1000, workerConcurrency: 16, maxQueuedPerKey: 50 },
-      webhooks: { allowPrivateNetworks: false, pollIntervalMs: 1000, leaseMs: 60_000, timeoutMs: 15_000, disableAfterMs: 120 * 3_600_000, keyExpiringDays: 7, expiryScanIntervalMs: 60_000 },
+      webhooks: {
+        allowPrivateNetworks: false,
+        pollIntervalMs: 1000,
+        leaseMs: 60_000,
+        timeoutMs: 15_000,
+        disableAfterMs: 120 * 3_600_000,
+        keyExpiringDays: 7,
+        expiryScanIntervalMs: 60_000,
+      },
     });
     expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', 'fal.media', '*.fal.media']));
     expect(config.providers.connectTimeoutMs).toBe(3000);
@@ -92,7 +103,10 @@ describe('configuration schema', () => {
   });
 
   it('every refused value is named by its variable, several at once', () => {
-    for (const [name, schema] of [...Object.keys(envSchema.shape).map((key) => [key, envSchema] as const), ...Object.keys(accountSchema.shape).map((key) => [key, accountSchema] as const)]) {
+    for (const [name, schema] of [
+      ...Object.keys(envSchema.shape).map((key) => [key, envSchema] as const),
+      ...Object.keys(accountSchema.shape).map((key) => [key, accountSchema] as const),
+    ]) {
       try {
         readEnv(schema, { [name]: '%not valid%' });
       } catch (error) {

@@ -70,11 +70,14 @@ describe('configuration', () => {
   });
 
   it('reads a model catalog from MODEL_CATALOG', () => {
-    const config = loadConfig({
-      ADMIN_SECRET: 'a-long-enough-secret',
-      DATABASE_URL: path.join(dir(), 'x.db'),
-      MODEL_CATALOG: '[{"model":"cheap","provider":"local","credits_per_image":0,"default_size":"64x64"}]',
-    }, quiet);
+    const config = loadConfig(
+      {
+        ADMIN_SECRET: 'a-long-enough-secret',
+        DATABASE_URL: path.join(dir(), 'x.db'),
+        MODEL_CATALOG: '[{"model":"cheap","provider":"local","credits_per_image":0,"default_size":"64x64"}]',
+      },
+      quiet,
+    );
     expect(config.catalog).toEqual([{ model: 'cheap', provider: 'local', upstream_model: 'cheap', credits_per_image: 0, default_size: '64x64' }]);
   });
 });

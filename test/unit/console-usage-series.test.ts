@@ -24,7 +24,12 @@ describe("the console's usage series (what its Usage chart plots from GET /admin
   });
 
   it('seriesOf: one line per group over every bucket seen, a bucket without the group is 0, largest total first', () => {
-    const rows = [row('2026-11-02T00:00:00.000Z', 'b', 5), row('2026-11-01T00:00:00.000Z', 'a', 1), row('2026-11-02T00:00:00.000Z', 'a', 2), row('2026-11-03T00:00:00.000Z', 'b', 4)];
+    const rows = [
+      row('2026-11-02T00:00:00.000Z', 'b', 5),
+      row('2026-11-01T00:00:00.000Z', 'a', 1),
+      row('2026-11-02T00:00:00.000Z', 'a', 2),
+      row('2026-11-03T00:00:00.000Z', 'b', 4),
+    ];
     expect(seriesOf(rows, 'model', 'credits_charged')).toEqual({
       times: [Date.parse('2026-11-01T00:00:00Z') / 1000, Date.parse('2026-11-02T00:00:00Z') / 1000, Date.parse('2026-11-03T00:00:00Z') / 1000],
       groups: [
@@ -43,14 +48,28 @@ describe("the console's usage series (what its Usage chart plots from GET /admin
 
   it('bucketStarts: every UTC hour, day or calendar month of the range, the first one holding its start', () => {
     const iso = (times: number[]) => times.map((time) => new Date(time).toISOString());
-    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-26T01:00:00.000Z', 'hour'))).toEqual(['2026-11-25T22:00:00.000Z', '2026-11-25T23:00:00.000Z', '2026-11-26T00:00:00.000Z']);
-    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-27T01:00:00.000Z', 'day'))).toEqual(['2026-11-25T00:00:00.000Z', '2026-11-26T00:00:00.000Z', '2026-11-27T00:00:00.000Z']);
-    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2027-01-02T00:00:00.000Z', 'month'))).toEqual(['2026-11-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-26T01:00:00.000Z', 'hour'))).toEqual([
+      '2026-11-25T22:00:00.000Z',
+      '2026-11-25T23:00:00.000Z',
+      '2026-11-26T00:00:00.000Z',
+    ]);
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2026-11-27T01:00:00.000Z', 'day'))).toEqual([
+      '2026-11-25T00:00:00.000Z',
+      '2026-11-26T00:00:00.000Z',
+      '2026-11-27T00:00:00.000Z',
+    ]);
+    expect(iso(bucketStarts('2026-11-25T22:00:00.000Z', '2027-01-02T00:00:00.000Z', 'month'))).toEqual([
+      '2026-11-01T00:00:00.000Z',
+      '2026-12-01T00:00:00.000Z',
+      '2027-01-01T00:00:00.000Z',
+    ]);
   });
 
   it('seriesOf over given buckets: a bucket without usage reads 0 for every group', () => {
     const buckets = bucketStarts('2026-11-01T00:00:00.000Z', '2026-11-04T00:00:00.000Z', 'day');
-    expect(seriesOf([row('2026-11-02T00:00:00.000Z', 'a', 3)], 'model', 'credits_charged', 8, buckets).groups).toEqual([{ name: 'a', values: [0, 3, 0], total: 3 }]);
+    expect(seriesOf([row('2026-11-02T00:00:00.000Z', 'a', 3)], 'model', 'credits_charged', 8, buckets).groups).toEqual([
+      { name: 'a', values: [0, 3, 0], total: 3 },
+    ]);
   });
 
   it("the chart's time axis: a tick per bucket start (every n-th when they do not fit), named by its date for days, never by an hour", () => {

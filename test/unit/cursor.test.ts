@@ -9,7 +9,14 @@ describe('cursors', () => {
   const refusal = (cursor: string, prefix: ListIdPrefix = 'key', by = codec) => thrownApiError(() => by.position(cursor, prefix));
   const raw = (text: string) => Buffer.from(text).toString('base64url');
   const cursorAt = (created_at: number, id: string, prefix: ListIdPrefix) =>
-    codec.pageOf([{ created_at, id }, { created_at: 0, id: `${prefix}_0` }], 1, prefix).nextCursor as string;
+    codec.pageOf(
+      [
+        { created_at, id },
+        { created_at: 0, id: `${prefix}_0` },
+      ],
+      1,
+      prefix,
+    ).nextCursor as string;
 
   it('round-trips a position, for every id prefix', () => {
     for (const [prefix, id] of [

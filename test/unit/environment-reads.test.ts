@@ -18,7 +18,13 @@ function environmentReads(source: string, fileName = 'file.ts'): string[] {
   const at = (node: ts.Node) => `${fileName}:${file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1}`;
   const visit = (node: ts.Node): void => {
     if (ts.isPropertyAccessExpression(node) && node.name.text === 'env' && isProcess(node.expression)) found.push(at(node));
-    else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && node.argumentExpression.text === 'env' && isProcess(node.expression)) found.push(at(node));
+    else if (
+      ts.isElementAccessExpression(node) &&
+      ts.isStringLiteralLike(node.argumentExpression) &&
+      node.argumentExpression.text === 'env' &&
+      isProcess(node.expression)
+    )
+      found.push(at(node));
     else if (ts.isVariableDeclaration(node) && node.initializer && isProcess(node.initializer) && ts.isObjectBindingPattern(node.name)) {
       if (node.name.elements.some((element) => (element.propertyName ?? element.name).getText(file) === 'env')) found.push(at(node));
     }

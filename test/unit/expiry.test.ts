@@ -7,7 +7,6 @@ import { futureExpiry, requestedExpiry } from '../../src/shared/expiry';
 describe('expiry', () => {
   const now = Date.parse('2030-01-01T00:00:00Z');
 
-
   it('futureExpiry: an RFC 3339 instant after now, as epoch ms (any offset)', () => {
     expect(futureExpiry('2030-01-01T00:00:00.001Z', now)).toBe(now + 1);
     expect(futureExpiry('2030-01-01T08:00:00+08:00', now - 1)).toBe(now);

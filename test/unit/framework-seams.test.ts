@@ -32,7 +32,9 @@ const miniDocument = {
         operationId: 'makeThing',
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } }, additionalProperties: false } } },
+          content: {
+            'application/json': { schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } }, additionalProperties: false } },
+          },
         },
         responses: { '201': { description: 'made', content: { 'application/json': { schema: { type: 'object' } } } } },
       },
@@ -51,7 +53,9 @@ interface CapturedError {
 /** The error a layer passed on, as the error handler (src/errors/error-handler.ts) receives it; its status also in a header, for HEAD. */
 const captureError: ErrorRequestHandler = (err: CapturedError, _req, res, _next) => {
   res.setHeader('X-Error-Status', String(err.status));
-  res.status(299).json({ message: err.message, status: err.status, type: err.type, path: err.errors?.[0]?.path, allow: err.headers?.Allow ?? err.headers?.allow });
+  res
+    .status(299)
+    .json({ message: err.message, status: err.status, type: err.type, path: err.errors?.[0]?.path, allow: err.headers?.Allow ?? err.headers?.allow });
 };
 
 describe(seam(1, 'the patch to express-openapi-validator is written for the installed version and applied'), () => {
@@ -68,7 +72,10 @@ describe(seam(1, 'the patch to express-openapi-validator is written for the inst
   });
 
   it.each(patches)('%s: every line it adds is in the installed files (patch-package ran on install)', (file) => {
-    const sections = fs.readFileSync(path.join(root, 'patches', file), 'utf8').split(/^diff --git /m).slice(1);
+    const sections = fs
+      .readFileSync(path.join(root, 'patches', file), 'utf8')
+      .split(/^diff --git /m)
+      .slice(1);
     expect(sections.length).toBeGreaterThan(0);
     for (const section of sections) {
       const target = /^\+\+\+ b\/(.+)$/m.exec(section)?.[1];
@@ -107,15 +114,25 @@ describe(seam(2, 'the validator layers are left out by function name'), () => {
 });
 
 describe(seam(3, 'req.query is redefined on the request'), () => {
-  it("Express 5 gives req.query as a getter without a setter, which an own property may shadow", () => {
+  it('Express 5 gives req.query as a getter without a setter, which an own property may shadow', () => {
     const descriptor = Object.getOwnPropertyDescriptor(express.request, 'query');
-    expect({ get: typeof descriptor?.get, set: descriptor?.set, configurable: descriptor?.configurable }).toEqual({ get: 'function', set: undefined, configurable: true });
+    expect({ get: typeof descriptor?.get, set: descriptor?.set, configurable: descriptor?.configurable }).toEqual({
+      get: 'function',
+      set: undefined,
+      configurable: true,
+    });
   });
 
   it('the validator checks the own req.query a layer defined (a date-time whose + arrived as a space, restored)', async () => {
     const restore: RequestHandler = (req, _res, next) => {
       const query = req.query as Record<string, string>;
-      if (query.since) Object.defineProperty(req, 'query', { value: { ...query, since: query.since.replace(' ', '+') }, writable: true, configurable: true, enumerable: true });
+      if (query.since)
+        Object.defineProperty(req, 'query', {
+          value: { ...query, since: query.since.replace(' ', '+') },
+          writable: true,
+          configurable: true,
+          enumerable: true,
+        });
       next();
     };
     const app = express()
@@ -125,7 +142,10 @@ describe(seam(3, 'req.query is redefined on the request'), () => {
     const shown = await request(app).get('/things?since=2030-01-01T01:00:00+01:00');
     expect([shown.status, shown.body]).toEqual([200, { since: '2030-01-01T01:00:00+01:00' }]);
     // Without the layer the validator sees the space and refuses: the redefinition is what it reads.
-    const bare = express().use(...openApiValidator(miniDocument, false)).get('/things', (_req, res) => res.json({})).use(captureError);
+    const bare = express()
+      .use(...openApiValidator(miniDocument, false))
+      .get('/things', (_req, res) => res.json({}))
+      .use(captureError);
     expect((await request(bare).get('/things?since=2030-01-01T01:00:00+01:00')).body).toMatchObject({ status: 400, path: '/query/since' });
   });
 });
@@ -138,14 +158,20 @@ describe(seam(4, 'HEAD is served by showing the validator GET'), () => {
   });
 
   it('the validator refuses HEAD on a path documented only for GET (upstream issue #874): the rewrite is still needed', async () => {
-    const app = express().use(...openApiValidator(miniDocument, false)).get('/things', (_req, res) => res.json({})).use(captureError);
+    const app = express()
+      .use(...openApiValidator(miniDocument, false))
+      .get('/things', (_req, res) => res.json({}))
+      .use(captureError);
     expect((await request(app).head('/things')).headers['x-error-status']).toBe('405');
     // Shown as GET (what spec-router.ts does), the validator passes it on to the route.
     const showAsGet: RequestHandler = (req, _res, next) => {
       if (req.method === 'HEAD') req.method = 'GET';
       next();
     };
-    const shown = express().use(showAsGet, ...openApiValidator(miniDocument, false)).get('/things', (_req, res) => res.json({})).use(captureError);
+    const shown = express()
+      .use(showAsGet, ...openApiValidator(miniDocument, false))
+      .get('/things', (_req, res) => res.json({}))
+      .use(captureError);
     const res = await request(shown).head('/things');
     expect([res.status, res.headers['x-error-status']]).toEqual([200, undefined]);
   });
@@ -193,7 +219,7 @@ describe(seam(5, 'res.end is replaced per response (rate-limit headers)'), () =>
 });
 
 describe(seam(6, 'a body read by the image-inputs layer is not read again by the JSON parser'), () => {
-  it("body-parser skips a request whose body was already read, whatever its own limit", async () => {
+  it('body-parser skips a request whose body was already read, whatever its own limit', async () => {
     const app = express()
       .use(jsonBody(1024 * 1024), jsonBody(8))
       .post('/things', (req, res) => res.json(req.body))
@@ -226,7 +252,12 @@ describe(seam(8, 'the error handler reads the errors of body-parser and the vali
     ['not JSON', { 'Content-Type': 'application/json' }, '{"a', { status: 400, type: 'entity.parse.failed' }],
     ['over the limit', { 'Content-Type': 'application/json' }, JSON.stringify({ name: 'x'.repeat(100) }), { status: 413, type: 'entity.too.large' }],
     ['a charset other than UTF-8', { 'Content-Type': 'application/json; charset=latin1' }, '{}', { status: 415, type: 'charset.unsupported' }],
-    ['an unknown Content-Encoding', { 'Content-Type': 'application/json', 'Content-Encoding': 'x-unknown' }, '{}', { status: 415, type: 'encoding.unsupported' }],
+    [
+      'an unknown Content-Encoding',
+      { 'Content-Type': 'application/json', 'Content-Encoding': 'x-unknown' },
+      '{}',
+      { status: 415, type: 'encoding.unsupported' },
+    ],
   ])('body-parser: %s', async (_what, headers, body, expected) => {
     expect((await request(parsing()).post('/things').set(headers).send(body)).body).toMatchObject(expected);
   });

@@ -24,9 +24,14 @@ const search = (source: string, text: string) => LinearPattern.compile(source).s
 const patternArbitrary: fc.Arbitrary<string> = fc.letrec<{ alt: string; seq: string; term: string; atom: string }>((tie) => ({
   alt: fc.array(tie('seq'), { minLength: 1, maxLength: 3 }).map((options) => options.join('|')),
   seq: fc.array(tie('term'), { minLength: 0, maxLength: 4 }).map((items) => items.join('')),
-  term: fc.tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,2}', '{1,}', '*?', '+?', '{1,3}?')).map(([atom, quantifier]) => atom + quantifier),
+  term: fc
+    .tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,2}', '{1,}', '*?', '+?', '{1,3}?'))
+    .map(([atom, quantifier]) => atom + quantifier),
   atom: fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom('a', 'b', 'c', '1', ' ', '.', '[ab]', '[^a]', '[a-c1]', '\\d', '\\w', '\\s', '\\W', '\\x61', '\\u0062', '\\.', '[\\d ]') },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom('a', 'b', 'c', '1', ' ', '.', '[ab]', '[^a]', '[a-c1]', '\\d', '\\w', '\\s', '\\W', '\\x61', '\\u0062', '\\.', '[\\d ]'),
+    },
     { weight: 1, arbitrary: fc.constantFrom('^', '$', '\\b', '\\B') },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('(', '(?:'), tie('alt')).map(([open, inner]) => `${open}${inner})`) },
   ),

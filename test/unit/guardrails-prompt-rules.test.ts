@@ -137,7 +137,10 @@ describe('mergePromptRules', () => {
   });
 
   it("adds the key's blocked terms and patterns to the project's", () => {
-    const merged = mergePromptRules(valid([{ id: 'gr_p', kind: 'blocked_term', term: 'alpha' }]), valid([{ id: 'gr_k', kind: 'blocked_pattern', pattern: 'beta\\d' }]));
+    const merged = mergePromptRules(
+      valid([{ id: 'gr_p', kind: 'blocked_term', term: 'alpha' }]),
+      valid([{ id: 'gr_k', kind: 'blocked_pattern', pattern: 'beta\\d' }]),
+    );
     expect(checkPrompt(merged, 'ALPHA')).toMatchObject({ ruleId: 'gr_p' });
     expect(checkPrompt(merged, 'beta7')).toMatchObject({ ruleId: 'gr_k' });
     expect(checkPrompt(merged, 'gamma')).toEqual({ allowed: true });
@@ -178,7 +181,9 @@ describe('prompt rules, properties', () => {
   /** The term spelled with random look-alikes, invisible characters slipped between letters. */
   const disguised = (term: string) =>
     fc
-      .tuple(...Array.from(term, (char) => fc.tuple(fc.constantFrom(...(VARIANTS[char] as string[])), fc.constantFrom('', '', '', '\u200b', '\u00ad', '\u2060'))))
+      .tuple(
+        ...Array.from(term, (char) => fc.tuple(fc.constantFrom(...(VARIANTS[char] as string[])), fc.constantFrom('', '', '', '\u200b', '\u00ad', '\u2060'))),
+      )
       .map((parts) => parts.map(([variant, invisible]) => variant + invisible).join(''));
   const anyText = fc.string({ unit: 'binary', maxLength: 40 });
 
@@ -194,7 +199,10 @@ describe('prompt rules, properties', () => {
   });
 
   it('folding is idempotent on any text', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 60 }), (text) => foldText(foldText(text)) === foldText(text)), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 60 }), (text) => foldText(foldText(text)) === foldText(text)),
+      { numRuns: 5000 },
+    );
   });
 
   it('refuses a blocked term anywhere in the prompt, in any case, width or accent spelling', () => {
@@ -220,7 +228,9 @@ describe('prompt rules, properties', () => {
   const allowPattern = fc
     .array(fc.oneof(fc.constantFrom(...WORDS), fc.constantFrom('(cat|dog)', '\\w+', '[a-z]{2,4}', '(red )?', '\\d*')), { minLength: 1, maxLength: 4 })
     .map((parts) => parts.join(' '));
-  const promptOfWords = fc.array(fc.constantFrom(...WORDS, 'ＣＡＴ', 'Dog', '42', 'zebra', '', 'ŕed'), { minLength: 1, maxLength: 5 }).map((words) => words.join(' '));
+  const promptOfWords = fc
+    .array(fc.constantFrom(...WORDS, 'ＣＡＴ', 'Dog', '42', 'zebra', '', 'ŕed'), { minLength: 1, maxLength: 5 })
+    .map((words) => words.join(' '));
 
   it('in allow-list mode, allows exactly the prompts one pattern matches whole once folded', () => {
     fc.assert(
@@ -242,7 +252,10 @@ describe('prompt rules, properties', () => {
       return wide ? Array.from(cased, (c) => (c === ' ' ? c : String.fromCodePoint((c.codePointAt(0) as number) + 0xfee0))).join('') : cased;
     });
     const rules = valid([{ id: 'gr_a', kind: 'allow_list', patterns: [`(${WORDS.join('|')}) and (${WORDS.join('|')})`] }]);
-    fc.assert(fc.property(produced, (prompt) => checkPrompt(rules, prompt).allowed), { numRuns: 300 });
+    fc.assert(
+      fc.property(produced, (prompt) => checkPrompt(rules, prompt).allowed),
+      { numRuns: 300 },
+    );
   });
 
   it('checks a 64 KiB adversarial prompt against every accepted rule set within prompt length × states steps', () => {
@@ -250,7 +263,12 @@ describe('prompt rules, properties', () => {
     const ruleSet = fc.array(
       fc.oneof(
         fc.array(patternPart, { minLength: 1, maxLength: 5 }).map((parts) => ({ kind: 'blocked_pattern', pattern: parts.join('') })),
-        fc.array(fc.array(patternPart, { minLength: 1, maxLength: 5 }).map((parts) => parts.join('')), { minLength: 1, maxLength: 3 }).map((patterns) => ({ kind: 'allow_list', patterns })),
+        fc
+          .array(
+            fc.array(patternPart, { minLength: 1, maxLength: 5 }).map((parts) => parts.join('')),
+            { minLength: 1, maxLength: 3 },
+          )
+          .map((patterns) => ({ kind: 'allow_list', patterns })),
       ),
       { minLength: 1, maxLength: 4 },
     );

@@ -8,8 +8,28 @@ import { InputImages } from '../../src/images/inputs/input-images';
 import { claimedPng, dataUri, headerOnly, testPng } from '../helpers/test-images';
 import { thrownApiError } from '../helpers/thrown-api-error';
 
-const ARK_LIKE: InputImageLimits = { max_images: 14, formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'], max_bytes: 10 * 1024 * 1024, min_ratio: 1 / 16, max_ratio: 16, min_side: 15, max_pixels: 36_000_000, max_inputs_plus_outputs: 15, mask: false, delivery: 'inline' };
-const JIMENG_LIKE: InputImageLimits = { max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15 * 1024 * 1024, max_side: 4096, min_ratio: 1 / 3, max_ratio: 3, mask: false, delivery: 'url' };
+const ARK_LIKE: InputImageLimits = {
+  max_images: 14,
+  formats: ['jpeg', 'png', 'webp', 'bmp', 'tiff', 'gif'],
+  max_bytes: 10 * 1024 * 1024,
+  min_ratio: 1 / 16,
+  max_ratio: 16,
+  min_side: 15,
+  max_pixels: 36_000_000,
+  max_inputs_plus_outputs: 15,
+  mask: false,
+  delivery: 'inline',
+};
+const JIMENG_LIKE: InputImageLimits = {
+  max_images: 10,
+  formats: ['jpeg', 'png'],
+  max_bytes: 15 * 1024 * 1024,
+  max_side: 4096,
+  min_ratio: 1 / 3,
+  max_ratio: 3,
+  mask: false,
+  delivery: 'url',
+};
 
 describe('image headers (pure)', () => {
   it.each([
@@ -67,7 +87,11 @@ describe('input limits (pure)', () => {
     expect(thrownApiError(() => checkInputCounts('m', ARK_LIKE, 15, false))).toMatchObject({ code: 'image_input_unsupported', param: 'images' });
     // Per upstream call: inputs + the one output each call asks for, whatever n is.
     const tight = { ...ARK_LIKE, max_inputs_plus_outputs: 10 };
-    expect(thrownApiError(() => checkInputCounts('m', tight, 10, false))).toMatchObject({ code: 'image_input_unsupported', param: 'images', message: expect.stringContaining('10') });
+    expect(thrownApiError(() => checkInputCounts('m', tight, 10, false))).toMatchObject({
+      code: 'image_input_unsupported',
+      param: 'images',
+      message: expect.stringContaining('10'),
+    });
     expect(() => checkInputCounts('m', tight, 9, false)).not.toThrow();
     expect(thrownApiError(() => checkInputCounts('m', ARK_LIKE, 1, true))).toMatchObject({ code: 'image_input_unsupported', param: 'mask' });
     expect(thrownApiError(() => checkInputCounts('m', ARK_LIKE, 0, true))).toMatchObject({ code: 'image_input_unsupported', param: 'mask' });
@@ -75,7 +99,7 @@ describe('input limits (pure)', () => {
     expect(() => checkInputCounts('m', undefined, 0, false)).not.toThrow();
   });
 
-  it('per image: the model\'s bytes, never over the gateway\'s, and what is left of the total', () => {
+  it("per image: the model's bytes, never over the gateway's, and what is left of the total", () => {
     expect(inputByteLimit(ARK_LIKE, 0).maxBytes).toBe(10 * 1024 * 1024);
     expect(inputByteLimit({ ...ARK_LIKE, max_bytes: 100 * 1024 * 1024 }, 0).maxBytes).toBe(GATEWAY_INPUT_LIMITS.maxImageBytes);
     expect(inputByteLimit(ARK_LIKE, GATEWAY_INPUT_LIMITS.maxTotalBytes - 5)).toMatchObject({ maxBytes: 5, why: expect.stringContaining('all inputs') });
@@ -83,12 +107,29 @@ describe('input limits (pure)', () => {
 
   it('refuses a bomb by its header (413), then formats, sides and ratio (400) naming the item', () => {
     const header = (bytes: Buffer) => readImageHeader(bytes);
-    expect(thrownApiError(() => checkInputImage('m', ARK_LIKE, 'images[2]', header(claimedPng(60_000, 60_000))))).toMatchObject({ code: 'image_input_too_large', param: 'images[2]' });
-    expect(thrownApiError(() => checkInputImage('m', { ...ARK_LIKE, max_pixels: undefined }, 'images[0]', header(claimedPng(6001, 6000))))).toMatchObject({ code: 'image_input_too_large' });
-    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[1]', header(headerOnly.gif(100, 100))))).toMatchObject({ code: 'image_input_unsupported', param: 'images[1]' });
-    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[0]', header(claimedPng(4097, 2000))))).toMatchObject({ code: 'image_input_unsupported', message: expect.stringContaining('4096') });
-    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[0]', header(claimedPng(400, 100))))).toMatchObject({ code: 'image_input_unsupported', message: expect.stringContaining('1/3 and 3') });
-    expect(thrownApiError(() => checkInputImage('m', ARK_LIKE, 'images[0]', header(claimedPng(14, 100))))).toMatchObject({ code: 'image_input_unsupported', message: expect.stringContaining('at least 15') });
+    expect(thrownApiError(() => checkInputImage('m', ARK_LIKE, 'images[2]', header(claimedPng(60_000, 60_000))))).toMatchObject({
+      code: 'image_input_too_large',
+      param: 'images[2]',
+    });
+    expect(thrownApiError(() => checkInputImage('m', { ...ARK_LIKE, max_pixels: undefined }, 'images[0]', header(claimedPng(6001, 6000))))).toMatchObject({
+      code: 'image_input_too_large',
+    });
+    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[1]', header(headerOnly.gif(100, 100))))).toMatchObject({
+      code: 'image_input_unsupported',
+      param: 'images[1]',
+    });
+    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[0]', header(claimedPng(4097, 2000))))).toMatchObject({
+      code: 'image_input_unsupported',
+      message: expect.stringContaining('4096'),
+    });
+    expect(thrownApiError(() => checkInputImage('m', JIMENG_LIKE, 'images[0]', header(claimedPng(400, 100))))).toMatchObject({
+      code: 'image_input_unsupported',
+      message: expect.stringContaining('1/3 and 3'),
+    });
+    expect(thrownApiError(() => checkInputImage('m', ARK_LIKE, 'images[0]', header(claimedPng(14, 100))))).toMatchObject({
+      code: 'image_input_unsupported',
+      message: expect.stringContaining('at least 15'),
+    });
     expect(thrownApiError(() => checkInputImage('m', ARK_LIKE, 'images[0]', undefined))).toMatchObject({ code: 'image_input_invalid', param: 'images[0]' });
     expect(checkInputImage('m', JIMENG_LIKE, 'images[0]', header(claimedPng(3000, 1000)))).toMatchObject({ width: 3000, height: 1000 });
   });
@@ -97,10 +138,13 @@ describe('input limits (pure)', () => {
     const first = readImageHeader(testPng(8, 6))!;
     expect(() => checkMask(first, readImageHeader(testPng(8, 6, { alpha: true }))!)).not.toThrow();
     expect(thrownApiError(() => checkMask(first, readImageHeader(testPng(8, 6))!))).toMatchObject({ code: 'image_input_unsupported', param: 'mask' });
-    expect(thrownApiError(() => checkMask(first, readImageHeader(testPng(6, 8, { alpha: true }))!))).toMatchObject({ code: 'image_input_unsupported', param: 'mask' });
+    expect(thrownApiError(() => checkMask(first, readImageHeader(testPng(6, 8, { alpha: true }))!))).toMatchObject({
+      code: 'image_input_unsupported',
+      param: 'mask',
+    });
   });
 
-  it('the spec declares the gateway\'s bounds as the code has them', () => {
+  it("the spec declares the gateway's bounds as the code has them", () => {
     const gateway = loadOpenApiDocument('gateway') as unknown as { components: { schemas: Record<string, Record<string, unknown>> } };
     const text = JSON.stringify(gateway);
     const inputImages = gateway.components.schemas.InputImages as { maxItems: number; description: string };
@@ -113,7 +157,8 @@ describe('input limits (pure)', () => {
 });
 
 describe('inputs fetched by the upstream (delivery url) need a public PUBLIC_BASE_URL', () => {
-  const imagesWith = (deps: Partial<ConstructorParameters<typeof ImagesService>[0]>) => new ImagesService(deps as ConstructorParameters<typeof ImagesService>[0]);
+  const imagesWith = (deps: Partial<ConstructorParameters<typeof ImagesService>[0]>) =>
+    new ImagesService(deps as ConstructorParameters<typeof ImagesService>[0]);
 
   it('ImagesService says why its URLs are not reachable from outside', () => {
     expect(imagesWith({}).publicUrlProblem()).toMatch(/PUBLIC_BASE_URL is not set/);
@@ -129,10 +174,14 @@ describe('inputs fetched by the upstream (delivery url) need a public PUBLIC_BAS
 
   it('the intake refuses a url-delivery model with 422 image_input_public_url_required naming the setting, before reading any input', async () => {
     const inputs = new InputImages({ images: imagesWith({ publicBaseUrl: 'http://127.0.0.1:8080' }) });
-    const refusal = await inputs.intake({ kind: 'key', id: 'key_x' }, 'jimeng-4.0', JIMENG_LIKE, { images: ['https://127.0.0.1/never-fetched.png'] }).catch((error: unknown) => error);
+    const refusal = await inputs
+      .intake({ kind: 'key', id: 'key_x' }, 'jimeng-4.0', JIMENG_LIKE, { images: ['https://127.0.0.1/never-fetched.png'] })
+      .catch((error: unknown) => error);
     expect(refusal).toMatchObject({ code: 'image_input_public_url_required', param: 'images', message: expect.stringContaining('PUBLIC_BASE_URL') });
     // Inline models do not need it.
-    const inline = await new InputImages({ images: imagesWith({}) }).intake({ kind: 'key', id: 'key_x' }, 'm', ARK_LIKE, { images: [dataUri(testPng(20, 20))] });
+    const inline = await new InputImages({ images: imagesWith({}) }).intake({ kind: 'key', id: 'key_x' }, 'm', ARK_LIKE, {
+      images: [dataUri(testPng(20, 20))],
+    });
     expect(inline?.images[0]?.header).toMatchObject({ format: 'png', width: 20, height: 20 });
   });
 });

@@ -20,20 +20,52 @@ describe('imageOptionsFor', () => {
   };
 
   it('sends what the model documents for the endpoint, leaves out the rest', () => {
-    const options = { background: 'transparent', output_format: 'webp', output_compression: 80, moderation: 'low', style: 'vivid', input_fidelity: 'high', quality: 'high' };
+    const options = {
+      background: 'transparent',
+      output_format: 'webp',
+      output_compression: 80,
+      moderation: 'low',
+      style: 'vivid',
+      input_fidelity: 'high',
+      quality: 'high',
+    };
     // Generations: no input_fidelity (edits only), no style (dall-e-3 only).
-    expect(imageOptionsFor('gpt-image-1', spec('gpt-image-1'), options, false)).toEqual({ background: 'transparent', output_format: 'webp', output_compression: 80, moderation: 'low', quality: 'high' });
+    expect(imageOptionsFor('gpt-image-1', spec('gpt-image-1'), options, false)).toEqual({
+      background: 'transparent',
+      output_format: 'webp',
+      output_compression: 80,
+      moderation: 'low',
+      quality: 'high',
+    });
     // Edits: no moderation (OpenAI's edits take none); input_fidelity on gpt-image-1, not on gpt-image-1-mini.
-    expect(imageOptionsFor('gpt-image-1', spec('gpt-image-1'), options, true)).toEqual({ background: 'transparent', output_format: 'webp', output_compression: 80, input_fidelity: 'high', quality: 'high' });
+    expect(imageOptionsFor('gpt-image-1', spec('gpt-image-1'), options, true)).toEqual({
+      background: 'transparent',
+      output_format: 'webp',
+      output_compression: 80,
+      input_fidelity: 'high',
+      quality: 'high',
+    });
     expect(imageOptionsFor('gpt-image-1-mini', spec('gpt-image-1-mini'), options, true)).not.toHaveProperty('input_fidelity');
     expect(imageOptionsFor('dall-e-3', spec('dall-e-3'), { ...options, quality: 'hd' }, false)).toEqual({ style: 'vivid', quality: 'hd' });
   });
 
   it('a documented option with a value the model does not take is 400 invalid_request naming it', () => {
-    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { background: 'blue' }, false))).toEqual({ code: 'invalid_request', param: 'background' });
-    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { output_compression: 101 }, false))).toEqual({ code: 'invalid_request', param: 'output_compression' });
-    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { output_compression: 'high' }, false))).toEqual({ code: 'invalid_request', param: 'output_compression' });
-    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { input_fidelity: 'medium' }, true))).toEqual({ code: 'invalid_request', param: 'input_fidelity' });
+    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { background: 'blue' }, false))).toEqual({
+      code: 'invalid_request',
+      param: 'background',
+    });
+    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { output_compression: 101 }, false))).toEqual({
+      code: 'invalid_request',
+      param: 'output_compression',
+    });
+    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { output_compression: 'high' }, false))).toEqual({
+      code: 'invalid_request',
+      param: 'output_compression',
+    });
+    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { input_fidelity: 'medium' }, true))).toEqual({
+      code: 'invalid_request',
+      param: 'input_fidelity',
+    });
     expect(refusal(() => imageOptionsFor('dall-e-3', spec('dall-e-3'), { style: 'bold' }, false))).toEqual({ code: 'invalid_request', param: 'style' });
   });
 
@@ -43,12 +75,22 @@ describe('imageOptionsFor', () => {
   });
 
   it('background transparent needs output_format png or webp', () => {
-    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { background: 'transparent', output_format: 'jpeg' }, false))).toEqual({ code: 'invalid_request', param: 'background' });
+    expect(refusal(() => imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { background: 'transparent', output_format: 'jpeg' }, false))).toEqual({
+      code: 'invalid_request',
+      param: 'background',
+    });
     expect(imageOptionsFor('gpt-image-1', spec('gpt-image-1'), { background: 'transparent' }, false)).toEqual({ background: 'transparent' });
   });
 
   it('a model without rules (or none the tables know) takes nothing and refuses nothing', () => {
-    expect(imageOptionsFor('jimeng-4.5', modelSpecOfEntry({ provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128' }), { background: 'blue' }, false)).toEqual({});
+    expect(
+      imageOptionsFor(
+        'jimeng-4.5',
+        modelSpecOfEntry({ provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128' }),
+        { background: 'blue' },
+        false,
+      ),
+    ).toEqual({});
     expect(imageOptionsFor('custom', undefined, { background: 'blue', output_compression: 500 }, false)).toEqual({});
   });
 });

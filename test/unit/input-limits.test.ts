@@ -5,7 +5,7 @@ import { SEEDREAM_4_INPUT_LIMITS } from '../helpers/documented-limits';
 const inputs = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)?.input_limits;
 
 describe('model input-image limits (pure)', () => {
-  it('the default catalog carries each upstream\'s documented input limits', () => {
+  it("the default catalog carries each upstream's documented input limits", () => {
     expect(inputs('jimeng-4.5')).toEqual(SEEDREAM_4_INPUT_LIMITS);
     expect(inputs('jimeng-4.0')).toEqual({
       max_images: 10,
@@ -20,7 +20,13 @@ describe('model input-image limits (pure)', () => {
     });
     // Jimeng 3.1 is text to image only.
     expect(inputs('jimeng-3.1')).toBeUndefined();
-    expect(inputs('local-1')).toEqual({ max_images: 4, formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'], max_bytes: 10_000_000, mask: true, delivery: 'inline' });
+    expect(inputs('local-1')).toEqual({
+      max_images: 4,
+      formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'],
+      max_bytes: 10_000_000,
+      mask: true,
+      delivery: 'inline',
+    });
   });
 
   it('Seedream 4.0 (dated ids) has the same inputs as 4.5; models the table does not know take none', () => {
@@ -29,11 +35,25 @@ describe('model input-image limits (pure)', () => {
     expect(upstreamLimitsOf('black-forest-labs/flux-dev')).toEqual({});
   });
 
-  it('catalog entries inherit their upstream model\'s input limits, may set their own or none (null)', () => {
+  it("catalog entries inherit their upstream model's input limits, may set their own or none (null)", () => {
     const [ark, own, none, unknown] = parseCatalog([
       { model: 's40', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 1, default_size: '2048x2048' },
-      { model: 'own', provider: 'openai', upstream_model: 'gpt-image-1', credits_per_image: 1, input_limits: { max_images: 16, formats: ['png', 'webp', 'jpeg'], max_bytes: 50_000_000, mask: true } },
-      { model: 'text-only', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '2048x2048', input_limits: null },
+      {
+        model: 'own',
+        provider: 'openai',
+        upstream_model: 'gpt-image-1',
+        credits_per_image: 1,
+        input_limits: { max_images: 16, formats: ['png', 'webp', 'jpeg'], max_bytes: 50_000_000, mask: true },
+      },
+      {
+        model: 'text-only',
+        provider: 'jimeng',
+        transport: 'ark',
+        upstream_model: 'doubao-seedream-4-5-251128',
+        credits_per_image: 1,
+        default_size: '2048x2048',
+        input_limits: null,
+      },
       { model: 'plain', provider: 'openai', credits_per_image: 1 },
     ]);
     expect(ark!.input_limits).toEqual(inputs('jimeng-4.5'));

@@ -22,10 +22,12 @@ import {
 const bounds = { min_pixels: 256, max_pixels: 1_048_576, min_ratio: 1 / 64, max_ratio: 64 };
 const catalog: ReadonlyMap<string, CatalogModel> = new Map<string, CatalogModel>([
   ['local-1', { model: 'local-1', provider: 'local', upstream_model: 'local-1', credits_per_image: 1, default_size: '256x256', size_bounds: bounds }],
-  ['seedream', { model: 'seedream', provider: 'jimeng', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 4, default_size: '2048x2048', transport: 'ark' }],
+  [
+    'seedream',
+    { model: 'seedream', provider: 'jimeng', upstream_model: 'doubao-seedream-4-0-250828', credits_per_image: 4, default_size: '2048x2048', transport: 'ark' },
+  ],
   ['dall-e', { model: 'dall-e', provider: 'openai', upstream_model: 'dall-e-3', credits_per_image: 8, default_size: '1024x1024' }],
 ]);
-
 
 function policy(overrides: Partial<ClientKeyPolicy> = {}): ClientKeyPolicy {
   return { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, promptRules: null, ...overrides };
@@ -131,20 +133,41 @@ describe('policyResource and clientKeyPolicy', () => {
   it('clientKeyPolicy is the same policy in the request-time shape', () => {
     const columns = newKeyPolicyColumns({ max_concurrent: 4, allowed_ips: ['::1'], allowed_models: [], alert_thresholds: [90] }, catalog);
     expect(clientKeyPolicy(columns)).toEqual({ maxConcurrent: 4, allowedIps: ['::1'], allowedModels: [], alertThresholds: [90], promptRules: null });
-    expect(clientKeyPolicy(newKeyPolicyColumns({}, catalog))).toEqual({ maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: [80, 100], promptRules: null });
+    expect(clientKeyPolicy(newKeyPolicyColumns({}, catalog))).toEqual({
+      maxConcurrent: null,
+      allowedIps: null,
+      allowedModels: null,
+      alertThresholds: [80, 100],
+      promptRules: null,
+    });
   });
 
   it('prompt rules: stored with ids, compiled once for requests; checkPromptRules refuses with the rule, never the text', () => {
-    const columns = newKeyPolicyColumns({ prompt_rules: [{ id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' }, { kind: 'max_length', max: 20 }] }, catalog);
+    const columns = newKeyPolicyColumns(
+      {
+        prompt_rules: [
+          { id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' },
+          { kind: 'max_length', max: 20 },
+        ],
+      },
+      catalog,
+    );
     const stored = policyResource(columns).prompt_rules;
-    expect(stored).toEqual([{ id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' }, { id: expect.stringMatching(/^gr_/), kind: 'max_length', max: 20 }]);
+    expect(stored).toEqual([
+      { id: 'gr_brand', kind: 'blocked_term', term: 'AcmeCola' },
+      { id: expect.stringMatching(/^gr_/), kind: 'max_length', max: 20 },
+    ]);
     const policy = clientKeyPolicy(columns);
-    expect(() => checkPromptRules(policy, 'a can of ACMECOLA')).toThrow(expect.objectContaining({ code: 'prompt_blocked', param: 'prompt', message: expect.stringContaining('gr_brand') }));
+    expect(() => checkPromptRules(policy, 'a can of ACMECOLA')).toThrow(
+      expect.objectContaining({ code: 'prompt_blocked', param: 'prompt', message: expect.stringContaining('gr_brand') }),
+    );
     expect(thrownApiError(() => checkPromptRules(policy, 'a can of ACMECOLA')).message).not.toContain('ACMECOLA');
     expect(thrownApiError(() => checkPromptRules(policy, 'x'.repeat(21))).message).toContain(stored![1]!.id as string);
     expect(() => checkPromptRules(policy, 'a can of soda')).not.toThrow();
     expect(() => checkPromptRules(clientKeyPolicy(newKeyPolicyColumns({}, catalog)), 'anything at all')).not.toThrow();
-    expect(thrownApiError(() => newKeyPolicyColumns({ prompt_rules: [{ kind: 'blocked_pattern', pattern: '(a)\\1' }] }, catalog)).param).toBe('prompt_rules[0].pattern');
+    expect(thrownApiError(() => newKeyPolicyColumns({ prompt_rules: [{ kind: 'blocked_pattern', pattern: '(a)\\1' }] }, catalog)).param).toBe(
+      'prompt_rules[0].pattern',
+    );
   });
 });
 
@@ -236,7 +259,14 @@ describe('modelsForKey and modelForKey', () => {
   });
 
   it('modelForKey answers one model the key may use', () => {
-    expect(modelForKey(everything, catalog, 'dall-e')).toEqual({ id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8 });
+    expect(modelForKey(everything, catalog, 'dall-e')).toEqual({
+      id: 'dall-e',
+      object: 'model',
+      created: 0,
+      owned_by: 'openai',
+      default_size: '1024x1024',
+      credits_per_image: 8,
+    });
   });
 
   it('modelForKey: 404 model_not_found for a model the catalog lacks, even when the key could not use it anyway', () => {

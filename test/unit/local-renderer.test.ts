@@ -3,8 +3,16 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LocalProvider } from '../../src/providers/local/local.provider';
 import type { ProviderRequest } from '../../src/providers/provider';
 
-const request = (overrides: Partial<ProviderRequest> = {}): ProviderRequest =>
-  ({ prompt: 'a lighthouse at dawn', upstreamModel: 'local-1', n: 1, width: 256, height: 256, seed: 7, responseFormat: 'b64_json', ...overrides });
+const request = (overrides: Partial<ProviderRequest> = {}): ProviderRequest => ({
+  prompt: 'a lighthouse at dawn',
+  upstreamModel: 'local-1',
+  n: 1,
+  width: 256,
+  height: 256,
+  seed: 7,
+  responseFormat: 'b64_json',
+  ...overrides,
+});
 
 describe('the local renderer', () => {
   it('leaves the event loop free while it renders: other work runs between its slices', async () => {
@@ -34,7 +42,10 @@ describe('the local renderer', () => {
 
   it('is deterministic: the same prompt and seed give the same PNG, another seed another', async () => {
     const signal = new AbortController().signal;
-    const digest = async (seed: number) => createHash('sha256').update((await new LocalProvider().generate(request({ seed }), signal))[0]!.b64Json!).digest('hex');
+    const digest = async (seed: number) =>
+      createHash('sha256')
+        .update((await new LocalProvider().generate(request({ seed }), signal))[0]!.b64Json!)
+        .digest('hex');
     expect(await digest(7)).toBe(await digest(7));
     expect(await digest(7)).not.toBe(await digest(8));
   });

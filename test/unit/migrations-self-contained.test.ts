@@ -62,7 +62,7 @@ describe('migrations are self-contained', () => {
       "type H = import('../../h').H;",
       'const i = require(name);',
       "// import { no } from 'comment';",
-      "const text = \"import { no } from 'string'\";",
+      'const text = "import { no } from \'string\'";',
     ].join('\n');
     expect(importSpecifiers(source)).toEqual(['kysely', '../database', '../../usage/x', '../../e', '../../f', '../../g', '../../h', '<computed: name>']);
   });

@@ -14,7 +14,15 @@ const MODELS = ['m1', 'm2', 'm3', 'm4', 'm5'];
 
 const catalogArb = fc
   .uniqueArray(fc.record({ model: fc.constantFrom(...MODELS), provider: fc.constantFrom(...PROVIDERS) }), { selector: (entry) => entry.model, minLength: 1 })
-  .map((entries) => new Map(entries.map((entry): [string, CatalogModel] => [entry.model, { ...entry, upstream_model: entry.model, credits_per_image: 1, default_size: '1024x1024' }])));
+  .map(
+    (entries) =>
+      new Map(
+        entries.map((entry): [string, CatalogModel] => [
+          entry.model,
+          { ...entry, upstream_model: entry.model, credits_per_image: 1, default_size: '1024x1024' },
+        ]),
+      ),
+  );
 
 const keyArb = fc.record({
   allowedProviders: fc.uniqueArray(fc.constantFrom(...PROVIDERS), { minLength: 1 }),
@@ -35,7 +43,13 @@ describe('model permission: every caller answers as the rule does', () => {
   it('admission, the model list and the model lookup', () => {
     fc.assert(
       fc.property(catalogArb, keyArb, (catalog, permissions) => {
-        const policy: ClientKeyPolicy = { maxConcurrent: null, allowedIps: null, allowedModels: permissions.allowedModels, alertThresholds: [], promptRules: null };
+        const policy: ClientKeyPolicy = {
+          maxConcurrent: null,
+          allowedIps: null,
+          allowedModels: permissions.allowedModels,
+          alertThresholds: [],
+          promptRules: null,
+        };
         const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy };
         const listed = new Set(modelsForKey(key, catalog).map((model) => model.id));
         for (const entry of catalog.values()) {

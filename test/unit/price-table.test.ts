@@ -63,7 +63,11 @@ describe('parsePriceTable', () => {
 
 describe('the books under price tables (property)', () => {
   const row = fc.record(
-    { credits: fc.integer({ min: 0, max: 50 }), max_pixels: fc.integer({ min: 1, max: 4096 * 4096 }), quality: fc.constantFrom('low', 'medium', 'high', 'standard', 'hd') },
+    {
+      credits: fc.integer({ min: 0, max: 50 }),
+      max_pixels: fc.integer({ min: 1, max: 4096 * 4096 }),
+      quality: fc.constantFrom('low', 'medium', 'high', 'standard', 'hd'),
+    },
     { requiredKeys: ['credits'] },
   );
   it('a generation that reserved n images at its price and delivered k keeps exactly k × price', () => {

@@ -10,7 +10,7 @@ describe('the provider registry and the spec', () => {
   const schemas = (loadOpenApiDocument('gateway') as unknown as { components: { schemas: Record<string, TransportSchema> } }).components.schemas;
   const sorted = (values: readonly string[]) => [...values].sort();
 
-  it('a Channel\'s transport is one of the registry\'s formats, and every format is one', () => {
+  it("a Channel's transport is one of the registry's formats, and every format is one", () => {
     expect(sorted(schemas.Channel!.properties.transport.enum)).toEqual(sorted(FORMATS.map((descriptor) => descriptor.format)));
   });
 
@@ -21,7 +21,7 @@ describe('the provider registry and the spec', () => {
 });
 
 describe('calls per request (formats.ts callsOfEntry: the one rule the failover, the task journal and the charges share)', () => {
-  it('one per image, one for n, and one for n up to a model\'s images per call', () => {
+  it("one per image, one for n, and one for n up to a model's images per call", () => {
     expect(callsOfEntry({ provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128' }, 3)).toBe(3);
     expect(callsOfEntry({ provider: 'fal', upstream_model: 'fal-ai/flux/dev' }, 3)).toBe(1);
     expect(callsOfEntry({ provider: 'openai', upstream_model: 'gpt-image-1' }, 10)).toBe(1);

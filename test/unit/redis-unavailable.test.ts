@@ -5,7 +5,12 @@ import { freePort } from '../helpers/throwaway-servers';
 /** Which errors of a Redis call are an outage (503, /readyz) and which are bugs (500). */
 describe('isRedisUnavailable', () => {
   it('is true for what ioredis throws when nothing listens, with no offline queue', async () => {
-    const redis = new Redis(`redis://127.0.0.1:${await freePort()}`, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
+    const redis = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      lazyConnect: true,
+      retryStrategy: () => null,
+    });
     redis.on('error', () => undefined);
     const error = await redis.get('k').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);

@@ -5,7 +5,7 @@ import { checkSize, sizeOutOfBounds, upstreamModelSpec, upstreamSeed } from '../
 const bounds = (model: string) => DEFAULT_CATALOG.find((m) => m.model === model)?.size_bounds;
 
 describe('model size bounds (pure)', () => {
-  it('the default catalog carries each upstream\'s documented bounds', () => {
+  it("the default catalog carries each upstream's documented bounds", () => {
     expect(bounds('jimeng-4.5')).toEqual({ min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 });
     // Jimeng 4.0 takes [1/16, 16) when min_ratio / max_ratio are sent (visual-transport.ts sends them outside 1/3…3).
     expect(bounds('jimeng-4.0')).toEqual({ min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 16, max_ratio: 16, max_ratio_exclusive: true });
@@ -51,21 +51,37 @@ describe('model size bounds (pure)', () => {
     expect(() => checkSize('flux', 1, 99999, undefined)).not.toThrow();
   });
 
-  it('catalog entries inherit their upstream model\'s bounds (dated Ark ids too), may set their own, and a default size outside them is a startup error', () => {
+  it("catalog entries inherit their upstream model's bounds (dated Ark ids too), may set their own, and a default size outside them is a startup error", () => {
     const [ark, own, exclusive] = parseCatalog([
       { model: 's45', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-260101', credits_per_image: 1, default_size: '2048x2048' },
       { model: 'own', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2 } },
-      { model: 'below', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2, max_ratio_exclusive: true } },
+      {
+        model: 'below',
+        provider: 'x',
+        credits_per_image: 1,
+        size_bounds: { min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2, max_ratio_exclusive: true },
+      },
     ]);
     expect(exclusive!.size_bounds).toMatchObject({ max_ratio: 2, max_ratio_exclusive: true });
     expect(sizeOutOfBounds(2000, 1000, exclusive!.size_bounds!)).toMatch(/below 2/);
-    expect(() => parseCatalog([{ model: 'x', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 1, max_pixels: 9, min_ratio: 1, max_ratio: 1, max_ratio_exclusive: 'yes' } }])).toThrow(/max_ratio_exclusive/);
+    expect(() =>
+      parseCatalog([
+        {
+          model: 'x',
+          provider: 'x',
+          credits_per_image: 1,
+          size_bounds: { min_pixels: 1, max_pixels: 9, min_ratio: 1, max_ratio: 1, max_ratio_exclusive: 'yes' },
+        },
+      ]),
+    ).toThrow(/max_ratio_exclusive/);
     expect(ark!.size_bounds).toEqual(upstreamModelSpec('doubao-seedream-4-5-251128')!.sizes);
     expect(own!.size_bounds).toEqual({ min_pixels: 1, max_pixels: 4_000_000, min_ratio: 0.5, max_ratio: 2 });
-    expect(() => parseCatalog([{ model: 's45', provider: 'jimeng', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '1024x1024' }])).toThrow(
-      /default_size.*outside the model's size bounds/,
-    );
-    expect(() => parseCatalog([{ model: 'x', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 5, max_pixels: 1, min_ratio: 1, max_ratio: 1 } }])).toThrow(/minimum above its maximum/);
+    expect(() =>
+      parseCatalog([{ model: 's45', provider: 'jimeng', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 1, default_size: '1024x1024' }]),
+    ).toThrow(/default_size.*outside the model's size bounds/);
+    expect(() =>
+      parseCatalog([{ model: 'x', provider: 'x', credits_per_image: 1, size_bounds: { min_pixels: 5, max_pixels: 1, min_ratio: 1, max_ratio: 1 } }]),
+    ).toThrow(/minimum above its maximum/);
   });
 });
 
@@ -85,9 +101,27 @@ describe('parameters sent per upstream model (pure)', () => {
   it('visual submit bodies: v40 force_single and no seed, v31 seed and no force_single, catalog options last', () => {
     const request = { prompt: 'p', n: 1, width: 2048, height: 2048, seed: 3, responseFormat: 'url' as const };
     expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v40', upstreamOptions: { scale: 0.3 } }, 0)).toEqual({
-      req_key: 'jimeng_t2i_v40', prompt: 'p', width: 2048, height: 2048, force_single: true, scale: 0.3,
+      req_key: 'jimeng_t2i_v40',
+      prompt: 'p',
+      width: 2048,
+      height: 2048,
+      force_single: true,
+      scale: 0.3,
     });
-    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v31' }, 1)).toEqual({ req_key: 'jimeng_t2i_v31', prompt: 'p', width: 2048, height: 2048, seed: 4 });
-    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v99' }, 0)).toEqual({ req_key: 'jimeng_t2i_v99', prompt: 'p', width: 2048, height: 2048, seed: 3, force_single: true });
+    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v31' }, 1)).toEqual({
+      req_key: 'jimeng_t2i_v31',
+      prompt: 'p',
+      width: 2048,
+      height: 2048,
+      seed: 4,
+    });
+    expect(submitBody({ ...request, upstreamModel: 'jimeng_t2i_v99' }, 0)).toEqual({
+      req_key: 'jimeng_t2i_v99',
+      prompt: 'p',
+      width: 2048,
+      height: 2048,
+      seed: 3,
+      force_single: true,
+    });
   });
 });

@@ -79,10 +79,12 @@ describe('StatementBatcher', () => {
     const { batcher, calls } = recordingBatcher({ maxBatch: 10, lanes: 1 }, new Set([3]));
     const first = batcher.submit(1);
     await turn();
-    const rest = [2, 3, 4].map((item) => batcher.submit(item).then(
-      (value) => ({ value }),
-      (error: Error) => ({ error: error.message }),
-    ));
+    const rest = [2, 3, 4].map((item) =>
+      batcher.submit(item).then(
+        (value) => ({ value }),
+        (error: Error) => ({ error: error.message }),
+      ),
+    );
     calls[0]!.release();
     await first;
     await turn();

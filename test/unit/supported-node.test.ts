@@ -30,7 +30,13 @@ describe('supported Node.js lines', () => {
     expect(unsupportedNode('v20.20.2', command)).toContain(`node_modules/.bin: ${command}`);
     // From elsewhere (a folder that holds no part of the checkout, wherever that is), absolute paths; without the shipped Node, how to get one.
     const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-elsewhere-'));
-    expect(commandThatWorks(argv.map((arg, i) => (i === 1 ? path.join(root, arg) : arg)), elsewhere, shipped)).toMatch(new RegExp(`^${shipped} ${root}/bin/creative-gateway.js keys`));
+    expect(
+      commandThatWorks(
+        argv.map((arg, i) => (i === 1 ? path.join(root, arg) : arg)),
+        elsewhere,
+        shipped,
+      ),
+    ).toMatch(new RegExp(`^${shipped} ${root}/bin/creative-gateway.js keys`));
     expect(commandThatWorks(argv, root, path.join(root, 'no-such-node'))).toBeUndefined();
     expect(unsupportedNode('v20.20.2', undefined)).toContain('Install one of them');
   });

@@ -70,7 +70,10 @@ describe('latency histogram (issue #28: percentiles from summed rollup histogram
 
 describe('usage query parsing', () => {
   it('ranges: whole hours, to after from, at most 366 days, hour buckets at most 31 days', () => {
-    expect(parseRange('2026-11-01T00:00:00Z', '2026-11-02T05:00:00+01:00', undefined)).toEqual({ from: at('2026-11-01T00:00:00Z'), to: at('2026-11-02T04:00:00Z') });
+    expect(parseRange('2026-11-01T00:00:00Z', '2026-11-02T05:00:00+01:00', undefined)).toEqual({
+      from: at('2026-11-01T00:00:00Z'),
+      to: at('2026-11-02T04:00:00Z'),
+    });
     expect(paramOf(() => parseRange('2026-11-01T00:00:01Z', '2026-11-02T00:00:00Z', undefined))).toBe('from');
     expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-02T00:30:00Z', undefined))).toBe('to');
     expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z', undefined))).toBe('to');

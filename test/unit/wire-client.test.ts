@@ -28,9 +28,32 @@ const anyAddress = { pollIntervalMs: 5, publicOnly: false };
 const publicOnly = { pollIntervalMs: 5, publicOnly: true };
 const signal = () => new AbortController().signal;
 
-const visualRequest = (prompt: string): ProviderRequest => ({ prompt, upstreamModel: 'jimeng_t2i_v40', transport: 'visual', n: 1, width: 2048, height: 2048, responseFormat: 'b64_json' });
-const arkRequest = (prompt: string, n: number): ProviderRequest => ({ prompt, upstreamModel: 'doubao-seedream-4-5-251128', transport: 'ark', n, width: 2048, height: 2048, responseFormat: 'b64_json' });
-const openaiRequest = (prompt: string, n: number): ProviderRequest => ({ prompt, upstreamModel: 'gpt-image-1', n, width: 1024, height: 1024, responseFormat: 'b64_json' });
+const visualRequest = (prompt: string): ProviderRequest => ({
+  prompt,
+  upstreamModel: 'jimeng_t2i_v40',
+  transport: 'visual',
+  n: 1,
+  width: 2048,
+  height: 2048,
+  responseFormat: 'b64_json',
+});
+const arkRequest = (prompt: string, n: number): ProviderRequest => ({
+  prompt,
+  upstreamModel: 'doubao-seedream-4-5-251128',
+  transport: 'ark',
+  n,
+  width: 2048,
+  height: 2048,
+  responseFormat: 'b64_json',
+});
+const openaiRequest = (prompt: string, n: number): ProviderRequest => ({
+  prompt,
+  upstreamModel: 'gpt-image-1',
+  n,
+  width: 1024,
+  height: 1024,
+  responseFormat: 'b64_json',
+});
 
 describe('wireClient', () => {
   let visual: FakeVisual;
@@ -54,7 +77,12 @@ describe('wireClient', () => {
   it('maps each wire format to its client, with the account and settings', async () => {
     expect(wireClient({ format: 'local', provider: 'local' }, anyAddress)).toBeInstanceOf(LocalProvider);
 
-    const visualAccount = { format: 'visual', provider: 'jimeng', baseUrl: visual.url, credentials: { access_key_id: VISUAL.accessKeyId, secret_access_key: VISUAL.secretAccessKey } };
+    const visualAccount = {
+      format: 'visual',
+      provider: 'jimeng',
+      baseUrl: visual.url,
+      credentials: { access_key_id: VISUAL.accessKeyId, secret_access_key: VISUAL.secretAccessKey },
+    };
     const visualClient = wireClient(visualAccount, anyAddress);
     expect(visualClient).toBeInstanceOf(VisualTransport);
     // Signed with the account's keys, at its endpoint.
@@ -94,7 +122,9 @@ describe('wireClient', () => {
     expect(await arkChannel(anyAddress).generate(arkRequest('channel two', 2), signal())).toHaveLength(2);
     expect(arkCalls('channel two')).toHaveLength(2);
     expect(() => apiChannelClient(channel('visual', visual.url), { api_key: 'k' }, publicOnly)).toThrow('visual channels need access_key_id');
-    expect(() => apiChannelClient(channel('images-api', openai.url), { access_key_id: 'AK', secret_access_key: 'SK' }, publicOnly)).toThrow('images-api channels need api_key');
+    expect(() => apiChannelClient(channel('images-api', openai.url), { access_key_id: 'AK', secret_access_key: 'SK' }, publicOnly)).toThrow(
+      'images-api channels need api_key',
+    );
   });
 
   it("gives each environment account's channel its own client from the same map; jimeng is known without accounts", async () => {

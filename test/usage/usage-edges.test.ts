@@ -13,12 +13,12 @@ function csvRecords(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
+      if (c === '"' && text[i + 1] === '"') ((field += '"'), i++);
       else if (c === '"') quoted = false;
       else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') record.push(field), (field = '');
-    else if (c === '\r' && text[i + 1] === '\n') record.push(field), records.push(record), (record = []), (field = ''), i++;
+    else if (c === ',') (record.push(field), (field = ''));
+    else if (c === '\r' && text[i + 1] === '\n') (record.push(field), records.push(record), (record = []), (field = ''), i++);
     else field += c;
   }
   return records;
@@ -81,7 +81,17 @@ describe('usage report edges (getUsageReport)', () => {
     const day = bucketStartOf(t.clock.now(), 'day') - 86_400_000;
     await t.gateway.database.db
       .insertInto('usage_day_totals')
-      .values({ day_start: day, model: 'retired-model', provider: 'local', channel_id: '', status: 'succeeded', error_code: '', requests: 4, images: 4, credits: 4 })
+      .values({
+        day_start: day,
+        model: 'retired-model',
+        provider: 'local',
+        channel_id: '',
+        status: 'succeeded',
+        error_code: '',
+        requests: 4,
+        images: 4,
+        credits: 4,
+      })
       .execute();
     const res = await t.api.send('get', `/admin/usage?from=${new Date(day).toISOString()}&to=${new Date(day + 86_400_000).toISOString()}&model=retired-model`, {
       headers: bearer(ADMIN_SECRET),

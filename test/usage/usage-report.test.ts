@@ -88,7 +88,9 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   /** Whole days around now: questions about keys, owners and metadata then read the per-day table (usage_key_days). */
   const overDays = async (query: string) => {
     const day = bucketStartOf(t.clock.now(), 'day');
-    const res = await t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, { headers: bearer(adminSecret()) });
+    const res = await t.api.send('get', `/admin/usage?from=${new Date(day - DAY).toISOString()}&to=${new Date(day + 2 * DAY).toISOString()}${query}`, {
+      headers: bearer(adminSecret()),
+    });
     // On a refusal the message shows the envelope and the gateway's error log lines.
     const errors = () => t.logs.filter((line) => Number((JSON.parse(line) as { level?: number }).level) >= 50);
     expect([res.status, res.status === 200 ? 'ok' : { body: res.body, errors: errors() }]).toEqual([200, 'ok']);
@@ -105,14 +107,34 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect(res.status).toBe(200);
     const used = await usedCredits();
     const rows = res.body.data as UsageRow[];
-    expect(rows.map((row) => row.key_id).sort()).toEqual(Object.values(keys).map((k) => k.id).sort());
+    expect(rows.map((row) => row.key_id).sort()).toEqual(
+      Object.values(keys)
+        .map((k) => k.id)
+        .sort(),
+    );
     for (const row of rows) expect([row.key_id, row.credits_charged]).toEqual([row.key_id, used.get(row.key_id as string)]);
     // alice1: 2 + 1 credits (local), a refused Ark call (0); alice2: a running cancel kept 1, the queued one 0, 1 async success;
     // bob: 3 (Ark) and two synchronous cancels that kept 3 and 2.
     const byKey = new Map(rows.map((row) => [row.key_id, row]));
     expect(byKey.get(keys.alice1.id)).toMatchObject({ requests: 3, succeeded: 2, failed: 1, canceled: 0, images_delivered: 3, credits_charged: 3 });
-    expect(byKey.get(keys.alice2.id)).toMatchObject({ requests: 3, succeeded: 1, failed: 0, canceled: 2, images_delivered: 1, credits_charged: 2, failures: { canceled: 2 } });
-    expect(byKey.get(keys.bob.id)).toMatchObject({ requests: 3, succeeded: 1, failed: 0, canceled: 2, images_delivered: 1, credits_charged: 8, failures: { canceled: 2 } });
+    expect(byKey.get(keys.alice2.id)).toMatchObject({
+      requests: 3,
+      succeeded: 1,
+      failed: 0,
+      canceled: 2,
+      images_delivered: 1,
+      credits_charged: 2,
+      failures: { canceled: 2 },
+    });
+    expect(byKey.get(keys.bob.id)).toMatchObject({
+      requests: 3,
+      succeeded: 1,
+      failed: 0,
+      canceled: 2,
+      images_delivered: 1,
+      credits_charged: 8,
+      failures: { canceled: 2 },
+    });
     expect(Object.keys(byKey.get(keys.alice1.id)?.failures ?? {})).toHaveLength(1);
     // The same from the per-day table, and per owner and team too.
     expect((await overDays('&group_by=key')).body.data).toEqual(rows);
@@ -203,14 +225,24 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   });
 
   it('an empty range answers one zero row, and groups answer none', async () => {
-    const ask = (extra: string) => t.api.send('get', `/admin/usage?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z${extra}`, { headers: bearer(adminSecret()) });
+    const ask = (extra: string) =>
+      t.api.send('get', `/admin/usage?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z${extra}`, { headers: bearer(adminSecret()) });
     expect((await ask('')).body.data).toEqual([
-      { requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0, failures: {}, latency_ms: { p50: null, p95: null, p99: null } },
+      {
+        requests: 0,
+        succeeded: 0,
+        failed: 0,
+        canceled: 0,
+        images_delivered: 0,
+        credits_charged: 0,
+        failures: {},
+        latency_ms: { p50: null, p95: null, p99: null },
+      },
     ]);
     expect((await ask('&group_by=key')).body).toEqual({ data: [], next_cursor: null });
   });
 
-  it('a synchronous run giving back the calls it had not sent takes the refund off its cancel\'s rollup row', async () => {
+  it("a synchronous run giving back the calls it had not sent takes the refund off its cancel's rollup row", async () => {
     const db = t.gateway.database.db;
     const row = await findGeneration(db, twoImagesId);
     expect(row).toMatchObject({ status: 'canceled' });

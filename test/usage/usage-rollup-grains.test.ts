@@ -57,17 +57,33 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
   afterAll(() => t.close());
 
   const ask = async (from: number, to: number, query: string): Promise<Row[]> => {
-    const res = await t.api.send('get', `/admin/usage?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}${query.includes('limit=') ? '' : '&limit=1000'}${query}`, { headers: bearer(ADMIN_SECRET) });
+    const res = await t.api.send(
+      'get',
+      `/admin/usage?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}${query.includes('limit=') ? '' : '&limit=1000'}${query}`,
+      { headers: bearer(ADMIN_SECRET) },
+    );
     expect([query, res.status, res.status === 200 ? null : res.body]).toEqual([query, 200, null]);
     return res.body.data as Row[];
   };
   const asMap = (rows: Row[], fields: ReadonlyArray<keyof Row>) =>
-    new Map(rows.map((row) => [JSON.stringify(fields.map((field) => row[field] ?? null)), Object.fromEntries([...SUMS, 'failures'].map((f) => [f, row[f as keyof Row]]))]));
+    new Map(
+      rows.map((row) => [
+        JSON.stringify(fields.map((field) => row[field] ?? null)),
+        Object.fromEntries([...SUMS, 'failures'].map((f) => [f, row[f as keyof Row]])),
+      ]),
+    );
 
   it('the SQL month start the settlement writes equals bucketStartOf(t, "month"), leap years and month ends included', async () => {
     const db = t.gateway.database.db;
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    const times = ['2024-02-29T23:59:59.999Z', '2024-03-01T00:00:00.000Z', '2026-11-30T23:00:00.000Z', '2026-12-31T23:59:59.999Z', '2027-01-01T00:00:00.000Z', '2100-02-28T12:00:00.000Z'].map(Date.parse);
+    const times = [
+      '2024-02-29T23:59:59.999Z',
+      '2024-03-01T00:00:00.000Z',
+      '2026-11-30T23:00:00.000Z',
+      '2026-12-31T23:59:59.999Z',
+      '2027-01-01T00:00:00.000Z',
+      '2100-02-28T12:00:00.000Z',
+    ].map(Date.parse);
     for (let at = Date.parse('2025-01-01T00:00:00Z'); at < Date.parse('2027-01-01T00:00:00Z'); at += 7 * DAY + 5 * HOUR + 1) times.push(at);
     for (const at of times) {
       const { rows } = await sql<{ m: number | string }>`SELECT ${sql.raw(monthStartSql(String(at), postgres))} AS m`.execute(db);
@@ -89,18 +105,41 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
       months.set(group, entry);
     }
     const stored = await db.selectFrom('usage_key_months').selectAll().execute();
-    expect(new Map(stored.map((m) => [`${m.month_start} ${m.key_id}`, { requests: Number(m.requests), succeeded: Number(m.succeeded), failed: Number(m.failed), canceled: Number(m.canceled), images: Number(m.images), credits: Number(m.credits) }]))).toEqual(months);
+    expect(
+      new Map(
+        stored.map((m) => [
+          `${m.month_start} ${m.key_id}`,
+          {
+            requests: Number(m.requests),
+            succeeded: Number(m.succeeded),
+            failed: Number(m.failed),
+            canceled: Number(m.canceled),
+            images: Number(m.images),
+            credits: Number(m.credits),
+          },
+        ]),
+      ),
+    ).toEqual(months);
     expect(stored.length).toBeGreaterThanOrEqual(6);
 
     const hourly = await db.selectFrom('usage_rollup_totals').selectAll().execute();
     const daily = new Map<string, number[]>();
     for (const hour of hourly) {
-      const group = [Number(hour.hour_start) - (Number(hour.hour_start) % DAY), hour.model, hour.provider, hour.channel_id, hour.status, hour.error_code].join(' ');
+      const group = [Number(hour.hour_start) - (Number(hour.hour_start) % DAY), hour.model, hour.provider, hour.channel_id, hour.status, hour.error_code].join(
+        ' ',
+      );
       const entry = daily.get(group) ?? [0, 0, 0];
       daily.set(group, [entry[0]! + Number(hour.requests), entry[1]! + Number(hour.images), entry[2]! + Number(hour.credits)]);
     }
     const storedDays = await db.selectFrom('usage_day_totals').selectAll().execute();
-    expect(new Map(storedDays.map((d) => [[d.day_start, d.model, d.provider, d.channel_id, d.status, d.error_code].join(' '), [Number(d.requests), Number(d.images), Number(d.credits)]]))).toEqual(daily);
+    expect(
+      new Map(
+        storedDays.map((d) => [
+          [d.day_start, d.model, d.provider, d.channel_id, d.status, d.error_code].join(' '),
+          [Number(d.requests), Number(d.images), Number(d.credits)],
+        ]),
+      ),
+    ).toEqual(daily);
   });
 
   it('questions about keys, owners and models over ranges of mixed grains equal the sums of the hourly rows', async () => {
@@ -129,13 +168,20 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
       expect(top.map((row) => row.credits_charged)).toEqual(credits.length > 0 ? [most] : []);
       if (credits.length > 0) expect(credits.filter(([, charged]) => charged === most).map(([id]) => id)).toContain(top[0]!.key_id);
       const byOwnerMonth = await ask(from, to, '&group_by=owner&bucket=month');
-      expect(asMap(byOwnerMonth, ['bucket_start', 'owner'])).toEqual(sumBy(await ask(from, to, '&group_by=owner,model&bucket=month'), ['bucket_start', 'owner']));
-      const ben = sumBy(reference.filter((row) => row.key_id === keys[1]!.id), []);
+      expect(asMap(byOwnerMonth, ['bucket_start', 'owner'])).toEqual(
+        sumBy(await ask(from, to, '&group_by=owner,model&bucket=month'), ['bucket_start', 'owner']),
+      );
+      const ben = sumBy(
+        reference.filter((row) => row.key_id === keys[1]!.id),
+        [],
+      );
       const benAsked = await ask(from, to, `&key_id=${keys[1]!.id}`);
       // Without rows in range the answer is one row of zeros.
       if (ben.size > 0) expect(asMap(benAsked, [])).toEqual(ben);
       else expect(benAsked.map((row) => row.requests)).toEqual([0]);
-      expect(asMap(await ask(from, to, '&group_by=model&bucket=day'), ['bucket_start', 'model'])).toEqual(sumBy(await ask(from, to, '&group_by=model,key&bucket=day'), ['bucket_start', 'model']));
+      expect(asMap(await ask(from, to, '&group_by=model&bucket=day'), ['bucket_start', 'model'])).toEqual(
+        sumBy(await ask(from, to, '&group_by=model,key&bucket=day'), ['bucket_start', 'model']),
+      );
       expect(asMap(await ask(from, to, '&group_by=model'), ['model'])).toEqual(sumBy(reference, ['model']));
     }
   });

@@ -29,7 +29,12 @@ describe('webhook signing secrets sealed at rest (CHANNEL_SEALING_KEY)', () => {
     let receiver: WebhookReceiver;
     let database: ThrowawayDatabase;
     let t: TestGateway | undefined;
-    const env = (sealingKey: string) => ({ DATABASE_URL: database.url, CHANNEL_SEALING_KEY: sealingKey, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_POLL_INTERVAL_MS: '20' });
+    const env = (sealingKey: string) => ({
+      DATABASE_URL: database.url,
+      CHANNEL_SEALING_KEY: sealingKey,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_POLL_INTERVAL_MS: '20',
+    });
     const columns = async (gateway: TestGateway, id: string) =>
       gateway.gateway.database.db.selectFrom('webhook_endpoints').select(['secret', 'previous_secret']).where('id', '=', id).executeTakeFirstOrThrow();
     /** Sends a test event and waits for it; true when it verifies under `secret` with the standardwebhooks package. */
@@ -82,7 +87,11 @@ describe('webhook signing secrets sealed at rest (CHANNEL_SEALING_KEY)', () => {
       // As a gateway from before sealing left it: both secrets in clear.
       await t.gateway.database.db
         .updateTable('webhook_endpoints')
-        .set({ secret: legacy.body.secret, previous_secret: 'whsec_cHJldmlvdXMtc2VjcmV0LWluLWNsZWFyLTAxMjM0NTY=', previous_secret_expires_at: t.clock.now() + 3_600_000 })
+        .set({
+          secret: legacy.body.secret,
+          previous_secret: 'whsec_cHJldmlvdXMtc2VjcmV0LWluLWNsZWFyLTAxMjM0NTY=',
+          previous_secret_expires_at: t.clock.now() + 3_600_000,
+        })
         .where('id', '=', legacy.body.id)
         .execute();
       await t.close();
@@ -113,7 +122,11 @@ describe('webhook signing secrets sealed at rest (CHANNEL_SEALING_KEY)', () => {
       await t.api.admin('post', `/admin/webhooks/${created.body.id}/test`);
       const failed = async () => (await t!.api.admin('get', `/admin/webhooks/${created.body.id}/deliveries`)).body.data[0];
       await until(async () => (await failed())?.attempts === 1, 'the failed attempt');
-      expect(await failed()).toMatchObject({ status: 'pending', last_status_code: null, last_error: 'its signing secret cannot be opened (sealing key not configured)' });
+      expect(await failed()).toMatchObject({
+        status: 'pending',
+        last_status_code: null,
+        last_error: 'its signing secret cannot be opened (sealing key not configured)',
+      });
       expect(receiver.received.length).toBe(before);
       expect(t.logs.join('\n')).toContain(`not configured (key id ${keyId(OLD_KEY)})`);
     });

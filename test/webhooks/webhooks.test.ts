@@ -172,7 +172,10 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
         ['get', '/admin/webhooks/whep_x/deliveries'],
       ] as const) {
         for (const headers of [{}, { Authorization: `Bearer ${key}` }] as Array<Record<string, string>>) {
-          const res = await t.api.send(method, path, { headers, body: method === 'get' || method === 'delete' ? undefined : { url: receiver.url, event_types: ['key.disabled'] } });
+          const res = await t.api.send(method, path, {
+            headers,
+            body: method === 'get' || method === 'delete' ? undefined : { url: receiver.url, event_types: ['key.disabled'] },
+          });
           expect([path, res.status, res.body.error.code]).toEqual([path, 401, 'invalid_admin_secret']);
         }
       }
@@ -243,7 +246,7 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       expect(byKey('key.disabled', a.id)).toHaveLength(1);
     });
 
-    it('channel.auto_disabled through the emitter API, committed or rolled back with the caller\'s transaction', async () => {
+    it("channel.auto_disabled through the emitter API, committed or rolled back with the caller's transaction", async () => {
       await endpoint(['channel.auto_disabled']);
       const db = t.gateway.database.db;
       await expect(
@@ -252,9 +255,16 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
           throw new Error('the state change failed');
         }),
       ).rejects.toThrow('the state change failed');
-      await db.transaction().execute((trx) => emitChannelAutoDisabled(trx, { channelId: 'ch_1', provider: 'jimeng', reason: 'HTTP 401', statusCode: 401 }, t.clock.now()));
+      await db
+        .transaction()
+        .execute((trx) => emitChannelAutoDisabled(trx, { channelId: 'ch_1', provider: 'jimeng', reason: 'HTTP 401', statusCode: 401 }, t.clock.now()));
       await until(() => receiver.verified('channel.auto_disabled').length === 1, 'channel.auto_disabled');
-      expect(receiver.verified('channel.auto_disabled')[0]?.event?.data).toEqual({ channel_id: 'ch_1', provider: 'jimeng', reason: 'HTTP 401', status_code: 401 });
+      expect(receiver.verified('channel.auto_disabled')[0]?.event?.data).toEqual({
+        channel_id: 'ch_1',
+        provider: 'jimeng',
+        reason: 'HTTP 401',
+        status_code: 401,
+      });
       expect(await db.selectFrom('events').select('id').where('payload', 'like', '%ch_rolled_back%').execute()).toEqual([]);
     });
 
@@ -291,7 +301,17 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
 
     it('the retry schedule: 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h with jitter, then give up', () => {
       expect(Array.from({ length: 11 }, (_, i) => retryDelayMs(i, () => 0.5))).toEqual([
-        0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000, undefined,
+        0,
+        5_000,
+        300_000,
+        1_800_000,
+        7_200_000,
+        18_000_000,
+        36_000_000,
+        50_400_000,
+        72_000_000,
+        86_400_000,
+        undefined,
       ]);
       expect(retryDelayMs(1, () => 0)).toBe(4_000);
       expect(retryDelayMs(1, () => 1)).toBe(6_000);
@@ -316,7 +336,7 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       await until(async () => (await deliveries(id))[0]?.attempts === 1, 'the first attempt');
       expect((await deliveries(id))[0]).toMatchObject({ last_status_code: 302, status: 'pending' });
       expect(receiver.received.slice(before).map((r) => r.id)).toHaveLength(1);
-      for (let attempts = 1; (await t.api.admin('get', `/admin/webhooks/${id}`)).body.status === 'enabled'; ) {
+      for (let attempts = 1; (await t.api.admin('get', `/admin/webhooks/${id}`)).body.status === 'enabled';) {
         expect(attempts).toBeLessThan(5);
         t.clock.advanceMs(3 * 3_600_000);
         await until(async () => (await deliveries(id))[0]?.attempts === attempts + 1, 'the next attempt');
@@ -356,14 +376,20 @@ describe('webhook URL safety (WEBHOOK_ALLOW_PRIVATE_NETWORKS unset)', () => {
   });
   afterAll(() => t.close());
 
-  it.each(['http://127.0.0.1:9/x', 'http://localhost/x', 'http://localhost./x', 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://[fd00:ec2::254]/x', 'http://192.168.1.1/x'])(
-    '400 for %s',
-    async (url) => {
-      const res = await t.api.admin('post', '/admin/webhooks', { url, event_types: ['key.disabled'] });
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'url' });
-    },
-  );
+  it.each([
+    'http://127.0.0.1:9/x',
+    'http://localhost/x',
+    'http://localhost./x',
+    'http://10.1.2.3/x',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[::1]/x',
+    'http://[fd00:ec2::254]/x',
+    'http://192.168.1.1/x',
+  ])('400 for %s', async (url) => {
+    const res = await t.api.admin('post', '/admin/webhooks', { url, event_types: ['key.disabled'] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'url' });
+  });
 
   it('a delivery to a name that resolves to a local address is refused at connect time', async () => {
     // This machine's own name resolves to a loopback address (the check runs on the resolved address).

@@ -22,30 +22,29 @@ export function registerAuditCommands(program: Command, context: CommandContext)
       .option('--created-after <time>', 'recorded at or after this time (ISO 8601)', timestamp)
       .option('--created-before <time>', 'recorded before this time (ISO 8601)', timestamp),
     'events',
-  )
-    .action(
-      async (
-        options: { actor?: string; target?: string; action?: string; createdAfter?: string; createdBefore?: string; limit?: number; cursor?: string },
-        command: Command,
-      ) => {
-        const query = {
-          actor: options.actor,
-          target: options.target,
-          action: options.action,
-          created_after: options.createdAfter,
-          created_before: options.createdBefore,
-          limit: options.limit,
-          cursor: options.cursor,
-        };
-        const page = await callAdminApi<Schemas['AuditEventList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAuditEvents.path, query));
-        printPage(context.output(command), page, [
-          ['time', (e) => e.created_at],
-          ['actor', (e) => e.actor],
-          ['action', (e) => e.action],
-          ['target', (e) => e.target],
-          ['client_ip', (e) => e.client_ip],
-          ['request_id', (e) => e.request_id],
-        ]);
-      },
-    );
+  ).action(
+    async (
+      options: { actor?: string; target?: string; action?: string; createdAfter?: string; createdBefore?: string; limit?: number; cursor?: string },
+      command: Command,
+    ) => {
+      const query = {
+        actor: options.actor,
+        target: options.target,
+        action: options.action,
+        created_after: options.createdAfter,
+        created_before: options.createdBefore,
+        limit: options.limit,
+        cursor: options.cursor,
+      };
+      const page = await callAdminApi<Schemas['AuditEventList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAuditEvents.path, query));
+      printPage(context.output(command), page, [
+        ['time', (e) => e.created_at],
+        ['actor', (e) => e.actor],
+        ['action', (e) => e.action],
+        ['target', (e) => e.target],
+        ['client_ip', (e) => e.client_ip],
+        ['request_id', (e) => e.request_id],
+      ]);
+    },
+  );
 }

@@ -52,11 +52,13 @@ function readCredentials(options: CredentialOptions): Schemas['ChannelCredential
     }
   }
   if (options.apiKeyEnv !== undefined) {
-    if (options.accessKeyIdEnv !== undefined || options.secretAccessKeyEnv !== undefined) throw new UsageError('--api-key-env is for ark and images-api; --access-key-id-env/--secret-access-key-env for visual: not both');
+    if (options.accessKeyIdEnv !== undefined || options.secretAccessKeyEnv !== undefined)
+      throw new UsageError('--api-key-env is for ark and images-api; --access-key-id-env/--secret-access-key-env for visual: not both');
     return { api_key: fromEnv(options.apiKeyEnv) };
   }
   if (options.accessKeyIdEnv !== undefined || options.secretAccessKeyEnv !== undefined) {
-    if (options.accessKeyIdEnv === undefined || options.secretAccessKeyEnv === undefined) throw new UsageError('--access-key-id-env and --secret-access-key-env go together');
+    if (options.accessKeyIdEnv === undefined || options.secretAccessKeyEnv === undefined)
+      throw new UsageError('--access-key-id-env and --secret-access-key-env go together');
     return { access_key_id: fromEnv(options.accessKeyIdEnv), secret_access_key: fromEnv(options.secretAccessKeyEnv) };
   }
   return undefined;
@@ -77,7 +79,10 @@ function channelOptions(command: Command): Command {
     .option('--rpm <n>', 'calls started per rolling minute ("none" for no cap)', channelLimit)
     .option('--ipm <n>', 'images per rolling minute ("none" for no cap)', channelLimit)
     .option('--timeout-ms <n>', 'deadline of one call (100..600000)', wholeNumber)
-    .addHelpText('after', '\nCredentials are never taken from the command line (it shows in `ps`): pipe JSON into --credentials-stdin or name environment variables.');
+    .addHelpText(
+      'after',
+      '\nCredentials are never taken from the command line (it shows in `ps`): pipe JSON into --credentials-stdin or name environment variables.',
+    );
 }
 
 interface ChannelOptions extends CredentialOptions {
@@ -147,7 +152,8 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .action(async (options: ChannelOptions & { name: string; provider: string; transport: string; disabled?: boolean }, command: Command) => {
       if (options.model === undefined) command.error("error: required option '--model <model[=upstream]>' not specified", { exitCode: 2 });
       const fields = channelFields(options);
-      if (fields.credentials === undefined) command.error('error: give the credentials: --credentials-stdin, --api-key-env or --access-key-id-env with --secret-access-key-env', { exitCode: 2 });
+      if (fields.credentials === undefined)
+        command.error('error: give the credentials: --credentials-stdin, --api-key-env or --access-key-id-env with --secret-access-key-env', { exitCode: 2 });
       const body = {
         ...fields,
         name: options.name,
@@ -165,7 +171,11 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .option('--provider <provider>', 'only this provider')
     .option('--status <status>', 'enabled, disabled or auto_disabled')
     .action(async (options: { provider?: string; status?: string }, command: Command) => {
-      const list = await callAdminApi<{ data: Channel[] }>(context.connection(command), 'GET', withQuery(gatewayOperations.listChannels.path, { provider: options.provider, status: options.status }));
+      const list = await callAdminApi<{ data: Channel[] }>(
+        context.connection(command),
+        'GET',
+        withQuery(gatewayOperations.listChannels.path, { provider: options.provider, status: options.status }),
+      );
       printPage(context.output(command), list, [
         ['id', (c) => c.id],
         ['name', (c) => c.name],
@@ -189,7 +199,11 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .option('--enable', 'enable the channel')
     .option('--disable', 'disable the channel')
     .action(async (id: string, options: ChannelOptions & { name?: string; enable?: boolean; disable?: boolean }, command: Command) => {
-      const body = { ...channelFields(options), ...defined({ name: options.name }), ...enableDisable(command, options, 'enabled') } as Schemas['UpdateChannelRequest'];
+      const body = {
+        ...channelFields(options),
+        ...defined({ name: options.name }),
+        ...enableDisable(command, options, 'enabled'),
+      } as Schemas['UpdateChannelRequest'];
       requireChange(command, body);
       const channel = await callAdminApi<Channel>(context.connection(command), 'PATCH', channelPath(id), body);
       print(context.output(command), channel, () => showChannel(channel));
@@ -213,9 +227,17 @@ export function registerChannelCommands(program: Command, context: CommandContex
     .action(async (id: string, options: { model?: string }, command: Command) => {
       type TestBody = NonNullable<operations['testChannel']['requestBody']>['content']['application/json'];
       const body: TestBody = defined({ model: options.model });
-      const result = await callAdminApi<Schemas['ChannelTestResult']>(context.connection(command), 'POST', fillPath(gatewayOperations.testChannel.path, { id }), body);
-      print(context.output(command), result, () =>
-        `${record({ outcome: result.outcome, latency_ms: result.latency_ms, error_code: result.error_code, message: result.message })}\n\n${showChannel(result.channel)}`,
+      const result = await callAdminApi<Schemas['ChannelTestResult']>(
+        context.connection(command),
+        'POST',
+        fillPath(gatewayOperations.testChannel.path, { id }),
+        body,
+      );
+      print(
+        context.output(command),
+        result,
+        () =>
+          `${record({ outcome: result.outcome, latency_ms: result.latency_ms, error_code: result.error_code, message: result.message })}\n\n${showChannel(result.channel)}`,
       );
       // The answer is printed either way; a script sees the failed test in the exit code.
       if (result.outcome === 'failed') throw new ApiCallError(`the channel test failed: ${result.error_code ?? 'error'}: ${result.message ?? ''}`.trimEnd());

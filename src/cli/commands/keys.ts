@@ -3,7 +3,20 @@ import type { components } from '../../../generated/gateway';
 import { gatewayOperations } from '../../../generated/gateway.operations';
 import { fillPath } from '../../http/operation-path';
 import { callAdminApi } from '../admin-client';
-import { type Clearable, commaList, defined, enableDisable, numberList, orClear, pageOptions, repeatable, requireChange, timestamp, wholeNumber, withQuery } from '../options';
+import {
+  type Clearable,
+  commaList,
+  defined,
+  enableDisable,
+  numberList,
+  orClear,
+  pageOptions,
+  repeatable,
+  requireChange,
+  timestamp,
+  wholeNumber,
+  withQuery,
+} from '../options';
 import { print, printPage, record } from '../output';
 import type { CommandContext } from '../command-context';
 
@@ -88,21 +101,31 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
   policyOptions(
     keys
       .command('create')
-    .description('issue a key (its secret is printed once)')
-    .requiredOption('--name <name>', 'what the key is for')
-    .requiredOption('--owner <owner>', 'who is responsible for it')
-    .requiredOption('--credits <n>', 'credits per period', wholeNumber)
-    .requiredOption('--period-days <n>', 'length of a quota period in days', wholeNumber)
-    .option('--rpm <n>', 'requests per minute', wholeNumber)
-    .option('--providers <list>', 'allowed providers, comma-separated (e.g. local,jimeng)', providerList)
+      .description('issue a key (its secret is printed once)')
+      .requiredOption('--name <name>', 'what the key is for')
+      .requiredOption('--owner <owner>', 'who is responsible for it')
+      .requiredOption('--credits <n>', 'credits per period', wholeNumber)
+      .requiredOption('--period-days <n>', 'length of a quota period in days', wholeNumber)
+      .option('--rpm <n>', 'requests per minute', wholeNumber)
+      .option('--providers <list>', 'allowed providers, comma-separated (e.g. local,jimeng)', providerList)
       .option('--expires-in-days <n>', 'expire the key after this many days', wholeNumber)
       .option('--expires-at <time>', 'expire the key at this time (ISO 8601)', timestamp),
   ).action(
     async (
-      options: PolicyOptions & { name: string; owner: string; credits: number; periodDays: number; rpm?: number; providers?: string[]; expiresInDays?: number; expiresAt?: string },
+      options: PolicyOptions & {
+        name: string;
+        owner: string;
+        credits: number;
+        periodDays: number;
+        rpm?: number;
+        providers?: string[];
+        expiresInDays?: number;
+        expiresAt?: string;
+      },
       command: Command,
     ) => {
-      if (options.expiresInDays !== undefined && options.expiresAt !== undefined) command.error('error: give --expires-in-days or --expires-at, not both', { exitCode: 2 });
+      if (options.expiresInDays !== undefined && options.expiresAt !== undefined)
+        command.error('error: give --expires-in-days or --expires-at, not both', { exitCode: 2 });
       const body: Schemas['CreateKeyRequest'] = {
         name: options.name,
         owner: options.owner,
@@ -127,21 +150,30 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
       .option('--status <status>', 'active, disabled or expired')
       .option('--metadata <name:value>', 'only keys with this metadata entry (exact match)'),
     'keys',
-  )
-    .action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
-      const page = await callAdminApi<Schemas['KeyList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listKeys.path, { owner: options.owner, status: options.status, metadata: options.metadata, limit: options.limit, cursor: options.cursor }));
-      printPage(context.output(command), page, [
-        ['id', (k) => k.id],
-        ['name', (k) => k.name],
-        ['owner', (k) => k.owner],
-        ['status', (k) => k.status],
-        ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
-        ['period', (k) => `${k.quota_period_days}d`],
-        ['rpm', (k) => k.rate_limit_rpm],
-        ['providers', (k) => k.allowed_providers],
-        ['expires', (k) => k.expires_at],
-      ]);
-    });
+  ).action(async (options: { owner?: string; status?: string; metadata?: string; limit?: number; cursor?: string }, command: Command) => {
+    const page = await callAdminApi<Schemas['KeyList']>(
+      context.connection(command),
+      'GET',
+      withQuery(gatewayOperations.listKeys.path, {
+        owner: options.owner,
+        status: options.status,
+        metadata: options.metadata,
+        limit: options.limit,
+        cursor: options.cursor,
+      }),
+    );
+    printPage(context.output(command), page, [
+      ['id', (k) => k.id],
+      ['name', (k) => k.name],
+      ['owner', (k) => k.owner],
+      ['status', (k) => k.status],
+      ['credits', (k) => `${k.credits_used}/${k.credits_quota}`],
+      ['period', (k) => `${k.quota_period_days}d`],
+      ['rpm', (k) => k.rate_limit_rpm],
+      ['providers', (k) => k.allowed_providers],
+      ['expires', (k) => k.expires_at],
+    ]);
+  });
 
   policyOptions(
     keys
@@ -158,7 +190,15 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
   ).action(
     async (
       id: string,
-      options: PolicyOptions & { name?: string; owner?: string; rpm?: number; providers?: string[]; expiresAt?: Clearable<string>; enable?: boolean; disable?: boolean },
+      options: PolicyOptions & {
+        name?: string;
+        owner?: string;
+        rpm?: number;
+        providers?: string[];
+        expiresAt?: Clearable<string>;
+        enable?: boolean;
+        disable?: boolean;
+      },
       command: Command,
     ) => {
       const body: Schemas['UpdateKeyRequest'] = {

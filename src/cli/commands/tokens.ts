@@ -35,11 +35,16 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     .command('create')
     .description('issue an admin token with some scopes (its secret is printed once)')
     .requiredOption('--name <name>', 'what the token is for')
-    .requiredOption('--scopes <list>', 'comma-separated: keys:read, keys:write, channels:read, channels:write, generations:read, generations:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write', commaList('scope'))
+    .requiredOption(
+      '--scopes <list>',
+      'comma-separated: keys:read, keys:write, channels:read, channels:write, generations:read, generations:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write',
+      commaList('scope'),
+    )
     .option('--expires-in-days <n>', 'expire the token after this many days', wholeNumber)
     .option('--expires-at <time>', 'expire the token at this time (ISO 8601)', timestamp)
     .action(async (options: { name: string; scopes: string[]; expiresInDays?: number; expiresAt?: string }, command: Command) => {
-      if (options.expiresInDays !== undefined && options.expiresAt !== undefined) command.error('error: give --expires-in-days or --expires-at, not both', { exitCode: 2 });
+      if (options.expiresInDays !== undefined && options.expiresAt !== undefined)
+        command.error('error: give --expires-in-days or --expires-at, not both', { exitCode: 2 });
       const body: Schemas['CreateAdminTokenRequest'] = {
         name: options.name,
         scopes: options.scopes as Schemas['AdminScope'][],
@@ -56,23 +61,30 @@ export function registerTokenCommands(program: Command, context: CommandContext)
       .description('list admin tokens, newest first (a table; --json for the API answer)')
       .option('--status <status>', 'active, revoked or expired'),
     'tokens',
-  )
-    .action(async (options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
-      const page = await callAdminApi<Schemas['AdminTokenList']>(context.connection(command), 'GET', withQuery(gatewayOperations.listAdminTokens.path, { status: options.status, limit: options.limit, cursor: options.cursor }));
-      printPage(context.output(command), page, [
-        ['id', (t) => t.id],
-        ['name', (t) => t.name],
-        ['status', (t) => t.status],
-        ['scopes', (t) => t.scopes],
-        ['hint', (t) => t.hint],
-        ['expires', (t) => t.expires_at],
-        ['created', (t) => t.created_at],
-      ]);
-    });
+  ).action(async (options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
+    const page = await callAdminApi<Schemas['AdminTokenList']>(
+      context.connection(command),
+      'GET',
+      withQuery(gatewayOperations.listAdminTokens.path, { status: options.status, limit: options.limit, cursor: options.cursor }),
+    );
+    printPage(context.output(command), page, [
+      ['id', (t) => t.id],
+      ['name', (t) => t.name],
+      ['status', (t) => t.status],
+      ['scopes', (t) => t.scopes],
+      ['hint', (t) => t.hint],
+      ['expires', (t) => t.expires_at],
+      ['created', (t) => t.created_at],
+    ]);
+  });
 
   const byId = [
     { name: 'get', description: 'show one admin token', operation: gatewayOperations.getAdminToken },
-    { name: 'revoke', description: 'revoke an admin token (refused from its next request on; the record is kept)', operation: gatewayOperations.revokeAdminToken },
+    {
+      name: 'revoke',
+      description: 'revoke an admin token (refused from its next request on; the record is kept)',
+      operation: gatewayOperations.revokeAdminToken,
+    },
   ];
   for (const { name, description, operation } of byId) {
     idCommand(tokens, name, description, 'token id (adt_...)', async (id, command) => {

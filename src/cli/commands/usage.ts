@@ -52,7 +52,7 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       .option('--channel <id>', 'only this channel (chn_...)')
       .option('--metadata <name:value>', 'only keys with this metadata entry')
       .addOption(new Option('--order <order>', 'row order').choices(['bucket', 'credits_desc', 'requests_desc', 'images_desc']))
-      .option('--csv', 'print the API\'s CSV (Accept: text/csv)'),
+      .option('--csv', "print the API's CSV (Accept: text/csv)"),
     'rows',
   ).action(async (options: UsageOptions, command: Command) => {
     const to = options.to ?? new Date(Math.ceil(Date.now() / HOUR_MS) * HOUR_MS).toISOString();
@@ -85,7 +85,9 @@ export function registerUsageCommands(program: Command, context: CommandContext)
     const metadataNames = [...new Set(page.data.flatMap((row) => Object.keys(row.metadata ?? {})))];
     const columns: Array<[string, (row: Row) => unknown]> = [
       ...(grouped('bucket_start') ? [['bucket', (row: Row) => row.bucket_start] as [string, (row: Row) => unknown]] : []),
-      ...(['key_id', 'owner', 'model', 'provider', 'channel_id'] as const).filter(grouped).map((name) => [name, (row: Row) => row[name]] as [string, (row: Row) => unknown]),
+      ...(['key_id', 'owner', 'model', 'provider', 'channel_id'] as const)
+        .filter(grouped)
+        .map((name) => [name, (row: Row) => row[name]] as [string, (row: Row) => unknown]),
       ...metadataNames.map((name) => [`metadata.${name}`, (row: Row) => row.metadata?.[name]] as [string, (row: Row) => unknown]),
       ['requests', (row) => row.requests],
       ['ok', (row) => row.succeeded],
@@ -96,7 +98,13 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       ['p50_ms', (row) => row.latency_ms.p50],
       ['p95_ms', (row) => row.latency_ms.p95],
       ['p99_ms', (row) => row.latency_ms.p99],
-      ['failures', (row) => Object.entries(row.failures).map(([code, count]) => `${code}=${count}`).join(' ')],
+      [
+        'failures',
+        (row) =>
+          Object.entries(row.failures)
+            .map(([code, count]) => `${code}=${count}`)
+            .join(' '),
+      ],
     ];
     printPage(context.output(command), page, columns);
   });

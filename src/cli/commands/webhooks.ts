@@ -11,7 +11,8 @@ type Schemas = components['schemas'];
 type Endpoint = Schemas['WebhookEndpoint'];
 type EventType = Schemas['EventType'];
 
-const EVENTS_HELP = 'comma-separated event types: key.quota.threshold_reached, key.quota.exhausted, key.expiring, key.expired, key.disabled, channel.auto_disabled, webhook.test';
+const EVENTS_HELP =
+  'comma-separated event types: key.quota.threshold_reached, key.quota.exhausted, key.expiring, key.expired, key.disabled, channel.auto_disabled, webhook.test';
 
 /** An endpoint's fields; a new or rotated signing secret after them, shown once. */
 function showEndpoint(endpoint: Endpoint & { secret?: string }): string {
@@ -49,7 +50,12 @@ export function registerWebhookCommands(program: Command, context: CommandContex
         event_types: options.events as EventType[],
         ...defined({ description: options.description }),
       };
-      const created = await callAdminApi<Schemas['WebhookEndpointWithSecret']>(context.connection(command), 'POST', gatewayOperations.createWebhookEndpoint.path, body);
+      const created = await callAdminApi<Schemas['WebhookEndpointWithSecret']>(
+        context.connection(command),
+        'POST',
+        gatewayOperations.createWebhookEndpoint.path,
+        body,
+      );
       print(context.output(command), created, () => showEndpoint(created));
     });
 
@@ -110,20 +116,23 @@ export function registerWebhookCommands(program: Command, context: CommandContex
       .argument('<id>', 'endpoint id (whep_...)')
       .option('--status <status>', 'pending, succeeded or failed'),
     'deliveries',
-  )
-    .action(async (id: string, options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
-      const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), { status: options.status, limit: options.limit, cursor: options.cursor });
-      const list = await callAdminApi<Schemas['WebhookDeliveryList']>(context.connection(command), 'GET', route);
-      printPage(context.output(command), list, [
-        ['id', (d) => d.id],
-        ['event', (d) => d.event_type],
-        ['status', (d) => d.status],
-        ['attempts', (d) => d.attempts],
-        ['last_status', (d) => d.last_status_code],
-        ['last_error', (d) => d.last_error],
-        ['created', (d) => d.created_at],
-      ]);
+  ).action(async (id: string, options: { status?: string; limit?: number; cursor?: string }, command: Command) => {
+    const route = withQuery(fillPath(gatewayOperations.listWebhookDeliveries.path, { id }), {
+      status: options.status,
+      limit: options.limit,
+      cursor: options.cursor,
     });
+    const list = await callAdminApi<Schemas['WebhookDeliveryList']>(context.connection(command), 'GET', route);
+    printPage(context.output(command), list, [
+      ['id', (d) => d.id],
+      ['event', (d) => d.event_type],
+      ['status', (d) => d.status],
+      ['attempts', (d) => d.attempts],
+      ['last_status', (d) => d.last_status_code],
+      ['last_error', (d) => d.last_error],
+      ['created', (d) => d.created_at],
+    ]);
+  });
 
   idCommand(webhooks, 'get', 'show one endpoint', 'endpoint id (whep_...)', async (id, command) => {
     const endpoint = await callAdminApi<Endpoint>(context.connection(command), 'GET', endpointPath(id));

@@ -7,7 +7,10 @@ export const migration: Migration = {
   // upgrade keeps book 1 if it was reserved in the key's stored period (the old rule compared
   // period starts), else book 0, which no key has, so its release changes nothing.
   async up(db: Kysely<unknown>) {
-    await db.schema.alterTable('api_keys').addColumn('usage_epoch', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('api_keys')
+      .addColumn('usage_epoch', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('generations').addColumn('usage_epoch', 'bigint').execute();
     await sql`UPDATE api_keys SET usage_epoch = 1`.execute(db);
     await sql`UPDATE generations SET usage_epoch = CASE WHEN period_started_at =

@@ -11,8 +11,14 @@ export function migration(engine: DatabaseEngine): Migration {
       await db.schema.alterTable('api_keys').addColumn('max_concurrent', 'integer').execute();
       await db.schema.alterTable('api_keys').addColumn('allowed_ips', 'text').execute();
       await db.schema.alterTable('api_keys').addColumn('allowed_models', 'text').execute();
-      await db.schema.alterTable('api_keys').addColumn('metadata', metadataType, (c) => c.notNull().defaultTo('{}')).execute();
-      await db.schema.alterTable('api_keys').addColumn('alert_thresholds', 'text', (c) => c.notNull().defaultTo('[80,100]')).execute();
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('metadata', metadataType, (c) => c.notNull().defaultTo('{}'))
+        .execute();
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('alert_thresholds', 'text', (c) => c.notNull().defaultTo('[80,100]'))
+        .execute();
       await db.schema
         .createTable('key_leases')
         .addColumn('lease_id', 'varchar(64)', (c) => c.primaryKey())

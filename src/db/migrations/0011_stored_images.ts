@@ -20,12 +20,7 @@ export const migration: Migration = {
       .addColumn('deleted_at', 'bigint')
       .execute();
     await db.schema.createIndex('stored_images_generation_idx').on('stored_images').columns(['generation_id', 'position']).execute();
-    await db.schema
-      .createIndex('stored_images_live_expiry_idx')
-      .on('stored_images')
-      .column('expires_at')
-      .where(sql.ref('deleted_at'), 'is', null)
-      .execute();
+    await db.schema.createIndex('stored_images_live_expiry_idx').on('stored_images').column('expires_at').where(sql.ref('deleted_at'), 'is', null).execute();
     await db.schema.createIndex('stored_images_deleted_idx').on('stored_images').column('deleted_at').execute();
   },
   async down(db: Kysely<unknown>) {

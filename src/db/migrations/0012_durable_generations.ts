@@ -12,10 +12,16 @@ export const migration: Migration = {
     await db.schema.alterTable('generations').addColumn('lease_owner', 'varchar(100)').execute();
     await db.schema.alterTable('generations').addColumn('lease_expires_at', 'bigint').execute();
     await db.schema.alterTable('generations').addColumn('started_at', 'bigint').execute();
-    await db.schema.alterTable('generations').addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('generations')
+      .addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('generations').addColumn('error_message', 'varchar(1000)').execute();
     // Claims so far: above 1, the current run is a takeover of work a dead process started.
-    await db.schema.alterTable('generations').addColumn('runs', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('generations')
+      .addColumn('runs', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await sql`UPDATE generations SET status = 'running' WHERE status = 'pending'`.execute(db);
     await db.schema.dropIndex('generations_pending_idx').execute();
     await db.schema

@@ -15,9 +15,13 @@ export function migration(engine: DatabaseEngine): Migration {
               RAISE EXCEPTION 'audit_events is append-only: % refused', TG_OP USING ERRCODE = 'restrict_violation';
             END
             $$`.execute(db);
-        await sql`CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only()`.execute(db);
+        await sql`CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_events_append_only()`.execute(
+          db,
+        );
         // TRUNCATE fires no row trigger: refused by its own.
-        await sql`CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only()`.execute(db);
+        await sql`CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only()`.execute(
+          db,
+        );
       } else {
         for (const operation of ['UPDATE', 'DELETE']) {
           await sql

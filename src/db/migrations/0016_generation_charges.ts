@@ -5,8 +5,14 @@ export const migration: Migration = {
   // disconnect after its upstream calls were sent, and images made upstream that no key paid
   // for (the operator's loss), with the reason.
   async up(db: Kysely<unknown>) {
-    await db.schema.alterTable('generations').addColumn('charged_credits', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
-    await db.schema.alterTable('generations').addColumn('unbilled_images', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('generations')
+      .addColumn('charged_credits', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable('generations')
+      .addColumn('unbilled_images', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('generations').addColumn('unbilled_reason', 'varchar(64)').execute();
   },
   async down(db: Kysely<unknown>) {

@@ -33,7 +33,11 @@ export const migration: Migration = {
   // Back to the tables of 0017, empty: what they held lapses within minutes anyway.
   async down(db: Kysely<unknown>) {
     await db.schema.alterTable('channels').addColumn('cooldown_until', 'bigint').execute();
-    await db.schema.createTable('rate_limit_hits').addColumn('key_id', 'varchar(64)', (c) => c.notNull()).addColumn('at', 'bigint', (c) => c.notNull()).execute();
+    await db.schema
+      .createTable('rate_limit_hits')
+      .addColumn('key_id', 'varchar(64)', (c) => c.notNull())
+      .addColumn('at', 'bigint', (c) => c.notNull())
+      .execute();
     await db.schema.createIndex('rate_limit_hits_key_at_idx').on('rate_limit_hits').columns(['key_id', 'at']).execute();
     await db.schema
       .createTable('key_leases')

@@ -61,7 +61,13 @@ export class InputImages {
   constructor(private readonly deps: InputImagesDeps) {}
 
   /** Reads and checks a request's inputs for `model`; undefined when it has none. Throws the documented 4xx refusals. */
-  async intake(owner: ImageOwner, model: string, limits: InputImageLimits | undefined, requested: RequestedInputs, signal?: AbortSignal): Promise<CheckedInputs | undefined> {
+  async intake(
+    owner: ImageOwner,
+    model: string,
+    limits: InputImageLimits | undefined,
+    requested: RequestedInputs,
+    signal?: AbortSignal,
+  ): Promise<CheckedInputs | undefined> {
     const items = requested.images ?? [];
     checkInputCounts(model, limits, items.length, requested.mask !== undefined);
     if (!limits || items.length === 0) return undefined;
@@ -93,7 +99,15 @@ export class InputImages {
     return checked;
   }
 
-  private async read(owner: ImageOwner, model: string, limits: InputImageLimits, source: InputSource, param: string, usedBefore: number, signal?: AbortSignal): Promise<CheckedInput> {
+  private async read(
+    owner: ImageOwner,
+    model: string,
+    limits: InputImageLimits,
+    source: InputSource,
+    param: string,
+    usedBefore: number,
+    signal?: AbortSignal,
+  ): Promise<CheckedInput> {
     const { maxBytes, why } = inputByteLimit(limits, usedBefore);
     const tooLarge = () => new ApiError('image_input_too_large', `${param}: larger than ${maxBytes} bytes (${why}).`, { param });
     let bytes: Buffer;
@@ -110,7 +124,12 @@ export class InputImages {
         break;
       case 'stored': {
         const row = await this.deps.images.findOwned(source.id, owner);
-        if (!row) throw new ApiError('image_input_not_found', `${param}: no image ${source.id} is stored for this ${owner.kind === 'key' ? 'key' : 'service'} (never, another's, or past its retention).`, { param });
+        if (!row)
+          throw new ApiError(
+            'image_input_not_found',
+            `${param}: no image ${source.id} is stored for this ${owner.kind === 'key' ? 'key' : 'service'} (never, another's, or past its retention).`,
+            { param },
+          );
         if (Number(row.byte_size) > maxBytes) throw tooLarge();
         bytes = await this.deps.images.readBytes(row);
         storedId = row.id;
@@ -145,12 +164,22 @@ export class InputImages {
    * leaves them to expire unseen). Inputs named by `img_` id are already stored: kept by that id.
    */
   async keep(generationId: string, checked: CheckedInputs): Promise<StoredInputs> {
-    const all = [...checked.images.map((input, position) => ({ input, role: 'input' as const, position })), ...(checked.mask ? [{ input: checked.mask, role: 'mask' as const, position: 0 }] : [])];
+    const all = [
+      ...checked.images.map((input, position) => ({ input, role: 'input' as const, position })),
+      ...(checked.mask ? [{ input: checked.mask, role: 'mask' as const, position: 0 }] : []),
+    ];
     const fresh = all.filter(({ input }) => input.storedId === undefined);
     const rows = await this.deps.images.keepInputs(
       generationId,
       checked.owner,
-      fresh.map(({ input, role, position }) => ({ bytes: input.bytes, contentType: MIME_TYPES[input.header.format], role, position, width: input.header.width, height: input.header.height })),
+      fresh.map(({ input, role, position }) => ({
+        bytes: input.bytes,
+        contentType: MIME_TYPES[input.header.format],
+        role,
+        position,
+        width: input.header.width,
+        height: input.header.height,
+      })),
     );
     const ids = new Map(fresh.map(({ input }, i) => [input, (rows[i] as { id: string }).id]));
     const stored = (input: CheckedInput): StoredInputImage => ({

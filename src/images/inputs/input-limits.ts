@@ -33,7 +33,10 @@ export function checkInputCounts(model: string, limits: InputImageLimits | undef
   if (count > limits.max_images) throw unsupported(`Model ${model} takes at most ${limits.max_images} input images; this request has ${count}.`, 'images');
   // The bound is per upstream call, and the gateway asks these upstreams for one image per call (n calls).
   if (limits.max_inputs_plus_outputs !== undefined && count + 1 > limits.max_inputs_plus_outputs) {
-    throw unsupported(`Model ${model} takes at most ${limits.max_inputs_plus_outputs - 1} input images (inputs and the output of each upstream call together at most ${limits.max_inputs_plus_outputs}); this request has ${count}.`, 'images');
+    throw unsupported(
+      `Model ${model} takes at most ${limits.max_inputs_plus_outputs - 1} input images (inputs and the output of each upstream call together at most ${limits.max_inputs_plus_outputs}); this request has ${count}.`,
+      'images',
+    );
   }
   if (hasMask && !limits.mask) throw unsupported(`Model ${model} takes no mask.`, 'mask');
 }
@@ -52,18 +55,26 @@ export function inputByteLimit(limits: InputImageLimits, usedBefore: number): { 
  * and shape the model takes (400). `header` is undefined when the bytes are no image the gateway reads.
  */
 export function checkInputImage(model: string, limits: InputImageLimits, param: string, header: ImageHeader | undefined): ImageHeader {
-  if (!header) throw new ApiError('image_input_invalid', `${param}: the bytes are not a PNG, JPEG, WebP, GIF, BMP or TIFF image (or its header is damaged).`, { param });
+  if (!header)
+    throw new ApiError('image_input_invalid', `${param}: the bytes are not a PNG, JPEG, WebP, GIF, BMP or TIFF image (or its header is damaged).`, { param });
   const { width, height, format } = header;
   const pixels = width * height;
   const maxPixels = Math.min(limits.max_pixels ?? Number.POSITIVE_INFINITY, GATEWAY_INPUT_LIMITS.maxPixels);
-  if (pixels > maxPixels) throw new ApiError('image_input_too_large', `${param}: ${width} x ${height} is ${pixels} pixels; the most an input may have here is ${maxPixels}.`, { param });
+  if (pixels > maxPixels)
+    throw new ApiError('image_input_too_large', `${param}: ${width} x ${height} is ${pixels} pixels; the most an input may have here is ${maxPixels}.`, {
+      param,
+    });
   const unsupported = (why: string) => new ApiError('image_input_unsupported', `${param}: ${why}`, { param });
   if (!limits.formats.includes(format)) throw unsupported(`model ${model} takes ${limits.formats.join(', ')} inputs; this image is ${format}.`);
-  if (limits.min_side !== undefined && Math.min(width, height) < limits.min_side) throw unsupported(`each side must be at least ${limits.min_side} px on model ${model} (it is ${width} x ${height}).`);
-  if (limits.max_side !== undefined && Math.max(width, height) > limits.max_side) throw unsupported(`each side must be at most ${limits.max_side} px on model ${model} (it is ${width} x ${height}).`);
+  if (limits.min_side !== undefined && Math.min(width, height) < limits.min_side)
+    throw unsupported(`each side must be at least ${limits.min_side} px on model ${model} (it is ${width} x ${height}).`);
+  if (limits.max_side !== undefined && Math.max(width, height) > limits.max_side)
+    throw unsupported(`each side must be at most ${limits.max_side} px on model ${model} (it is ${width} x ${height}).`);
   const ratio = width / height;
   if ((limits.min_ratio !== undefined && ratio < limits.min_ratio) || (limits.max_ratio !== undefined && ratio > limits.max_ratio)) {
-    throw unsupported(`width / height must be between ${formatRatio(limits.min_ratio ?? 0)} and ${formatRatio(limits.max_ratio ?? Number.POSITIVE_INFINITY)} on model ${model} (it is ${width} x ${height}).`);
+    throw unsupported(
+      `width / height must be between ${formatRatio(limits.min_ratio ?? 0)} and ${formatRatio(limits.max_ratio ?? Number.POSITIVE_INFINITY)} on model ${model} (it is ${width} x ${height}).`,
+    );
   }
   return header;
 }
@@ -76,7 +87,9 @@ export function checkInputImage(model: string, limits: InputImageLimits, param: 
 export function inputsFit(
   model: string,
   limits: InputImageLimits | undefined,
-  inputs: { delivery: InputImageLimits['delivery']; images: ReadonlyArray<{ bytes: Buffer; header: ImageHeader }>; mask?: { bytes: Buffer; header: ImageHeader } } | undefined,
+  inputs:
+    | { delivery: InputImageLimits['delivery']; images: ReadonlyArray<{ bytes: Buffer; header: ImageHeader }>; mask?: { bytes: Buffer; header: ImageHeader } }
+    | undefined,
 ): boolean {
   if (!inputs || inputs.images.length === 0) return true;
   if (!limits || limits.delivery !== inputs.delivery) return false;
@@ -99,7 +112,8 @@ export function inputsFit(
 export function checkMask(first: ImageHeader, mask: ImageHeader): void {
   const unsupported = (why: string) => new ApiError('image_input_unsupported', `mask: ${why}`, { param: 'mask' });
   if (mask.format !== 'png' || !mask.alpha) throw unsupported('must be a PNG with an alpha channel (transparent where the image is to change).');
-  if (mask.width !== first.width || mask.height !== first.height) throw unsupported(`must be the size of the first image (${first.width} x ${first.height}); it is ${mask.width} x ${mask.height}.`);
+  if (mask.width !== first.width || mask.height !== first.height)
+    throw unsupported(`must be the size of the first image (${first.width} x ${first.height}); it is ${mask.width} x ${mask.height}.`);
 }
 
 function formatRatio(ratio: number): string {

@@ -120,13 +120,23 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
         size += chunk.length;
         total += chunk.length;
         if (total > GATEWAY_INPUT_LIMITS.maxTotalBytes) {
-          fail(new ApiError('image_input_too_large', `${param}: all input files together may have at most ${GATEWAY_INPUT_LIMITS.maxTotalBytes} bytes.`, { param }));
+          fail(
+            new ApiError('image_input_too_large', `${param}: all input files together may have at most ${GATEWAY_INPUT_LIMITS.maxTotalBytes} bytes.`, {
+              param,
+            }),
+          );
           return;
         }
         chunks.push(chunk);
       });
       stream.on('limit', () => {
-        fail(new ApiError('image_input_too_large', `${param} (${info.filename ?? 'unnamed'}): larger than ${GATEWAY_INPUT_LIMITS.maxImageBytes} bytes, the most any input may have.`, { param }));
+        fail(
+          new ApiError(
+            'image_input_too_large',
+            `${param} (${info.filename ?? 'unnamed'}): larger than ${GATEWAY_INPUT_LIMITS.maxImageBytes} bytes, the most any input may have.`,
+            { param },
+          ),
+        );
       });
       stream.on('end', () => {
         pending -= 1;
@@ -160,7 +170,9 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
       fields[name] = value;
     });
     // As the JSON form's `maxItems`: over the gateway's own bound is a malformed request (a model's smaller bound is image_input_unsupported).
-    parser.on('filesLimit', () => fail(new ApiError('invalid_request', `image: at most ${GATEWAY_INPUT_LIMITS.maxImages} images and one mask per request.`, { param: 'image' })));
+    parser.on('filesLimit', () =>
+      fail(new ApiError('invalid_request', `image: at most ${GATEWAY_INPUT_LIMITS.maxImages} images and one mask per request.`, { param: 'image' })),
+    );
     parser.on('fieldsLimit', () => fail(new ApiError('invalid_request', `At most ${MAX_FIELDS} text fields per request.`)));
     parser.on('error', (error: Error) => fail(new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}.`)));
     parser.on('close', () => {

@@ -26,7 +26,17 @@ const SEEDREAM_INPUTS: InputImageLimits = {
 };
 
 /** SeedEdit 3.0 `image` (same page): one image, JPEG or PNG, width / height in 1/3…3, sides > 14 px, ≤ 10 MB. */
-const SEEDEDIT_INPUTS: InputImageLimits = { max_images: 1, formats: ['jpeg', 'png'], max_bytes: 10 * MB, min_ratio: 1 / 3, max_ratio: 3, min_side: 15, max_pixels: 36_000_000, mask: false, delivery: 'inline' };
+const SEEDEDIT_INPUTS: InputImageLimits = {
+  max_images: 1,
+  formats: ['jpeg', 'png'],
+  max_bytes: 10 * MB,
+  min_ratio: 1 / 3,
+  max_ratio: 3,
+  min_side: 15,
+  max_pixels: 36_000_000,
+  mask: false,
+  delivery: 'inline',
+};
 
 /**
  * Ark's image models (same page, "size", "seed", "sequential_image_generation", "output_format").
@@ -44,10 +54,27 @@ export const ARK_MODELS: readonly UpstreamModelSpec[] = [
     params: { sequential_image_generation: true, output_format: true },
     inputs: SEEDREAM_INPUTS,
   },
-  { match: 'doubao-seedream-4-5-*', family: 'seedream-4.5', sizes: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: { sequential_image_generation: true }, inputs: SEEDREAM_INPUTS },
-  { match: 'doubao-seedream-4-0-*', family: 'seedream-4.0', sizes: { min_pixels: 921_600, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 }, params: { sequential_image_generation: true }, inputs: SEEDREAM_INPUTS },
+  {
+    match: 'doubao-seedream-4-5-*',
+    family: 'seedream-4.5',
+    sizes: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+    params: { sequential_image_generation: true },
+    inputs: SEEDREAM_INPUTS,
+  },
+  {
+    match: 'doubao-seedream-4-0-*',
+    family: 'seedream-4.0',
+    sizes: { min_pixels: 921_600, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
+    params: { sequential_image_generation: true },
+    inputs: SEEDREAM_INPUTS,
+  },
   // 3.0 t2i: width × height in [512², 2048²]; seed −1…2147483647; text only.
-  { match: 'doubao-seedream-3-0-t2i-*', family: 'seedream-3.0-t2i', sizes: { min_pixels: 512 * 512, max_pixels: 2048 * 2048, min_ratio: 1 / 16, max_ratio: 16 }, params: { seed: { max: INT32_MAX } } },
+  {
+    match: 'doubao-seedream-3-0-t2i-*',
+    family: 'seedream-3.0-t2i',
+    sizes: { min_pixels: 512 * 512, max_pixels: 2048 * 2048, min_ratio: 1 / 16, max_ratio: 16 },
+    params: { seed: { max: INT32_MAX } },
+  },
   // SeedEdit 3.0 i2i: `size` "Only support adaptive for now" (the output follows the input); seed.
   { match: 'doubao-seededit-3-0-i2i-*', family: 'seededit-3.0-i2i', params: { seed: { max: INT32_MAX }, fixed_size: 'adaptive' }, inputs: SEEDEDIT_INPUTS },
 ];

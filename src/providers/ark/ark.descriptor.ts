@@ -15,7 +15,12 @@ export const ARK: ProviderDescriptor = {
     baseUrl: 'ARK_BASE_URL',
     channelId: 'chn_envJimengArk',
     variables: {
-      ARK_API_KEY: declareVariable(text.optional(), { description: 'API key of Ark (jimeng, transport `ark`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      ARK_API_KEY: declareVariable(text.optional(), {
+        description: 'API key of Ark (jimeng, transport `ark`)',
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
       ARK_BASE_URL: declareVariable(httpUrl.default('https://ark.cn-beijing.volces.com/api/v3'), { description: 'base URL of Ark' }),
     },
   },
@@ -26,8 +31,22 @@ export const ARK: ProviderDescriptor = {
   models: ARK_MODELS,
   // Jimeng 4.5 is Seedream 4.5 (the visual API has no 4.5 req_key); Seedream 5.0 lite takes 2K / 3K sizes.
   catalog: [
-    { model: 'jimeng-4.5', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-4-5-251128', credits_per_image: 4, default_size: '2048x2048' },
-    { model: 'jimeng-5.0-lite', provider: 'jimeng', transport: 'ark', upstream_model: 'doubao-seedream-5-0-260128', credits_per_image: 4, default_size: '2048x2048' },
+    {
+      model: 'jimeng-4.5',
+      provider: 'jimeng',
+      transport: 'ark',
+      upstream_model: 'doubao-seedream-4-5-251128',
+      credits_per_image: 4,
+      default_size: '2048x2048',
+    },
+    {
+      model: 'jimeng-5.0-lite',
+      provider: 'jimeng',
+      transport: 'ark',
+      upstream_model: 'doubao-seedream-5-0-260128',
+      credits_per_image: 4,
+      default_size: '2048x2048',
+    },
   ],
   // Every other jimeng id: Ark's model ids, BytePlus ids and endpoint ids (`ep-…`) have no common form.
   modelIds: /./,

@@ -57,7 +57,9 @@ interface BflErrorAnswer {
 
 function describe(status: number, json: unknown): string {
   const detail = (json as BflErrorAnswer | null)?.detail;
-  const text = Array.isArray(detail) ? detail.map((d) => `${Array.isArray(d.loc) ? d.loc.join('.') : ''}: ${d.msg ?? d.type ?? ''}`).join('; ') : (detail ?? '');
+  const text = Array.isArray(detail)
+    ? detail.map((d) => `${Array.isArray(d.loc) ? d.loc.join('.') : ''}: ${d.msg ?? d.type ?? ''}`).join('; ')
+    : (detail ?? '');
   return `HTTP ${status} ${typeof text === 'string' ? text : JSON.stringify(text)}`.replace(/\s+/g, ' ').trim().slice(0, 500);
 }
 
@@ -78,7 +80,12 @@ function onHosts(hostname: string, patterns: readonly string[]): boolean {
 function sizeFields(model: BflModel | undefined, request: ProviderRequest): Record<string, unknown> {
   if (model?.size.field === 'aspect_ratio') {
     const ratio = model.size.ratios[`${request.width}x${request.height}`];
-    if (!ratio) throw new ApiError('invalid_request', `Size ${request.width}x${request.height} is not one ${request.upstreamModel} makes (${Object.keys(model.size.ratios).join(', ')}).`, { param: 'size' });
+    if (!ratio)
+      throw new ApiError(
+        'invalid_request',
+        `Size ${request.width}x${request.height} is not one ${request.upstreamModel} makes (${Object.keys(model.size.ratios).join(', ')}).`,
+        { param: 'size' },
+      );
     return { aspect_ratio: ratio };
   }
   return { width: request.width, height: request.height };
@@ -86,7 +93,11 @@ function sizeFields(model: BflModel | undefined, request: ProviderRequest): Reco
 
 /** `input_image`, `input_image_2`, … as base64 (the model's inputs are `inline`: bfl-models.ts). */
 function referenceFields(request: ProviderRequest): Record<string, string> {
-  if (request.mask) throw new ApiError('internal_error', `BFL's models here take no mask (${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  if (request.mask)
+    throw new ApiError(
+      'internal_error',
+      `BFL's models here take no mask (${request.upstreamModel}); the request should have been refused before it reached the provider.`,
+    );
   return Object.fromEntries((request.inputImages ?? []).map((image, i) => [i === 0 ? 'input_image' : `input_image_${i + 1}`, image.bytes.toString('base64')]));
 }
 

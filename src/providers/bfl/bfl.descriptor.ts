@@ -18,8 +18,15 @@ export const BFL: ProviderDescriptor = {
     credentials: { api_key: 'BFL_API_KEY' },
     baseUrl: 'BFL_BASE_URL',
     variables: {
-      BFL_API_KEY: declareVariable(text.optional(), { description: 'API key of Black Forest Labs (provider `bfl`, sent as `x-key`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
-      BFL_BASE_URL: declareVariable(httpUrl.default('https://api.bfl.ai'), { description: "base URL of BFL's API (`https://api.eu.bfl.ai` or `https://api.us.bfl.ai` to stay in a region)" }),
+      BFL_API_KEY: declareVariable(text.optional(), {
+        description: 'API key of Black Forest Labs (provider `bfl`, sent as `x-key`)',
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
+      BFL_BASE_URL: declareVariable(httpUrl.default('https://api.bfl.ai'), {
+        description: "base URL of BFL's API (`https://api.eu.bfl.ai` or `https://api.us.bfl.ai` to stay in a region)",
+      }),
     },
   },
   defaultBaseUrl: 'https://api.bfl.ai',

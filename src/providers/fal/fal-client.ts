@@ -144,7 +144,9 @@ export function falError(provider: string, status: number, answer: FalErrorAnswe
   let error: UpstreamError;
   if (kind === 'content') {
     const param = paramOf(answer);
-    error = new UpstreamError('content_policy_violation', `Provider ${provider} refused the request: ${detail}`, false, { param: param === 'images' ? 'images' : 'prompt' });
+    error = new UpstreamError('content_policy_violation', `Provider ${provider} refused the request: ${detail}`, false, {
+      param: param === 'images' ? 'images' : 'prompt',
+    });
   } else if (kind) {
     error = failureOf(kind, provider, detail, { status, retryAfterMs });
   } else if (status === 422) {
@@ -176,13 +178,18 @@ function referenceFields(app: FalApp | undefined, request: ProviderRequest): Rec
   const references = app?.references ?? 'image_urls';
   if (references === 'image_url') {
     if (images.length !== 1) {
-      throw new ApiError('invalid_request', `${request.upstreamModel} edits exactly one reference image (\`images\`); the request has ${images.length}.`, { param: 'images' });
+      throw new ApiError('invalid_request', `${request.upstreamModel} edits exactly one reference image (\`images\`); the request has ${images.length}.`, {
+        param: 'images',
+      });
     }
     return { image_url: inputReference(images[0]!) };
   }
   if (images.length === 0) return {};
   if (references === 'none') {
-    throw new ApiError('internal_error', `${request.upstreamModel} takes no reference image; the request should have been refused before it reached the provider.`);
+    throw new ApiError(
+      'internal_error',
+      `${request.upstreamModel} takes no reference image; the request should have been refused before it reached the provider.`,
+    );
   }
   return { image_urls: images.map(inputReference) };
 }
@@ -192,7 +199,11 @@ function referenceFields(app: FalApp | undefined, request: ProviderRequest): Rec
  * the app takes it, the seed, the reference images, then the catalog's `upstream_options` as they are.
  */
 export function submitBody(request: ProviderRequest): Record<string, unknown> {
-  if (request.mask) throw new ApiError('internal_error', `fal's apps here take no mask (${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  if (request.mask)
+    throw new ApiError(
+      'internal_error',
+      `fal's apps here take no mask (${request.upstreamModel}); the request should have been refused before it reached the provider.`,
+    );
   const app = falApp(request.upstreamModel, request.upstreamFamily);
   const seed = seedFor(app?.spec, request.seed, 0);
   return {
@@ -252,7 +263,10 @@ export class FalClient implements WireClient {
     const own = url?.host === this.baseHost && url.protocol === new URL(this.options.baseUrl).protocol;
     const fal = url?.protocol === 'https:' && FAL_QUEUE_HOSTS.includes(url.host);
     if (!url || url.username !== '' || url.password !== '' || !(own || fal)) {
-      throw upstream.failed(this.options.provider, `the queue answered a ${what} on ${url?.host ?? 'no valid URL'}, neither the account's host (${this.baseHost}) nor fal's queue; it is not followed`);
+      throw upstream.failed(
+        this.options.provider,
+        `the queue answered a ${what} on ${url?.host ?? 'no valid URL'}, neither the account's host (${this.baseHost}) nor fal's queue; it is not followed`,
+      );
     }
     return url;
   }
@@ -347,7 +361,14 @@ export class FalClient implements WireClient {
   private images(request: ProviderRequest, result: FalResult | null, requestId: string): ProviderImage[] {
     const { provider } = this.options;
     const flagged = (result?.has_nsfw_concepts ?? []).some((flag) => flag === true);
-    if (flagged) throw falError(provider, 200, { detail: [{ type: 'has_nsfw_concepts', loc: ['body'], msg: "the app's safety checker flagged a generated image" }] }, undefined, true);
+    if (flagged)
+      throw falError(
+        provider,
+        200,
+        { detail: [{ type: 'has_nsfw_concepts', loc: ['body'], msg: "the app's safety checker flagged a generated image" }] },
+        undefined,
+        true,
+      );
     const images = (result?.images ?? []).filter((image) => typeof image.url === 'string' && image.url.length > 0);
     if (images.length === 0) throw upstream.failed(provider, `request ${requestId} completed without images`);
     // fal bills every image it made; one the request did not ask for is not delivered.

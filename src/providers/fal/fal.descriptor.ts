@@ -19,7 +19,12 @@ export const FAL: ProviderDescriptor = {
     credentials: { api_key: 'FAL_KEY' },
     baseUrl: 'FAL_BASE_URL',
     variables: {
-      FAL_KEY: declareVariable(text.optional(), { description: 'API key of fal.ai (`key_id:key_secret`; provider `fal`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      FAL_KEY: declareVariable(text.optional(), {
+        description: 'API key of fal.ai (`key_id:key_secret`; provider `fal`)',
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
       FAL_BASE_URL: declareVariable(httpUrl.default('https://queue.fal.run'), { description: "base URL of fal.ai's queue" }),
     },
   },
@@ -37,7 +42,10 @@ export const FAL: ProviderDescriptor = {
   errors: FAL_ERRORS,
   // The handle gives back the request's own status, response and cancel URLs (fal: "do not build these
   // URLs yourself"); fal keeps a completed request's result for 1 hour.
-  resume: { holds: "the request's response_url (its status_url and cancel_url are it plus /status and /cancel), else the four fields as JSON", lifeMs: FAL_RESULT_LIFE_MS },
+  resume: {
+    holds: "the request's response_url (its status_url and cancel_url are it plus /status and /cancel), else the four fields as JSON",
+    lifeMs: FAL_RESULT_LIFE_MS,
+  },
   createClient(account, settings) {
     return new FalClient({
       ...apiKeyConnection(account, FAL, settings),

@@ -90,10 +90,18 @@ function inlinePart(image: ProviderInputImage): GeminiPart {
 
 /** The body of one call: the prompt, then the reference images, as one user turn; images only back. */
 export function generateContentBody(request: ProviderRequest): Record<string, unknown> {
-  if (request.mask) throw new ApiError('internal_error', `Gemini takes no mask (model ${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  if (request.mask)
+    throw new ApiError(
+      'internal_error',
+      `Gemini takes no mask (model ${request.upstreamModel}); the request should have been refused before it reached the provider.`,
+    );
   if (!geminiModel(request.upstreamModel, request.upstreamFamily)) {
     // The size must become an aspect ratio and a tier, which only a known model's table says.
-    throw new ApiError('invalid_request', `${request.upstreamModel} is not a Gemini image model the gateway knows; its catalog entry needs an upstream_family.`, { param: 'model' });
+    throw new ApiError(
+      'invalid_request',
+      `${request.upstreamModel} is not a Gemini image model the gateway knows; its catalog entry needs an upstream_family.`,
+      { param: 'model' },
+    );
   }
   const imageConfig = imageConfigFor(request.upstreamModel, request.width, request.height, request.upstreamFamily);
   if (!imageConfig) {
@@ -129,7 +137,9 @@ export class GeminiClient implements WireClient {
     const refused = refusal(provider, answer);
     if (refused) throw refused;
     const candidate = answer.candidates?.[0];
-    const image = (candidate?.content?.parts ?? []).map((part) => part.inlineData?.data ?? part.inline_data?.data).find((data) => typeof data === 'string' && data.length > 0);
+    const image = (candidate?.content?.parts ?? [])
+      .map((part) => part.inlineData?.data ?? part.inline_data?.data)
+      .find((data) => typeof data === 'string' && data.length > 0);
     // The call ran (and is billed) but made no image, e.g. the model answered in text only, or NO_IMAGE.
     if (!image) throw upstream.failed(provider, `the answer has no image (finishReason ${candidate?.finishReason ?? 'none'})`);
     // One image per call: a second one would be an image nobody asked (or pays) for.

@@ -95,7 +95,13 @@ function boundsOf(outputs: readonly GeminiOutputSize[]): SizeBounds {
  * is described in the prompt.
  */
 const MB = 1_000_000;
-const inputs = (maxImages: number): InputImageLimits => ({ max_images: maxImages, formats: ['png', 'jpeg', 'webp'], max_bytes: 7 * MB, mask: false, delivery: 'inline' });
+const inputs = (maxImages: number): InputImageLimits => ({
+  max_images: maxImages,
+  formats: ['png', 'jpeg', 'webp'],
+  max_bytes: 7 * MB,
+  mask: false,
+  delivery: 'inline',
+});
 
 export interface GeminiModel {
   spec: UpstreamModelSpec;

@@ -24,8 +24,15 @@ export const GEMINI: ProviderDescriptor = {
     credentials: { api_key: 'GEMINI_API_KEY' },
     baseUrl: 'GEMINI_BASE_URL',
     variables: {
-      GEMINI_API_KEY: declareVariable(text.optional(), { description: 'API key of the Gemini API (provider `google`, transport `gemini`)', secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
-      GEMINI_BASE_URL: declareVariable(httpUrl.default(GEMINI_API), { description: 'root URL of the Gemini API (`/v1beta` is added unless it ends with a version)' }),
+      GEMINI_API_KEY: declareVariable(text.optional(), {
+        description: 'API key of the Gemini API (provider `google`, transport `gemini`)',
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
+      GEMINI_BASE_URL: declareVariable(httpUrl.default(GEMINI_API), {
+        description: 'root URL of the Gemini API (`/v1beta` is added unless it ends with a version)',
+      }),
     },
   },
   defaultBaseUrl: GEMINI_API,

@@ -26,14 +26,19 @@ export const IMAGES_API: ProviderDescriptor = {
     baseUrl: 'OPENAI_COMPAT_BASE_URL',
     providerName: 'OPENAI_COMPAT_PROVIDER_NAME',
     variables: {
-      OPENAI_COMPAT_BASE_URL: declareVariable(httpUrl.optional(), { description: 'base URL of an OpenAI-compatible images API, with `OPENAI_COMPAT_API_KEY`', defaultText: 'none' }),
+      OPENAI_COMPAT_BASE_URL: declareVariable(httpUrl.optional(), {
+        description: 'base URL of an OpenAI-compatible images API, with `OPENAI_COMPAT_API_KEY`',
+        defaultText: 'none',
+      }),
       OPENAI_COMPAT_API_KEY: declareVariable(text.optional(), {
         description: 'API key of the OpenAI-compatible upstream, with `OPENAI_COMPAT_BASE_URL`',
         secret: true,
         field: 'providers.accounts.*.credentials.api_key',
         defaultText: 'none',
       }),
-      OPENAI_COMPAT_PROVIDER_NAME: declareVariable(providerName.default('openai-compatible'), { description: 'provider name of the OpenAI-compatible upstream (not a built-in one such as `openai`); add its models to `MODEL_CATALOG`' }),
+      OPENAI_COMPAT_PROVIDER_NAME: declareVariable(providerName.default('openai-compatible'), {
+        description: 'provider name of the OpenAI-compatible upstream (not a built-in one such as `openai`); add its models to `MODEL_CATALOG`',
+      }),
     },
   },
   calls: 'one-for-n',

@@ -12,5 +12,8 @@ export const VISUAL_ERRORS: readonly ErrorRule[] = [
   { codes: ['50511', '50519', '50512'], kind: 'output' },
   { codes: ['50429', '50430'], kind: 'busy' },
   { codes: ['50500', '50501'], kind: 'refused' },
-  { codes: ['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken'], kind: 'account' },
+  {
+    codes: ['SignatureDoesNotMatch', 'InvalidAccessKey', 'InvalidCredential', 'AccessDenied', 'AccountOverdue', 'AccountDisable', 'MissingAuthenticationToken'],
+    kind: 'account',
+  },
 ];

@@ -17,10 +17,25 @@ export const VISUAL_MODELS: readonly UpstreamModelSpec[] = [
     family: 'jimeng-4.0',
     sizes: { min_pixels: 1024 * 1024, max_pixels: 4096 * 4096, min_ratio: 1 / 16, max_ratio: 16, max_ratio_exclusive: true },
     params: { force_single: true, ratio_bounds: { default_min: 1 / 3, default_max: 3 } },
-    inputs: { max_images: 10, formats: ['jpeg', 'png'], max_bytes: 15 * MB, min_ratio: 1 / 3, max_ratio: 3, max_side: 4096, max_inputs_plus_outputs: 15, mask: false, delivery: 'url' },
+    inputs: {
+      max_images: 10,
+      formats: ['jpeg', 'png'],
+      max_bytes: 15 * MB,
+      min_ratio: 1 / 3,
+      max_ratio: 3,
+      max_side: 4096,
+      max_inputs_plus_outputs: 15,
+      mask: false,
+      delivery: 'url',
+    },
   },
   // Jimeng 3.1 (volcengine.com/docs/85621/1756900): seed (default -1), no force_single, no input images
   // (its Body table is req_key, prompt, seed, width, height, use_pre_llm). Sizes: recommended 1328² (1K)
   // to 2048² / 3024×1296 (2K); no official bound found, these follow the recommended table.
-  { match: 'jimeng_t2i_v31', family: 'jimeng-3.1', sizes: { min_pixels: 512 * 512, max_pixels: 2048 * 2048, min_ratio: 1 / 3, max_ratio: 3 }, params: { seed: { max: INT32_MAX } } },
+  {
+    match: 'jimeng_t2i_v31',
+    family: 'jimeng-3.1',
+    sizes: { min_pixels: 512 * 512, max_pixels: 2048 * 2048, min_ratio: 1 / 3, max_ratio: 3 },
+    params: { seed: { max: INT32_MAX } },
+  },
 ];

@@ -49,7 +49,10 @@ function visualError(answer: VisualAnswer, httpStatus: number, retryAfterMs: num
     const detail = `the visual API refused the request (${gatewayError.Code}: ${gatewayError.Message})`;
     // The API gateway refused it before the visual service saw it: nothing was accepted.
     const account = kindOf(VISUAL_ERRORS, gatewayError.Code) === 'account' || httpStatus === 401 || httpStatus === 403;
-    return upstream.failed(PROVIDER, detail, { safeElsewhere: true, ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}`, statusCode: httpStatus } : {}) });
+    return upstream.failed(PROVIDER, detail, {
+      safeElsewhere: true,
+      ...(account ? { accountProblem: `${gatewayError.Code}: ${gatewayError.Message}`, statusCode: httpStatus } : {}),
+    });
   }
   const code = answer.code;
   const detail = `${code ?? `HTTP ${httpStatus}`} ${answer.message ?? ''}`.trim();
@@ -98,12 +101,20 @@ export function submitBody(request: ProviderRequest, index: number): Record<stri
  * fault, refused before anything is sent.
  */
 function imageUrls(request: ProviderRequest): { image_urls?: string[] } {
-  if (request.mask) throw new ApiError('internal_error', `The visual API takes no mask (req_key ${request.upstreamModel}); the request should have been refused before it reached the provider.`);
+  if (request.mask)
+    throw new ApiError(
+      'internal_error',
+      `The visual API takes no mask (req_key ${request.upstreamModel}); the request should have been refused before it reached the provider.`,
+    );
   const images = request.inputImages ?? [];
   if (images.length === 0) return {};
   return {
     image_urls: images.map((image, i) => {
-      if (!image.url) throw new ApiError('internal_error', `Input image ${i + 1} has no gateway URL: req_key ${request.upstreamModel} fetches its inputs by URL, so the gateway must sign one for each.`);
+      if (!image.url)
+        throw new ApiError(
+          'internal_error',
+          `Input image ${i + 1} has no gateway URL: req_key ${request.upstreamModel} fetches its inputs by URL, so the gateway must sign one for each.`,
+        );
       return image.url;
     }),
   };

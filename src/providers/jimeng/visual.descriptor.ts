@@ -9,13 +9,22 @@ export const VISUAL: ProviderDescriptor = {
   format: 'visual',
   title: "Volcengine's visual API (Jimeng req_keys; signed with an access key pair)",
   providers: ['jimeng'],
-  credentials: { fields: [{ name: 'access_key_id', secret: false }, { name: 'secret_access_key', secret: true }], hintField: 'access_key_id' },
+  credentials: {
+    fields: [
+      { name: 'access_key_id', secret: false },
+      { name: 'secret_access_key', secret: true },
+    ],
+    hintField: 'access_key_id',
+  },
   environment: {
     credentials: { access_key_id: 'VOLC_ACCESS_KEY_ID', secret_access_key: 'VOLC_SECRET_ACCESS_KEY' },
     baseUrl: 'VOLC_VISUAL_ENDPOINT',
     channelId: 'chn_envJimengVisual',
     variables: {
-      VOLC_ACCESS_KEY_ID: declareVariable(text.optional(), { description: 'access key id of the Volcengine visual API (jimeng, transport `visual`), with `VOLC_SECRET_ACCESS_KEY`', defaultText: 'none' }),
+      VOLC_ACCESS_KEY_ID: declareVariable(text.optional(), {
+        description: 'access key id of the Volcengine visual API (jimeng, transport `visual`), with `VOLC_SECRET_ACCESS_KEY`',
+        defaultText: 'none',
+      }),
       VOLC_SECRET_ACCESS_KEY: declareVariable(text.optional(), {
         description: 'secret access key of the Volcengine visual API, with `VOLC_ACCESS_KEY_ID`',
         secret: true,

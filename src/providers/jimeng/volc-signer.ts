@@ -40,7 +40,10 @@ export function canonicalQueryString(query: Record<string, string>): string {
 }
 
 export function volcDate(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 /** Returns the headers to send (fetch adds Host itself, from the same URL the signature used). */

@@ -65,7 +65,9 @@ function inputsDigest(request: ProviderRequest): string {
  */
 async function render(request: ProviderRequest, inputs: string, index: number, signal: AbortSignal): Promise<Buffer> {
   const { width, height } = request;
-  const digest = createHash('sha256').update(`${request.prompt}\u0000${request.seed ?? 0}\u0000${index}${inputs ? `\u0000${inputs}` : ''}`).digest();
+  const digest = createHash('sha256')
+    .update(`${request.prompt}\u0000${request.seed ?? 0}\u0000${index}${inputs ? `\u0000${inputs}` : ''}`)
+    .digest();
   const byte = (i: number): number => digest[i % digest.length] as number;
   const blobs = Array.from({ length: 4 }, (_, b) => ({
     x: (byte(b * 5) / 255) * width,

@@ -97,7 +97,10 @@ const gptQuality: ImageOptionRule = { values: ['low', 'medium', 'high', 'auto'] 
  * transparent backgrounds"); "If `transparent`, the output format needs to support transparency, so it
  * should be set to either `png` (default value) or `webp`."
  */
-const background: ImageOptionRule = { values: ['transparent', 'opaque', 'auto'], requires: { when: 'transparent', field: 'output_format', values: ['png', 'webp'] } };
+const background: ImageOptionRule = {
+  values: ['transparent', 'opaque', 'auto'],
+  requires: { when: 'transparent', field: 'output_format', values: ['png', 'webp'] },
+};
 /** `output_format`: `png`, `jpeg`, `webp` ("only supported for the GPT image models"). */
 const outputFormat: ImageOptionRule = { values: ['png', 'jpeg', 'webp'] };
 /** `output_compression`: "(0-100%) … only supported for the GPT image models with the `webp` or `jpeg` output formats". */
@@ -140,7 +143,8 @@ export const OPENAI_IMAGE_MODELS: readonly OpenAIImageModel[] = [
     usd_per_image: gptPrices([0.005, 0.006], [0.011, 0.015], [0.036, 0.052]),
   }),
   gptImageModel('gpt-image-1.5', true, {
-    source: 'OpenAI per-image prices as restated by runware.ai/docs/models/openai-gpt-image-1-5 and docs.apiyi.com (official page not reachable offline; re-check)',
+    source:
+      'OpenAI per-image prices as restated by runware.ai/docs/models/openai-gpt-image-1-5 and docs.apiyi.com (official page not reachable offline; re-check)',
     usd_per_image: gptPrices([0.009, 0.013], [0.034, 0.05], [0.133, 0.2]),
   }),
   {
@@ -188,8 +192,5 @@ export function proposedPriceTable(row: OpenAIImageModel): PriceRow[] {
   };
   const qualities = Object.entries(row.price.usd_per_image);
   const dearest = qualities.reduce((best, entry) => (Math.max(...Object.values(entry[1])) > Math.max(...Object.values(best[1])) ? entry : best));
-  return [
-    ...qualities.flatMap(([quality, prices]) => rowsOf(prices).map((r) => ({ quality: quality as PriceRow['quality'], ...r }))),
-    ...rowsOf(dearest[1]),
-  ];
+  return [...qualities.flatMap(([quality, prices]) => rowsOf(prices).map((r) => ({ quality: quality as PriceRow['quality'], ...r }))), ...rowsOf(dearest[1])];
 }

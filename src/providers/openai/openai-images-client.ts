@@ -66,11 +66,17 @@ export const OPENAI_ERRORS: readonly ErrorRule[] = [
 export function openaiImagesError(provider: string, status: number, answer: ImagesAnswer, retryAfterMs: number | undefined): UpstreamError {
   const code = answer.error?.code ?? '';
   const detail = `HTTP ${status} ${code} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  const kind = kindOf(OPENAI_ERRORS, code) ?? kindOf(OPENAI_ERRORS, answer.error?.type) ?? (status === 401 || status === 403 ? 'account' : status === 429 ? 'busy' : undefined);
+  const kind =
+    kindOf(OPENAI_ERRORS, code) ??
+    kindOf(OPENAI_ERRORS, answer.error?.type) ??
+    (status === 401 || status === 403 ? 'account' : status === 429 ? 'busy' : undefined);
   if (kind !== undefined) return failureOf(kind, provider, detail, { status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
   if (status === 400) {
     // The upstream refused what was sent: no other channel of it would take it either.
-    return new UpstreamError('invalid_request', `Provider ${provider} refused the request: ${detail}`, false, { param: answer.error?.param ?? null, safeElsewhere: false });
+    return new UpstreamError('invalid_request', `Provider ${provider} refused the request: ${detail}`, false, {
+      param: answer.error?.param ?? null,
+      safeElsewhere: false,
+    });
   }
   // Another 4xx (an unknown model on this account, ...) and 5xx other than 504/524 are refusals: nothing was made.
   return upstream.failed(provider, detail, { safeElsewhere: status < 500 || refusedWithStatus(status) });
@@ -86,7 +92,11 @@ function invalid(message: string, param: string): ApiError {
  * (model-spec.ts imageOptionsFor: a GPT image edit takes no `moderation`, dall-e-3 no `background`); a
  * documented field with a value the model does not take is refused before sending.
  */
-export function openaiOptions(row: OpenAIImageModel, endpoint: OpenAIImagesEndpoint, request: Pick<ProviderRequest, 'upstreamOptions' | 'imageOptions' | 'quality'>): Record<string, string | number> {
+export function openaiOptions(
+  row: OpenAIImageModel,
+  endpoint: OpenAIImagesEndpoint,
+  request: Pick<ProviderRequest, 'upstreamOptions' | 'imageOptions' | 'quality'>,
+): Record<string, string | number> {
   const merged = { ...request.upstreamOptions, ...request.imageOptions, ...(request.quality !== undefined ? { quality: request.quality } : {}) };
   return imageOptionsFor(row.model, { params: { image_options: row.image_options } }, merged, endpoint === 'edits');
 }
@@ -143,8 +153,10 @@ export class OpenAIImagesClient implements WireClient {
     // A catalog entry naming a model this table does not know: nothing was sent, another channel may serve it.
     if (!row) throw upstream.failed(provider, `model ${request.upstreamModel} is not an OpenAI image model this gateway knows`, { safeElsewhere: true });
     const size = `${request.width}x${request.height}`;
-    if (!row.allowed_sizes.includes(size)) throw invalid(`Size ${size} is not available on model ${row.model}: it takes ${row.allowed_sizes.join(', ')}.`, 'size');
-    if (request.prompt.length > row.max_prompt_chars) throw invalid(`The prompt is longer than model ${row.model} takes (${row.max_prompt_chars} characters).`, 'prompt');
+    if (!row.allowed_sizes.includes(size))
+      throw invalid(`Size ${size} is not available on model ${row.model}: it takes ${row.allowed_sizes.join(', ')}.`, 'size');
+    if (request.prompt.length > row.max_prompt_chars)
+      throw invalid(`The prompt is longer than model ${row.model} takes (${row.max_prompt_chars} characters).`, 'prompt');
     const images = request.inputImages ?? [];
     const endpoint: OpenAIImagesEndpoint = images.length > 0 || request.mask ? 'edits' : 'generations';
     if (endpoint === 'edits') checkInputs(row, images, request.mask);
@@ -156,7 +168,13 @@ export class OpenAIImagesClient implements WireClient {
     return results.flat();
   }
 
-  private async call(row: OpenAIImageModel, endpoint: OpenAIImagesEndpoint, request: ProviderRequest, fields: Record<string, string | number>, signal: AbortSignal): Promise<ProviderImage[]> {
+  private async call(
+    row: OpenAIImageModel,
+    endpoint: OpenAIImagesEndpoint,
+    request: ProviderRequest,
+    fields: Record<string, string | number>,
+    signal: AbortSignal,
+  ): Promise<ProviderImage[]> {
     const { provider, baseUrl, apiKey, publicOnly } = this.options;
     const url = `${baseUrl.replace(/\/$/, '')}/images/${endpoint}`;
     const auth = { Authorization: `Bearer ${apiKey}` };
@@ -164,7 +182,15 @@ export class OpenAIImagesClient implements WireClient {
     const format = row.family === 'dall-e' ? { response_format: 'b64_json' } : {};
     let answer: JsonAnswer;
     if (endpoint === 'generations') {
-      answer = await postJson(provider, url, { model: row.model, prompt: request.prompt, ...fields, ...format }, auth, signal, publicOnly, request.onRequestSent);
+      answer = await postJson(
+        provider,
+        url,
+        { model: row.model, prompt: request.prompt, ...fields, ...format },
+        auth,
+        signal,
+        publicOnly,
+        request.onRequestSent,
+      );
     } else {
       const parts: MultipartPart[] = [
         { name: 'model', value: row.model },

@@ -29,7 +29,12 @@ export const OPENAI: ProviderDescriptor = {
     credentials: { api_key: 'OPENAI_API_KEY' },
     baseUrl: 'OPENAI_BASE_URL',
     variables: {
-      OPENAI_API_KEY: declareVariable(text.optional(), { description: "API key of OpenAI's Images API (provider `openai`, transport `openai`)", secret: true, field: 'providers.accounts.*.credentials.api_key', defaultText: 'none' }),
+      OPENAI_API_KEY: declareVariable(text.optional(), {
+        description: "API key of OpenAI's Images API (provider `openai`, transport `openai`)",
+        secret: true,
+        field: 'providers.accounts.*.credentials.api_key',
+        defaultText: 'none',
+      }),
       OPENAI_BASE_URL: declareVariable(httpUrl.default('https://api.openai.com/v1'), { description: "base URL of OpenAI's API" }),
     },
   },
@@ -41,7 +46,14 @@ export const OPENAI: ProviderDescriptor = {
   // Priced from OpenAI's per-image prices by quality and size (models.ts proposedPriceTable); without a quality, the dearest.
   catalog: OPENAI_IMAGE_MODELS.map((row) => {
     const price_table = proposedPriceTable(row);
-    return { model: row.model, provider: 'openai', upstream_model: row.model, credits_per_image: Math.max(...price_table.map((r) => r.credits)), price_table, default_size: '1024x1024' };
+    return {
+      model: row.model,
+      provider: 'openai',
+      upstream_model: row.model,
+      credits_per_image: Math.max(...price_table.map((r) => r.credits)),
+      price_table,
+      default_size: '1024x1024',
+    };
   }),
   modelIds: /^(gpt-image-|dall-e-)/,
   errors: OPENAI_ERRORS,
