@@ -230,19 +230,7 @@ export class ChannelFailover {
         );
         runtime.breaker.onSuccess();
         runtime.stats.record(true, this.deps.clock.now() - started);
-        const usage = callUsage(images);
-        context.attempts.push({
-          imageIndex,
-          channelId: channel.id,
-          outcome: 'succeeded',
-          errorCode: null,
-          latencyMs: this.deps.clock.now() - started,
-          startedAt: started,
-          ...(usage ? { usage } : {}),
-        });
-        // The account's own host may serve its image URLs, whatever the provider's default host is.
-        const sourceHost = hostOf(channel.baseUrl);
-        return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+        return this.delivered(context, imageIndex, channel, started, images);
       } catch (error) {
         const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : withoutPrompt(error, request.prompt);
         if (failure instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
@@ -272,6 +260,23 @@ export class ChannelFailover {
     }
   }
 
+  /** A call's images, recorded as its succeeded attempt (with the tokens the upstream reported). */
+  private delivered(context: RequestContext, imageIndex: number, channel: Channel, started: number, images: ProviderImage[]): ProviderImage[] {
+    const usage = callUsage(images);
+    context.attempts.push({
+      imageIndex,
+      channelId: channel.id,
+      outcome: 'succeeded',
+      errorCode: null,
+      latencyMs: this.deps.clock.now() - started,
+      startedAt: started,
+      ...(usage ? { usage } : {}),
+    });
+    // The account's own host may serve its image URLs, whatever the provider's default host is.
+    const sourceHost = hostOf(channel.baseUrl);
+    return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+  }
+
   /**
    * Polls a task a dead process had submitted, on the channel that accepted it: outside the
    * channel's limits (the work is already running upstream) and never sent anywhere else.
@@ -295,18 +300,7 @@ export class ChannelFailover {
         { ...request, ...upstreamOn(channel, context.entry, request), resumeTaskId: resume.taskId, ...(life ? { beforePoll: life.check } : {}) },
         context.signal,
       );
-      const usage = callUsage(images);
-      context.attempts.push({
-        imageIndex,
-        channelId: channel.id,
-        outcome: 'succeeded',
-        errorCode: null,
-        latencyMs: this.deps.clock.now() - started,
-        startedAt: started,
-        ...(usage ? { usage } : {}),
-      });
-      const sourceHost = hostOf(channel.baseUrl);
-      return sourceHost === undefined ? images : images.map((image) => ({ ...image, sourceHost }));
+      return this.delivered(context, imageIndex, channel, started, images);
     } catch (caught) {
       const error = withoutPrompt(caught, request.prompt);
       if (error instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
