@@ -366,9 +366,9 @@ export interface components {
             error_code: string | null;
             latency_ms: number;
             started_at: components["schemas"]["Timestamp"];
-            /** @description The tokens the upstream reported for the call, in OpenAI's `usage` shape (GPT image models bill by them); null when the upstream reports none. */
-            upstream_usage: null | components["schemas"]["UpstreamTokenUsage"];
+            upstream_usage: components["schemas"]["UpstreamTokenUsage"];
         };
+        /** @description The tokens the upstream reported for the call, in OpenAI's `usage` shape (GPT image models bill by them); null when the upstream reports none. */
         UpstreamTokenUsage: {
             input_tokens: number;
             output_tokens: number;
@@ -381,7 +381,7 @@ export interface components {
                 image_tokens?: number;
                 text_tokens?: number;
             };
-        };
+        } | null;
         ChannelHealth: {
             id: string;
             name: string;

@@ -1467,8 +1467,7 @@ export interface components {
             allowed_models?: string[] | null;
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
-            /** @description Prompt rules of this key (null = none). */
-            prompt_rules?: null | components["schemas"]["PromptRules"];
+            prompt_rules?: components["schemas"]["PromptRules"];
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -1487,8 +1486,7 @@ export interface components {
             allowed_models?: string[] | null;
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
-            /** @description Prompt rules of this key (null = none). */
-            prompt_rules?: null | components["schemas"]["PromptRules"];
+            prompt_rules?: components["schemas"]["PromptRules"];
             /**
              * Format: date-time
              * @description New expiry (must be in the future), or null for a permanent key.
@@ -1535,8 +1533,7 @@ export interface components {
             allowed_models: string[] | null;
             metadata: components["schemas"]["KeyMetadata"];
             alert_thresholds: components["schemas"]["AlertThresholds"];
-            /** @description Prompt rules of this key (null = none). */
-            prompt_rules: null | components["schemas"]["PromptRules"];
+            prompt_rules: components["schemas"]["PromptRules"];
         };
         /**
          * @description Your own labels, a flat map of strings (at most 16 entries; names `[A-Za-z0-9_-]{1,40}`, values up to 500 characters). Filter `listKeys` with `metadata=name:value`.
@@ -2149,9 +2146,9 @@ export interface components {
          *     substring, compared with case, width, accents and invisible characters folded), `blocked_pattern`
          *     (a regular expression, matched in linear time; one that cannot be is refused when set),
          *     `allow_list` (the prompt must match one of `patterns` whole). At most one `max_length` and one
-         *     `allow_list`. A rule without `id` gets one (`gr_…`). See docs/guardrails.md.
+         *     `allow_list`. A rule without `id` gets one (`gr_…`). Null: no rules. See docs/guardrails.md.
          */
-        PromptRules: components["schemas"]["PromptRule"][];
+        PromptRules: components["schemas"]["PromptRule"][] | null;
     };
     responses: {
         /** @description The channel (never its credentials). */
