@@ -6,7 +6,8 @@ import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { formatForUpstreamModel } from '../providers/formats';
 import type { ProviderRegistry } from '../providers/registry';
-import type { RateLimitDecision, RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
+import { recordRateLimitDecision } from '../ratelimit/rate-limit-context';
+import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 
 export interface GenerationAdmissionDeps {
@@ -52,21 +53,21 @@ export class GenerationAdmission {
 
   /**
    * The key's model and provider checks, then its RPM: the same for every way a key submits work.
-   * The count's decision goes to `rateLimit` (the x-rate-limited layer's holder) for the response headers.
+   * The count's decision is recorded in the request's context for the response headers; a request
+   * over the limit is refused here, counted, with when to retry.
    */
-  async admitForKey(key: ClientKey, model: string, rateLimit?: RateLimitHolder): Promise<{ entry: CatalogModel; decision: RateLimitDecision }> {
+  async admitForKey(key: ClientKey, model: string): Promise<CatalogModel> {
     const entry = this.modelFor(model);
     checkModelPermitted(key, entry);
     const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
-    rateLimit?.record(decision);
-    return { entry, decision };
+    recordRateLimitDecision(decision);
+    if (!decision.allowed) throw this.overLimit(decision);
+    return entry;
   }
 
-  /** A request over its key's RPM: refused, counted, with when to retry. */
-  refuseOverLimit(decision: RateLimitDecision): void {
-    if (decision.allowed) return;
+  private overLimit(decision: RateLimitDecision): ApiError {
     this.deps.metrics.rateLimitRefusals.inc();
-    throw new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+    return new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
       headers: { 'Retry-After': String(decision.resetSeconds) },
     });
   }

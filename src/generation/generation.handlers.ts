@@ -6,7 +6,6 @@ import type { GatewayHandlers } from '../http/handler-maps';
 import { fillPath } from '../http/operation-path';
 import { parsePrefer } from '../http/prefer';
 import type { ClientKey } from '../keys/key.model';
-import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 import type { GenerationFeature } from './create-generation';
 import type { ClientGeneration } from './generation-resource';
 import { secretResource } from './completion-webhooks';
@@ -28,13 +27,12 @@ type Prefer = NonNullable<ReturnType<typeof parsePrefer>>;
 interface Asked {
   key: ClientKey;
   signal: AbortSignal;
-  rateLimit: RateLimitHolder;
   /** The `Prefer` header, parsed: absent for a synchronous request. */
   prefer: Prefer | undefined;
 }
 
-function askedOf(request: { principal: { key: ClientKey }; signal: AbortSignal; rateLimit: RateLimitHolder; header(name: string): string | undefined }): Asked {
-  return { key: request.principal.key, signal: request.signal, rateLimit: request.rateLimit, prefer: parsePrefer(request.header('prefer')) };
+function askedOf(request: { principal: { key: ClientKey }; signal: AbortSignal; header(name: string): string | undefined }): Asked {
+  return { key: request.principal.key, signal: request.signal, prefer: parsePrefer(request.header('prefer')) };
 }
 
 /** `wait=N` honoured (RFC 7240 §3): the answer came within the wait, or the wait ran out into a 202. */
@@ -61,11 +59,11 @@ interface Accepted {
  */
 async function submitAsync(
   { service, clients, resources }: GenerationParts,
-  { key, rateLimit }: Asked,
+  { key }: Asked,
   prefer: Prefer,
   input: GenerationInput,
 ): Promise<{ done: ClientGeneration; creditsRemaining: number; creditsPerImage: number } | Accepted> {
-  const submitted = await service.submitForKey(key, input, rateLimit);
+  const submitted = await service.submitForKey(key, input);
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await resources.resource(row);
@@ -111,7 +109,7 @@ async function gatewayAnswer(parts: GenerationParts, asked: Asked, input: Genera
       },
     };
   }
-  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal, asked.rateLimit);
+  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal);
   return {
     status: 200 as const,
     body: {
@@ -147,7 +145,7 @@ async function openAIAnswer(parts: GenerationParts, asked: Asked, input: Generat
       body: { created: Math.floor(Date.parse(outcome.done.created_at) / 1000), data: openAIImages(outcome.done.data ?? [], input.prompt) },
     };
   }
-  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal, asked.rateLimit);
+  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal);
   return { status: 200 as const, body: { created: outcome.created, data: openAIImages(generationSummary(outcome).data, input.prompt) } };
 }
 

@@ -19,7 +19,7 @@ import { imageOptionsFor } from '../providers/model-spec';
 import type { ProviderImageOptions } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import { checkSize } from '../providers/upstream-models';
-import type { RateLimitHolder, RateLimiter } from '../ratelimit/rate-limiter';
+import type { RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
@@ -114,10 +114,9 @@ interface Asked {
   signal: AbortSignal | undefined;
 }
 
-/** A client key's request: its RPM's decision goes to the `x-rate-limited` layer's holder. */
+/** A client key's request. */
 interface KeyAsked extends Asked {
   key: ClientKey;
-  rateLimit: RateLimitHolder | undefined;
 }
 
 /** A request whose client waits for its images: its disconnect aborts the run. */
@@ -202,17 +201,17 @@ export class GenerationService {
     });
   }
 
-  /** The gateway's path: a client key pays, within its rate limit and quota. `rateLimit` receives the count's decision. */
-  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal, rateLimit?: RateLimitHolder): Promise<KeyGenerationOutcome> {
-    const { outcome, reservation } = await this.keySync.run({ key, input, signal, rateLimit, owner: { kind: 'key', id: key.id }, background: false });
+  /** The gateway's path: a client key pays, within its rate limit and quota. */
+  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
+    const { outcome, reservation } = await this.keySync.run({ key, input, signal, owner: { kind: 'key', id: key.id }, background: false });
     const n = input.n ?? 1;
     // Charged the price of the model that delivered; the rest of the reservation went back to the key.
     return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
   }
 
   /** See `keyAsync`. */
-  async submitForKey(key: ClientKey, input: GenerationInput, rateLimit?: RateLimitHolder): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
-    const { row, reservation } = await this.keyAsync.run({ key, input, signal: undefined, rateLimit, owner: { kind: 'key', id: key.id }, background: true });
+  async submitForKey(key: ClientKey, input: GenerationInput): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
+    const { row, reservation } = await this.keyAsync.run({ key, input, signal: undefined, owner: { kind: 'key', id: key.id }, background: true });
     return { row, creditsRemaining: reservation.creditsRemaining };
   }
 
@@ -222,9 +221,8 @@ export class GenerationService {
   }
 
   /** The model and provider checks, then the key's RPM, refused past it, then the key's prompt rules (a refused prompt still counts as a request). */
-  private async admitKey({ key, input, rateLimit }: KeyAsked): Promise<{ entry: CatalogModel }> {
-    const { entry, decision } = await this.admission.admitForKey(key, input.model, rateLimit);
-    this.admission.refuseOverLimit(decision);
+  private async admitKey({ key, input }: KeyAsked): Promise<{ entry: CatalogModel }> {
+    const entry = await this.admission.admitForKey(key, input.model);
     checkPromptRules(key.policy, input.prompt);
     return { entry };
   }

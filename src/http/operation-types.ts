@@ -1,6 +1,5 @@
 import type { RequestHandler } from 'express';
 import type { PrincipalBySecurityScheme, AnonymousPrincipal } from '../auth/principal';
-import type { RateLimitHolder } from '../ratelimit/rate-limiter';
 
 /**
  * Types of the spec-driven router: what a handler of operation `Op` receives and may return, all
@@ -40,10 +39,7 @@ export type PrincipalOf<Meta extends OperationMeta> = Meta['security'] extends r
   ? AnonymousPrincipal
   : PrincipalBySecurityScheme[Extract<Meta['security'][number][number], keyof PrincipalBySecurityScheme>];
 
-/** What an operation's handler gets from the `x-rate-limited` layer: the holder its count records in (none without the layer). */
-export type RateLimitOf<Meta extends OperationMeta> = Meta['extensions'] extends { readonly 'x-rate-limited': true } ? RateLimitHolder : undefined;
-
-export interface OperationRequest<Op extends GeneratedOperation, Principal, RateLimit = undefined> {
+export interface OperationRequest<Op extends GeneratedOperation, Principal> {
   /** Path parameters, as the spec types them. */
   params: Part<Op['parameters'], 'path'>;
   /** Query parameters, converted to the spec's types (integers are numbers). */
@@ -53,8 +49,6 @@ export interface OperationRequest<Op extends GeneratedOperation, Principal, Rate
   requestId: string;
   /** The socket's remote address (what audit events record as the client IP). */
   clientIp: string;
-  /** `x-rate-limited` operations: where the request's count records its decision; the layer writes the headers from it. */
-  readonly rateLimit: RateLimit;
   /** Aborts when the client goes away before the response is sent. */
   readonly signal: AbortSignal;
   /** Header values by lower-case name. */
@@ -73,7 +67,7 @@ export type OperationResponse<Op extends GeneratedOperation> = {
 }[SuccessStatus<Op['responses']>];
 
 export type OperationHandler<Op extends GeneratedOperation, Meta extends OperationMeta> = (
-  request: OperationRequest<Op, PrincipalOf<Meta>, RateLimitOf<Meta>>,
+  request: OperationRequest<Op, PrincipalOf<Meta>>,
 ) => Promise<OperationResponse<Op>> | OperationResponse<Op>;
 
 /** For the few operations that stream a page of their own (the Scalar reference). */

@@ -1,6 +1,7 @@
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../errors/api-error';
+import { withRateLimitHolder } from '../ratelimit/rate-limit-context';
 import { parseTimestamp } from '../shared/rfc3339';
 import { abortOnDisconnect } from './abort-on-disconnect';
 import { refuseNul } from './base-app';
@@ -220,11 +221,16 @@ function adapt(operationId: string, handler: unknown): RequestHandler {
       principal: principalOf(res),
       requestId: res.locals.requestId,
       clientIp: req.socket.remoteAddress ?? '',
-      rateLimit: res.locals.rateLimit,
       signal: abortOnDisconnect(res),
       header: (name: string) => req.get(name),
     } as unknown as OperationRequest<never, Principal>;
-    const response = (await run(request)) as { status: number; body: unknown; headers?: Record<string, string>; contentType?: string };
+    const holder = res.locals.rateLimit;
+    const response = (await (holder ? withRateLimitHolder(holder, () => run(request)) : run(request))) as {
+      status: number;
+      body: unknown;
+      headers?: Record<string, string>;
+      contentType?: string;
+    };
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
     if (response.status === 204) res.end();

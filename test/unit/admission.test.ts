@@ -7,6 +7,7 @@ import type { ClientKey } from '../../src/keys/key.model';
 import type { GatewayMetrics } from '../../src/metrics/metrics';
 import { ProviderRegistry } from '../../src/providers/registry';
 import { UPSTREAM_MODELS } from '../../src/providers/upstream-models';
+import { withRateLimitHolder } from '../../src/ratelimit/rate-limit-context';
 import type { RateLimitDecision, RateLimiter } from '../../src/ratelimit/rate-limiter';
 
 /** Whether a request may generate at all (model, key permissions, RPM), with fakes for everything it reads. */
@@ -113,18 +114,34 @@ describe('GenerationAdmission.modelFor', () => {
 });
 
 describe('GenerationAdmission.admitForKey', () => {
-  it('a permitted model: its entry and the RPM decision, counted for the key at the clock time', async () => {
+  it('a permitted model: its entry; the RPM decision, counted for the key at the clock time, recorded in the request context', async () => {
     const { admission, consumed } = fakes();
-    const result = await admission.admitForKey(key({ id: 'key_b', rateLimitRpm: 7 }), 'seedream');
-    expect(result).toEqual({ entry: catalog.get('seedream'), decision: { allowed: true, limit: 30, remaining: 29, resetSeconds: 60 } });
+    const recorded: RateLimitDecision[] = [];
+    const entry = await withRateLimitHolder({ record: (decision) => recorded.push(decision) }, () =>
+      admission.admitForKey(key({ id: 'key_b', rateLimitRpm: 7 }), 'seedream'),
+    );
+    expect(entry).toEqual(catalog.get('seedream'));
     expect(consumed).toEqual([['key_b', 7, 1_700_000_000_000]]);
+    expect(recorded).toEqual([{ allowed: true, limit: 30, remaining: 29, resetSeconds: 60 }]);
   });
 
-  it('an over-limit decision is answered, not thrown (refuseOverLimit decides)', async () => {
+  it('outside a rate-limited request the decision goes nowhere', async () => {
+    const { admission } = fakes();
+    await expect(admission.admitForKey(key(), 'seedream')).resolves.toEqual(catalog.get('seedream'));
+  });
+
+  it('over the limit: 429 rate_limited with Retry-After, counted in the metric, the decision still recorded for the headers', async () => {
     const over = { allowed: false, limit: 7, remaining: 0, resetSeconds: 12 };
     const { admission, refusals } = fakes(over);
-    await expect(admission.admitForKey(key(), 'dall-e')).resolves.toEqual({ entry: catalog.get('dall-e'), decision: over });
-    expect(refusals()).toBe(0);
+    const recorded: RateLimitDecision[] = [];
+    const error = await withRateLimitHolder({ record: (decision) => recorded.push(decision) }, () => admission.admitForKey(key(), 'dall-e')).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ code: 'rate_limited', status: 429, param: null, headers: { 'Retry-After': '12' } });
+    expect((error as ApiError).message).toBe('Rate limit of 7 requests per minute reached; retry in 12 s.');
+    expect(recorded).toEqual([over]);
+    expect(refusals()).toBe(1);
   });
 
   it('check order: model known (404), model allowed (403), provider allowed (403); a refusal counts no request', async () => {
@@ -138,23 +155,5 @@ describe('GenerationAdmission.admitForKey', () => {
     expect(error).toMatchObject({ code: 'provider_not_allowed', status: 403, param: 'model' });
     expect((error as ApiError).message).toBe('This key may not use provider jimeng (allowed: local, openai).');
     expect(consumed).toEqual([]);
-  });
-});
-
-describe('GenerationAdmission.refuseOverLimit', () => {
-  it('an allowed decision passes and counts no refusal', () => {
-    const { admission, refusals } = fakes();
-    expect(() => admission.refuseOverLimit({ allowed: true, limit: 30, remaining: 0, resetSeconds: 60 })).not.toThrow();
-    expect(refusals()).toBe(0);
-  });
-
-  it('over the limit: 429 rate_limited with Retry-After, counted in the metric', () => {
-    const { admission, refusals } = fakes();
-    const error = thrownApiError(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 17 }));
-    expect(error).toMatchObject({ code: 'rate_limited', status: 429, param: null, headers: { 'Retry-After': '17' } });
-    expect(error.message).toBe('Rate limit of 30 requests per minute reached; retry in 17 s.');
-    expect(refusals()).toBe(1);
-    thrownApiError(() => admission.refuseOverLimit({ allowed: false, limit: 30, remaining: 0, resetSeconds: 1 }));
-    expect(refusals()).toBe(2);
   });
 });
