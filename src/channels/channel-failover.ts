@@ -5,7 +5,7 @@ import { callsOfEntry, familyOfEntry, taskLifeOf } from '../providers/formats';
 import type { ProviderImage, ProviderRequest } from '../providers/provider';
 import { type Attempt, attemptRows, callUsage } from './channel-attempts';
 import { UpstreamError, withoutPrompt } from '../providers/upstream-errors';
-import { abortWhen } from '../shared/abort-link';
+import { AbortLink } from '../shared/abort-chain';
 import type { ChannelDirectory } from './channel-directory';
 import type { ChannelRouterDeps, ChannelRuntime, ChannelRuntimes } from './channel-runtime';
 import type { CallScope, ChannelWaitLine } from './channel-wait-line';
@@ -95,16 +95,9 @@ export class ChannelFailover {
    */
   async generate(generationId: string, entry: CatalogModel, request: ProviderRequest, clientSignal: AbortSignal, journal?: TaskJournal): Promise<ChannelRun> {
     const settings = this.runtimes.settingsOf(entry.provider);
-    // A controller of its own, not AbortSignal.timeout: the deadline aborts with provider_timeout, the
-    // reason the calls and the attempt rows see.
-    // It aborts with the client's signal too (the client's reason, when that comes first).
-    const deadline = new AbortController();
-    let deadlinePassed = false;
-    const timer = setTimeout(() => {
-      deadlinePassed = true;
-      deadline.abort(this.timeoutError(entry.provider, settings.timeoutMs));
-    }, settings.timeoutMs);
-    const unlink = abortWhen(clientSignal, deadline);
+    // The request's link of the abort chain: provider_timeout at the provider's deadline, the reason
+    // the calls and the attempt rows see, or the client's (run's) reason when that comes first.
+    const deadline = new AbortLink(clientSignal, { ms: settings.timeoutMs, reason: () => this.timeoutError(entry.provider, settings.timeoutMs) });
     const signal = deadline.signal;
     const context: RequestContext = {
       generationId,
@@ -139,14 +132,13 @@ export class ChannelFailover {
       const images = outcomes.flatMap((outcome) => (outcome as PromiseFulfilledResult<ProviderImage[]>).value);
       return { ok: true, images, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } catch (error) {
-      const failure = deadlinePassed && !clientSignal.aborted ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
+      const failure = deadline.timedOut ? this.timeoutError(entry.provider, settings.timeoutMs) : error;
       const providerAtFault =
         failure instanceof UpstreamError ? failure.countsAgainstProvider : failure instanceof ApiError && failure.code === 'provider_timeout';
       stats.record(!providerAtFault, this.deps.clock.now() - started);
       return { ok: false, error: failure, attempts: attemptRows(generationId, context.attempts), losses: context.losses };
     } finally {
-      clearTimeout(timer);
-      unlink();
+      deadline.release();
     }
   }
 
@@ -185,15 +177,10 @@ export class ChannelFailover {
       const attemptMs = Math.max(1, Math.min(channel.timeoutMs, remainingMs));
       // A channel deadline that ends no earlier than the request's needs no timer or signal of its
       // own: the request's ends the attempt first (its timer was set first, for the same moment).
-      const attemptDeadline = channel.timeoutMs < remainingMs ? new AbortController() : undefined;
-      let attemptTimedOut = false;
-      const timer =
-        attemptDeadline &&
-        setTimeout(() => {
-          attemptTimedOut = true;
-          attemptDeadline.abort(this.timeoutError(channel.provider, attemptMs));
-        }, attemptMs);
-      const unlinkAttempt = attemptDeadline && abortWhen(context.signal, attemptDeadline);
+      const attemptDeadline =
+        channel.timeoutMs < remainingMs
+          ? new AbortLink(context.signal, { ms: attemptMs, reason: () => this.timeoutError(channel.provider, attemptMs) })
+          : undefined;
       const attemptSignal = attemptDeadline ? attemptDeadline.signal : context.signal;
       let reached = false;
       runtime.inFlight += 1;
@@ -232,7 +219,7 @@ export class ChannelFailover {
         runtime.stats.record(true, this.deps.clock.now() - started);
         return this.delivered(context, imageIndex, channel, started, images);
       } catch (error) {
-        const failure = attemptTimedOut && !context.signal.aborted ? this.timeoutError(channel.provider, attemptMs) : withoutPrompt(error, request.prompt);
+        const failure = attemptDeadline?.timedOut ? this.timeoutError(channel.provider, attemptMs) : withoutPrompt(error, request.prompt);
         if (failure instanceof TaskExpired) context.losses.expiredCalls.push(imageIndex);
         const moveOn = await this.judgeFailure(context, channel, runtime, failure, busyTries, failedOver, this.deps.clock.now() - started);
         context.attempts.push({
@@ -252,8 +239,7 @@ export class ChannelFailover {
         await context.journal?.unsent(imageIndex);
         lastError = failure as UpstreamError;
       } finally {
-        clearTimeout(timer);
-        unlinkAttempt?.();
+        attemptDeadline?.release();
         runtime.inFlight -= 1;
         if (leaseId !== undefined) await this.release(channel, leaseId);
       }

@@ -7,7 +7,7 @@ import { type CatalogModel, fallbackChain } from '../config/catalog';
 import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
-import { abortWhen } from '../shared/abort-link';
+import { AbortLink } from '../shared/abort-chain';
 import { RenewedSet } from '../shared/renewed-set';
 import { RunDeferred } from './generation-runner';
 import { LeaseLost } from './lease';
@@ -51,7 +51,7 @@ export class GenerationWorker {
    * a lease. A row the renewal no longer finds held was taken over or settled elsewhere: its run is
    * aborted as lost; one with a cancel request is aborted as canceled.
    */
-  private readonly local: RenewedSet<string, AbortController>;
+  private readonly local: RenewedSet<string, AbortLink>;
   private readonly background = new Set<Promise<unknown>>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -61,7 +61,7 @@ export class GenerationWorker {
 
   constructor(private readonly deps: GenerationWorkerDeps) {
     this.owner = deps.owner ?? newLeaseOwner();
-    this.local = new RenewedSet<string, AbortController>(
+    this.local = new RenewedSet<string, AbortLink>(
       Math.floor(this.deps.leaseMs / 3),
       async (batch) => {
         const renewed = await renewGenerationLeases(
@@ -70,12 +70,12 @@ export class GenerationWorker {
           this.owner,
           this.deps.leaseMs,
         );
-        for (const [id, controller] of batch) {
+        for (const [id, run] of batch) {
           // Ended meanwhile (its settlement is why the renewal no longer found it running).
-          if (this.local.get(id) !== controller) continue;
+          if (this.local.get(id) !== run) continue;
           const lease = renewed.get(id);
-          if (!lease) controller.abort(new LeaseLost(id, false));
-          else if (lease.cancelRequested) controller.abort(new LeaseLost(id, true));
+          if (!lease) run.abort(new LeaseLost(id, false));
+          else if (lease.cancelRequested) run.abort(new LeaseLost(id, true));
         }
       },
       (error, generations) => this.deps.logger.warn({ err: error, generations }, 'could not renew generation leases'),
@@ -159,9 +159,9 @@ export class GenerationWorker {
 
   /** Aborts the local run of `id` (cancel); true when this process was running it. */
   abortLocal(id: string): boolean {
-    const controller = this.local.get(id);
-    controller?.abort(new LeaseLost(id, true));
-    return controller !== undefined;
+    const run = this.local.get(id);
+    run?.abort(new LeaseLost(id, true));
+    return run !== undefined;
   }
 
   /** Runs a claimed row while renewing its lease; a lost lease or a cancel aborts the run, as does `signal` (its client's). */
@@ -170,14 +170,13 @@ export class GenerationWorker {
     signal: AbortSignal | undefined,
     execute?: (row: GenerationsTable, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const controller = new AbortController();
-    this.local.add(row.id, controller);
-    // The client's abort and the lease's end on one signal: whichever comes first gives the reason.
-    const unlink = signal ? abortWhen(signal, controller) : undefined;
+    // The run's link of the abort chain: the lease's end (LeaseLost) or the client's, whichever comes first.
+    const run = new AbortLink(signal);
+    this.local.add(row.id, run);
     try {
-      return (await (execute ?? this.deps.execute)(row, controller.signal)) as T;
+      return (await (execute ?? this.deps.execute)(row, run.signal)) as T;
     } finally {
-      unlink?.();
+      run.release();
       this.local.delete(row.id);
       const waiters = this.settleWaiters.get(row.id);
       this.settleWaiters.delete(row.id);

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { AbortLink } from '../shared/abort-chain';
 
 /** Why a request's work was aborted: its client went away before the response was written. */
 export class ClientDisconnected extends Error {
@@ -12,11 +13,11 @@ export class ClientDisconnected extends Error {
   }
 }
 
-/** A signal that aborts (with ClientDisconnected) when the client goes away before its response is written. */
+/** The root of the abort chain (abort-chain.ts): aborts with ClientDisconnected when the client goes away before its response is written. */
 export function abortOnDisconnect(res: Response): AbortSignal {
-  const controller = new AbortController();
+  const client = new AbortLink(undefined);
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort(new ClientDisconnected());
+    if (!res.writableFinished) client.abort(new ClientDisconnected());
   });
-  return controller.signal;
+  return client.signal;
 }
