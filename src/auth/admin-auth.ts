@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type { Kysely } from 'kysely';
 import { ALL_ADMIN_SCOPES, type AdminScope, adminTokenSecrets, inactiveTokenError, insufficientScope } from '../admin-tokens/admin-token.model';
@@ -7,21 +6,8 @@ import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { hashKey } from '../keys/key-secret';
 import type { Clock } from '../shared/clock';
+import { bearerToken, secretsEqual } from './credentials';
 import type { AdminPrincipal } from './principal';
-
-/** Bearer token from an Authorization header, or undefined. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
-}
-
-/** Constant-time equality for secrets of any length (compares SHA-256 digests). */
-export function secretsEqual(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 const ADMIN_TOKEN_PREFIX = 'hyadm_';
 

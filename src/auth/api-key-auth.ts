@@ -9,7 +9,7 @@ import { keyRefused } from '../keys/rules/key-refusal';
 import { keyStatus } from '../keys/rules/key-usability';
 import { directKeyLookup, type KeyLookup } from '../keys/key-cache';
 import type { Clock } from '../shared/clock';
-import { bearerToken } from './admin-auth';
+import { bearerToken } from './credentials';
 import type { ClientPrincipal } from './principal';
 
 /**

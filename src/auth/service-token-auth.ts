@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { ServiceToken } from '../config/config';
 import { ApiError } from '../errors/api-error';
-import { secretsEqual } from './admin-auth';
+import { secretsEqual } from './credentials';
 import type { ServicePrincipal } from './principal';
 
 /**

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { secretsEqual } from '../../src/auth/admin-auth';
+import { secretsEqual } from '../../src/auth/credentials';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 
 describe('security', () => {
