@@ -4,7 +4,7 @@ export const creativeOperations = {
   listModels: {"method":"get","path":"/api/v1/creative/models","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   listProviders: {"method":"get","path":"/api/v1/creative/providers","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   listChannelHealth: {"method":"get","path":"/api/v1/creative/channels/health","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
-  createGeneration: {"method":"post","path":"/api/v1/creative/images/generations","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{"x-image-inputs":true}},
+  createGeneration: {"method":"post","path":"/api/v1/creative/images/generations","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{"x-image-inputs":true,"x-shed-under-load":true}},
   listGenerations: {"method":"get","path":"/api/v1/creative/generations","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   getGeneration: {"method":"get","path":"/api/v1/creative/generations/{id}","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},
   getUsage: {"method":"get","path":"/api/v1/creative/usage","security":[["ServiceTokenId","ServiceTokenSecret"],["CfAccessJwt"]],"extensions":{}},

@@ -41,6 +41,7 @@ import { webhookHandlers } from './webhooks/webhooks.handlers';
 import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
 import type { KeyLookup } from './keys/key-cache';
+import { type ProcessLoad, shedUnderLoad } from './http/load-shedding';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
 import type { RateLimiter } from './ratelimit/rate-limiter';
 import type { Clock } from './shared/clock';
@@ -53,6 +54,8 @@ export interface GatewayAppDeps {
   adminSecret: string;
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
+  /** Whether the process is overloaded, for the x-shed-under-load layer. */
+  load: ProcessLoad;
   validateResponses: boolean;
   document: OpenApiDocument;
   keys: KeysService;
@@ -113,6 +116,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     // In this order for an operation that declares several: the rate-limit headers before the body is
     // read, so a body refused while it arrives still answers with them.
     layers: [
+      { extension: 'x-shed-under-load', stage: 'before-validation', handler: shedUnderLoad(deps.load, () => deps.metrics.overloadRefusals.inc()) },
       { extension: 'x-rate-limited', stage: 'before-validation', handler: rateLimitHeaders(deps.rateLimiter, deps.clock) },
       { extension: 'x-image-inputs', ...imageInputs.layer },
       { extension: 'x-idempotent', stage: 'after-validation', handler: idempotency(deps) },

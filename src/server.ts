@@ -17,6 +17,7 @@ import type { GenerationService } from './generation/generation.service';
 import { modelHasRoom } from './generation/generation-worker';
 import { DependencyHealth } from './health/dependency-health';
 import { databaseProbe, type DependencyProbe, imageStoreProbe, ReadinessService, waitForDependencies } from './health/readiness';
+import { EventLoopLoad } from './http/load-shedding';
 import { startListeners } from './http/listeners';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
@@ -246,8 +247,10 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     }),
   );
 
+  const load = closers.add('load monitor', new EventLoopLoad(config.shedEventLoopDelayMs));
   const common = {
     db,
+    load,
     readiness,
     logger,
     metrics,

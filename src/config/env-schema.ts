@@ -64,6 +64,10 @@ export const envSchema = z.object({
     description: 'open client connections, both listeners together (see Connections)',
     defaultText: 'open-files limit − 64 − `DB_POOL_SIZE`',
   }),
+  SHED_EVENT_LOOP_DELAY_MS: declare(integer(0, 60_000).default(1000), {
+    description:
+      'while the event loop ran this much late in the last half second, generation requests are refused at once with 503 `overloaded` (nothing read, counted or reserved) instead of queuing towards their deadlines; `0` turns it off',
+  }),
   SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), {
     description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close',
   }),

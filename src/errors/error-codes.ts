@@ -38,6 +38,7 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   provider_busy: { status: 503, type: 'provider_error' },
   not_ready: { status: 503, type: 'api_error' },
   dependency_unavailable: { status: 503, type: 'api_error' },
+  overloaded: { status: 503, type: 'api_error' },
   provider_timeout: { status: 504, type: 'provider_error' },
   insufficient_scope: { status: 403, type: 'permission_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },

@@ -20,6 +20,7 @@ import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
 import type { ChannelRouter } from '../channels/channel-router';
 import { channelHealthHandlers } from '../channels/channels.handlers';
+import { type ProcessLoad, shedUnderLoad } from '../http/load-shedding';
 import type { CatalogService } from './catalog.service';
 import { internalHandlers } from './internal.handlers';
 import type { UsageService } from './usage.service';
@@ -35,6 +36,8 @@ export interface InternalAppDeps {
   clock: Clock;
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
+  /** Whether the process is overloaded, for the x-shed-under-load layer. */
+  load: ProcessLoad;
   validateResponses: boolean;
   document: OpenApiDocument;
   generation: GenerationService;
@@ -70,7 +73,10 @@ export function createInternalApp(deps: InternalAppDeps): Express {
       'ServiceTokenId+ServiceTokenSecret': serviceTokenGuard(deps.serviceTokens),
       CfAccessJwt: accessJwtGuard({ verifier: deps.accessJwt }),
     },
-    layers: [{ extension: 'x-image-inputs', ...imageInputs.layer }],
+    layers: [
+      { extension: 'x-shed-under-load', stage: 'before-validation', handler: shedUnderLoad(deps.load, () => deps.metrics.overloadRefusals.inc()) },
+      { extension: 'x-image-inputs', ...imageInputs.layer },
+    ],
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),
   });

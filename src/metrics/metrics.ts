@@ -31,6 +31,11 @@ export class GatewayMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly overloadRefusals = new Counter({
+    name: 'creative_gateway_overload_refusals_total',
+    help: 'Generation requests refused with 503 overloaded (SHED_EVENT_LOOP_DELAY_MS).',
+    registers: [this.registry],
+  });
   readonly rateLimitRefusals = new Counter({
     name: 'creative_gateway_rate_limit_refusals_total',
     help: 'Requests refused with 429 rate_limited.',

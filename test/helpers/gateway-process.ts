@@ -25,6 +25,9 @@ export function gatewayProcessEnv(env: Record<string, string | undefined>): Node
     ADMIN_SECRET,
     CF_ACCESS_CLIENT_ID: SERVICE_TOKEN['CF-Access-Client-Id'],
     CF_ACCESS_CLIENT_SECRET: SERVICE_TOKEN['CF-Access-Client-Secret'],
+    // Shedding has its own tests (test/http/load-shedding.test.ts): on a loaded test machine a stall
+    // would refuse requests a test expects served.
+    SHED_EVENT_LOOP_DELAY_MS: '0',
     LOG_LEVEL: 'info',
     // Replicas share the keys (nothing is generated into the work tree), and keep images out of it.
     IMAGE_URL_SIGNING_KEY,

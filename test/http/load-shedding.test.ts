@@ -1,0 +1,86 @@
+import request from 'supertest';
+import { localRequest, SERVICE_TOKEN, startTestGateway, type TestGateway } from '../helpers/test-gateway';
+import { until } from '../helpers/until';
+
+/** Holds this process's event loop (the in-process gateway's too) for `ms`: the stall an overload causes. */
+function stall(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    // busy
+  }
+}
+
+async function overloadRefusals(t: TestGateway): Promise<number> {
+  const res = await request(t.gateway.internalUrl).get('/metrics').set(SERVICE_TOKEN);
+  return Number(/^creative_gateway_overload_refusals_total (\d+)/m.exec(res.text)?.[1] ?? 'NaN');
+}
+
+describe('x-shed-under-load: generation requests refused at once while the event loop runs late', () => {
+  let t: TestGateway;
+  let key: { id: string; key: string };
+  beforeAll(async () => {
+    t = await startTestGateway({ SHED_EVENT_LOOP_DELAY_MS: '100' });
+    key = await t.createKey({ rate_limit_rpm: 1000 });
+  });
+  afterAll(() => t.close());
+
+  /** A stall of 4× the threshold, then `send`, until one answer is the refusal (the load is read every half second). */
+  async function refusedAfterStall(send: () => Promise<request.Response>): Promise<request.Response> {
+    let refused: request.Response | undefined;
+    await until(async () => {
+      stall(400);
+      const res = await send();
+      if (res.status === 503) refused = res;
+      return refused !== undefined;
+    }, 'a request refused after a stall');
+    return refused!;
+  }
+
+  it('POST /images/generate: 503 overloaded with Retry-After, nothing counted or reserved, then served once the loop is on time', async () => {
+    const before = { credits: await t.api.creditsUsed(key.id), refusals: await overloadRefusals(t) };
+    const refused = await refusedAfterStall(async () => {
+      const credits = await t.api.creditsUsed(key.id);
+      const res = await t.api.client(key.key, localRequest());
+      // A request served in a window the stall did not reach is charged as usual: only the refusal is checked.
+      if (res.status === 503) expect(await t.api.creditsUsed(key.id)).toBe(credits);
+      return res;
+    });
+    expect(refused.body.error).toMatchObject({ code: 'overloaded', type: 'api_error', param: null });
+    expect(refused.headers['retry-after']).toBe('1');
+    // Refused before the RPM count: no rate-limit headers.
+    expect(refused.headers['x-ratelimit-remaining']).toBeUndefined();
+    expect(await overloadRefusals(t)).toBeGreaterThan(before.refusals);
+    await until(async () => (await t.api.client(key.key, localRequest())).status === 200, 'a request served after the stall');
+  });
+
+  it('the OpenAI-compatible generation and the internal generation are shed too', async () => {
+    const openai = await refusedAfterStall(() =>
+      t.api.client(key.key, { model: 'local-1', prompt: 'a lighthouse', size: '256x256' }, '/v1/images/generations'),
+    );
+    expect(openai.body.error.code).toBe('overloaded');
+    const internal = await refusedAfterStall(() => t.internal.service('post', '/api/v1/creative/images/generations', localRequest()));
+    expect(internal.body.error.code).toBe('overloaded');
+  });
+
+  it('operations that start no paid work are served during a stall', async () => {
+    stall(400);
+    expect((await t.api.send('get', '/healthz')).status).toBe(200);
+    expect((await t.api.admin('get', `/admin/keys/${key.id}`)).status).toBe(200);
+  });
+});
+
+describe('SHED_EVENT_LOOP_DELAY_MS=0', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway({ SHED_EVENT_LOOP_DELAY_MS: '0' });
+  });
+  afterAll(() => t.close());
+
+  it('never refuses: a request after a stall is served', async () => {
+    const { key } = await t.createKey();
+    for (let i = 0; i < 3; i += 1) {
+      stall(400);
+      expect((await t.api.client(key, localRequest())).status).toBe(200);
+    }
+  });
+});
