@@ -1,23 +1,12 @@
+import type { components } from '../../generated/gateway';
 import { ApiError } from '../errors/api-error';
 
 /**
  * A model's documented output sizes: pixel count and aspect ratio (width / height), optionally each
  * side, a grid both sides must sit on, or an enumerated set of sizes (OpenAI's GPT image models).
+ * The spec's schema, which `GET /v1/models` serves as each model's `size_bounds`.
  */
-export interface SizeBounds {
-  min_pixels: number;
-  max_pixels: number;
-  min_ratio: number;
-  max_ratio: number;
-  /** width / height must stay below `max_ratio` (Jimeng 4.0: max_ratio is taken in [1/16, 16), so 16:1 is out). */
-  max_ratio_exclusive?: true;
-  min_side?: number;
-  max_side?: number;
-  /** Only these sizes (`WxH`), when the model takes an enumerated set; the other bounds still hold. */
-  allowed_sizes?: string[];
-  /** Both sides must be multiples of this many pixels (e.g. 16). */
-  side_multiple?: number;
-}
+export type SizeBounds = components['schemas']['SizeBounds'];
 
 /** Image formats a model may take as inputs, named as the gateway sniffs them from the bytes. */
 export type InputImageFormat = 'png' | 'jpeg' | 'webp' | 'bmp' | 'tiff' | 'gif';
