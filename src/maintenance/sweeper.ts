@@ -78,11 +78,12 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
   // A 'running' idempotency record outlives any request only when its process died.
   const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
   const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
+  // Before the image pass: the input images of a withheld prompt expire here, and their bytes go in that pass.
+  const promptsWithheld = await applyPromptRetention(deps.db, deps.promptRetention ?? 'full', now);
   const imagesDeleted = (await deps.images?.sweep()) ?? 0;
   // The upstream-call journal matters only while a generation may be taken over.
   await pruneSettledTasks(deps.db);
   const generationsPruned = deps.generationRetentionMs === undefined ? 0 : await pruneOldGenerations(deps.db, now - deps.generationRetentionMs);
-  const promptsWithheld = await applyPromptRetention(deps.db, deps.promptRetention ?? 'full');
   return { abandoned, idempotencyPruned, imagesDeleted, generationsPruned, promptsWithheld };
 }
 

@@ -70,6 +70,8 @@ export interface TestGateway {
   clock: TestClock;
   /** Every log line the gateway wrote. */
   logs: string[];
+  /** IMAGE_DIRECTORY: where it stores images (removed on close). */
+  imageDirectory: string;
   /** Creates a key through the admin API; `local` provider and a generous quota unless overridden. */
   createKey(overrides?: Record<string, unknown>): Promise<{ id: string; key: string; record: Record<string, unknown> }>;
   close(): Promise<void>;
@@ -118,6 +120,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     internal: new ApiClient(gateway.internalUrl, creativeSpec),
     clock,
     logs,
+    imageDirectory,
     createKey: (overrides = {}) => createKeyVia(api, overrides),
     async close() {
       await gateway.close();
