@@ -95,7 +95,7 @@ async function connectStores(
   // One fail-fast connection for every request-path store in Redis: rate limits, key and channel slots.
   const redis = config.redisUrl ? createRedisClient({ ...config, redisUrl: config.redisUrl }, health) : undefined;
   if (redis) closers.push('redis', () => closeRedis(redis));
-  const probes: DependencyProbe[] = [databaseProbe(database.db, database.engine)];
+  const probes: DependencyProbe[] = [databaseProbe(database.db)];
   // Startup and readiness wait for Redis when it holds the rate limits: every rate-limited request needs it
   // then. With another RATE_LIMIT_STORE, slots asked of Redis before it connects are refused (503) rather
   // than queued.
@@ -158,7 +158,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     'key concurrency leases',
     createConcurrencyLeases({
       db: database.db,
-      engine: database.engine,
       redis,
       redisPrefix: config.redisPrefix,
       health,
@@ -188,11 +187,11 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       sealer,
       providers,
       catalog,
-      sharedLimits: createChannelLimitStore(redis, config.redisPrefix, health, database.db, database.engine),
+      sharedLimits: createChannelLimitStore(redis, config.redisPrefix, health, database.db),
       metrics: metrics.registry,
     }),
   );
-  const webhooks = closers.add('webhooks', await createWebhooks(config, { db, engine, clock, logger, sealer, cursors }));
+  const webhooks = closers.add('webhooks', await createWebhooks(config, { db, clock, logger, sealer, cursors }));
 
   // Pending longer than its provider's deadline (+ grace) means the process handling it died.
   const staleAfterMs = Object.fromEntries(
@@ -203,7 +202,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     'generation worker',
     createGeneration({
       db,
-      engine,
       writes,
       clock,
       logger,

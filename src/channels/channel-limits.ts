@@ -1,6 +1,5 @@
 import type RedisClient from 'ioredis';
 import type { Kysely } from 'kysely';
-import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
 import type { DependencyHealth } from '../health/dependency-health';
 import type { LeaseClaim, LeaseScope, LeaseStore } from '../leases/lease-store';
@@ -155,7 +154,6 @@ export function createChannelLimitStore(
   prefix: string,
   health: DependencyHealth | undefined,
   db: Kysely<Database>,
-  engine: DatabaseEngine,
 ): ChannelLimitStore {
-  return new ChannelLimits(sharedLeaseStore(redis, prefix, health, db, engine));
+  return new ChannelLimits(sharedLeaseStore(redis, prefix, health, db));
 }

@@ -8,13 +8,17 @@ import { boundedPool } from './bounded-pool';
 import { databaseErrorTranslator, guardedDialect } from './guarded-dialect';
 import type { Database } from './schema';
 import { enableDirectSqlite } from './sqlite-direct';
+import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type StorageCapabilities } from './storage-capabilities';
 import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
 export type DatabaseEngine = 'sqlite' | 'postgres';
 
 export interface GatewayDatabase {
   db: Kysely<Database>;
+  /** Which migrations' branches apply (src/db/migrations/); what the engine can do is `capabilities`. */
   engine: DatabaseEngine;
+  /** What the engine can do; capabilitiesOf(db) answers the same for a handle or a transaction. */
+  capabilities: StorageCapabilities;
   /** How the request path's write transactions run: grouped on SQLite, one each on PostgreSQL. */
   writes: WriteTransactions;
   /** SQLite: `PRAGMA data_version` of the gateway's connection (moves when another connection commits). */
@@ -105,7 +109,14 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     const budgetMs = operationBudgetMs(statementTimeoutMs);
     const bounded = boundedPool(pool, budgetMs);
     const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: bounded }), options.health) });
-    return { db, engine: 'postgres', writes: directTransactions(db), operationBudgetMs: budgetMs, close: () => db.destroy() };
+    return {
+      db,
+      engine: 'postgres',
+      capabilities: POSTGRES_CAPABILITIES,
+      writes: directTransactions(db),
+      operationBudgetMs: budgetMs,
+      close: () => db.destroy(),
+    };
   }
   const file = databaseUrl.replace(/^sqlite:/, '');
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -127,5 +138,12 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     databaseErrorTranslator(options.health),
   );
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
-  return { db, engine: 'sqlite', writes: new GroupCommit(db), dataVersion: () => dataVersion.get() as number, close: () => db.destroy() };
+  return {
+    db,
+    engine: 'sqlite',
+    capabilities: SQLITE_CAPABILITIES,
+    writes: new GroupCommit(db),
+    dataVersion: () => dataVersion.get() as number,
+    close: () => db.destroy(),
+  };
 }

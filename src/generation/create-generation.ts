@@ -1,4 +1,3 @@
-import type { DatabaseEngine } from '../db/database';
 import { InputImages } from '../images/inputs/input-images';
 import type { CursorCodec } from '../shared/cursor';
 import { AdminGenerations } from './admin-generations';
@@ -10,7 +9,6 @@ import { GenerationWorker, type GenerationWorkerDeps, newLeaseOwner } from './ge
 import { type GenerationDeps, GenerationService } from './generation.service';
 
 export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker' | 'inputs' | 'runner'> {
-  engine: DatabaseEngine;
   worker: Pick<GenerationWorkerDeps, 'pollMs' | 'maxRunning' | 'modelsWithRoom'>;
   /** Signs and opens the generation lists' page cursors. */
   cursors: CursorCodec;
@@ -46,7 +44,6 @@ export function createGeneration(deps: GenerationFeatureDeps): GenerationFeature
   const runner = new GenerationRunner({ ...deps, owner, completionWebhooks, inputs });
   const worker = new GenerationWorker({
     db,
-    engine: deps.engine,
     clock,
     logger,
     leaseMs,

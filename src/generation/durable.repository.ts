@@ -1,6 +1,6 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
-import type { DatabaseEngine } from '../db/database';
+import { type Kysely, sql } from 'kysely';
 import type { Database, GenerationsTable, GenerationTasksTable } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { ACTIVE_ROWS } from './generations.repository';
 
 type Db = Kysely<Database>;
@@ -41,28 +41,20 @@ export async function claimableModels(db: Db, limit = 50): Promise<string[]> {
 
 /**
  * Claims the oldest claimable generation of one of `models`: queued, or running under a lease
- * that lapsed (its process died). PostgreSQL skips rows another replica is claiming (FOR UPDATE
- * SKIP LOCKED); SQLite has one writer, so one UPDATE with a sub-select is atomic.
+ * that lapsed (its process died). With SKIP LOCKED (PostgreSQL) it passes over rows another replica
+ * is claiming; SQLite has one writer, so one UPDATE with a sub-select is atomic.
  */
-export async function claimNextGeneration(
-  db: Db,
-  engine: DatabaseEngine,
-  owner: string,
-  models: string[],
-  now: number,
-  leaseMs: number,
-): Promise<GenerationsTable | undefined> {
+export async function claimNextGeneration(db: Db, owner: string, models: string[], now: number, leaseMs: number): Promise<GenerationsTable | undefined> {
   if (models.length === 0) return undefined;
   const wallNow = Date.now();
   const claimable = sql`${ACTIVE_ROWS} AND request IS NOT NULL AND model IN (${sql.join(models)})
     AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ${wallNow}))`;
   // started_at is when this run started: a takeover gets its provider deadline afresh before the sweeper's age limit.
   const set = sql`status = 'running', lease_owner = ${owner}, lease_expires_at = ${wallNow + leaseMs}, started_at = ${now}, runs = runs + 1`;
-  const query =
-    engine === 'postgres'
-      ? sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
+  const query = capabilitiesOf(db).skipLocked
+    ? sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
           SELECT id FROM generations WHERE ${claimable} ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *`
-      : sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
+    : sql<GenerationsTable>`UPDATE generations SET ${set} WHERE id = (
           SELECT id FROM generations WHERE ${claimable} ORDER BY created_at, id LIMIT 1) AND ${claimable} RETURNING *`;
   const result = await query.execute(db);
   const row = result.rows[0];
@@ -121,11 +113,11 @@ export async function listGenerationTasks(db: Db, generationId: string): Promise
 /** Written before an upstream call for the image is sent (background runs): a takeover that finds it without a task id must not send again. */
 /**
  * Marks a call as about to be sent, only while `owner` still runs the generation: false when it was
- * canceled or taken over meanwhile, and the call must not be sent. On PostgreSQL the generation row
- * is locked (FOR UPDATE), so a cancel either commits first (no mark) or sees the mark it must charge.
+ * canceled or taken over meanwhile, and the call must not be sent. With row locks (PostgreSQL) the
+ * generation row is locked (FOR UPDATE), so a cancel either commits first (no mark) or sees the mark it must charge.
  */
 export async function recordTaskSending(db: Db, row: GenerationTasksTable, owner: string): Promise<boolean> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const { rowLocks } = capabilitiesOf(db);
   const result = await db
     .insertInto('generation_tasks')
     .columns(['generation_id', 'image_index', 'channel_id', 'task_id', 'sent_at'])
@@ -142,7 +134,7 @@ export async function recordTaskSending(db: Db, row: GenerationTasksTable, owner
         .where('generations.id', '=', row.generation_id)
         .where('generations.status', '=', 'running')
         .where('generations.lease_owner', '=', owner);
-      return postgres ? held.forUpdate() : held;
+      return rowLocks ? held.forUpdate() : held;
     })
     .onConflict((oc) => oc.columns(['generation_id', 'image_index']).doUpdateSet({ channel_id: row.channel_id, task_id: null, sent_at: row.sent_at }))
     .executeTakeFirst();

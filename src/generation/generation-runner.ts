@@ -5,6 +5,7 @@ import type { ChannelRouter } from '../channels/channel-router';
 import { mayHaveCommitted } from '../db/bounded-pool';
 import type { Database, GenerationAttemptsTable, GenerationTasksTable, GenerationsTable } from '../db/schema';
 import { databaseBatchOptions, StatementBatcher } from '../db/statement-batcher';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import { dependencyApiError, DependencyUnavailableError, isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
@@ -21,7 +22,6 @@ import { listGenerationTasks, recordFallback } from './durable.repository';
 import { insertAttempts } from './attempts.repository';
 import { LeaseLost } from './lease';
 import { findGeneration } from './generations.repository';
-import { reservesInOneStatement } from './reservations.repository';
 import {
   completeGeneration,
   failGeneration,
@@ -120,7 +120,7 @@ export class GenerationRunner {
 
   constructor(private readonly deps: GenerationRunnerDeps) {
     const alone = (settlement: Settlement) => deps.writes.single((db) => settleGeneration(db, settlement.id, settlement.outcome, settlement.attempts));
-    if (reservesInOneStatement(deps.db)) {
+    if (capabilitiesOf(deps.db).oneStatementWrites) {
       // PostgreSQL: concurrent requests' settlements share one statement (SQLite's group commit batches them already).
       const batcher = new StatementBatcher<Settlement, boolean>((settlements) => settleGenerations(deps.db, settlements), alone, {
         maxBatch: 100,

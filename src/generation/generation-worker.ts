@@ -4,7 +4,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { ModelRoom } from '../channels/channel-router';
 import { type CatalogModel, fallbackChain } from '../config/catalog';
-import type { DatabaseEngine } from '../db/database';
 import type { Database, GenerationsTable } from '../db/schema';
 import type { Clock } from '../shared/clock';
 import { AbortLink } from '../shared/abort-chain';
@@ -15,7 +14,6 @@ import { claimNextGeneration, claimQueuedGeneration, claimableModels, renewGener
 
 export interface GenerationWorkerDeps {
   db: Kysely<Database>;
-  engine: DatabaseEngine;
   clock: Clock;
   logger: Logger;
   /** How long a claim holds without renewal; a holder renews every third of it. */
@@ -109,12 +107,12 @@ export class GenerationWorker {
   }
 
   private async tick(): Promise<void> {
-    const { db, engine, clock, leaseMs } = this.deps;
+    const { db, clock, leaseMs } = this.deps;
     while (!this.stopped && this.background.size < this.deps.maxRunning) {
       const models = await claimableModels(db);
       if (models.length === 0) return;
       const roomy = await this.deps.modelsWithRoom(models);
-      const row = await claimNextGeneration(db, engine, this.owner, roomy, clock.now(), leaseMs);
+      const row = await claimNextGeneration(db, this.owner, roomy, clock.now(), leaseMs);
       if (!row) return;
       // Its lease lapsed while this process still runs it (the event loop stalled past the lease):
       // the claim renewed it, one run is enough.

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely, PostgresAdapter, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import type { Database, GenerationsTable } from '../db/schema';
 import { postgresText } from '../db/sql-text';
 import type { Reservation } from '../keys/keys.repository';
@@ -131,11 +131,6 @@ const RESERVE_MANY_STATEMENT = reserveStatement({
     `AS u(${[...BATCH_INPUTS, ...ROW_PARAMETERS.map((column) => `g_${column}`)].join(', ')})), ` +
     `l AS (SELECT id FROM api_keys WHERE id IN (SELECT key_id FROM r) ORDER BY id FOR NO KEY UPDATE)`,
 });
-
-/** Whether reserveWithGeneration() can run on this database (PostgreSQL). */
-export function reservesInOneStatement(db: Db): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
 
 /**
  * The reservation and its generation row in one statement (PostgreSQL; see RESERVE_STATEMENT), or

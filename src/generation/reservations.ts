@@ -3,6 +3,7 @@ import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
 import { mayHaveCommitted } from '../db/bounded-pool';
 import { databaseBatchOptions, StatementBatcher } from '../db/statement-batcher';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
@@ -17,7 +18,7 @@ import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
 import { reservedCredits } from './charges';
 import type { StoredGenerationRequest } from './durable';
 import { insertGeneration } from './generations.repository';
-import { type ReservationRequest, reservesInOneStatement, reserveWithGeneration, reserveWithGenerations } from './reservations.repository';
+import { type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from './reservations.repository';
 
 export interface ReservationsDeps {
   db: Kysely<Database>;
@@ -41,7 +42,7 @@ export class Reservations {
   private readonly reserveInOneStatement: ((request: ReservationRequest) => Promise<Reservation | undefined>) | undefined;
 
   constructor(private readonly deps: ReservationsDeps) {
-    if (reservesInOneStatement(deps.db)) {
+    if (capabilitiesOf(deps.db).oneStatementWrites) {
       const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
         (requests) => reserveWithGenerations(deps.db, requests),
         (request) => reserveWithGeneration(deps.db, request.reservation, request.row),

@@ -1,6 +1,7 @@
-import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { releaseCredits } from '../keys/keys.repository';
 import { addSettledGenerationUsage, latencyBucketParameter, rollupChannelOf, settledUsageCtes, subtractRefundedUsage } from '../usage/usage-rollups.repository';
 import { ATTEMPT_COLUMNS, insertAttempts } from './attempts.repository';
@@ -87,7 +88,7 @@ function settleStatement(attempts: number): string {
  * they record calls that were made, whoever settled the generation), on SQLite two in the caller's transaction. Run it through `writes.single`.
  */
 export async function settleGeneration(db: Db, id: string, outcome: Settlement['outcome'], attempts: readonly GenerationAttemptsTable[]): Promise<boolean> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
+  if (!capabilitiesOf(db).oneStatementWrites) {
     await insertAttempts(db, [...attempts]);
     return completeGeneration(db, id, outcome);
   }

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { type Dependency, DependencyUnavailableError, isDatabaseUnavailable } from '../errors/dependency-errors';
 import type { ImageStore } from '../images/image-store';
 import type { Clock } from '../shared/clock';
@@ -46,10 +47,10 @@ export function imageStoreProbe(store: ImageStore, clock: Clock, options: { time
 
 export type Readiness = { ready: true } | { ready: false; dependency: Dependency; label: string; reason: string };
 
-export function databaseProbe(db: Kysely<Database>, engine: 'sqlite' | 'postgres'): DependencyProbe {
+export function databaseProbe(db: Kysely<Database>): DependencyProbe {
   return {
     dependency: 'database',
-    label: engine === 'postgres' ? 'PostgreSQL' : 'SQLite',
+    label: capabilitiesOf(db).label,
     check: async () => {
       await sql`SELECT 1`.execute(db);
     },

@@ -1,7 +1,6 @@
 import type RedisClient from 'ioredis';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
 import type { DependencyHealth } from '../health/dependency-health';
 import type { LeaseRef, LeaseStore } from '../leases/lease-store';
@@ -81,7 +80,6 @@ class RenewedLeases implements ConcurrencyLeases {
 
 export interface ConcurrencyLeaseOptions {
   db: Kysely<Database>;
-  engine: DatabaseEngine;
   /** The gateway's Redis connection (REDIS_URL), undefined without Redis. */
   redis: RedisClient | undefined;
   redisPrefix: string;
@@ -93,6 +91,6 @@ export interface ConcurrencyLeaseOptions {
 
 /** Redis when the gateway has a Redis connection (REDIS_URL), else the database. */
 export function createConcurrencyLeases(options: ConcurrencyLeaseOptions): ConcurrencyLeases {
-  const store = sharedLeaseStore(options.redis, options.redisPrefix, options.health, options.db, options.engine);
+  const store = sharedLeaseStore(options.redis, options.redisPrefix, options.health, options.db);
   return new RenewedLeases(store, options.clock, options.ttlMs, options.logger);
 }

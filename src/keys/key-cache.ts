@@ -227,14 +227,14 @@ export class SqliteKeyLookup extends KeyRowCache {
   }
 }
 
-/** The cache of the engine: SQLite's own, or Redis-invalidated when replicas share Redis and PostgreSQL; else none. */
+/** The cache of the engine: SQLite's own, or Redis-invalidated when replicas share Redis and a database across hosts (PostgreSQL); else none. */
 export function createKeyLookup(
   config: Pick<GatewayConfig, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs' | 'redisUrl' | 'redisPrefix'>,
-  database: Pick<GatewayDatabase, 'engine' | 'dataVersion'>,
+  database: Pick<GatewayDatabase, 'capabilities' | 'dataVersion'>,
   logger: Logger,
 ): KeyLookup {
   if (database.dataVersion) return new SqliteKeyLookup(database.dataVersion);
-  if (database.engine !== 'postgres' || config.redisUrl === undefined) return directKeyLookup;
+  if (!database.capabilities.sharedAcrossHosts || config.redisUrl === undefined) return directKeyLookup;
   const redis = { ...config, redisUrl: config.redisUrl };
   return new CachedKeyLookup(createRedisClient(redis, undefined), createRedisClient(redis, undefined), config.redisPrefix, logger);
 }

@@ -1,20 +1,17 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { randomBase62 } from '../shared/ids';
 import { type Acquisition, fits, type LeaseClaim, type LeaseRef, type LeaseStore, reportsFreesAt, scopeKey, type ScopeState } from './lease-store';
 
 /**
- * Leases in the `leases` table, one row per lease and scope. Exact across processes: on PostgreSQL
- * an advisory lock per owner serialises an acquisition; on SQLite its first statement is a write,
- * which holds the database's write lock until commit. An acquisition is one transaction: lock
- * (PostgreSQL), drop the expired, insert only if every claim fits (one statement), read the state.
+ * Leases in the `leases` table, one row per lease and scope. Exact across processes: where the engine
+ * has advisory locks (PostgreSQL) one per owner serialises an acquisition; on SQLite its first statement
+ * is a write, which holds the database's write lock until commit. An acquisition is one transaction:
+ * lock (advisory), drop the expired, insert only if every claim fits (one statement), read the state.
  */
 export class SqlLeaseStore implements LeaseStore {
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly engine: DatabaseEngine,
-  ) {}
+  constructor(private readonly db: Kysely<Database>) {}
 
   async acquire(claims: readonly LeaseClaim[], now: number, leaseId = randomBase62(12)): Promise<Acquisition> {
     const taken = claims.filter((claim) => claim.units > 0);
@@ -29,7 +26,7 @@ export class SqlLeaseStore implements LeaseStore {
       );
     }
     return this.db.transaction().execute(async (trx) => {
-      if (this.engine === 'postgres') await sql`SELECT pg_advisory_xact_lock(hashtext(${`lease:${claims[0]!.scope.owner}`}))`.execute(trx);
+      if (capabilitiesOf(trx).advisoryLocks) await sql`SELECT pg_advisory_xact_lock(hashtext(${`lease:${claims[0]!.scope.owner}`}))`.execute(trx);
       await trx
         .deleteFrom('leases')
         .where(

@@ -16,7 +16,7 @@ export function createRateLimiter(
   database: GatewayDatabase,
   options: { redis: Redis | undefined; health?: DependencyHealth; logger: Logger },
 ): RateLimiter {
-  const onSql = () => new LeaseRateLimiter(new SqlLeaseStore(database.db, database.engine));
+  const onSql = () => new LeaseRateLimiter(new SqlLeaseStore(database.db));
   switch (config.rateLimitStore) {
     case 'redis': {
       // Config refuses RATE_LIMIT_STORE=redis without REDIS_URL, and the gateway opens a client whenever it is set.

@@ -1,6 +1,7 @@
-import { CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { directRunOf } from '../db/sqlite-direct';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
 import { DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
 
@@ -82,12 +83,14 @@ function generationExpressions(postgres: boolean, refundParameter: string | unde
 const statements = new Map<string, string[]>();
 
 /**
- * The statements adding one settled generation (or a refund) to every rollup table: one on
- * PostgreSQL (a CTE feeds the upserts), one per table on SQLite. `latencyBucket`: the histogram
- * bucket to count it in.
+ * The statements adding one settled generation (or a refund) to every rollup table: `oneStatement`
+ * (the engine's oneStatementWrites) one, a CTE feeding the upserts, else one per table.
+ * `latencyBucket`: the histogram bucket to count it in.
  */
-function rowStatements(postgres: boolean, latencyBucket: number | undefined, refund: boolean): string[] {
-  const cacheKey = `${postgres}:${latencyBucket ?? '-'}:${refund}`;
+function rowStatements(oneStatement: boolean, latencyBucket: number | undefined, refund: boolean): string[] {
+  // The one statement is written in PostgreSQL's SQL ($n parameters, its calendar functions), the per-table ones in SQLite's.
+  const postgres = oneStatement;
+  const cacheKey = `${oneStatement}:${latencyBucket ?? '-'}:${refund}`;
   const cached = statements.get(cacheKey);
   if (cached) return cached;
   const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
@@ -99,7 +102,7 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
   const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
   const columnsOf = (table: RollupTable) => [...table.dimensions, ...measuresOf(table, latency)];
   let built: string[];
-  if (postgres) {
+  if (oneStatement) {
     const source = `src AS (SELECT ${Object.entries(expressions)
       .map(([column, expression]) => `${expression} AS ${column}`)
       .join(', ')} ${where})`;
@@ -125,12 +128,12 @@ function rowStatements(postgres: boolean, latencyBucket: number | undefined, ref
  * latency, counted in the histogram.
  */
 export async function addSettledGenerationUsage(trx: Db, generationId: string, latencyMs: number | null): Promise<void> {
-  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
+  const { oneStatementWrites } = capabilitiesOf(trx);
   const bucket = latencyMs === null ? undefined : latencyBucketOf(latencyMs);
   const parameters = [generationId];
   // SQLite: on the group commit's live transaction at once (sqlite-direct.ts), without a compiled query and its id per statement.
   const direct = directRunOf(trx);
-  for (const text of rowStatements(postgres, bucket, false)) {
+  for (const text of rowStatements(oneStatementWrites, bucket, false)) {
     if (!direct?.(trx, text, parameters)) await trx.executeQuery(CompiledQuery.raw(text, parameters));
   }
 }
@@ -138,10 +141,10 @@ export async function addSettledGenerationUsage(trx: Db, generationId: string, l
 /** Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same hour, day and dimensions). */
 export async function subtractRefundedUsage(trx: Db, generationId: string, refundedCredits: number): Promise<void> {
   if (refundedCredits <= 0) return;
-  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
-  for (const text of rowStatements(postgres, undefined, true)) {
-    // SQLite binds in the order of the text, where the refund comes before the id.
-    await trx.executeQuery(CompiledQuery.raw(text, postgres ? [generationId, refundedCredits] : [refundedCredits, generationId]));
+  const { oneStatementWrites } = capabilitiesOf(trx);
+  for (const text of rowStatements(oneStatementWrites, undefined, true)) {
+    // The per-table statements bind in the order of their text (`?`), where the refund comes before the id.
+    await trx.executeQuery(CompiledQuery.raw(text, oneStatementWrites ? [generationId, refundedCredits] : [refundedCredits, generationId]));
   }
 }
 

@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import { LATENCY_COLUMNS } from './latency-histogram';
 import { DAY_MS, type RangePiece, type RollupGrain, type SortValue, type UsageBucket, type UsageDimension, type UsageRange, coverRange } from './usage-query';
 
@@ -244,7 +245,7 @@ const ANALYTICS_WORK_MEM = '64MB';
  * as one process's hash over them on 2 cores.
  */
 export async function withAnalyticsMemory<T>(db: Db, selection: UsageSelection, read: (db: Db) => Promise<T>): Promise<T> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter) || !readsKeys(selection)) return read(db);
+  if (!capabilitiesOf(db).transactionSettings || !readsKeys(selection)) return read(db);
   return db.transaction().execute(async (trx) => {
     await sql`SELECT set_config('work_mem', ${ANALYTICS_WORK_MEM}, true), set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`.execute(
       trx,

@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { CredentialSealer } from '../channels/channel-sealing';
 import type { GatewayConfig } from '../config/config';
-import type { DatabaseEngine } from '../db/database';
 import type { Database } from '../db/schema';
 import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
@@ -16,11 +15,11 @@ import { WebhooksService } from './webhooks.service';
  */
 export async function createWebhooks(
   config: GatewayConfig,
-  deps: { db: Kysely<Database>; engine: DatabaseEngine; clock: Clock; logger: Logger; sealer: CredentialSealer; cursors: CursorCodec },
+  deps: { db: Kysely<Database>; clock: Clock; logger: Logger; sealer: CredentialSealer; cursors: CursorCodec },
 ): Promise<{ secrets: WebhookSecrets; dispatcher: WebhookDispatcher; admin: WebhooksService; close: () => Promise<void> }> {
   const { db, clock, logger } = deps;
   const secrets = new WebhookSecrets(deps.sealer);
-  const dispatcher = new WebhookDispatcher({ db, engine: deps.engine, clock, logger, secrets, ...config.webhooks });
+  const dispatcher = new WebhookDispatcher({ db, clock, logger, secrets, ...config.webhooks });
   await resealWebhookSecrets(db, secrets, logger);
   dispatcher.start();
   const admin = new WebhooksService(db, clock, config.webhooks.allowPrivateNetworks, secrets, deps.cursors, () => dispatcher.poke());

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { DatabaseEngine } from '../db/database';
 import type { Database, WebhookDeliveriesTable } from '../db/schema';
+import { capabilitiesOf } from '../db/storage-capabilities';
 import type { Clock } from '../shared/clock';
 import type { Db } from '../events/outbox';
 import { emitExpiryEvents } from '../events/key-events';
@@ -10,10 +10,10 @@ import type { WebhookSecrets } from './secret-sealing';
 import { signedHeaders } from './signing';
 
 /**
- * Sends queued deliveries, in every gateway process. A delivery is claimed with a lease (PostgreSQL:
- * `FOR UPDATE SKIP LOCKED`; SQLite: a conditional UPDATE), so one replica sends it at a time; a
- * replica that dies mid-delivery leaves a lease that lapses, and another replica (or the restarted
- * one) sends it again with the same `webhook-id`: at least once.
+ * Sends queued deliveries, in every gateway process. A delivery is claimed with a lease (`FOR UPDATE
+ * SKIP LOCKED` where the engine has it, PostgreSQL; else a conditional UPDATE), so one replica sends
+ * it at a time; a replica that dies mid-delivery leaves a lease that lapses, and another replica (or
+ * the restarted one) sends it again with the same `webhook-id`: at least once.
  */
 
 /** Standard Webhooks' suggested schedule: the delay before attempt n+1 (then give up). */
@@ -28,7 +28,6 @@ export function retryDelayMs(attempts: number, random: () => number = Math.rando
 
 export interface DispatcherOptions {
   db: Db;
-  engine: DatabaseEngine;
   clock: Clock;
   logger: Logger;
   /** How often each process looks for due deliveries. */
@@ -104,12 +103,12 @@ export class WebhookDispatcher {
   }
 
   private async claim(limit: number): Promise<Claimed[]> {
-    const { db, engine, clock, leaseMs } = this.options;
+    const { db, clock, leaseMs } = this.options;
     const now = clock.now();
     const due = (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
       eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now)])]);
     let ids: string[];
-    if (engine === 'postgres') {
+    if (capabilitiesOf(db).skipLocked) {
       const rows = await sql<{ id: string }>`
         UPDATE webhook_deliveries SET lease_expires_at = ${now + leaseMs}
         WHERE id IN (${db.selectFrom('webhook_deliveries').select('id').where(due).orderBy('next_attempt_at').limit(limit).forUpdate().skipLocked()})

@@ -30,7 +30,7 @@ const stores: Array<[string, () => Promise<Stores>]> = [
       const throwaway = await createThrowawayDatabase();
       const databases: GatewayDatabase[] = [openDatabase(throwaway.url), openDatabase(throwaway.url)];
       await migrateToLatest(databases[0]!.db as never, databases[0]!.engine);
-      const [a, b] = databases.map((d) => new ChannelLimits(new SqlLeaseStore(d.db, d.engine)));
+      const [a, b] = databases.map((d) => new ChannelLimits(new SqlLeaseStore(d.db)));
       return {
         a: a!,
         b: b!,

@@ -47,7 +47,7 @@ import { testEngine } from '../helpers/test-database';
 
   it.each([
     ['the worker asking which models have claimable work', () => claimableModels(db)],
-    ['the worker claiming the oldest claimable row', () => claimNextGeneration(db, 'sqlite', 'owner', ['local-1'], Date.now(), 30_000)],
+    ['the worker claiming the oldest claimable row', () => claimNextGeneration(db, 'owner', ['local-1'], Date.now(), 30_000)],
     ['the sweeper looking for stale running rows', () => findStalePendingGenerations(db, 'local', Date.now(), 100)],
     ['the journal pruning rows of settled generations', () => pruneSettledTasks(db)],
   ])('%s: uses an index, no scan of generations', async (_name, run) => {

@@ -55,7 +55,6 @@ describe(`lease renewal of held generations (${testEngine})`, () => {
     ({ database, drop } = await migratedDatabase());
     worker = new GenerationWorker({
       db: database.db,
-      engine: database.engine,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
       leaseMs: LEASE_MS,

@@ -33,7 +33,6 @@ describe.each([
   const newLeases = () =>
     createConcurrencyLeases({
       db: database.db,
-      engine: database.engine,
       redis: connection,
       redisPrefix: redis.prefix,
       clock: systemClock,

@@ -17,7 +17,7 @@ describe(`SQL lease store (${testEngine})`, () => {
     const patient = { connectTimeoutMs: 60_000, statementTimeoutMs: 60_000 };
     const databases: GatewayDatabase[] = [openDatabase(throwaway.url, patient), openDatabase(throwaway.url, patient)];
     await migrateToLatest(databases[0]!.db as never, databases[0]!.engine);
-    const [a, b] = databases.map((d) => new SqlLeaseStore(d.db, d.engine));
+    const [a, b] = databases.map((d) => new SqlLeaseStore(d.db));
     return {
       a: a!,
       b: b!,

@@ -27,7 +27,7 @@ describe('migration 0018 (one leases table) on a database in use', () => {
       await sql`INSERT INTO shared_leases (name, holder, expires_at) VALUES ('channel-probe', 'replica-a', ${now + 60_000})`.execute(db);
 
       await migrateToLatest(database.db as never, database.engine);
-      const store = new SqlLeaseStore(db, database.engine);
+      const store = new SqlLeaseStore(db);
       expect(await new LeaseRateLimiter(store).peek('key_a', 3, now)).toEqual({ allowed: true, limit: 3, remaining: 0, resetSeconds: 10 });
       expect(await store.check([{ scope: { owner: 'key:key_a', name: 'concurrency' }, limit: 1, units: 1, expiresAt: now, reportFreesAt: true }], now)).toEqual(
         [{ held: 1, freesAt: now + 30_000 }],

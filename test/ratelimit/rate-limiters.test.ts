@@ -23,7 +23,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       const database: GatewayDatabase = openDatabase(throwaway.url, { connectTimeoutMs: 60_000, statementTimeoutMs: 60_000 });
       await migrateToLatest(database.db as never, database.engine);
       return {
-        limiter: new LeaseRateLimiter(new SqlLeaseStore(database.db, database.engine)),
+        limiter: new LeaseRateLimiter(new SqlLeaseStore(database.db)),
         cleanup: async () => {
           await database.close();
           await throwaway.drop();
