@@ -14,6 +14,10 @@ const base = {
 };
 const buildDist = '<rootDir>/test/helpers/global-setup.js';
 const buildConsole = '<rootDir>/test/helpers/global-setup-console.js';
+// The integration tiers record what each operation answered; after the whole SQLite tier, the records are
+// checked (docs/maintainers/test-tiers.md, "Operation coverage").
+const operationRecords = '<rootDir>/test/helpers/global-setup-operation-records.js';
+const operationCoverage = '<rootDir>/test/helpers/global-teardown-operation-coverage.js';
 const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
 const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
 // Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
@@ -26,12 +30,15 @@ const projects = [
     displayName: 'integration-sqlite',
     testMatch: ['<rootDir>/test/**/*.test.ts'],
     testPathIgnorePatterns: ['/node_modules/', `<rootDir>/test/(${OWN_TIER.join('|')})/`],
+    globalSetup: operationRecords,
+    globalTeardown: operationCoverage,
   },
   {
     ...base,
     displayName: 'integration-postgres',
     testMatch: [`<rootDir>/test/{${STORAGE_FOLDERS.join(',')}}/**/*.test.ts`],
     setupFiles: ['<rootDir>/test/helpers/use-postgres.ts'],
+    globalSetup: operationRecords,
   },
   { ...base, displayName: 'processes', testMatch: [`<rootDir>/test/{${PROCESS_FOLDERS.join(',')}}/**/*.test.ts`], globalSetup: buildDist },
   { ...base, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'], globalSetup: buildDist },

@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import request, { type Response } from 'supertest';
 import { loadConfig } from '../../src/config/config';
+import { loadOpenApiDocument } from '../../src/http/openapi-document';
 import { type RunningGateway, startGateway } from '../../src/server';
+import { recordOperations } from './operation-recorder';
 import { SpecResponses } from './spec-responses';
 import { createThrowawayDatabase, testEngine } from './test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from './test-redis';
@@ -18,8 +20,10 @@ export const IMAGE_URL_SIGNING_KEY = 'test-image-url-signing-key-0123456789abcde
 
 type Method = 'get' | 'head' | 'post' | 'patch' | 'delete' | 'put';
 
-const gatewaySpec = new SpecResponses('gateway');
-const creativeSpec = new SpecResponses('creative');
+const gatewayDocument = loadOpenApiDocument('gateway');
+const creativeDocument = loadOpenApiDocument('creative');
+const gatewaySpec = new SpecResponses('gateway', gatewayDocument);
+const creativeSpec = new SpecResponses('creative', creativeDocument);
 
 /** HTTP client for tests: every response is checked against the spec before the test sees it. */
 export class ApiClient {
@@ -112,6 +116,9 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     () => undefined,
   );
   const gateway = await startGateway(config, { clock, logDestination: { write: (line: string) => logs.push(line) } });
+  // What every test sends, for the operation coverage check (scripts/check-operation-coverage.mjs).
+  recordOperations(gateway.apps.public, 'gateway', gatewayDocument);
+  recordOperations(gateway.apps.internal, 'creative', creativeDocument);
   const api = new ApiClient(gateway.url);
   return {
     gateway,
