@@ -31,9 +31,13 @@ describe('PostgreSQL restarts while clients are sending', () => {
     const notReady = await t.api.send('get', '/readyz');
     expect([notReady.status, notReady.body.error.dependency]).toEqual([503, 'database']);
     expect((await t.internal.send('get', '/readyz')).status).toBe(503);
-    // Admin and internal operations answer the same documented 503 (their responses are checked against the spec).
+    // Admin, client reads and internal operations answer the same documented 503 (their responses are checked against the spec).
+    const asClient = { headers: { Authorization: `Bearer ${key}` } };
     for (const res of [
       await t.api.admin('get', '/admin/keys'),
+      await t.api.send('get', '/generations', asClient),
+      await t.api.send('get', '/generations/gen_unknown0', asClient),
+      await t.api.send('post', '/generations/gen_unknown0/cancel', asClient),
       await t.internal.service(
         'get',
         `/api/v1/creative/usage?from=${encodeURIComponent('2026-01-01T00:00:00Z')}&to=${encodeURIComponent('2027-01-01T00:00:00Z')}`,

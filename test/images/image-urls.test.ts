@@ -299,3 +299,25 @@ describe('two replicas sharing the database and an S3 bucket', () => {
     }
   });
 });
+
+describe('GET /images/{image_id} (getImage) when the store cannot read the bytes', () => {
+  it('503 image_storage_unavailable, not 410: the bytes may still be there', async () => {
+    const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-unreadable-'));
+    const t = await startTestGateway({ IMAGE_DIRECTORY: directory });
+    try {
+      const { key } = await t.createKey();
+      const url = await generateUrl(t, key);
+      expect((await t.api.send('get', pathOf(url))).status).toBe(200);
+      // A link to itself where the file was: opening it fails with ELOOP, which is no "missing".
+      const id = new URL(url).pathname.split('/').pop()!;
+      const file = path.join(directory, id.slice(-2), id);
+      fs.rmSync(file);
+      fs.symlinkSync(file, file);
+      const res = await t.api.send('get', pathOf(url));
+      expect([res.status, res.body.error.code]).toEqual([503, 'image_storage_unavailable']);
+    } finally {
+      await t.close();
+      fs.rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});

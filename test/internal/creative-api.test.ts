@@ -10,6 +10,7 @@ describe('internal creative API', () => {
   const protectedRoutes: Array<['get' | 'post', string, unknown]> = [
     ['get', '/api/v1/creative/models', undefined],
     ['get', '/api/v1/creative/providers', undefined],
+    ['get', '/api/v1/creative/channels/health', undefined],
     ['post', '/api/v1/creative/images/generations', localRequest()],
     ['get', '/api/v1/creative/generations', undefined],
     ['get', '/api/v1/creative/generations/gen_x', undefined],

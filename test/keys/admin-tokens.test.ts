@@ -157,10 +157,20 @@ describe('scoped admin tokens', () => {
 
     it('client keys and wrong secrets stay invalid_admin_secret on the token operations', async () => {
       const { key } = await t.createKey();
-      for (const headers of [{}, bearer(key), bearer(`${ADMIN_SECRET}x`)]) {
-        const res = await t.api.send('get', '/admin/tokens', { headers });
-        expect([res.status, res.body.error.code]).toEqual([401, 'invalid_admin_secret']);
+      const token = await createAdminTokenVia(t.api, ['tokens:write']);
+      const operations = [
+        ['post', '/admin/tokens', { name: 'x', scopes: ['keys:read'] }],
+        ['get', '/admin/tokens', undefined],
+        ['get', `/admin/tokens/${token.id}`, undefined],
+        ['delete', `/admin/tokens/${token.id}`, undefined],
+      ] as const;
+      for (const [method, path, body] of operations) {
+        for (const headers of [{}, bearer(key), bearer(`${ADMIN_SECRET}x`)]) {
+          const res = await t.api.send(method, path, { headers, body });
+          expect([method, path, res.status, res.body.error.code]).toEqual([method, path, 401, 'invalid_admin_secret']);
+        }
       }
+      expect((await t.api.admin('get', `/admin/tokens/${token.id}`)).body.revoked_at).toBeNull();
     });
 
     it("an Idempotency-Key is scoped to the token: root's stored response is not replayed to a token", async () => {
