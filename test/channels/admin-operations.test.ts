@@ -66,6 +66,18 @@ describe('channel admin operations', () => {
     it('auth', () => expectRefusedCredentials('post', '/admin/channels', 'channels:write', channel('refused')));
   });
 
+  describe('GET /admin/channels/{id} (getChannel)', () => {
+    it('200 with the channel, its credentials never shown; 404 for an unknown one', async () => {
+      const { id } = (await send('post', '/admin/channels', asAdmin, channel('to read'))).body as { id: string };
+      const read = await send('get', `/admin/channels/${id}`, asAdmin);
+      expect([read.status, read.body.id, read.body.name]).toEqual([200, id, 'to read']);
+      expect(JSON.stringify(read.body)).not.toContain('"api_key":"k"');
+      expect((await send('get', '/admin/channels/chn_unknown0', asAdmin)).status).toBe(404);
+    });
+
+    it('auth', () => expectRefusedCredentials('get', '/admin/channels/chn_unknown0', 'channels:read'));
+  });
+
   describe('PATCH /admin/channels/{id} (updateChannel)', () => {
     it('200 with the change; 409 for an environment channel; 404 for an unknown one', async () => {
       const { id } = (await send('post', '/admin/channels', asAdmin, channel('to rename'))).body as { id: string };
