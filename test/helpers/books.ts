@@ -85,15 +85,22 @@ export class Books {
    * the generations reserved from it (project_id, project_usage_epoch) that succeeded, are pending or
    * were kept by a cancel, and its succeeded ones never exceed the quota in force.
    */
-  private async projectViolations(options: { settled?: boolean }): Promise<string[]> {
-    const projects = await this.db.selectFrom('projects').select(['id', 'usage_epoch', 'credits_used']).execute();
-    const sums = await this.db
+  private async projectViolations(options: { settled?: boolean; keyId?: string }): Promise<string[]> {
+    let projectsQuery = this.db.selectFrom('projects').select(['id', 'usage_epoch', 'credits_used']);
+    let sumsQuery = this.db
       .selectFrom('generations')
       .select(['project_id', 'project_usage_epoch', 'status'])
       .select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('charged_credits').as('kept')])
-      .where('project_id', 'is not', null)
-      .groupBy(['project_id', 'project_usage_epoch', 'status'])
-      .execute();
+      .where('project_id', 'is not', null);
+    // With a key: only its project's book (other projects' generation rows may have been swept by retention since).
+    const keyId = options.keyId;
+    if (keyId !== undefined) {
+      const ofKey = this.db.selectFrom('api_keys').select('project_id').where('id', '=', keyId);
+      projectsQuery = projectsQuery.where('id', 'in', ofKey.$castTo<string>());
+      sumsQuery = sumsQuery.where('project_id', 'in', ofKey);
+    }
+    const projects = await projectsQuery.execute();
+    const sums = await sumsQuery.groupBy(['project_id', 'project_usage_epoch', 'status']).execute();
     const of = (projectId: string, epoch: number) => sums.filter((s) => s.project_id === projectId && Number(s.project_usage_epoch) === epoch);
     const problems: string[] = [];
     for (const project of projects) {

@@ -85,7 +85,9 @@ describe('books stay exact under any interleaving of generations, admin changes 
   let g: BooksGateway;
   const stats = { runs: 0, steps: 0, checks: 0, violations: 0 };
   beforeAll(async () => {
-    g = await startBooksGateway();
+    // The test clock advances by up to a month a step, years over a long run (BOOKS_RUNS): the gateway's own
+    // sweeper would then delete earlier runs' settled rows, which the money check (unpaidImages) reads.
+    g = await startBooksGateway({ GENERATION_RETENTION_DAYS: '0' });
   });
   afterAll(async () => {
     console.log(`books property: ${stats.runs} runs, ${stats.steps} steps, ${stats.checks} invariant checks, ${stats.violations} violations`);
@@ -177,10 +179,12 @@ describe('books stay exact under any interleaving of generations, admin changes 
             expect(fits(await projectRow(), cost)).toBe(false);
           };
           const expectReservedWithinQuota = async (ofKey = true) => {
-            if (ofKey) expect(disabled || expired).toBe(false);
             expect(projectDisabled).toBe(false);
-            const row = await keyRow();
-            expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
+            if (ofKey) {
+              expect(disabled || expired).toBe(false);
+              const row = await keyRow();
+              expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
+            }
             if (projectId !== null) {
               const project = await projectRow();
               expect(Number(project.credits_used)).toBeLessThanOrEqual(Number(project.credits_quota));
