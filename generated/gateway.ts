@@ -401,6 +401,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List projects
+         * @description Projects, newest first, `limit` at a time. Pass `next_cursor` from a page as `cursor`
+         *     to get the next one; `next_cursor` is null on the last page.
+         */
+        get: operations["listProjects"];
+        put?: never;
+        /**
+         * Create a project
+         * @description Creates a project: a budget and guardrails above keys. Keys join it with `project_id`
+         *     (`createKey`, `updateKey`); each generation of such a key reserves its credits from the key
+         *     **and** from the project, in one transaction, and is refused (402 `project_quota_exceeded`)
+         *     when the project would go over. The project's period follows the same rules as a key's,
+         *     anchored at the project's creation.
+         */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a project
+         * @description The project with its usage in the current period.
+         */
+        get: operations["getProject"];
+        put?: never;
+        post?: never;
+        /**
+         * Disable a project
+         * @description Disables the project (idempotent); the record and its keys are kept. Every key of the
+         *     project is refused with 403 `project_disabled` from the next request on, on every replica.
+         *     Generations already in flight finish and settle as usual on both books. `updateProject`
+         *     with `status: active` re-enables it.
+         */
+        delete: operations["disableProject"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a project
+         * @description Changes name, owner, limits, allowed providers and models or metadata, or re-enables a
+         *     disabled project with `status: active` (`status: disabled` disables it, as `disableProject`
+         *     does). Takes effect on the next request of every key of the project, on every replica.
+         *     Accounting is untouched: generations in flight settle as usual on both books.
+         */
+        patch: operations["updateProject"];
+        trace?: never;
+    };
+    "/admin/projects/{id}/quota": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a project's credit quota
+         * @description Sets the project's credits per period and optionally the period length; with
+         *     `reset_usage: true` the current period's usage starts again from zero. The same rules as
+         *     `setKeyQuota`, applied to the project's book: decided in one statement from the project as
+         *     it is then; in-flight generations settle on the book they were reserved in.
+         */
+        post: operations["setProjectQuota"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's keys
+         * @description The project's keys, newest first, paged like `listKeys`.
+         */
+        get: operations["listProjectKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/tokens": {
         parameters: {
             query?: never;
@@ -1468,6 +1592,8 @@ export interface components {
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
             prompt_rules?: components["schemas"]["PromptRules"];
+            /** @description The project the key belongs to (`prj_...`); its quota, limits and allowed models apply on top of the key's. An unknown project is 400 `invalid_request`. */
+            project_id?: string;
             /** @description Must be in the future. Not together with `expires_in_days`. */
             expires_at?: components["schemas"]["Timestamp"];
             /** @description Expiry relative to now. Not together with `expires_at`. */
@@ -1487,6 +1613,8 @@ export interface components {
             metadata?: components["schemas"]["KeyMetadata"];
             alert_thresholds?: components["schemas"]["AlertThresholds"];
             prompt_rules?: components["schemas"]["PromptRules"];
+            /** @description Moves the key into this project (`prj_...`), or out of any with null. In-flight generations settle on the books they were reserved from. An unknown project is 400 `invalid_request`. */
+            project_id?: string | null;
             /**
              * Format: date-time
              * @description New expiry (must be in the future), or null for a permanent key.
@@ -1534,6 +1662,8 @@ export interface components {
             metadata: components["schemas"]["KeyMetadata"];
             alert_thresholds: components["schemas"]["AlertThresholds"];
             prompt_rules: components["schemas"]["PromptRules"];
+            /** @description The project the key belongs to, or null. */
+            project_id: string | null;
         };
         /**
          * @description Your own labels, a flat map of strings (at most 16 entries; names `[A-Za-z0-9_-]{1,40}`, values up to 500 characters). Filter `listKeys` with `metadata=name:value`.
@@ -1676,7 +1806,7 @@ export interface components {
          *     `security` requirement; the admin secret holds them all.
          * @enum {string}
          */
-        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "generations:read" | "generations:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write";
+        AdminScope: "keys:read" | "keys:write" | "channels:read" | "channels:write" | "generations:read" | "generations:write" | "webhooks:read" | "webhooks:write" | "audit:read" | "usage:read" | "tokens:write" | "projects:read" | "projects:write";
         /** @enum {string} */
         UsageBucket: "hour" | "day" | "month";
         /**
@@ -1775,7 +1905,8 @@ export interface components {
         };
         /**
          * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
-         *     `key.rotated`, `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
+         *     `key.rotated`, `project.created`, `project.updated`, `project.disabled`, `project.quota_set`,
+         *     `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
          *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
          *     `channel.tested`, `generation.canceled` (a channel's credentials never appear: a replacement reads
@@ -1808,6 +1939,62 @@ export interface components {
         };
         KeyList: {
             data: components["schemas"]["Key"][];
+            next_cursor: string | null;
+        };
+        /** @enum {string} */
+        ProjectStatus: "active" | "disabled";
+        CreateProjectRequest: {
+            name: string;
+            owner: string;
+            /** @description Credits all the project's keys may spend together per period. */
+            credits_quota: number;
+            /** @description Period length; periods are anchored at the project's creation, as a key's are at its own. */
+            quota_period_days: number;
+            /** @description Requests per minute across all the project's keys, on every replica (null = no project limit; each key's own still applies). */
+            rate_limit_rpm?: number | null;
+            /** @description Generations in flight at once across all the project's keys (null = no project cap). */
+            max_concurrent?: number | null;
+            /** @description Providers the project's keys may use, on top of each key's own list (null = no narrowing). A provider must be allowed by both. */
+            allowed_providers?: components["schemas"]["ProviderName"][] | null;
+            /** @description Catalog models the project's keys may use, on top of each key's own list (null = no narrowing). */
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+        };
+        UpdateProjectRequest: {
+            name?: string;
+            owner?: string;
+            rate_limit_rpm?: number | null;
+            max_concurrent?: number | null;
+            allowed_providers?: components["schemas"]["ProviderName"][] | null;
+            allowed_models?: string[] | null;
+            metadata?: components["schemas"]["KeyMetadata"];
+            /** @description `active` re-enables a disabled project; `disabled` disables it. */
+            status?: components["schemas"]["ProjectStatus"];
+        };
+        /** @description A project and its usage in the current period. */
+        Project: {
+            id: string;
+            name: string;
+            owner: string;
+            status: components["schemas"]["ProjectStatus"];
+            credits_quota: number;
+            /** @description Credits spent (or reserved) by all the project's keys in the current period. */
+            credits_used: number;
+            credits_remaining: number;
+            quota_period_days: number;
+            period_started_at: components["schemas"]["Timestamp"];
+            period_resets_at: components["schemas"]["Timestamp"];
+            rate_limit_rpm: number | null;
+            max_concurrent: number | null;
+            allowed_providers: components["schemas"]["ProviderName"][] | null;
+            allowed_models: string[] | null;
+            metadata: components["schemas"]["KeyMetadata"];
+            created_at: components["schemas"]["Timestamp"];
+            /** Format: date-time */
+            disabled_at: string | null;
+        };
+        ProjectList: {
+            data: components["schemas"]["Project"][];
             next_cursor: string | null;
         };
         /**
@@ -1956,7 +2143,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -2359,6 +2546,26 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The project. */
+        ProjectRecord: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Project"];
+            };
+        };
+        /** @description No project with this id. */
+        ProjectNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No key with this id. */
         KeyNotFound: {
             headers: {
@@ -2735,6 +2942,11 @@ export interface components {
          * @example adt_5fJ2kLmN8pQrS1tUvW3xYz
          */
         AdminTokenId: string;
+        /**
+         * @description Project id (`prj_...`).
+         * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+         */
+        ProjectId: string;
         /**
          * @description Key id (`key_...`).
          * @example key_5fJ2kLmN8pQrS1tUvW3xYz
@@ -3590,6 +3802,240 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["KeyNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: {
+                /** @description Only projects in this status. */
+                status?: components["schemas"]["ProjectStatus"];
+                /** @description Only projects of this owner (exact match). */
+                owner?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of projects. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
+                 *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
+                 *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
+                 * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProjectRequest"];
+            };
+        };
+        responses: {
+            /** @description Project created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /**
+                     * @description URL of the new project.
+                     * @example /admin/projects/prj_5fJ2kLmN8pQrS1tUvW3xYz
+                     */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["InvalidRequestReplayable"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProjectRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ProjectNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    disableProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProjectRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ProjectNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateProjectRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ProjectRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ProjectNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    setProjectQuota: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetQuotaRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ProjectRecord"];
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ProjectNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    listProjectKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `next_cursor`; one the API did not issue is 400 `invalid_request`. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the project's keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["ProjectNotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminUnavailable"];
         };

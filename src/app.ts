@@ -40,6 +40,8 @@ import type { UsageReportService } from './usage/usage.service';
 import { webhookHandlers } from './webhooks/webhooks.handlers';
 import type { WebhooksService } from './webhooks/webhooks.service';
 import type { KeysService } from './keys/keys.service';
+import { projectHandlers } from './projects/projects.handlers';
+import type { ProjectsService } from './projects/projects.service';
 import type { KeyLookup } from './keys/key-cache';
 import { type ProcessLoad, shedUnderLoad } from './http/load-shedding';
 import { rateLimitHeaders } from './ratelimit/rate-limit-headers.middleware';
@@ -59,6 +61,7 @@ export interface GatewayAppDeps {
   validateResponses: boolean;
   document: OpenApiDocument;
   keys: KeysService;
+  projects: ProjectsService;
   generation: GenerationFeature;
   rateLimiter: RateLimiter;
   metrics: GatewayMetrics;
@@ -91,6 +94,7 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     ...generationHandlers(deps.generation),
     ...adminGenerationHandlers(deps.generation.admin),
     ...keyHandlers(deps.keys),
+    ...projectHandlers(deps.projects),
     ...adminTokenHandlers(deps.adminTokens),
     ...auditHandlers(deps.audit),
     ...imageHandlers(deps.images, deps.clock),

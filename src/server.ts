@@ -28,6 +28,7 @@ import { UsageService } from './internal/usage.service';
 import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { createKeyLookup } from './keys/key-cache';
 import { KeysService } from './keys/keys.service';
+import { ProjectsService } from './projects/projects.service';
 import { createLogger } from './logger';
 import { startIdleCompaction } from './maintenance/idle-compaction';
 import { ReleaseRetries } from './maintenance/release-retries';
@@ -258,6 +259,10 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   };
   // One verifier for both listeners: the team's signing keys are cached once.
   const accessJwt = config.accessJwt ? new AccessJwtVerifier(config.accessJwt, clock, logger) : undefined;
+  const keys = new KeysService(db, clock, providers.names(), cursors, catalog, (id) => keyLookup.changed(id));
+  const projects = new ProjectsService(db, clock, providers.names(), cursors, catalog, keys, async (keyIds) => {
+    for (const id of keyIds) await keyLookup.changed(id);
+  });
   const publicApp = createGatewayApp({
     accessJwt,
     ...common,
@@ -265,7 +270,8 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     generation,
     adminSecret: config.adminSecret,
     document: loadOpenApiDocument('gateway'),
-    keys: new KeysService(db, clock, providers.names(), cursors, catalog, (id) => keyLookup.changed(id)),
+    keys,
+    projects,
     keyLookup,
     rateLimiter,
     adminTokens: new AdminTokensService(db, clock, cursors),

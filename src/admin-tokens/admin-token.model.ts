@@ -24,6 +24,8 @@ export const ALL_ADMIN_SCOPES: readonly AdminScope[] = [
   'audit:read',
   'usage:read',
   'tokens:write',
+  'projects:read',
+  'projects:write',
 ];
 
 export function adminTokenStatus(row: AdminTokensTable, now: number): AdminTokenStatus {

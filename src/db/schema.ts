@@ -37,6 +37,33 @@ export interface ApiKeysTable {
   alert_thresholds: string;
   /** JSON PromptRule[] (0026, src/guardrails/prompt-rules.ts); null = none. */
   prompt_rules?: string | null;
+  /** The project the key belongs to (0027, src/projects/); null = none. */
+  project_id?: string | null;
+}
+
+/** A project (0027, src/projects/): a book like a key's (same columns, same period rules) above its keys. */
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  owner: string;
+  /** 'active' | 'disabled' */
+  status: string;
+  credits_quota: number;
+  credits_used: number;
+  quota_period_days: number;
+  period_started_at: number;
+  usage_epoch: number;
+  /** Requests per minute across its keys (null = none). */
+  rate_limit_rpm: number | null;
+  /** Generations in flight across its keys (null = none). */
+  max_concurrent: number | null;
+  /** JSON arrays narrowing its keys' own lists (null = no narrowing). */
+  allowed_providers: string | null;
+  allowed_models: string | null;
+  metadata: string | Record<string, string>;
+  created_at: number;
+  updated_at: number;
+  disabled_at: number | null;
 }
 
 export interface GenerationsTable {
@@ -85,6 +112,9 @@ export interface GenerationsTable {
   requested_model?: string | null;
   /** What was applied to the prompt in `request` once settled (0025): null = still kept; `hash` or `none` (src/maintenance/prompt-retention.ts). */
   prompt_retention?: string | null;
+  /** The key's project when the credits were reserved, and the project's book they came from (0027); null without one. */
+  project_id?: string | null;
+  project_usage_epoch?: number | null;
 }
 
 /** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */
@@ -358,6 +388,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   leases: LeasesTable;
   api_keys: ApiKeysTable;
+  projects: ProjectsTable;
   generations: GenerationsTable;
   stored_images: StoredImagesTable;
   channels: ChannelsTable;

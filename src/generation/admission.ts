@@ -4,6 +4,7 @@ import { modelNotFound } from '../errors/unknown-model';
 import { checkModelPermitted } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
+import { projectRateLimited } from '../projects/project-policy';
 import { formatForUpstreamModel } from '../providers/formats';
 import type { ProviderRegistry } from '../providers/registry';
 import { recordRateLimitDecision } from '../ratelimit/rate-limit-context';
@@ -52,16 +53,26 @@ export class GenerationAdmission {
   }
 
   /**
-   * The key's model and provider checks, then its RPM: the same for every way a key submits work.
-   * The count's decision is recorded in the request's context for the response headers; a request
-   * over the limit is refused here, counted, with when to retry.
+   * The key's model and provider checks (and its project's), then its RPM, then its project's: the
+   * same for every way a key submits work. The key's count is recorded in the request's context for
+   * the response headers; a request over either limit is refused here, counted, with when to retry.
    */
   async admitForKey(key: ClientKey, model: string): Promise<CatalogModel> {
     const entry = this.modelFor(model);
     checkModelPermitted(key, entry);
-    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, this.deps.clock.now());
+    const now = this.deps.clock.now();
+    const decision = await this.deps.rateLimiter.consume(key.id, key.rateLimitRpm, now);
     recordRateLimitDecision(decision);
     if (!decision.allowed) throw this.overLimit(decision);
+    const project = key.project;
+    if (project !== null && project.rateLimitRpm !== null) {
+      // The limiter's windows are named by owner id; a project's (prj_) never meets a key's (key_).
+      const projectDecision = await this.deps.rateLimiter.consume(project.id, project.rateLimitRpm, now);
+      if (!projectDecision.allowed) {
+        this.deps.metrics.rateLimitRefusals.inc();
+        throw projectRateLimited(project, projectDecision.resetSeconds);
+      }
+    }
     return entry;
   }
 

@@ -80,7 +80,8 @@ function reserveStatement(i: ReserveInputs): string {
     `usage_epoch = CASE WHEN ${ended} THEN api_keys.usage_epoch + 1 ELSE api_keys.usage_epoch END, ` +
     `last_used_at = ${i.now} ` +
     (i.from ? `FROM ${i.from} ` : '') +
-    `WHERE api_keys.id = ${i.keyId} AND ${usable} AND ${postgresText(usedBefore)} + ${i.cost} < api_keys.credits_quota ` +
+    // A key in a project moves two books: the general path reserves both (reservations.ts), whatever a cached key said.
+    `WHERE api_keys.id = ${i.keyId} AND api_keys.project_id IS NULL AND ${usable} AND ${postgresText(usedBefore)} + ${i.cost} < api_keys.credits_quota ` +
     (i.where ? `AND ${i.where} ` : '') +
     // No alert threshold crossed. A plain expression on the key row, not a subquery: when a concurrent reservation
     // commits first, PostgreSQL re-checks the WHERE on the new row version, and an anti-join over unnest() was not

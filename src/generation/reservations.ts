@@ -8,13 +8,16 @@ import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
 import type { ClientKey } from '../keys/key.model';
-import { findKeyById, type Reservation, reserveCredits } from '../keys/keys.repository';
+import { findKeyById, releaseCredits, type Reservation, reserveCredits } from '../keys/keys.repository';
 import { keyRefused } from '../keys/rules/key-refusal';
 import { keyRefusal } from '../keys/rules/key-usability';
 import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
 import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
+import { projectDisabled } from '../projects/project-policy';
+import { projectUsageNow } from '../projects/project.model';
+import { findProjectById, recordProjectReservation, reserveProjectCredits } from '../projects/projects.repository';
 import { reservedCredits } from './charges';
 import type { StoredGenerationRequest } from './durable';
 import { insertGeneration } from './generations.repository';
@@ -128,8 +131,9 @@ export class Reservations {
       usage_epoch: row.usage_epoch,
       request,
     });
-    // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits).
-    if (this.reserveInOneStatement) {
+    // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits)
+    // and moves one book: a key in a project takes the general path (the statement refuses a key whose row has one).
+    if (this.reserveInOneStatement && key.project === null) {
       const draft = generationOf({ period_started_at: now, usage_epoch: null });
       const row = await this.reserveInOneStatement({
         reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds },
@@ -146,22 +150,47 @@ export class Reservations {
       }
     }
     // Reservation and its usage row commit together: an active row always has credits behind it.
-    // The period and book charged come from the key's row as the reservation found it, not from `key`.
+    // The period and book charged come from the key's row as the reservation found it, not from `key`;
+    // so does its project, whose book is reserved in the same transaction, after the key's row (one lock order).
     const reserved = await writes
       .run(async (trx) => {
         const row = await reserveCredits(trx, key, cost, now);
-        if (!row) return undefined;
+        if (!row) return { refusedBy: 'key' as const };
+        const projectId = row.project_id ?? null;
+        const projectBook = projectId === null ? undefined : await reserveProjectCredits(trx, projectId, cost, now);
+        if (projectId !== null && !projectBook) {
+          // Neither book moves: the key's reservation is given back in the same transaction.
+          await releaseCredits(trx, key.id, cost, row.usage_epoch);
+          return { refusedBy: 'project' as const, projectId };
+        }
         // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
         await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
         const generation = generationOf(row);
         await insertGeneration(trx, generation);
+        if (projectId !== null && projectBook) await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
         return { key: row, generation };
       })
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });
-    if (!reserved) throw await this.refusal(key, cost, now);
+    if ('refusedBy' in reserved) {
+      if (reserved.refusedBy === 'project') throw await this.projectRefusal(reserved.projectId, cost, now);
+      throw await this.refusal(key, cost, now);
+    }
     return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+  }
+
+  /** Why the key's project refused a reservation, as the project is now: disabled, else its quota is spent. */
+  private async projectRefusal(projectId: string, cost: number, now: number): Promise<ApiError> {
+    const project = await findProjectById(this.deps.db, projectId);
+    if (!project || project.status !== 'active') return projectDisabled(projectId);
+    const { periodStart } = projectUsageNow(project, now);
+    const resetsAt = toIso(periodEnd(periodStart, project.quota_period_days));
+    return new ApiError(
+      'project_quota_exceeded',
+      `This request needs ${cost} credits, more than is left of project ${projectId}'s quota of ${project.credits_quota}; the quota refills at ${resetsAt}.`,
+      { details: { period_resets_at: resetsAt } },
+    );
   }
 
   /** A reservation the database did not answer: it may still commit, and the error says what that would cost. */

@@ -3,6 +3,7 @@ import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/schema';
 import { capabilitiesOf } from '../db/storage-capabilities';
 import { releaseCredits } from '../keys/keys.repository';
+import { releaseProjectCredits } from '../projects/projects.repository';
 import { addSettledGenerationUsage, latencyBucketParameter, rollupChannelOf, settledUsageCtes, subtractRefundedUsage } from '../usage/usage-rollups.repository';
 import { ATTEMPT_COLUMNS, insertAttempts } from './attempts.repository';
 import { ACTIVE_STATUSES } from './generations.repository';
@@ -130,6 +131,7 @@ export async function settleDelivered(
   if (Number(repriced.numUpdatedRows) !== 1 || !(await completeGeneration(trx, generation.id, outcome))) return false;
   if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
     await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
+    await releaseProjectCredits(trx, generation.id, generation.credits - charged);
   }
   if (delivered.unbilled) await recordUnbilled(trx, generation.id, delivered.unbilled);
   return true;
@@ -254,6 +256,7 @@ async function keepAndRelease(
   // Internal generations (no key) reserved nothing.
   if (generation.key_id !== null && generation.usage_epoch !== null && generation.credits > charged) {
     await releaseCredits(trx, generation.key_id, generation.credits - charged, generation.usage_epoch);
+    await releaseProjectCredits(trx, generation.id, generation.credits - charged);
   }
   await addSettledGenerationUsage(trx, generation.id, null);
 }
@@ -315,8 +318,10 @@ export async function refundUnsentCalls(
     .where('charged_credits', '=', charged)
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return 0;
-  if (generation.key_id !== null && generation.usage_epoch !== null)
+  if (generation.key_id !== null && generation.usage_epoch !== null) {
     await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
+    await releaseProjectCredits(trx, generation.id, charged - sentCredits);
+  }
   await subtractRefundedUsage(trx, generation.id, charged - sentCredits);
   return charged - sentCredits;
 }

@@ -7,6 +7,7 @@ import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
 import { CompiledPromptRules, type PromptRuleSet, validatePromptRules } from '../guardrails/prompt-rules';
+import { type ClientProject, projectConcurrencyLimited, projectDisabled } from '../projects/project-policy';
 
 /**
  * Per-key policy beyond quota and rate (issue #16): where a key may be used from, which models,
@@ -108,7 +109,7 @@ export interface ClientKeyPolicy {
 }
 
 /** The fields of a ClientKey (key.model.ts) the checks below read; named here so this module need not import key.model, which imports it. */
-type PolicyHolder = { id: string; allowedProviders: readonly string[]; policy: ClientKeyPolicy };
+type PolicyHolder = { id: string; allowedProviders: readonly string[]; policy: ClientKeyPolicy; project?: ClientProject | null };
 
 export function clientKeyPolicy(row: PolicyColumns): ClientKeyPolicy {
   const resource = policyResource(row);
@@ -138,12 +139,16 @@ export function checkClientIp(policy: Pick<ClientKeyPolicy, 'allowedIps'>, clien
 }
 
 /** The key's model permissions (rules/model-permission.ts). */
-function permissionsOf(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>): ModelPermissions {
-  return { allowedProviders: key.allowedProviders, allowedModels: key.policy.allowedModels };
+function permissionsOf(key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>): ModelPermissions {
+  return { allowedProviders: key.allowedProviders, allowedModels: key.policy.allowedModels, project: key.project ?? null };
 }
 
-/** 403 model_not_allowed when the key lists its models and this one is not among them, else 403 provider_not_allowed when the key may not use its provider. */
-export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): void {
+/**
+ * 403 model_not_allowed when the key lists its models and this one is not among them, else 403
+ * provider_not_allowed when the key may not use its provider; then, for a key in a project, 403
+ * project_disabled, project_model_not_allowed or project_provider_not_allowed (the project narrows).
+ */
+export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>, entry: CatalogModel): void {
   const refusal = modelRefusal(permissionsOf(key), entry);
   if (refusal === 'model_not_allowed') {
     throw new ApiError('model_not_allowed', `This key may not use model ${entry.model} (allowed: ${(key.policy.allowedModels ?? []).join(', ')}).`, {
@@ -155,14 +160,35 @@ export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedP
       param: 'model',
     });
   }
+  const project = key.project ?? null;
+  if (project === null) return;
+  if (project.status !== 'active') throw projectDisabled(project.id);
+  if (refusal === 'project_model_not_allowed') {
+    throw new ApiError(
+      'project_model_not_allowed',
+      `This key's project may not use model ${entry.model} (allowed: ${(project.allowedModels ?? []).join(', ')}).`,
+      { param: 'model' },
+    );
+  }
+  if (refusal === 'project_provider_not_allowed') {
+    throw new ApiError(
+      'project_provider_not_allowed',
+      `This key's project may not use provider ${entry.provider} (allowed: ${(project.allowedProviders ?? []).join(', ')}).`,
+      { param: 'model' },
+    );
+  }
 }
 
 /** Whether the key may use `entry` (checkModelPermitted without the refusal). */
-export function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, entry: CatalogModel): boolean {
+export function mayUse(key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>, entry: CatalogModel): boolean {
   return modelRefusal(permissionsOf(key), entry) === undefined;
 }
 
-function openAiModel(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, entry: CatalogModel): OpenAIModel {
+function openAiModel(
+  key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>,
+  catalog: ReadonlyMap<string, CatalogModel>,
+  entry: CatalogModel,
+): OpenAIModel {
   // The chain a request of this key continues on: only the models it may use.
   const fallbacks = fallbackChain(entry, catalog)
     .filter((next) => mayUse(key, next))
@@ -182,27 +208,53 @@ function openAiModel(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, cat
 }
 
 /** `GET /v1/models`: the catalog models this key may use. */
-export function modelsForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
+export function modelsForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>, catalog: ReadonlyMap<string, CatalogModel>): OpenAIModel[] {
   return [...catalog.values()].filter((entry) => mayUse(key, entry)).map((entry) => openAiModel(key, catalog, entry));
 }
 
 /** `GET /v1/models/{model}`: 404 for a model the catalog lacks, 403 for one this key may not use. */
-export function modelForKey(key: Pick<PolicyHolder, 'policy' | 'allowedProviders'>, catalog: ReadonlyMap<string, CatalogModel>, model: string): OpenAIModel {
+export function modelForKey(
+  key: Pick<PolicyHolder, 'policy' | 'allowedProviders' | 'project'>,
+  catalog: ReadonlyMap<string, CatalogModel>,
+  model: string,
+): OpenAIModel {
   const entry = catalog.get(model);
   if (!entry) throw modelNotFound(model, catalog);
   if (!mayUse(key, entry)) throw new ApiError('model_not_allowed', `This key may not use model ${model}.`, { param: 'model' });
   return openAiModel(key, catalog, entry);
 }
 
-/** Takes a slot of the key's `max_concurrent` (none needed without a cap); 429 concurrency_limited when all are taken. */
-export async function holdConcurrencySlot(leases: ConcurrencyLeases | undefined, key: Pick<PolicyHolder, 'id' | 'policy'>): Promise<HeldLease | undefined> {
+/**
+ * Takes a slot of the key's `max_concurrent`, then of its project's (none needed without a cap);
+ * 429 concurrency_limited or project_concurrency_limited when all are taken (a refused request holds none).
+ */
+export async function holdConcurrencySlot(
+  leases: ConcurrencyLeases | undefined,
+  key: Pick<PolicyHolder, 'id' | 'policy' | 'project'>,
+): Promise<HeldLease | undefined> {
+  if (!leases) return undefined;
   const max = key.policy.maxConcurrent;
-  if (max === null || !leases) return undefined;
-  const lease = await leases.acquire(key.id, max);
-  if (!lease) {
-    throw new ApiError('concurrency_limited', `This key already has ${max} generations in flight (its max_concurrent); retry when one finishes.`, {
-      headers: { 'Retry-After': '1' },
-    });
+  let keySlot: HeldLease | undefined;
+  if (max !== null) {
+    keySlot = await leases.acquire(key.id, max);
+    if (!keySlot) {
+      throw new ApiError('concurrency_limited', `This key already has ${max} generations in flight (its max_concurrent); retry when one finishes.`, {
+        headers: { 'Retry-After': '1' },
+      });
+    }
   }
-  return lease;
+  const project = key.project ?? null;
+  if (project === null || project.maxConcurrent === null) return keySlot;
+  // The lease store's scopes are named by owner id; project ids (prj_) never meet key ids (key_).
+  const projectSlot = await leases.acquire(project.id, project.maxConcurrent).catch(async (error: unknown) => {
+    await keySlot?.release();
+    throw error;
+  });
+  if (!projectSlot) {
+    await keySlot?.release();
+    throw projectConcurrencyLimited(project);
+  }
+  if (!keySlot) return projectSlot;
+  const held = keySlot;
+  return { release: async () => void (await Promise.all([held.release(), projectSlot.release()])) };
 }

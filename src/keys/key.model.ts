@@ -1,5 +1,6 @@
 import type { components } from '../../generated/gateway';
 import type { ApiKeysTable } from '../db/schema';
+import { type ClientProject, clientProjectOf, type ProjectJoinColumns } from '../projects/project-policy';
 import { toIso, toIsoOrNull } from '../shared/clock';
 import { type ClientKeyPolicy, clientKeyPolicy, policyResource } from './key-policy';
 import { keyStatus } from './rules/key-usability';
@@ -9,6 +10,8 @@ export type KeyResource = components['schemas']['Key'];
 export type CreatedKeyResource = components['schemas']['CreatedKey'];
 export type { KeyStatus } from './rules/key-usability';
 export type ApiKeyRow = ApiKeysTable;
+/** A key row as the client-key guard reads it: with its project's columns (null without a project). */
+export type KeyWithProjectRow = ApiKeyRow & Partial<ProjectJoinColumns>;
 
 /**
  * An authenticated client key, as handlers and services see it (the row's secrets left behind).
@@ -25,6 +28,8 @@ export interface ClientKey {
   readonly createdAt: number;
   /** max_concurrent, allowed_ips, allowed_models, alert thresholds (key-policy.ts). */
   readonly policy: ClientKeyPolicy;
+  /** The key's project as read with the key (src/projects/project-policy.ts), or null. */
+  readonly project: ClientProject | null;
 }
 
 /**
@@ -39,7 +44,7 @@ export interface FoundKey {
 }
 
 /** Frozen, arrays included: a cached one is shared by concurrent requests, so a change would leak into the others. */
-export function foundKeyOf(row: ApiKeyRow): FoundKey {
+export function foundKeyOf(row: KeyWithProjectRow): FoundKey {
   const client = toClientKey(row);
   const { policy } = client;
   for (const list of [client.allowedProviders, policy.allowedIps, policy.allowedModels, policy.alertThresholds]) if (list) Object.freeze(list);
@@ -47,7 +52,7 @@ export function foundKeyOf(row: ApiKeyRow): FoundKey {
   return Object.freeze({ status: row.status, expires_at: row.expires_at, client: Object.freeze(client) });
 }
 
-export function toClientKey(row: ApiKeyRow): ClientKey {
+export function toClientKey(row: KeyWithProjectRow): ClientKey {
   return {
     id: row.id,
     keyHash: row.key_hash,
@@ -57,6 +62,7 @@ export function toClientKey(row: ApiKeyRow): ClientKey {
     quotaPeriodDays: row.quota_period_days,
     createdAt: row.created_at,
     policy: clientKeyPolicy(row),
+    project: clientProjectOf(row.project_id, row),
   };
 }
 
@@ -86,5 +92,6 @@ export function toKeyResource(row: ApiKeyRow, now: number): KeyResource {
     disabled_at: toIsoOrNull(row.disabled_at),
     last_used_at: toIsoOrNull(row.last_used_at),
     ...policyResource(row),
+    project_id: row.project_id ?? null,
   };
 }

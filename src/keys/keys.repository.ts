@@ -3,7 +3,7 @@ import { type Kysely, sql, type Updateable } from 'kysely';
 import { preparedQuery } from '../db/prepared-query';
 import { forUpdate } from '../db/row-lock';
 import type { ApiKeysTable, Database } from '../db/schema';
-import type { ApiKeyRow, KeyStatus } from './key.model';
+import type { ApiKeyRow, KeyStatus, KeyWithProjectRow } from './key.model';
 import { keyStatusIsSql, keyUsableSql } from './rules/key-usability';
 import { currentPeriodStartSql, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from './rules/quota-period';
 
@@ -23,18 +23,31 @@ export async function findKeyById(db: Db, id: string, options: { lock?: boolean 
   return (options.lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
-const selectKeyByHash = preparedQuery<{ keyHash: string }, ApiKeyRow>(['keyHash'], (db, p) =>
-  db.selectFrom('api_keys').selectAll().where('key_hash', '=', p.keyHash),
+const selectKeyByHash = preparedQuery<{ keyHash: string }, KeyWithProjectRow>(['keyHash'], (db, p) =>
+  db
+    .selectFrom('api_keys')
+    .leftJoin('projects', 'projects.id', 'api_keys.project_id')
+    .selectAll('api_keys')
+    .select([
+      'projects.status as project_status',
+      'projects.rate_limit_rpm as project_rate_limit_rpm',
+      'projects.max_concurrent as project_max_concurrent',
+      'projects.allowed_providers as project_allowed_providers',
+      'projects.allowed_models as project_allowed_models',
+    ])
+    .where('api_keys.key_hash', '=', p.keyHash),
 );
 
-/** Every client request runs this: prepared once. */
-export async function findKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
+/** Every client request runs this (with the key's project, so a cached key carries it): prepared once. */
+export async function findKeyByHash(db: Db, keyHash: string): Promise<KeyWithProjectRow | undefined> {
   return (await selectKeyByHash(db, { keyHash })).rows[0];
 }
 
 export interface KeyListQuery {
   status?: KeyStatus;
   owner?: string;
+  /** Only the keys of this project. */
+  projectId?: string;
   /** One metadata entry the key must have (exact name and value). */
   metadata?: { name: string; value: string };
   limit: number;
@@ -47,6 +60,7 @@ export interface KeyListQuery {
 export async function listKeys(db: Db, query: KeyListQuery): Promise<ApiKeyRow[]> {
   let q = db.selectFrom('api_keys').selectAll();
   if (query.owner !== undefined) q = q.where('owner', '=', query.owner);
+  if (query.projectId !== undefined) q = q.where('project_id', '=', query.projectId);
   // `->>` reads a jsonb field on PostgreSQL and a JSON text field on SQLite.
   if (query.metadata !== undefined) q = q.where(sql<string>`metadata ->> CAST(${query.metadata.name} AS text)`, '=', query.metadata.value);
   if (query.status !== undefined) q = q.where(keyStatusIsSql(query.status, KEY_ROW, query.now));
@@ -68,6 +82,8 @@ export async function updateKey(db: Db, id: string, changes: Updateable<ApiKeysT
 export interface Reservation {
   credits_used: number;
   credits_quota: number;
+  /** The key's project as the reservation found the row (its book is reserved in the same transaction); null without one. */
+  project_id?: string | null;
   /** The book the credits were charged to, and the start of the period it counts. */
   usage_epoch: number;
   period_started_at: number;
@@ -88,7 +104,7 @@ const reserveCreditsQuery = preparedQuery<{ id: string; keyHash: string; cost: n
       .where('id', '=', p.id)
       .where(keyUsableSql(KEY_ROW, p.keyHash, p.now))
       .where(sql<boolean>`${usedNowSql(KEY_ROW, p.now)} + ${p.cost} <= credits_quota`)
-      .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at']);
+      .returning(['credits_used', 'credits_quota', 'usage_epoch', 'period_started_at', 'project_id']);
   },
 );
 

@@ -7,6 +7,7 @@ import { futureExpiry, requestedExpiry } from '../shared/expiry';
 import { newId } from '../shared/ids';
 import type { CatalogModel } from '../config/catalog';
 import { emitKeyDisabled } from '../events/key-events';
+import { findProjectById } from '../projects/projects.repository';
 import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
@@ -48,6 +49,12 @@ export class KeysService {
         param: 'allowed_providers',
       });
     }
+  }
+
+  /** A key's `project_id` must name a project (disabled ones included: the key is then refused until it is enabled). */
+  private async checkProject(db: keys.Db, projectId: string | null): Promise<void> {
+    if (projectId === null || (await findProjectById(db, projectId))) return;
+    throw new ApiError('invalid_request', `No project with id ${projectId}.`, { param: 'project_id' });
   }
 
   /** Inside a change's transaction the row is locked (PostgreSQL), so "before" is what the change replaced. */
@@ -118,20 +125,23 @@ export class KeysService {
       disabled_at: null,
       last_used_at: null,
       ...newKeyPolicyColumns(input, this.catalog),
+      project_id: input.project_id ?? null,
     };
     return withAuditEvent(this.db, audit, now, async (trx) => {
+      await this.checkProject(trx, row.project_id ?? null);
       await keys.insertKey(trx, row);
       const created = { ...toKeyResource(row, now), key: secret };
       return { result: created, change: { action: 'key.created', target: row.id, before: null, after: created } };
     });
   }
 
-  async listKeys(query: { status?: KeyStatus; owner?: string; metadata?: string; limit?: number; cursor?: string }): Promise<KeyList> {
+  async listKeys(query: { status?: KeyStatus; owner?: string; metadata?: string; projectId?: string; limit?: number; cursor?: string }): Promise<KeyList> {
     const limit = query.limit ?? 20;
     const now = this.clock.now();
     const rows = await keys.listKeys(this.db, {
       status: query.status,
       owner: query.owner,
+      projectId: query.projectId,
       metadata: metadataFilter(query.metadata),
       limit,
       after: query.cursor === undefined ? undefined : this.cursors.position(query.cursor, 'key'),
@@ -167,6 +177,10 @@ export class KeysService {
         if (input.name !== undefined) changes.name = input.name;
         if (input.owner !== undefined) changes.owner = input.owner;
         if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
+        if (input.project_id !== undefined) {
+          await this.checkProject(trx, input.project_id);
+          changes.project_id = input.project_id;
+        }
         if (input.allowed_providers !== undefined) changes.allowed_providers = JSON.stringify(input.allowed_providers);
         if (input.expires_at !== undefined) {
           changes.expires_at = input.expires_at === null ? null : futureExpiry(input.expires_at, now);

@@ -5,7 +5,7 @@ import { ApiError } from '../errors/api-error';
 const MAC_BYTES = 16;
 
 /** The id prefixes of the lists ordered newest first by (created_at, id). */
-export type ListIdPrefix = 'key' | 'gen' | 'adt' | 'aud' | 'whd';
+export type ListIdPrefix = 'key' | 'gen' | 'adt' | 'aud' | 'whd' | 'prj';
 
 /** What every cursor refusal says: the list's own position errors and a failed MAC read alike. */
 export function invalidCursor(): ApiError {

@@ -37,7 +37,7 @@ export function toBase62(value: number, width: number): string {
 }
 
 /** Prefixed resource id such as `key_...` or `req_...` (22 chars = 131 random bits). */
-export function newId(prefix: 'key' | 'req' | 'adt' | 'chn'): string {
+export function newId(prefix: 'key' | 'req' | 'adt' | 'chn' | 'prj'): string {
   return `${prefix}_${randomBase62(22)}`;
 }
 

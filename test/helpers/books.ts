@@ -23,6 +23,12 @@ export class Books {
   constructor(private readonly db: Kysely<Database>) {}
 
   async observe(): Promise<void> {
+    const projects = await this.db.selectFrom('projects').select(['id', 'usage_epoch', 'credits_quota']).execute();
+    for (const project of projects) {
+      const book = `${project.id} ${Number(project.usage_epoch)}`;
+      this.quotaInForce.set(book, Math.max(this.quotaInForce.get(book) ?? 0, Number(project.credits_quota)));
+      this.highestQuota.set(project.id, Math.max(this.highestQuota.get(project.id) ?? 0, Number(project.credits_quota)));
+    }
     const keys = await this.db.selectFrom('api_keys').select(['id', 'usage_epoch', 'credits_quota']).execute();
     for (const key of keys) {
       const book = `${key.id} ${Number(key.usage_epoch)}`;
@@ -64,11 +70,58 @@ export class Books {
       }
       if (options.settled && pending !== 0) problems.push(`${key.id} book ${epoch}: ${pending} credits still pending`);
     }
+    problems.push(...(await this.projectViolations(options)));
     for (const sum of sums) {
       if (sum.status !== 'succeeded' || sum.key_id === null) continue;
       const epoch = Number(sum.usage_epoch);
       const quota = this.quotaInForce.get(`${sum.key_id} ${epoch}`) ?? this.highestQuota.get(sum.key_id) ?? 0;
       if (Number(sum.credits) > quota) problems.push(`${sum.key_id} book ${epoch}: ${Number(sum.credits)} credits succeeded, quota in force ${quota}`);
+    }
+    return problems;
+  }
+
+  /**
+   * The same invariant one level up (issue #38): every project's book counts exactly the credits of
+   * the generations reserved from it (project_id, project_usage_epoch) that succeeded, are pending or
+   * were kept by a cancel, and its succeeded ones never exceed the quota in force.
+   */
+  private async projectViolations(options: { settled?: boolean; keyId?: string }): Promise<string[]> {
+    let projectsQuery = this.db.selectFrom('projects').select(['id', 'usage_epoch', 'credits_used']);
+    let sumsQuery = this.db
+      .selectFrom('generations')
+      .select(['project_id', 'project_usage_epoch', 'status'])
+      .select((eb) => [eb.fn.sum<number>('credits').as('credits'), eb.fn.sum<number>('charged_credits').as('kept')])
+      .where('project_id', 'is not', null);
+    // With a key: only its project's book (other projects' generation rows may have been swept by retention since).
+    const keyId = options.keyId;
+    if (keyId !== undefined) {
+      const ofKey = this.db.selectFrom('api_keys').select('project_id').where('id', '=', keyId);
+      projectsQuery = projectsQuery.where('id', 'in', ofKey.$castTo<string>());
+      sumsQuery = sumsQuery.where('project_id', 'in', ofKey);
+    }
+    const projects = await projectsQuery.execute();
+    const sums = await sumsQuery.groupBy(['project_id', 'project_usage_epoch', 'status']).execute();
+    const of = (projectId: string, epoch: number) => sums.filter((s) => s.project_id === projectId && Number(s.project_usage_epoch) === epoch);
+    const problems: string[] = [];
+    for (const project of projects) {
+      const epoch = Number(project.usage_epoch);
+      const book = of(project.id, epoch);
+      const succeeded = book.filter((s) => s.status === 'succeeded').reduce((sum, s) => sum + Number(s.credits), 0);
+      const pending = book.filter((s) => s.status === 'queued' || s.status === 'running').reduce((sum, s) => sum + Number(s.credits), 0);
+      const kept = book.filter((s) => s.status !== 'succeeded').reduce((sum, s) => sum + Number(s.kept ?? 0), 0);
+      if (Number(project.credits_used) !== succeeded + pending + kept) {
+        problems.push(
+          `project ${project.id} book ${epoch}: counter ${Number(project.credits_used)}, but succeeded ${succeeded} + pending ${pending} + kept by cancels ${kept}`,
+        );
+      }
+      if (options.settled && pending !== 0) problems.push(`project ${project.id} book ${epoch}: ${pending} credits still pending`);
+    }
+    for (const sum of sums) {
+      if (sum.status !== 'succeeded' || sum.project_id === null || sum.project_id === undefined) continue;
+      const epoch = Number(sum.project_usage_epoch);
+      const quota = this.quotaInForce.get(`${sum.project_id} ${epoch}`) ?? this.highestQuota.get(sum.project_id) ?? 0;
+      if (Number(sum.credits) > quota)
+        problems.push(`project ${sum.project_id} book ${epoch}: ${Number(sum.credits)} credits succeeded, quota in force ${quota}`);
     }
     return problems;
   }

@@ -8,7 +8,9 @@ import { localRequest } from '../helpers/test-gateway';
  * Issue #14, as a property: any interleaving of generations (succeeding, failing, held in flight),
  * admin changes of every kind, period boundaries (the gateway's test clock) and sweeps keeps the
  * books exact (test/helpers/books.ts), checked after every step; and a request is refused for
- * credits only when its cost does not fit what the key's current period has left.
+ * credits only when its cost does not fit what the key's current period has left. Issue #38: in
+ * half the runs the key is in a project (with a second key spending from it), whose quota, period
+ * and state change too; both levels' books stay exact, and a refusal names the level that refused.
  */
 type Step =
   | { kind: 'start'; model: 'held-1' | 'held-3'; fail: boolean }
@@ -21,7 +23,11 @@ type Step =
   | { kind: 'rotate' }
   | { kind: 'expire' }
   | { kind: 'advance'; ms: number }
-  | { kind: 'sweep' };
+  | { kind: 'sweep' }
+  | { kind: 'sibling' }
+  | { kind: 'projectQuota'; quota: number; days: number | null; reset: boolean }
+  | { kind: 'projectDisable' }
+  | { kind: 'projectEnable' };
 
 const PERIOD_DAYS = [1, 2, 30];
 /** Provider deadline plus grace, as the sweeper is told: a held generation older than this (test clock) is abandoned. */
@@ -53,11 +59,25 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(3_600_000, 12 * 3_600_000, DAY_MS, 2 * DAY_MS, 31 * DAY_MS) }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
+  // Project steps (nothing in a run without a project).
+  { weight: 2, arbitrary: fc.constant({ kind: 'sibling' as const }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('projectQuota' as const),
+      quota: fc.integer({ min: 0, max: 8 }),
+      days: fc.option(fc.constantFrom(...PERIOD_DAYS), { nil: null }),
+      reset: fc.boolean(),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'projectDisable' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'projectEnable' as const }) },
 );
 
 const runArb = fc.record({
   quota: fc.integer({ min: 1, max: 6 }),
   days: fc.constantFrom(...PERIOD_DAYS),
+  project: fc.option(fc.record({ quota: fc.integer({ min: 1, max: 6 }), days: fc.constantFrom(...PERIOD_DAYS) }), { nil: null }),
   steps: fc.array(stepArb, { minLength: 10, maxLength: 30 }),
 });
 
@@ -65,7 +85,9 @@ describe('books stay exact under any interleaving of generations, admin changes 
   let g: BooksGateway;
   const stats = { runs: 0, steps: 0, checks: 0, violations: 0 };
   beforeAll(async () => {
-    g = await startBooksGateway();
+    // The test clock advances by up to a month a step, years over a long run (BOOKS_RUNS): the gateway's own
+    // sweeper would then delete earlier runs' settled rows, which the money check (unpaidImages) reads.
+    g = await startBooksGateway({ GENERATION_RETENTION_DAYS: '0' });
   });
   afterAll(async () => {
     console.log(`books property: ${stats.runs} runs, ${stats.steps} steps, ${stats.checks} invariant checks, ${stats.violations} violations`);
@@ -81,12 +103,27 @@ describe('books stay exact under any interleaving of generations, admin changes 
         fc.asyncProperty(runArb, async (run) => {
           stats.runs += 1;
           const { t, books } = g;
-          const created = await t.createKey({
-            credits_quota: run.quota,
+          const projectId =
+            run.project === null
+              ? null
+              : ((
+                  await t.api.admin('post', '/admin/projects', {
+                    name: 'books',
+                    owner: 'books@example.com',
+                    credits_quota: run.project.quota,
+                    quota_period_days: run.project.days,
+                  })
+                ).body.id as string);
+          let projectDisabled = false;
+          const keyOptions = {
             quota_period_days: run.days,
             allowed_providers: ['local', 'jimeng'],
             rate_limit_rpm: 100_000,
-          });
+            ...(projectId === null ? {} : { project_id: projectId }),
+          };
+          const created = await t.createKey({ ...keyOptions, credits_quota: run.quota });
+          // A second key of the project, spending from the same project book.
+          const sibling = projectId === null ? null : await t.createKey({ ...keyOptions, credits_quota: 1000 });
           const id = created.id;
           let secret = created.key;
           let disabled = false;
@@ -95,7 +132,10 @@ describe('books stay exact under any interleaving of generations, admin changes 
 
           const check = async (settled = false) => {
             stats.checks += 1;
-            const problems = await books.violations({ settled, keyId: id });
+            const problems = [
+              ...(await books.violations({ settled, keyId: id })),
+              ...(sibling === null ? [] : await books.violations({ settled, keyId: sibling.id })),
+            ];
             stats.violations += problems.length;
             expect(problems).toEqual([]);
           };
@@ -107,23 +147,48 @@ describe('books stay exact under any interleaving of generations, admin changes 
               .where('request', 'like', `%[hold:${generation.tag}]%`)
               .executeTakeFirstOrThrow();
           const keyRow = () => t.gateway.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+          const projectRow = () =>
+            t.gateway.database.db
+              .selectFrom('projects')
+              .selectAll()
+              .where('id', '=', projectId as string)
+              .executeTakeFirstOrThrow();
+          /** What the book's current period has left for `cost` (the period rule, read off the row). */
+          const fits = (row: { period_started_at: number; quota_period_days: number; credits_used: number; credits_quota: number }, cost: number) => {
+            const periodEnded = Number(row.period_started_at) + Number(row.quota_period_days) * DAY_MS <= t.clock.now();
+            return (periodEnded ? 0 : Number(row.credits_used)) + cost <= Number(row.credits_quota);
+          };
           /** A request the gateway answered without calling the upstream: refused, and for the right reason. */
-          const expectRefusal = async (status: number, code: string, cost: number) => {
-            if (disabled || expired) {
+          const expectRefusal = async (status: number, code: string, cost: number, ofKey = true) => {
+            if (ofKey && (disabled || expired)) {
               expect([status, code]).toEqual([401, disabled ? 'key_disabled' : 'key_expired']);
               return;
             }
-            expect([status, code]).toEqual([402, 'quota_exceeded']);
-            const row = await keyRow();
-            const periodEnded = Number(row.period_started_at) + Number(row.quota_period_days) * DAY_MS <= t.clock.now();
-            const used = periodEnded ? 0 : Number(row.credits_used);
-            // Refused only when it really did not fit the current period.
-            expect(used + cost).toBeGreaterThan(Number(row.credits_quota));
+            if (projectDisabled) {
+              expect([status, code]).toEqual([403, 'project_disabled']);
+              return;
+            }
+            // Refused only when it really did not fit the current period: the key's first, then its project's.
+            if (code === 'quota_exceeded' && ofKey) {
+              expect(status).toBe(402);
+              expect(fits(await keyRow(), cost)).toBe(false);
+              return;
+            }
+            expect([status, code, projectId === null]).toEqual([402, 'project_quota_exceeded', false]);
+            if (ofKey) expect(fits(await keyRow(), cost)).toBe(true);
+            expect(fits(await projectRow(), cost)).toBe(false);
           };
-          const expectReservedWithinQuota = async () => {
-            expect(disabled || expired).toBe(false);
-            const row = await keyRow();
-            expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
+          const expectReservedWithinQuota = async (ofKey = true) => {
+            expect(projectDisabled).toBe(false);
+            if (ofKey) {
+              expect(disabled || expired).toBe(false);
+              const row = await keyRow();
+              expect(Number(row.credits_used)).toBeLessThanOrEqual(Number(row.credits_quota));
+            }
+            if (projectId !== null) {
+              const project = await projectRow();
+              expect(Number(project.credits_used)).toBeLessThanOrEqual(Number(project.credits_quota));
+            }
           };
 
           await books.observe();
@@ -216,6 +281,29 @@ describe('books stay exact under any interleaving of generations, admin changes 
                   break;
                 case 'sweep':
                   await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { jimeng: STALE_AFTER_MS, local: STALE_AFTER_MS } });
+                  break;
+                case 'sibling': {
+                  if (sibling === null) break;
+                  const res = await t.api.client(sibling.key, localRequest());
+                  if (res.status === 200) await expectReservedWithinQuota(false);
+                  else await expectRefusal(res.status, res.body.error?.code as string, 1, false);
+                  break;
+                }
+                case 'projectQuota': {
+                  if (projectId === null) break;
+                  const body = { credits_quota: step.quota, reset_usage: step.reset, ...(step.days === null ? {} : { quota_period_days: step.days }) };
+                  expect((await t.api.admin('post', `/admin/projects/${projectId}/quota`, body)).status).toBe(200);
+                  break;
+                }
+                case 'projectDisable':
+                  if (projectId === null) break;
+                  expect((await t.api.admin('delete', `/admin/projects/${projectId}`)).status).toBe(200);
+                  projectDisabled = true;
+                  break;
+                case 'projectEnable':
+                  if (projectId === null) break;
+                  expect((await t.api.admin('patch', `/admin/projects/${projectId}`, { status: 'active' })).status).toBe(200);
+                  projectDisabled = false;
                   break;
               }
               await check();

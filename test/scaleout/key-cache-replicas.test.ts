@@ -93,6 +93,25 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
     expect(res.body.error.code).toBe('rate_limited');
   });
 
+  it('project disabled on A: B refuses its keys from the next generation (project_disabled), nothing charged; narrowed on A: applies on B within 1 s', async () => {
+    const project = await a.admin('post', '/admin/projects', { name: 'p', owner: 'o@example.com', credits_quota: 10, quota_period_days: 30 });
+    expect(project.status).toBe(201);
+    const projectId = project.body.id as string;
+    const { id, key } = await createKey(a, { credits_quota: 10, project_id: projectId });
+    expect((await b.client(key, localRequest())).status).toBe(200);
+    expect((await a.admin('delete', `/admin/projects/${projectId}`)).status).toBe(200);
+    const res = await b.client(key, localRequest());
+    expect([res.status, res.body.error.code]).toEqual([403, 'project_disabled']);
+    expect(await a.creditsUsed(id)).toBe(1);
+    expect((await a.admin('get', `/admin/projects/${projectId}`)).body.credits_used).toBe(1);
+    expect((await a.admin('patch', `/admin/projects/${projectId}`, { status: 'active', allowed_providers: ['jimeng'] })).status).toBe(200);
+    const narrowed = await within1s(
+      () => b.client(key, localRequest()),
+      (r) => r.status === 403,
+    );
+    expect(narrowed.body.error.code).toBe('project_provider_not_allowed');
+  });
+
   it('quota lowered on A: B refuses at once (the quota is always the row)', async () => {
     const { id, key } = await createKey(a, { credits_quota: 10 });
     expect((await b.client(key, localRequest())).status).toBe(200);

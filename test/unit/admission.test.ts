@@ -53,6 +53,7 @@ function key(overrides: Partial<ClientKey> = {}): ClientKey {
     quotaPeriodDays: 30,
     createdAt: 0,
     policy: { maxConcurrent: null, allowedIps: null, allowedModels: null, alertThresholds: DEFAULT_ALERT_THRESHOLDS, promptRules: null },
+    project: null,
     ...overrides,
   };
 }

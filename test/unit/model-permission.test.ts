@@ -27,6 +27,14 @@ const catalogArb = fc
 const keyArb = fc.record({
   allowedProviders: fc.uniqueArray(fc.constantFrom(...PROVIDERS), { minLength: 1 }),
   allowedModels: fc.option(fc.uniqueArray(fc.constantFrom(...MODELS)), { nil: null }),
+  // A project narrows the key's lists (each null: no narrowing).
+  project: fc.option(
+    fc.record({
+      allowedProviders: fc.option(fc.uniqueArray(fc.constantFrom(...PROVIDERS), { minLength: 1 }), { nil: null }),
+      allowedModels: fc.option(fc.uniqueArray(fc.constantFrom(...MODELS), { minLength: 1 }), { nil: null }),
+    }),
+    { nil: null },
+  ),
 });
 
 function codeOf(run: () => unknown): string | undefined {
@@ -50,12 +58,16 @@ describe('model permission: every caller answers as the rule does', () => {
           alertThresholds: [],
           promptRules: null,
         };
-        const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy };
+        const project =
+          permissions.project === null ? null : { id: 'prj_1', status: 'active', rateLimitRpm: null, maxConcurrent: null, ...permissions.project };
+        const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy, project };
         const listed = new Set(modelsForKey(key, catalog).map((model) => model.id));
         for (const entry of catalog.values()) {
           const refusal = modelRefusal(permissions, entry);
           expect(codeOf(() => checkModelPermitted(key, entry))).toBe(refusal);
           expect(listed.has(entry.model)).toBe(refusal === undefined);
+          // Never widened: what the project allows, the key alone allows too.
+          if (refusal === undefined) expect(modelRefusal({ ...permissions, project: null }, entry)).toBeUndefined();
           expect(codeOf(() => modelForKey(key, catalog, entry.model))).toBe(refusal === undefined ? undefined : 'model_not_allowed');
         }
       }),

@@ -37,7 +37,7 @@ export function registerTokenCommands(program: Command, context: CommandContext)
     .requiredOption('--name <name>', 'what the token is for')
     .requiredOption(
       '--scopes <list>',
-      'comma-separated: keys:read, keys:write, channels:read, channels:write, generations:read, generations:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write',
+      'comma-separated: keys:read, keys:write, channels:read, channels:write, generations:read, generations:write, webhooks:read, webhooks:write, audit:read, usage:read, tokens:write, projects:read, projects:write',
       commaList('scope'),
     )
     .option('--expires-in-days <n>', 'expire the token after this many days', wholeNumber)

@@ -25,6 +25,7 @@ import { migration as m0023 } from './0023_model_fallbacks';
 import { migration as m0024 } from './0024_attempt_upstream_usage';
 import { migration as m0025 } from './0025_prompt_retention';
 import { migration as m0026 } from './0026_key_prompt_rules';
+import { migration as m0027 } from './0027_projects';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -61,6 +62,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0024_attempt_upstream_usage', m0024],
   ['0025_prompt_retention', m0025],
   ['0026_key_prompt_rules', m0026],
+  ['0027_projects', m0027],
 ];
 
 /** The migrations for an engine, keyed by name in order. */

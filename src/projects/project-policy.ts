@@ -1,0 +1,63 @@
+import { ApiError } from '../errors/api-error';
+
+/**
+ * A key's project as a request carries it (read with the key, cached with it, so a change of the
+ * project drops its keys' entries: ProjectsService). Its quota is not here: the reservation decides
+ * it on the project's row as it is then.
+ */
+export interface ClientProject {
+  readonly id: string;
+  /** 'active' | 'disabled' as stored when the key was read; the reservation checks it again. */
+  readonly status: string;
+  readonly rateLimitRpm: number | null;
+  readonly maxConcurrent: number | null;
+  readonly allowedProviders: readonly string[] | null;
+  readonly allowedModels: readonly string[] | null;
+}
+
+/** The project columns read with a key (keys.repository.ts joins them under these names). */
+export interface ProjectJoinColumns {
+  project_status: string | null;
+  project_rate_limit_rpm: number | null;
+  project_max_concurrent: number | null;
+  project_allowed_providers: string | null;
+  project_allowed_models: string | null;
+}
+
+/** The project of a key row read with its project's columns; null for a key without one (or whose project row is gone). */
+export function clientProjectOf(projectId: string | null | undefined, columns: Partial<ProjectJoinColumns>): ClientProject | null {
+  const status = columns.project_status ?? null;
+  if (projectId === null || projectId === undefined || status === null) return null;
+  const list = (value: string | null) => (value === null ? null : Object.freeze(JSON.parse(value) as string[]));
+  return Object.freeze({
+    id: projectId,
+    status,
+    rateLimitRpm: columns.project_rate_limit_rpm ?? null,
+    maxConcurrent: columns.project_max_concurrent ?? null,
+    allowedProviders: list(columns.project_allowed_providers ?? null),
+    allowedModels: list(columns.project_allowed_models ?? null),
+  });
+}
+
+/** 403 project_disabled. */
+export function projectDisabled(projectId: string): ApiError {
+  return new ApiError('project_disabled', `This key's project ${projectId} is disabled.`);
+}
+
+/** 429 project_rate_limited, with when to retry. */
+export function projectRateLimited(project: ClientProject, resetSeconds: number): ApiError {
+  return new ApiError(
+    'project_rate_limited',
+    `Rate limit of ${project.rateLimitRpm} requests per minute of project ${project.id} reached; retry in ${resetSeconds} s.`,
+    { headers: { 'Retry-After': String(resetSeconds) } },
+  );
+}
+
+/** 429 project_concurrency_limited. */
+export function projectConcurrencyLimited(project: ClientProject): ApiError {
+  return new ApiError(
+    'project_concurrency_limited',
+    `This key's project already has ${project.maxConcurrent} generations in flight (its max_concurrent); retry when one finishes.`,
+    { headers: { 'Retry-After': '1' } },
+  );
+}

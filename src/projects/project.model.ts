@@ -1,0 +1,41 @@
+import type { components } from '../../generated/gateway';
+import type { ProjectsTable } from '../db/schema';
+import { periodEnd, usageNow } from '../keys/rules/quota-period';
+import { toIso, toIsoOrNull } from '../shared/clock';
+
+export type ProjectResource = components['schemas']['Project'];
+export type ProjectStatus = components['schemas']['ProjectStatus'];
+export type ProjectRow = ProjectsTable;
+
+function parseList(value: string | null): string[] | null {
+  return value === null ? null : (JSON.parse(value) as string[]);
+}
+
+/** A project's usage in the current period: the key's period rule (src/keys/rules/quota-period.ts), on the project's row. */
+export function projectUsageNow(row: ProjectRow, now: number): { used: number; periodStart: number } {
+  return usageNow({ createdAt: row.created_at, periodDays: row.quota_period_days, periodStartedAt: row.period_started_at, creditsUsed: row.credits_used }, now);
+}
+
+export function toProjectResource(row: ProjectRow, now: number): ProjectResource {
+  const { used, periodStart } = projectUsageNow(row, now);
+  return {
+    id: row.id,
+    name: row.name,
+    owner: row.owner,
+    status: row.status === 'disabled' ? 'disabled' : 'active',
+    credits_quota: row.credits_quota,
+    credits_used: used,
+    credits_remaining: Math.max(0, row.credits_quota - used),
+    quota_period_days: row.quota_period_days,
+    period_started_at: toIso(periodStart),
+    period_resets_at: toIso(periodEnd(periodStart, row.quota_period_days)),
+    rate_limit_rpm: row.rate_limit_rpm,
+    max_concurrent: row.max_concurrent,
+    allowed_providers: parseList(row.allowed_providers),
+    allowed_models: parseList(row.allowed_models),
+    // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
+    metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : row.metadata,
+    created_at: toIso(row.created_at),
+    disabled_at: toIsoOrNull(row.disabled_at),
+  };
+}

@@ -1,0 +1,180 @@
+import type { components } from '../../generated/gateway';
+import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-log';
+import type { CatalogModel } from '../config/catalog';
+import { ApiError } from '../errors/api-error';
+import { unknownModelMessage } from '../errors/unknown-model';
+import type { KeysService } from '../keys/keys.service';
+import type { Clock } from '../shared/clock';
+import type { CursorCodec } from '../shared/cursor';
+import { newId } from '../shared/ids';
+import { type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
+import * as projects from './projects.repository';
+
+type Schemas = components['schemas'];
+export type CreateProjectInput = Schemas['CreateProjectRequest'];
+export type UpdateProjectInput = Schemas['UpdateProjectRequest'];
+export type SetProjectQuotaInput = Schemas['SetQuotaRequest'];
+export type ProjectList = Schemas['ProjectList'];
+export type KeyList = Schemas['KeyList'];
+
+export function projectNotFound(id: string): ApiError {
+  return new ApiError('project_not_found', `No project with id ${id}.`, { param: 'id' });
+}
+
+/**
+ * Projects: the logic behind the /admin/projects routes. Every change runs in a transaction with its
+ * audit event; once committed, every key of the project is dropped from the key caches of every
+ * replica (`onKeysChanged`), so a disable or a narrowing holds from the next request on.
+ */
+export class ProjectsService {
+  constructor(
+    private readonly db: projects.Db,
+    private readonly clock: Clock,
+    private readonly knownProviders: ReadonlySet<string>,
+    private readonly cursors: CursorCodec,
+    private readonly catalog: ReadonlyMap<string, CatalogModel>,
+    private readonly keys: Pick<KeysService, 'listKeys'>,
+    /** Told of the keys of every committed change of a project (the key cache of every replica drops them). */
+    private readonly onKeysChanged: (keyIds: readonly string[]) => Promise<void> = async () => undefined,
+  ) {}
+
+  private checkLists(input: { allowed_providers?: string[] | null; allowed_models?: string[] | null }): void {
+    const unknownProviders = (input.allowed_providers ?? []).filter((provider) => !this.knownProviders.has(provider));
+    if (unknownProviders.length > 0) {
+      throw new ApiError('invalid_request', `Unknown provider ${unknownProviders.join(', ')}. Known providers: ${[...this.knownProviders].join(', ')}.`, {
+        param: 'allowed_providers',
+      });
+    }
+    const unknownModels = (input.allowed_models ?? []).filter((model) => !this.catalog.has(model));
+    if (unknownModels.length > 0) throw new ApiError('invalid_request', unknownModelMessage(unknownModels, this.catalog), { param: 'allowed_models' });
+  }
+
+  private async requireProject(id: string, db: projects.Db = this.db, options: { lock?: boolean } = {}): Promise<ProjectRow> {
+    const row = await projects.findProjectById(db, id, options);
+    if (!row) throw projectNotFound(id);
+    return row;
+  }
+
+  /** One change of a project with its audit event, then its keys dropped from every replica's key cache. */
+  private async changeProject(
+    id: string,
+    action: string,
+    audit: AuditContext,
+    change: (trx: projects.Db, current: ProjectRow, now: number) => Promise<ProjectRow>,
+    audited: (row: ProjectRow, now: number) => Record<string, unknown> = toProjectResource,
+  ): Promise<ProjectResource> {
+    const now = this.clock.now();
+    const result = await withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireProject(id, trx, { lock: true });
+      const row = await change(trx, current, now);
+      return { result: toProjectResource(row, now), change: updateChange(action, id, audited(current, now), audited(row, now)) };
+    });
+    await this.onKeysChanged(await projects.projectKeyIds(this.db, id));
+    return result;
+  }
+
+  private async update(trx: projects.Db, id: string, changes: Parameters<typeof projects.updateProject>[2], now: number): Promise<ProjectRow> {
+    const row = await projects.updateProject(trx, id, { ...changes, updated_at: now });
+    if (!row) throw projectNotFound(id);
+    return row;
+  }
+
+  async createProject(input: CreateProjectInput, audit: AuditContext): Promise<ProjectResource> {
+    this.checkLists(input);
+    const now = this.clock.now();
+    const row: ProjectRow = {
+      id: newId('prj'),
+      name: input.name,
+      owner: input.owner,
+      status: 'active',
+      credits_quota: input.credits_quota,
+      credits_used: 0,
+      quota_period_days: input.quota_period_days,
+      period_started_at: now,
+      usage_epoch: 1,
+      rate_limit_rpm: input.rate_limit_rpm ?? null,
+      max_concurrent: input.max_concurrent ?? null,
+      allowed_providers: input.allowed_providers == null ? null : JSON.stringify(input.allowed_providers),
+      allowed_models: input.allowed_models == null ? null : JSON.stringify(input.allowed_models),
+      metadata: JSON.stringify(input.metadata ?? {}),
+      created_at: now,
+      updated_at: now,
+      disabled_at: null,
+    };
+    return withAuditEvent(this.db, audit, now, async (trx) => {
+      await projects.insertProject(trx, row);
+      const created = toProjectResource(row, now);
+      return { result: created, change: { action: 'project.created', target: row.id, before: null, after: created } };
+    });
+  }
+
+  async listProjects(query: { status?: ProjectStatus; owner?: string; limit?: number; cursor?: string }): Promise<ProjectList> {
+    const limit = query.limit ?? 20;
+    const now = this.clock.now();
+    const rows = await projects.listProjects(this.db, {
+      status: query.status,
+      owner: query.owner,
+      limit,
+      after: query.cursor === undefined ? undefined : this.cursors.position(query.cursor, 'prj'),
+    });
+    const { page, nextCursor } = this.cursors.pageOf(rows, limit, 'prj');
+    return { data: page.map((row) => toProjectResource(row, now)), next_cursor: nextCursor };
+  }
+
+  async getProject(id: string): Promise<ProjectResource> {
+    return toProjectResource(await this.requireProject(id), this.clock.now());
+  }
+
+  /** A page of the project's keys (404 for an unknown project). */
+  async listProjectKeys(id: string, query: { limit?: number; cursor?: string }): Promise<KeyList> {
+    await this.requireProject(id);
+    return this.keys.listKeys({ ...query, projectId: id });
+  }
+
+  async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext): Promise<ProjectResource> {
+    this.checkLists(input);
+    return this.changeProject(id, 'project.updated', audit, (trx, current, now) => {
+      const changes: Parameters<typeof projects.updateProject>[2] = {};
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.owner !== undefined) changes.owner = input.owner;
+      if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
+      if (input.max_concurrent !== undefined) changes.max_concurrent = input.max_concurrent;
+      if (input.allowed_providers !== undefined) changes.allowed_providers = input.allowed_providers === null ? null : JSON.stringify(input.allowed_providers);
+      if (input.allowed_models !== undefined) changes.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
+      if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
+      if (input.status !== undefined && input.status !== current.status) {
+        changes.status = input.status;
+        changes.disabled_at = input.status === 'disabled' ? now : null;
+      }
+      return this.update(trx, id, changes, now);
+    });
+  }
+
+  /** Idempotent: disabling a disabled project changes (and records) nothing. */
+  async disableProject(id: string, audit: AuditContext): Promise<ProjectResource> {
+    return this.changeProject(id, 'project.disabled', audit, async (trx, current, now) =>
+      current.status === 'disabled' ? current : this.update(trx, id, { status: 'disabled', disabled_at: now }, now),
+    );
+  }
+
+  async setQuota(id: string, input: SetProjectQuotaInput, audit: AuditContext): Promise<ProjectResource> {
+    return this.changeProject(
+      id,
+      'project.quota_set',
+      audit,
+      async (trx, _current, now) => {
+        // Usage and period are decided in the statement, from the row as it is then (as a key's quota).
+        const row = await projects.setProjectQuota(trx, id, {
+          creditsQuota: input.credits_quota,
+          periodDays: input.quota_period_days ?? null,
+          resetUsage: input.reset_usage ?? false,
+          now,
+        });
+        if (!row) throw projectNotFound(id);
+        return row;
+      },
+      // The book as well, so reset_usage with nothing used still leaves its event.
+      (row, now) => ({ ...toProjectResource(row, now), usage_epoch: row.usage_epoch }),
+    );
+  }
+}
