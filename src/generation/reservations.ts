@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { CatalogModel } from '../config/catalog';
 import type { Database, GenerationsTable } from '../db/schema';
 import { mayHaveCommitted } from '../db/bounded-pool';
@@ -22,6 +22,9 @@ import { reservedCredits } from './charges';
 import type { StoredGenerationRequest } from './durable';
 import { insertGeneration } from './generations.repository';
 import { type ReservationRequest, reserveWithGeneration, reserveWithGenerations } from './reservations.repository';
+
+/** The generation row of a reservation, given the period and usage epoch the key's book was charged in. */
+type GenerationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>) => GenerationsTable;
 
 export interface ReservationsDeps {
   db: Kysely<Database>;
@@ -117,7 +120,7 @@ export class Reservations {
     const cost = reservedCredits(stored);
     const request = JSON.stringify(stored);
     const reservationFailed = (error: unknown): unknown => this.failed(error, generationId, held);
-    const generationOf = (row: Pick<GenerationsTable, 'period_started_at' | 'usage_epoch'>): GenerationsTable => ({
+    const generationOf: GenerationOf = (row) => ({
       ...(held ? this.heldRow(now) : QUEUED_ROW),
       id: generationId,
       key_id: key.id,
@@ -131,45 +134,14 @@ export class Reservations {
       usage_epoch: row.usage_epoch,
       request,
     });
-    // PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits)
-    // and moves one book: a key in a project takes the general path (the statement refuses a key whose row has one).
     if (this.reserveInOneStatement && key.project === null) {
-      const draft = generationOf({ period_started_at: now, usage_epoch: null });
-      const row = await this.reserveInOneStatement({
-        reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds },
-        row: draft,
-      }).catch((error: unknown) => {
+      const alone = await this.reserveAlone(key, cost, now, generationOf).catch((error: unknown) => {
         throw reservationFailed(error);
       });
-      if (row) {
-        return {
-          row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
-          cost,
-          creditsRemaining: row.credits_quota - row.credits_used,
-        };
-      }
+      if (alone) return alone;
     }
-    // Reservation and its usage row commit together: an active row always has credits behind it.
-    // The period and book charged come from the key's row as the reservation found it, not from `key`;
-    // so does its project, whose book is reserved in the same transaction, after the key's row (one lock order).
     const reserved = await writes
-      .run(async (trx) => {
-        const row = await reserveCredits(trx, key, cost, now);
-        if (!row) return { refusedBy: 'key' as const };
-        const projectId = row.project_id ?? null;
-        const projectBook = projectId === null ? undefined : await reserveProjectCredits(trx, projectId, cost, now);
-        if (projectId !== null && !projectBook) {
-          // Neither book moves: the key's reservation is given back in the same transaction.
-          await releaseCredits(trx, key.id, cost, row.usage_epoch);
-          return { refusedBy: 'project' as const, projectId };
-        }
-        // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
-        await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
-        const generation = generationOf(row);
-        await insertGeneration(trx, generation);
-        if (projectId !== null && projectBook) await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
-        return { key: row, generation };
-      })
+      .run((trx) => this.reserveBooks(trx, key, cost, now, generationOf))
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });
@@ -178,6 +150,49 @@ export class Reservations {
       throw await this.refusal(key, cost, now);
     }
     return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+  }
+
+  /**
+   * PostgreSQL: one statement when the reservation writes no event (crosses no threshold, leaves credits)
+   * and moves one book: a key in a project takes the general path (the statement refuses a key whose row
+   * has one). Undefined when the statement did not reserve: the general path then decides, and words a refusal.
+   */
+  private async reserveAlone(key: ClientKey, cost: number, now: number, generationOf: GenerationOf) {
+    const draft = generationOf({ period_started_at: now, usage_epoch: null });
+    const row = await this.reserveInOneStatement!({
+      reservation: { keyId: key.id, keyHash: key.keyHash, cost, now, alertThresholds: key.policy.alertThresholds },
+      row: draft,
+    });
+    if (!row) return undefined;
+    return {
+      row: { ...draft, period_started_at: row.period_started_at, usage_epoch: row.usage_epoch },
+      cost,
+      creditsRemaining: row.credits_quota - row.credits_used,
+    };
+  }
+
+  /**
+   * The general path, in one write transaction: the reservation and its generation row commit together, so
+   * an active row always has credits behind it. The period and book charged come from the key's row as the
+   * reservation found it, not from `key`; so does its project, whose book is reserved after the key's row
+   * (one lock order).
+   */
+  private async reserveBooks(trx: Transaction<Database>, key: ClientKey, cost: number, now: number, generationOf: GenerationOf) {
+    const row = await reserveCredits(trx, key, cost, now);
+    if (!row) return { refusedBy: 'key' as const };
+    const projectId = row.project_id ?? null;
+    const projectBook = projectId === null ? undefined : await reserveProjectCredits(trx, projectId, cost, now);
+    if (projectId !== null && !projectBook) {
+      // Neither book moves: the key's reservation is given back in the same transaction.
+      await releaseCredits(trx, key.id, cost, row.usage_epoch);
+      return { refusedBy: 'project' as const, projectId };
+    }
+    // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
+    await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
+    const generation = generationOf(row);
+    await insertGeneration(trx, generation);
+    if (projectId !== null && projectBook) await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
+    return { key: row, generation };
   }
 
   /** Why the key's project refused a reservation, as the project is now: disabled, else its quota is spent. */
