@@ -1958,6 +1958,8 @@ export interface components {
             allowed_providers?: components["schemas"]["ProviderName"][] | null;
             /** @description Catalog models the project's keys may use, on top of each key's own list (null = no narrowing). */
             allowed_models?: string[] | null;
+            /** @description The project's prompt rules; each key's own rules add to them (a key narrows, never widens). */
+            prompt_rules?: components["schemas"]["PromptRules"];
             metadata?: components["schemas"]["KeyMetadata"];
         };
         UpdateProjectRequest: {
@@ -1967,6 +1969,7 @@ export interface components {
             max_concurrent?: number | null;
             allowed_providers?: components["schemas"]["ProviderName"][] | null;
             allowed_models?: string[] | null;
+            prompt_rules?: components["schemas"]["PromptRules"];
             metadata?: components["schemas"]["KeyMetadata"];
             /** @description `active` re-enables a disabled project; `disabled` disables it. */
             status?: components["schemas"]["ProjectStatus"];
@@ -1988,6 +1991,7 @@ export interface components {
             max_concurrent: number | null;
             allowed_providers: components["schemas"]["ProviderName"][] | null;
             allowed_models: string[] | null;
+            prompt_rules: components["schemas"]["PromptRules"];
             metadata: components["schemas"]["KeyMetadata"];
             created_at: components["schemas"]["Timestamp"];
             /** Format: date-time */
@@ -2580,7 +2584,7 @@ export interface components {
          * @description The request breaks the contract (`invalid_request`, `param` names the field), an input
          *     image is unreadable (`image_input_invalid`) or outside the model's limits
          *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
-         *     (`content_policy_violation`), or the key's prompt rules refused it (`prompt_blocked`, naming the
+         *     (`content_policy_violation`), or the prompt rules of the key or its project refused it (`prompt_blocked`, naming the
          *     rule's id, never the matched text). Not charged.
          */
         GenerationRefusedRateLimited: {

@@ -60,6 +60,8 @@ export interface ProjectsTable {
   /** JSON arrays narrowing its keys' own lists (null = no narrowing). */
   allowed_providers: string | null;
   allowed_models: string | null;
+  /** JSON prompt rules its keys' own add to (null = none). */
+  prompt_rules: string | null;
   metadata: string | Record<string, string>;
   created_at: number;
   updated_at: number;

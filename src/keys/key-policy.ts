@@ -6,7 +6,7 @@ import { modelNotFound, unknownModelMessage } from '../errors/unknown-model';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
-import { CompiledPromptRules, type PromptRuleSet, validatePromptRules } from '../guardrails/prompt-rules';
+import { CompiledPromptRules, mergePromptRules, type PromptRuleSet, validatePromptRules } from '../guardrails/prompt-rules';
 import { type ClientProject, projectConcurrencyLimited, projectDisabled } from '../projects/project-policy';
 
 /**
@@ -52,17 +52,7 @@ export function policyColumns(input: PolicyInput, catalog: ReadonlyMap<string, C
   }
   if (input.metadata !== undefined) columns.metadata = JSON.stringify(input.metadata);
   if (input.alert_thresholds !== undefined) columns.alert_thresholds = JSON.stringify([...input.alert_thresholds].sort((a, b) => a - b));
-  if (input.prompt_rules !== undefined) {
-    if (input.prompt_rules === null) columns.prompt_rules = null;
-    else {
-      const checked = validatePromptRules(input.prompt_rules);
-      if (!checked.ok)
-        throw new ApiError('invalid_request', checked.errors.map((e) => `${e.param}: ${e.message}`).join('; '), {
-          param: checked.errors[0]?.param ?? 'prompt_rules',
-        });
-      columns.prompt_rules = JSON.stringify(checked.rules);
-    }
-  }
+  if (input.prompt_rules !== undefined) columns.prompt_rules = input.prompt_rules === null ? null : storedPromptRules(input.prompt_rules);
   return columns;
 }
 
@@ -104,29 +94,52 @@ export interface ClientKeyPolicy {
   readonly allowedIps: readonly string[] | null;
   readonly allowedModels: readonly string[] | null;
   readonly alertThresholds: readonly number[];
-  /** The key's prompt rules, compiled once per read of its row; null = none. */
+  /** The key's prompt rules with its project's, compiled once per read of its row; null = none. */
   readonly promptRules: CompiledPromptRules | null;
 }
 
 /** The fields of a ClientKey (key.model.ts) the checks below read; named here so this module need not import key.model, which imports it. */
 type PolicyHolder = { id: string; allowedProviders: readonly string[]; policy: ClientKeyPolicy; project?: ClientProject | null };
 
-export function clientKeyPolicy(row: PolicyColumns): ClientKeyPolicy {
+/** The policy a key's requests carry; `projectRules`: its project's prompt rules, which the key's own add to. */
+export function clientKeyPolicy(row: PolicyColumns, projectRules: PromptRuleSet | null = null): ClientKeyPolicy {
   const resource = policyResource(row);
   return {
     maxConcurrent: resource.max_concurrent,
     allowedIps: resource.allowed_ips,
     allowedModels: resource.allowed_models,
     alertThresholds: resource.alert_thresholds,
-    promptRules: resource.prompt_rules === null ? null : new CompiledPromptRules(resource.prompt_rules as PromptRuleSet),
+    promptRules: effectivePromptRules(resource.prompt_rules as PromptRuleSet | null, projectRules),
   };
 }
 
-/** 400 prompt_blocked when the key's prompt rules refuse the prompt: names the rule, never the text that matched. */
+/**
+ * A rule set as an admin sets it on a key or a project, checked and stored (JSON, every rule with its
+ * id); 400 invalid_request naming the first field at fault.
+ */
+export function storedPromptRules(input: unknown): string {
+  const checked = validatePromptRules(input);
+  if (!checked.ok)
+    throw new ApiError('invalid_request', checked.errors.map((e) => `${e.param}: ${e.message}`).join('; '), {
+      param: checked.errors[0]?.param ?? 'prompt_rules',
+    });
+  return JSON.stringify(checked.rules);
+}
+
+/**
+ * The prompt rules a key's requests are checked against, compiled once per read of its row: its
+ * project's with its own added (mergePromptRules); null when neither has any.
+ */
+export function effectivePromptRules(keyRules: PromptRuleSet | null, projectRules: PromptRuleSet | null): CompiledPromptRules | null {
+  if (keyRules === null && projectRules === null) return null;
+  return new CompiledPromptRules(projectRules === null ? keyRules! : mergePromptRules(projectRules, keyRules ?? []));
+}
+
+/** 400 prompt_blocked when the key's prompt rules (its project's included) refuse the prompt: names the rule, never the text that matched. */
 export function checkPromptRules(policy: Pick<ClientKeyPolicy, 'promptRules'>, prompt: string): void {
   const verdict = policy.promptRules?.check(prompt);
   if (verdict && !verdict.allowed) {
-    throw new ApiError('prompt_blocked', `The prompt breaks prompt rule ${verdict.ruleId} (${verdict.kind}) of this key.`, { param: 'prompt' });
+    throw new ApiError('prompt_blocked', `The prompt breaks prompt rule ${verdict.ruleId} (${verdict.kind}) of this key or its project.`, { param: 'prompt' });
   }
 }
 

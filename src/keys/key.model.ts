@@ -53,6 +53,7 @@ export function foundKeyOf(row: KeyWithProjectRow): FoundKey {
 }
 
 export function toClientKey(row: KeyWithProjectRow): ClientKey {
+  const project = clientProjectOf(row.project_id, row);
   return {
     id: row.id,
     keyHash: row.key_hash,
@@ -61,8 +62,8 @@ export function toClientKey(row: KeyWithProjectRow): ClientKey {
     creditsQuota: row.credits_quota,
     quotaPeriodDays: row.quota_period_days,
     createdAt: row.created_at,
-    policy: clientKeyPolicy(row),
-    project: clientProjectOf(row.project_id, row),
+    policy: clientKeyPolicy(row, project?.promptRules ?? null),
+    project,
   };
 }
 

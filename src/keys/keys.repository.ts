@@ -34,6 +34,7 @@ const selectKeyByHash = preparedQuery<{ keyHash: string }, KeyWithProjectRow>(['
       'projects.max_concurrent as project_max_concurrent',
       'projects.allowed_providers as project_allowed_providers',
       'projects.allowed_models as project_allowed_models',
+      'projects.prompt_rules as project_prompt_rules',
     ])
     .where('api_keys.key_hash', '=', p.keyHash),
 );

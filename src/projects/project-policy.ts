@@ -1,4 +1,5 @@
 import { ApiError } from '../errors/api-error';
+import type { PromptRuleSet } from '../guardrails/prompt-rules';
 
 /**
  * A key's project as a request carries it (read with the key, cached with it, so a change of the
@@ -13,6 +14,8 @@ export interface ClientProject {
   readonly maxConcurrent: number | null;
   readonly allowedProviders: readonly string[] | null;
   readonly allowedModels: readonly string[] | null;
+  /** Its prompt rules as stored (its keys' own add to them: key-policy.ts, effectivePromptRules); null = none. */
+  readonly promptRules: PromptRuleSet | null;
 }
 
 /** The project columns read with a key (keys.repository.ts joins them under these names). */
@@ -22,6 +25,7 @@ export interface ProjectJoinColumns {
   project_max_concurrent: number | null;
   project_allowed_providers: string | null;
   project_allowed_models: string | null;
+  project_prompt_rules: string | null;
 }
 
 /** The project of a key row read with its project's columns; null for a key without one (or whose project row is gone). */
@@ -36,6 +40,7 @@ export function clientProjectOf(projectId: string | null | undefined, columns: P
     maxConcurrent: columns.project_max_concurrent ?? null,
     allowedProviders: list(columns.project_allowed_providers ?? null),
     allowedModels: list(columns.project_allowed_models ?? null),
+    promptRules: columns.project_prompt_rules == null ? null : (JSON.parse(columns.project_prompt_rules) as PromptRuleSet),
   });
 }
 

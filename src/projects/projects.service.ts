@@ -3,6 +3,7 @@ import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
 import { unknownModelMessage } from '../errors/unknown-model';
+import { storedPromptRules } from '../keys/key-policy';
 import type { KeysService } from '../keys/keys.service';
 import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
@@ -96,6 +97,7 @@ export class ProjectsService {
       max_concurrent: input.max_concurrent ?? null,
       allowed_providers: input.allowed_providers == null ? null : JSON.stringify(input.allowed_providers),
       allowed_models: input.allowed_models == null ? null : JSON.stringify(input.allowed_models),
+      prompt_rules: input.prompt_rules == null ? null : storedPromptRules(input.prompt_rules),
       metadata: JSON.stringify(input.metadata ?? {}),
       created_at: now,
       updated_at: now,
@@ -141,6 +143,7 @@ export class ProjectsService {
       if (input.max_concurrent !== undefined) changes.max_concurrent = input.max_concurrent;
       if (input.allowed_providers !== undefined) changes.allowed_providers = input.allowed_providers === null ? null : JSON.stringify(input.allowed_providers);
       if (input.allowed_models !== undefined) changes.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
+      if (input.prompt_rules !== undefined) changes.prompt_rules = input.prompt_rules === null ? null : storedPromptRules(input.prompt_rules);
       if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;

@@ -9,6 +9,7 @@ import {
   checkModelPermitted,
   checkPromptRules,
   clientKeyPolicy,
+  effectivePromptRules,
   holdConcurrencySlot,
   modelForKey,
   modelsForKey,
@@ -168,6 +169,34 @@ describe('policyResource and clientKeyPolicy', () => {
     expect(thrownApiError(() => newKeyPolicyColumns({ prompt_rules: [{ kind: 'blocked_pattern', pattern: '(a)\\1' }] }, catalog)).param).toBe(
       'prompt_rules[0].pattern',
     );
+  });
+});
+
+describe('effectivePromptRules', () => {
+  const projectRules = [
+    { id: 'gr_p_term', kind: 'blocked_term', term: 'logo' },
+    { id: 'gr_p_len', kind: 'max_length', max: 50 },
+  ] as const;
+  const keyRules = [
+    { id: 'gr_k_term', kind: 'blocked_term', term: 'brand' },
+    { id: 'gr_k_len', kind: 'max_length', max: 80 },
+  ] as const;
+
+  it('none on either side: null (no check)', () => {
+    expect(effectivePromptRules(null, null)).toBeNull();
+  });
+
+  it("the key's rules are added to its project's; of two max lengths the stricter holds", () => {
+    const rules = effectivePromptRules([...keyRules], [...projectRules])!;
+    expect(rules.check('a logo')).toMatchObject({ allowed: false, ruleId: 'gr_p_term' });
+    expect(rules.check('a brand')).toMatchObject({ allowed: false, ruleId: 'gr_k_term' });
+    expect(rules.check('x'.repeat(60))).toMatchObject({ allowed: false, ruleId: 'gr_p_len' });
+    expect(rules.check('a cat')).toEqual({ allowed: true });
+  });
+
+  it('either side alone is checked as it is', () => {
+    expect(effectivePromptRules(null, [...projectRules])!.check('a logo')).toMatchObject({ allowed: false, ruleId: 'gr_p_term' });
+    expect(effectivePromptRules([...keyRules], null)!.check('a logo')).toEqual({ allowed: true });
   });
 });
 

@@ -59,7 +59,9 @@ describe('model permission: every caller answers as the rule does', () => {
           promptRules: null,
         };
         const project =
-          permissions.project === null ? null : { id: 'prj_1', status: 'active', rateLimitRpm: null, maxConcurrent: null, ...permissions.project };
+          permissions.project === null
+            ? null
+            : { id: 'prj_1', status: 'active', rateLimitRpm: null, maxConcurrent: null, promptRules: null, ...permissions.project };
         const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy, project };
         const listed = new Set(modelsForKey(key, catalog).map((model) => model.id));
         for (const entry of catalog.values()) {

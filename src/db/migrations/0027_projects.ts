@@ -24,6 +24,7 @@ export function migration(engine: DatabaseEngine): Migration {
         .addColumn('max_concurrent', 'integer')
         .addColumn('allowed_providers', 'text')
         .addColumn('allowed_models', 'text')
+        .addColumn('prompt_rules', 'text')
         .addColumn('metadata', metadataType, (c) => c.notNull().defaultTo('{}'))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
