@@ -1710,11 +1710,13 @@ export interface components {
         };
         /**
          * @description `key.quota.threshold_reached` (once per key, threshold and period), `key.quota.exhausted`
-         *     (once per key and period), `key.expiring` (`WEBHOOK_KEY_EXPIRING_DAYS` before), `key.expired`,
+         *     (once per key and period), `project.quota.threshold_reached` (a project's book at 80% and 100%
+         *     of its quota; once per project, threshold and period), `project.quota.exhausted` (once per
+         *     project and period), `key.expiring` (`WEBHOOK_KEY_EXPIRING_DAYS` before), `key.expired`,
          *     `key.disabled`, `channel.auto_disabled`, `webhook.test` (only from sendTestWebhook).
          * @enum {string}
          */
-        EventType: "key.quota.threshold_reached" | "key.quota.exhausted" | "key.expiring" | "key.expired" | "key.disabled" | "channel.auto_disabled" | "webhook.test";
+        EventType: "key.quota.threshold_reached" | "key.quota.exhausted" | "project.quota.threshold_reached" | "project.quota.exhausted" | "key.expiring" | "key.expired" | "key.disabled" | "channel.auto_disabled" | "webhook.test";
         CreateWebhookEndpointRequest: {
             /** @description http(s) URL that receives POSTs. */
             url: string;

@@ -1,53 +1,77 @@
 import { sql } from 'kysely';
 import type { ClientKey } from '../keys/key.model';
 import { keyStatus, keyStatusIsSql } from '../keys/rules/key-usability';
+import { DEFAULT_ALERT_THRESHOLDS } from '../keys/key-policy';
 import { thresholdsCrossed } from '../keys/rules/quota-thresholds';
 import { DAY_MS, toIso } from '../shared/clock';
 import { type Db, emitEvent } from './outbox';
 
 /**
- * Key events. Quota events come from the reservation's transaction and are deduplicated per key,
- * threshold and period by the outbox's unique dedupe key, so replicas racing across a threshold
- * raise it exactly once.
+ * Key and project events. Quota events come from the reservation's transaction and are deduplicated
+ * per book (a key's or a project's), threshold and period by the outbox's unique dedupe key, so
+ * replicas racing across a threshold raise it exactly once.
  */
 
-/** After a reservation took `cost` credits and usage is now `used` of `quota` in the period starting `periodStart`. */
+/** Whose book a quota event is about: a key (with its alert thresholds) or a project (the default ones). */
+export interface QuotaBook {
+  kind: 'key' | 'project';
+  id: string;
+  alertThresholds: readonly number[];
+}
+
+export function keyQuotaBook(key: Pick<ClientKey, 'id' | 'policy'>): QuotaBook {
+  return { kind: 'key', id: key.id, alertThresholds: key.policy.alertThresholds };
+}
+
+export function projectQuotaBook(projectId: string): QuotaBook {
+  return { kind: 'project', id: projectId, alertThresholds: DEFAULT_ALERT_THRESHOLDS };
+}
+
+/** The event type, the data's id field and the dedupe prefix of a book's quota events (a key's are as they always were). */
+const OF_KIND = {
+  key: { threshold: 'key.quota.threshold_reached', exhausted: 'key.quota.exhausted', idField: 'key_id', dedupe: '' },
+  project: { threshold: 'project.quota.threshold_reached', exhausted: 'project.quota.exhausted', idField: 'project_id', dedupe: 'project-' },
+} as const;
+
+/** After a reservation took `cost` credits from `book` and its usage is now `used` of `quota` in the period starting `periodStart`. */
 export async function emitQuotaEvents(
   trx: Db,
-  key: Pick<ClientKey, 'id' | 'policy'>,
+  book: QuotaBook,
   reservation: { used: number; quota: number; cost: number; periodStart: number },
   now: number,
 ): Promise<void> {
   const { used, quota, cost, periodStart } = reservation;
   if (quota <= 0) return;
+  const kind = OF_KIND[book.kind];
   const before = used - cost;
   const data = (extra: Record<string, unknown>) => ({
-    key_id: key.id,
+    [kind.idField]: book.id,
     credits_used: used,
     credits_quota: quota,
     period_started_at: toIso(periodStart),
     ...extra,
   });
-  for (const threshold of thresholdsCrossed({ before, after: used, quota }, key.policy.alertThresholds)) {
-    await emitEvent(trx, { type: 'key.quota.threshold_reached', data: data({ threshold }), dedupeKey: `threshold:${key.id}:${threshold}:${periodStart}` }, now);
+  for (const threshold of thresholdsCrossed({ before, after: used, quota }, book.alertThresholds)) {
+    await emitEvent(trx, { type: kind.threshold, data: data({ threshold }), dedupeKey: `${kind.dedupe}threshold:${book.id}:${threshold}:${periodStart}` }, now);
   }
-  if (used >= quota) await emitQuotaExhausted(trx, key, { used, quota, periodStart }, now);
+  if (used >= quota) await emitQuotaExhausted(trx, book, { used, quota, periodStart }, now);
 }
 
-/** Once per key and period: the credits ran out (reached exactly, or a request needed more than was left). */
+/** Once per book and period: the credits ran out (reached exactly, or a request needed more than was left). */
 export async function emitQuotaExhausted(
   trx: Db,
-  key: Pick<ClientKey, 'id'>,
+  book: Pick<QuotaBook, 'kind' | 'id'>,
   /** `used` is null when a request was refused (usage unknown to the caller). */
   state: { used: number | null; quota: number; periodStart: number },
   now: number,
 ): Promise<void> {
+  const kind = OF_KIND[book.kind];
   await emitEvent(
     trx,
     {
-      type: 'key.quota.exhausted',
-      data: { key_id: key.id, credits_used: state.used, credits_quota: state.quota, period_started_at: toIso(state.periodStart) },
-      dedupeKey: `exhausted:${key.id}:${state.periodStart}`,
+      type: kind.exhausted,
+      data: { [kind.idField]: book.id, credits_used: state.used, credits_quota: state.quota, period_started_at: toIso(state.periodStart) },
+      dedupeKey: `${kind.dedupe}exhausted:${book.id}:${state.periodStart}`,
     },
     now,
   );

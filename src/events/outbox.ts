@@ -32,6 +32,8 @@ export function pendingDelivery(eventId: string, endpointId: string, now: number
 export const EVENT_TYPES = [
   'key.quota.threshold_reached',
   'key.quota.exhausted',
+  'project.quota.threshold_reached',
+  'project.quota.exhausted',
   'key.expiring',
   'key.expired',
   'key.disabled',

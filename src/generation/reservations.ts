@@ -14,7 +14,7 @@ import { keyRefusal } from '../keys/rules/key-usability';
 import { currentPeriodStart, periodEnd } from '../keys/rules/quota-period';
 import { type Clock, toIso } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
-import { emitQuotaEvents, emitQuotaExhausted } from '../events/key-events';
+import { emitQuotaEvents, emitQuotaExhausted, keyQuotaBook, projectQuotaBook } from '../events/key-events';
 import { projectDisabled } from '../projects/project-policy';
 import { projectUsageNow } from '../projects/project.model';
 import { findProjectById, recordProjectReservation, reserveProjectCredits } from '../projects/projects.repository';
@@ -188,7 +188,11 @@ export class Reservations {
       return { refusedBy: 'project' as const, projectId };
     }
     // Threshold events commit with the reservation that crosses them, once per key, threshold and period.
-    await emitQuotaEvents(trx, key, { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
+    await emitQuotaEvents(trx, keyQuotaBook(key), { used: row.credits_used, quota: row.credits_quota, cost, periodStart: row.period_started_at }, now);
+    if (projectId !== null && projectBook) {
+      const book = { used: projectBook.credits_used, quota: projectBook.credits_quota, cost, periodStart: projectBook.period_started_at };
+      await emitQuotaEvents(trx, projectQuotaBook(projectId), book, now);
+    }
     const generation = generationOf(row);
     await insertGeneration(trx, generation);
     if (projectId !== null && projectBook) await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
@@ -200,6 +204,7 @@ export class Reservations {
     const project = await findProjectById(this.deps.db, projectId);
     if (!project || project.status !== 'active') return projectDisabled(projectId);
     const { periodStart } = projectUsageNow(project, now);
+    await this.deps.writes.run((trx) => emitQuotaExhausted(trx, projectQuotaBook(projectId), { used: null, quota: project.credits_quota, periodStart }, now));
     const resetsAt = toIso(periodEnd(periodStart, project.quota_period_days));
     return new ApiError(
       'project_quota_exceeded',
@@ -225,7 +230,7 @@ export class Reservations {
     const refusal = keyRefusal(current, key.keyHash, now);
     if (refusal) return keyRefused(refusal, current);
     const periodStart = currentPeriodStart(current.created_at, current.quota_period_days, now);
-    await this.deps.writes.run((trx) => emitQuotaExhausted(trx, key, { used: null, quota: current.credits_quota, periodStart }, now));
+    await this.deps.writes.run((trx) => emitQuotaExhausted(trx, keyQuotaBook(key), { used: null, quota: current.credits_quota, periodStart }, now));
     const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
     return new ApiError(
       'quota_exceeded',

@@ -8,7 +8,16 @@ import { type TestGateway, localRequest, startTestGateway } from '../helpers/tes
 import { until } from '../helpers/until';
 import { WebhookReceiver } from '../helpers/webhook-receiver';
 
-const ALL_EVENTS = ['key.quota.threshold_reached', 'key.quota.exhausted', 'key.expiring', 'key.expired', 'key.disabled', 'channel.auto_disabled'];
+const ALL_EVENTS = [
+  'key.quota.threshold_reached',
+  'key.quota.exhausted',
+  'project.quota.threshold_reached',
+  'project.quota.exhausted',
+  'key.expiring',
+  'key.expired',
+  'key.disabled',
+  'channel.auto_disabled',
+];
 
 describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint, rotateWebhookSecret, sendTestWebhook, listWebhookDeliveries)', () => {
   let t: TestGateway;
@@ -233,6 +242,34 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
       expect((await t.api.client(key, localRequest({ n: 2 }))).status).toBe(402);
       await until(() => byKey('key.quota.exhausted', id).length === 1, 'exhausted');
       expect(byKey('key.quota.exhausted', id)[0]?.event?.data).toMatchObject({ credits_used: null, credits_quota: 3 });
+    });
+
+    it("a project's book raises its own events: threshold_reached at 80% and 100%, exhausted once per period (a later refusal adds none)", async () => {
+      await endpoint(['project.quota.threshold_reached', 'project.quota.exhausted']);
+      const project = await t.api.admin('post', '/admin/projects', { name: 'events', owner: 'o', credits_quota: 10, quota_period_days: 30 });
+      expect(project.status).toBe(201);
+      const projectId = project.body.id as string;
+      const byProject = (type: string) => receiver.verified(type).filter((r) => r.event?.data.project_id === projectId);
+      // Two keys share the project's book; neither key's own quota comes near its end.
+      const [a, b] = [await t.createKey({ project_id: projectId, alert_thresholds: [] }), await t.createKey({ project_id: projectId, alert_thresholds: [] })];
+      for (const key of [a, b, a, b]) expect((await t.api.client(key.key, localRequest({ n: 2 }))).status).toBe(200);
+      await until(() => byProject('project.quota.threshold_reached').length === 1, 'the 80% event');
+      expect(byProject('project.quota.threshold_reached')[0]?.event?.data).toEqual({
+        project_id: projectId,
+        threshold: 80,
+        credits_used: 8,
+        credits_quota: 10,
+        period_started_at: project.body.period_started_at,
+      });
+      expect((await t.api.client(b.key, localRequest({ n: 2 }))).status).toBe(200);
+      const refused = await t.api.client(a.key, localRequest());
+      expect([refused.status, refused.body.error.code]).toEqual([402, 'project_quota_exceeded']);
+      await until(() => byProject('project.quota.exhausted').length === 1 && byProject('project.quota.threshold_reached').length === 2, 'the 100% events');
+      await t.api.admin('post', '/admin/webhooks', { url: receiver.url, event_types: ['webhook.test'] });
+      expect(byProject('project.quota.threshold_reached').map((r) => r.event?.data.threshold)).toEqual([80, 100]);
+      expect(byProject('project.quota.exhausted')[0]?.event?.data).toMatchObject({ project_id: projectId, credits_used: 10, credits_quota: 10 });
+      // The keys' own books raised nothing: the project's events are its own.
+      expect(receiver.verified('key.quota.exhausted').filter((r) => [a.id, b.id].includes(r.event?.data.key_id as string))).toEqual([]);
     });
 
     it('key.disabled on disableKey and on updateKey status disabled', async () => {

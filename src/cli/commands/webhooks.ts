@@ -12,7 +12,7 @@ type Endpoint = Schemas['WebhookEndpoint'];
 type EventType = Schemas['EventType'];
 
 const EVENTS_HELP =
-  'comma-separated event types: key.quota.threshold_reached, key.quota.exhausted, key.expiring, key.expired, key.disabled, channel.auto_disabled, webhook.test';
+  'comma-separated event types: key.quota.threshold_reached, key.quota.exhausted, project.quota.threshold_reached, project.quota.exhausted, key.expiring, key.expired, key.disabled, channel.auto_disabled, webhook.test';
 
 /** An endpoint's fields; a new or rotated signing secret after them, shown once. */
 function showEndpoint(endpoint: Endpoint & { secret?: string }): string {
