@@ -7,6 +7,7 @@ import { registerAuditCommands } from './commands/audit';
 import { registerCatalogCommands } from './commands/catalog';
 import { registerChannelCommands } from './commands/channels';
 import { registerKeyCommands } from './commands/keys';
+import { registerProjectCommands } from './commands/projects';
 import { registerTokenCommands } from './commands/tokens';
 import { registerUsageCommands } from './commands/usage';
 import { registerWebhookCommands } from './commands/webhooks';
@@ -17,6 +18,7 @@ import { registerWebhookCommands } from './commands/webhooks';
  */
 const RESOURCES: Array<(program: Command, context: CommandContext) => void> = [
   registerKeyCommands,
+  registerProjectCommands,
   registerChannelCommands,
   registerWebhookCommands,
   registerTokenCommands,

@@ -27,7 +27,7 @@ type CreatedKey = Schemas['CreatedKey'];
 const providerList = commaList('provider');
 
 /** `name=value` of --metadata (repeated), as an entry of the key's metadata map. */
-function metadataEntry(value: string): [string, string] {
+export function metadataEntry(value: string): [string, string] {
   const at = value.indexOf('=');
   if (at <= 0) throw new InvalidArgumentError('must be name=value');
   return [value.slice(0, at), value.slice(at + 1)];
@@ -83,6 +83,7 @@ function showKey(key: Key & { key?: string }): string {
     allowed_models: key.allowed_models,
     metadata: Object.entries(key.metadata ?? {}).map(([name, value]) => `${name}=${value}`),
     alert_thresholds: key.alert_thresholds,
+    project: key.project_id,
     expires_at: key.expires_at,
     created_at: key.created_at,
     disabled_at: key.disabled_at,
@@ -109,7 +110,8 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
       .option('--rpm <n>', 'requests per minute', wholeNumber)
       .option('--providers <list>', 'allowed providers, comma-separated (e.g. local,jimeng)', providerList)
       .option('--expires-in-days <n>', 'expire the key after this many days', wholeNumber)
-      .option('--expires-at <time>', 'expire the key at this time (ISO 8601)', timestamp),
+      .option('--expires-at <time>', 'expire the key at this time (ISO 8601)', timestamp)
+      .option('--project <id>', "the project (prj_...) whose budget and limits apply on top of the key's"),
   ).action(
     async (
       options: PolicyOptions & {
@@ -121,6 +123,7 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
         providers?: string[];
         expiresInDays?: number;
         expiresAt?: string;
+        project?: string;
       },
       command: Command,
     ) => {
@@ -135,6 +138,7 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
         ...(options.providers === undefined ? {} : { allowed_providers: options.providers as Schemas['CreateKeyRequest']['allowed_providers'] }),
         ...(options.expiresInDays === undefined ? {} : { expires_in_days: options.expiresInDays }),
         ...(options.expiresAt === undefined ? {} : { expires_at: options.expiresAt }),
+        ...defined({ project_id: options.project }),
         ...policyFields(options),
       };
       const created = await callAdminApi<CreatedKey>(context.connection(command), 'POST', gatewayOperations.createKey.path, body);
@@ -185,6 +189,11 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
       .option('--rpm <n>', 'requests per minute', wholeNumber)
       .option('--providers <list>', 'allowed providers, comma-separated', providerList)
       .option('--expires-at <time>', 'new expiry (ISO 8601), or "never"', expiry)
+      .option(
+        '--project <id>',
+        'move the key into this project (prj_...), or "none" to take it out of its project',
+        orClear('none', (id: string) => id),
+      )
       .option('--enable', 're-enable a disabled key')
       .option('--disable', 'disable the key'),
   ).action(
@@ -196,13 +205,14 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
         rpm?: number;
         providers?: string[];
         expiresAt?: Clearable<string>;
+        project?: Clearable<string>;
         enable?: boolean;
         disable?: boolean;
       },
       command: Command,
     ) => {
       const body: Schemas['UpdateKeyRequest'] = {
-        ...defined({ name: options.name, owner: options.owner, rate_limit_rpm: options.rpm, expires_at: options.expiresAt }),
+        ...defined({ name: options.name, owner: options.owner, rate_limit_rpm: options.rpm, expires_at: options.expiresAt, project_id: options.project }),
         ...(options.providers === undefined ? {} : { allowed_providers: options.providers as Schemas['UpdateKeyRequest']['allowed_providers'] }),
         ...policyFields(options),
         ...enableDisable(command, options, 'active'),
