@@ -86,9 +86,16 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await ark?.close();
   });
 
-  it('a keys:read token is offered only what it may do: Keys (without Create key); the admin secret gets a note that a scoped token is better', async () => {
+  it('a keys:read token is offered only what it may do: Keys (without Create key, a project as its id, not a link to a page it cannot open); the admin secret gets a note that a scoped token is better', async () => {
     const reader = await createAdminTokenVia(t.api, ['keys:read'], { name: 'key reader' });
-    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com' });
+    const readersProject = await t.api.admin('post', '/admin/projects', {
+      name: 'readers project',
+      owner: 'reader@example.com',
+      credits_quota: 100,
+      quota_period_days: 30,
+    });
+    expect(readersProject.status).toBe(201);
+    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com', project_id: readersProject.body.id });
     const tab = await openConsole(browser, t.gateway.url);
     await signIn(tab, t.gateway.url, reader.token);
     const links = await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
@@ -96,6 +103,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.page.getByRole('rowheader', { name: 'visible to readers' }).waitFor();
     expect(await tab.page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await tab.page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
+    const readersRow = keyRow(tab.page, 'visible to readers');
+    await readersRow.getByText(readersProject.body.id, { exact: true }).waitFor();
+    expect(await readersRow.getByRole('link').count()).toBe(0);
     // The token is kept in this tab's session storage, never in the URL.
     expect(tab.page.url()).not.toContain(reader.token);
     await tab.page.reload();
