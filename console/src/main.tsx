@@ -4,9 +4,11 @@ import { AuditPage } from './pages/audit';
 import { ChannelsPage } from './pages/channels';
 import { GenerationsPage } from './pages/generations';
 import { KeysPage } from './pages/keys';
+import { ProjectsPage } from './pages/projects';
 import { TokensPage } from './pages/tokens';
 import { UsagePage } from './pages/usage';
 import { WebhooksPage } from './pages/webhooks';
+import { consoleHref, currentPath, followLink } from './navigation';
 import { type Session, resumeSession, signIn, signOut } from './session';
 import { ErrorNote, Field } from './ui';
 import './styles.css';
@@ -14,6 +16,7 @@ import './styles.css';
 /** The console's pages: path segment under /console/, link name, scope that opens it. */
 const PAGES = [
   { path: 'keys', name: 'Keys', scope: 'keys:read', Page: KeysPage },
+  { path: 'projects', name: 'Projects', scope: 'projects:read', Page: ProjectsPage },
   { path: 'usage', name: 'Usage', scope: 'usage:read', Page: UsagePage },
   { path: 'channels', name: 'Channels', scope: 'channels:read', Page: ChannelsPage },
   { path: 'generations', name: 'Generations', scope: 'generations:read', Page: GenerationsPage },
@@ -21,9 +24,6 @@ const PAGES = [
   { path: 'audit-log', name: 'Audit log', scope: 'audit:read', Page: AuditPage },
   { path: 'admin-tokens', name: 'Admin tokens', scope: 'tokens:write', Page: TokensPage },
 ] as const;
-
-const BASE = import.meta.env.BASE_URL; // '/console/'
-const currentPath = () => window.location.pathname.slice(BASE.length).replace(/\/$/, '');
 
 function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [token, setToken] = useState('');
@@ -67,12 +67,6 @@ function App() {
 
   const open = PAGES.filter((page) => session.can(page.scope));
   const page = open.find((p) => p.path === path) ?? open[0]!;
-  const navigate = (event: MouseEvent, to: string) => {
-    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
-    event.preventDefault();
-    window.history.pushState(null, '', `${BASE}${to}`);
-    setPath(to);
-  };
   const { identity } = session;
   return (
     <div class="shell">
@@ -82,7 +76,7 @@ function App() {
           <ul>
             {open.map((p) => (
               <li key={p.path}>
-                <a href={`${BASE}${p.path}`} aria-current={p === page ? 'page' : undefined} onClick={(event) => navigate(event, p.path)}>
+                <a href={consoleHref(p.path)} aria-current={p === page ? 'page' : undefined} onClick={(event) => followLink(event, p.path)}>
                   {p.name}
                 </a>
               </li>

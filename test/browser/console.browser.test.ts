@@ -86,9 +86,16 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await ark?.close();
   });
 
-  it('a keys:read token is offered only what it may do: Keys (without Create key); the admin secret gets a note that a scoped token is better', async () => {
+  it('a keys:read token is offered only what it may do: Keys (without Create key, a project as its id, not a link to a page it cannot open); the admin secret gets a note that a scoped token is better', async () => {
     const reader = await createAdminTokenVia(t.api, ['keys:read'], { name: 'key reader' });
-    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com' });
+    const readersProject = await t.api.admin('post', '/admin/projects', {
+      name: 'readers project',
+      owner: 'reader@example.com',
+      credits_quota: 100,
+      quota_period_days: 30,
+    });
+    expect(readersProject.status).toBe(201);
+    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com', project_id: readersProject.body.id });
     const tab = await openConsole(browser, t.gateway.url);
     await signIn(tab, t.gateway.url, reader.token);
     const links = await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
@@ -96,6 +103,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.page.getByRole('rowheader', { name: 'visible to readers' }).waitFor();
     expect(await tab.page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await tab.page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
+    const readersRow = keyRow(tab.page, 'visible to readers');
+    await readersRow.getByText(readersProject.body.id, { exact: true }).waitFor();
+    expect(await readersRow.getByRole('link').count()).toBe(0);
     // The token is kept in this tab's session storage, never in the URL.
     expect(tab.page.url()).not.toContain(reader.token);
     await tab.page.reload();
@@ -108,6 +118,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await root.page.getByRole('note').filter({ hasText: 'A scoped admin token' }).waitFor();
     expect(await root.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents()).toEqual([
       'Keys',
+      'Projects',
       'Usage',
       'Channels',
       'Generations',
@@ -169,6 +180,69 @@ describeWithBrowser('the operator console in headless Chromium', () => {
       expect(await page.getByRole('button', { name: `${action} of named twice`, exact: true }).count()).toBe(1);
     expect(await pageProblems(page)).toEqual([]);
     await screenshot(page, 'keys-forms');
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+
+  it("Projects: create one, see it listed, open it to see its key (made through the admin API), disable and enable it; on Keys, the key's Project links to it", async () => {
+    const operator = await createAdminTokenVia(t.api, ['keys:read', 'keys:write', 'projects:read', 'projects:write'], { name: 'project operator' });
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, operator.token);
+    await visit(tab, 'Projects');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    const form = page.getByRole('form', { name: 'Create project' });
+    await form.getByLabel('Name (Create project)', { exact: true }).fill('poster studio');
+    await form.getByLabel('Owner (Create project)', { exact: true }).fill('studio@example.com');
+    await form.getByLabel('Credits per period (Create project)', { exact: true }).fill('5000');
+    await form.getByLabel('Period (days) (Create project)', { exact: true }).fill('7');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+
+    // Listed with its owner, status, credits used of its quota and when its period resets, as the API has it.
+    const projectRow = keyRow(page, 'poster studio');
+    await projectRow.waitFor();
+    const listed = (await t.api.admin('get', '/admin/projects?owner=studio%40example.com')).body.data;
+    expect(listed).toEqual([expect.objectContaining({ name: 'poster studio', status: 'active', credits_quota: 5000, quota_period_days: 7, credits_used: 0 })]);
+    const project = listed[0] as { id: string; period_resets_at: string };
+    const resetsAt = await page.evaluate(`new Date(${JSON.stringify(project.period_resets_at)}).toLocaleString()`);
+    expect((await projectRow.getByRole('cell').allTextContents()).slice(0, 4)).toEqual(['studio@example.com', 'active', '0 / 5000', resetsAt]);
+    // The new project is opened, and the address names it.
+    const details = page.getByRole('region', { name: 'Project poster studio' });
+    await details.getByText(project.id).waitFor();
+    expect(new URL(page.url()).hash).toBe(`#${project.id}`);
+
+    // A key of the project (and one of none) made through the admin API: reloaded, the address reopens the project, whose keys are listed (listProjectKeys).
+    const member = await t.createKey({ name: 'studio member', owner: 'studio@example.com', project_id: project.id });
+    await t.createKey({ name: 'projectless', owner: 'studio@example.com' });
+    await page.reload();
+    const projectKeys = details.getByRole('table', { name: 'Keys of poster studio' });
+    await projectKeys.getByRole('rowheader', { name: 'studio member' }).waitFor();
+    expect(await projectKeys.getByRole('rowheader').allTextContents()).toEqual(['studio member']);
+
+    // Disable: the list and the details say so, and so does the API; Enable brings it back.
+    await page.getByRole('button', { name: 'Disable of poster studio', exact: true }).click();
+    await projectRow.locator('.badge', { hasText: 'disabled' }).waitFor();
+    await details.locator('.badge', { hasText: 'disabled' }).waitFor();
+    expect((await t.api.admin('get', `/admin/projects/${project.id}`)).body.status).toBe('disabled');
+    // Every control named once with the create form, the details and the filters all shown.
+    await page.getByRole('button', { name: 'Create project' }).click();
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'projects');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Enable of poster studio', exact: true }).click();
+    await projectRow.locator('.badge', { hasText: 'active' }).waitFor();
+    expect((await t.api.admin('get', `/admin/projects/${project.id}`)).body.status).toBe('active');
+
+    // Keys: the member's Project is a link to the project; the other key has none.
+    await visit(tab, 'Keys');
+    const memberRow = keyRow(page, 'studio member');
+    expect(await memberRow.getAttribute('data-key-id')).toBe(member.id);
+    expect(await keyRow(page, 'projectless').getByRole('link').count()).toBe(0);
+    expect(await pageProblems(page)).toEqual([]);
+    await memberRow.getByRole('link', { name: project.id, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Projects' }).waitFor();
+    await details.getByRole('table', { name: 'Keys of poster studio' }).getByRole('rowheader', { name: 'studio member' }).waitFor();
+    expect(page.url()).toBe(`${t.gateway.url}/console/projects#${project.id}`);
     expect(await tab.check()).toEqual(clean);
     await tab.context.close();
   }, 60_000);

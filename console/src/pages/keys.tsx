@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
+import { consoleHref, followLink } from '../navigation';
 import type { Session } from '../session';
 import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
@@ -22,6 +23,23 @@ function metadataOf(text: string): Record<string, string> {
     }),
   );
 }
+/** A key's project: a link that opens it on the Projects page when the session may read projects, else its id. */
+function ProjectCell({ projectId, linked }: { projectId: string | null; linked: boolean }) {
+  if (projectId === null) return <td>—</td>;
+  const to = `projects#${projectId}`;
+  return (
+    <td>
+      {linked ? (
+        <a href={consoleHref(to)} onClick={(event) => followLink(event, to)}>
+          <code>{projectId}</code>
+        </a>
+      ) : (
+        <code>{projectId}</code>
+      )}
+    </td>
+  );
+}
+
 const metadataText = (metadata: Record<string, string> | undefined) =>
   Object.entries(metadata ?? {})
     .map(([name, value]) => `${name}=${value}`)
@@ -174,6 +192,7 @@ export function KeysPage({ session }: { session: Session }) {
     });
   const editingKey = keys.data?.data.find((k) => k.id === editing?.id);
   const showUsage = session.can('usage:read');
+  const projectsReadable = session.can('projects:read');
   const sparklines = useKeySparklines(showUsage ? (keys.data?.data ?? []).map((k) => k.id) : []);
   const saved = () => {
     setEditing(undefined);
@@ -209,7 +228,7 @@ export function KeysPage({ session }: { session: Session }) {
       <ErrorNote message={keys.error ?? actionError} />
       <Table
         caption="Client keys"
-        columns={['Name', 'Owner', 'Status', 'Credits used', 'RPM', 'Hint', 'Last used', showUsage && 'Last 30 days', writable && 'Actions']}
+        columns={['Name', 'Owner', 'Project', 'Status', 'Credits used', 'RPM', 'Hint', 'Last used', showUsage && 'Last 30 days', writable && 'Actions']}
         rows={keys.data?.data}
         loading={keys.loading}
         empty="No keys match."
@@ -218,6 +237,7 @@ export function KeysPage({ session }: { session: Session }) {
           <tr key={key.id} data-key-id={key.id}>
             <th scope="row">{key.name}</th>
             <td>{key.owner}</td>
+            <ProjectCell projectId={key.project_id} linked={projectsReadable} />
             <td>
               <span class={`badge ${key.status}`}>{key.status}</span>
             </td>
