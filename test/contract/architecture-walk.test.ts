@@ -68,7 +68,9 @@ describe("docs/maintainers/architecture.md's walk of POST /images/generate", () 
     let t: TestGateway;
     let session: Session;
     beforeAll(async () => {
-      t = await startTestGateway();
+      // Background work on timers (the generation worker's and the webhook dispatcher's polls, the expiry
+      // scan) is not the request's: set to run far less often than the test lasts.
+      t = await startTestGateway({ GENERATION_POLL_MS: '600000', WEBHOOK_POLL_INTERVAL_MS: '600000', WEBHOOK_EXPIRY_SCAN_INTERVAL_MS: '86400000' });
       session = new Session();
       session.connect();
       await session.post('Profiler.enable');
@@ -86,9 +88,12 @@ describe("docs/maintainers/architecture.md's walk of POST /images/generate", () 
         const res = await t.api.client(key, localRequest({ response_format: 'url' }));
         expect(res.status).toBe(200);
       };
-      // The first request runs one-time paths (caches filled, statements prepared): the second is the walk's.
+      // The first request runs one-time paths (caches filled, statements prepared). Of the next two, what both
+      // ran: a timer of some other work firing during one of them does not count.
       await generate();
-      const ran = await modulesRunBy(session, generate);
+      const first = await modulesRunBy(session, generate);
+      const second = new Set(await modulesRunBy(session, generate));
+      const ran = first.filter((module) => second.has(module));
       expect(ran.length).toBeGreaterThan(50);
       const named = new Set(modulesNamedByWalk());
       expect(ran.filter((module) => !named.has(module))).toEqual([]);
