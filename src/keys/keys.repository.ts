@@ -5,7 +5,7 @@ import { forUpdate } from '../db/row-lock';
 import type { ApiKeysTable, Database } from '../db/schema';
 import type { ApiKeyRow, KeyStatus, KeyWithProjectRow } from './key.model';
 import { keyStatusIsSql, keyUsableSql } from './rules/key-usability';
-import { currentPeriodStartSql, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from './rules/quota-period';
+import { requotaColumns, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from './rules/quota-period';
 
 /** All SQL on api_keys. Every function takes the executor, so it runs inside a transaction (`trx`) too. */
 export type Db = Kysely<Database>;
@@ -140,32 +140,11 @@ export async function releaseCredits(db: Db, id: string, cost: number, epoch: nu
   await releaseCreditsQuery(db, { id, cost, epoch });
 }
 
-/**
- * Sets quota and period in one statement, deciding from the row (not from a copy read earlier) what
- * happens to the usage, so a reservation running at the same moment is never lost. With
- * `resetUsage`, or when the stored period had already ended, the counter starts a new book at zero;
- * otherwise the current book (with its in-flight reservations) carries over into the period of the
- * new length that contains `now`.
- */
+/** Sets quota and period in one statement, deciding from the row as it is then what happens to the usage (requotaColumns). */
 export async function setQuota(
   db: Db,
   id: string,
   quota: { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number },
 ): Promise<ApiKeyRow | undefined> {
-  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(KEY_ROW, quota.now);
-  // null keeps the row's period length (as it is now, not as an earlier read saw it).
-  const periodDays = sql<number>`coalesce(${quota.periodDays}, quota_period_days)`;
-  return db
-    .updateTable('api_keys')
-    .set({
-      credits_quota: quota.creditsQuota,
-      quota_period_days: periodDays,
-      period_started_at: currentPeriodStartSql({ createdAt: KEY_ROW.createdAt, periodDays }, quota.now),
-      credits_used: sql`CASE WHEN ${newBook} THEN 0 ELSE credits_used END`,
-      usage_epoch: sql`CASE WHEN ${newBook} THEN usage_epoch + 1 ELSE usage_epoch END`,
-      updated_at: quota.now,
-    })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  return db.updateTable('api_keys').set(requotaColumns(KEY_ROW, quota)).where('id', '=', id).returningAll().executeTakeFirst();
 }

@@ -1,7 +1,7 @@
 import { type Expression, type Kysely, sql, type Updateable } from 'kysely';
 import { forUpdate } from '../db/row-lock';
 import type { Database, ProjectsTable } from '../db/schema';
-import { currentPeriodStartSql, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
+import { requotaColumns, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
 import type { ProjectRow, ProjectStatus } from './project.model';
 
 /** All SQL on projects. Every function takes the executor, so it runs inside a transaction (`trx`) too. */
@@ -65,21 +65,7 @@ export async function setProjectQuota(
   id: string,
   quota: { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number },
 ): Promise<ProjectRow | undefined> {
-  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(PROJECT_ROW, quota.now);
-  const periodDays = sql<number>`coalesce(${quota.periodDays}, quota_period_days)`;
-  return db
-    .updateTable('projects')
-    .set({
-      credits_quota: quota.creditsQuota,
-      quota_period_days: periodDays,
-      period_started_at: currentPeriodStartSql({ createdAt: PROJECT_ROW.createdAt, periodDays }, quota.now),
-      credits_used: sql`CASE WHEN ${newBook} THEN 0 ELSE credits_used END`,
-      usage_epoch: sql`CASE WHEN ${newBook} THEN usage_epoch + 1 ELSE usage_epoch END`,
-      updated_at: quota.now,
-    })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  return db.updateTable('projects').set(requotaColumns(PROJECT_ROW, quota)).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 export interface ProjectReservation {

@@ -78,3 +78,25 @@ export function periodStartNowSql(
 ): RawBuilder<number> {
   return sql<number>`(CASE WHEN ${storedPeriodEndedSql(stored, now)} THEN ${currentPeriodStartSql(stored, now)} ELSE ${stored.periodStartedAt} END)`;
 }
+
+/**
+ * A re-quota (setQuota of a key or a project) as the columns one UPDATE sets, decided from the row as it is
+ * then, so a reservation running at the same moment is never lost: with `resetUsage`, or when the stored
+ * period had already ended, the counter starts a new book at zero; otherwise the current book carries over
+ * into the period of the new length that contains `now`. `periodDays` null keeps the row's period length.
+ */
+export function requotaColumns(
+  stored: { createdAt: SqlValue<number>; periodDays: SqlValue<number>; periodStartedAt: SqlValue<number> },
+  quota: { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number },
+) {
+  const newBook = quota.resetUsage ? sql<boolean>`(1 = 1)` : storedPeriodEndedSql(stored, quota.now);
+  const periodDays = sql<number>`coalesce(${quota.periodDays}, quota_period_days)`;
+  return {
+    credits_quota: quota.creditsQuota,
+    quota_period_days: periodDays,
+    period_started_at: currentPeriodStartSql({ createdAt: stored.createdAt, periodDays }, quota.now),
+    credits_used: sql<number>`CASE WHEN ${newBook} THEN 0 ELSE credits_used END`,
+    usage_epoch: sql<number>`CASE WHEN ${newBook} THEN usage_epoch + 1 ELSE usage_epoch END`,
+    updated_at: quota.now,
+  };
+}
