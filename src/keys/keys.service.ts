@@ -12,6 +12,7 @@ import { newKeyPolicyColumns, policyColumns } from './key-policy';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
+import { requestedQuota } from './rules/quota-period';
 
 type Schemas = components['schemas'];
 export type CreateKeyInput = Schemas['CreateKeyRequest'];
@@ -206,12 +207,7 @@ export class KeysService {
       audit,
       async (trx, _current, now) => {
         // Usage and period are decided in the statement, from the row as it is then (see keys.setQuota).
-        const row = await keys.setQuota(trx, id, {
-          creditsQuota: input.credits_quota,
-          periodDays: input.quota_period_days ?? null,
-          resetUsage: input.reset_usage ?? false,
-          now,
-        });
+        const row = await keys.setQuota(trx, id, requestedQuota(input, now));
         if (!row) throw keyNotFound(id);
         return row;
       },

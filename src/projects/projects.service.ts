@@ -10,6 +10,7 @@ import type { CursorCodec } from '../shared/cursor';
 import { newId } from '../shared/ids';
 import { type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
 import * as projects from './projects.repository';
+import { requestedQuota } from '../keys/rules/quota-period';
 
 type Schemas = components['schemas'];
 export type CreateProjectInput = Schemas['CreateProjectRequest'];
@@ -167,12 +168,7 @@ export class ProjectsService {
       audit,
       async (trx, _current, now) => {
         // Usage and period are decided in the statement, from the row as it is then (as a key's quota).
-        const row = await projects.setProjectQuota(trx, id, {
-          creditsQuota: input.credits_quota,
-          periodDays: input.quota_period_days ?? null,
-          resetUsage: input.reset_usage ?? false,
-          now,
-        });
+        const row = await projects.setProjectQuota(trx, id, requestedQuota(input, now));
         if (!row) throw projectNotFound(id);
         return row;
       },

@@ -79,6 +79,14 @@ export function periodStartNowSql(
   return sql<number>`(CASE WHEN ${storedPeriodEndedSql(stored, now)} THEN ${currentPeriodStartSql(stored, now)} ELSE ${stored.periodStartedAt} END)`;
 }
 
+/** A re-quota as the admin API asks it (setKeyQuota, setProjectQuota), for requotaColumns. */
+export function requestedQuota(
+  input: { credits_quota: number; quota_period_days?: number; reset_usage?: boolean },
+  now: number,
+): { creditsQuota: number; periodDays: number | null; resetUsage: boolean; now: number } {
+  return { creditsQuota: input.credits_quota, periodDays: input.quota_period_days ?? null, resetUsage: input.reset_usage ?? false, now };
+}
+
 /**
  * A re-quota (setQuota of a key or a project) as the columns one UPDATE sets, decided from the row as it is
  * then, so a reservation running at the same moment is never lost: with `resetUsage`, or when the stored
