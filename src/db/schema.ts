@@ -339,7 +339,7 @@ export interface UsageRollupsTable {
   provider: string;
   /** The channel of the generation's last upstream attempt; '' when none (cancels, no call recorded). */
   channel_id: string;
-  /** 'succeeded' | 'failed' | 'canceled' */
+  /** 'succeeded' | 'failed' | 'canceled' | 'blocked' (refused by the gateway's guardrails: no generation row, 0028) */
   status: string;
   /** '' for successes. */
   error_code: string;
@@ -370,6 +370,8 @@ export interface UsageKeyMonthsTable {
   succeeded: number;
   failed: number;
   canceled: number;
+  /** Requests refused by the gateway's guardrails (0028); counted in `requests` too. */
+  blocked: number;
   images: number;
   credits: number;
 }

@@ -19,6 +19,7 @@ import { imageOptionsFor } from '../providers/model-spec';
 import type { ProviderImageOptions } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import { checkSize } from '../providers/upstream-models';
+import { addBlockedRequestUsage } from '../usage/usage-rollups.repository';
 import type { RateLimiter } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
@@ -220,11 +221,29 @@ export class GenerationService {
     return (await this.service.run({ input, signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
   }
 
-  /** The model and provider checks, then the key's RPM, refused past it, then the key's prompt rules (a refused prompt still counts as a request). */
+  /**
+   * The model and provider checks, then the key's RPM, refused past it, then the key's prompt rules
+   * (a refused prompt still counts as a request, and in usage analytics as blocked).
+   */
   private async admitKey({ key, input }: KeyAsked): Promise<{ entry: CatalogModel }> {
     const entry = await this.admission.admitForKey(key, input.model);
-    checkPromptRules(key.policy, input.prompt);
+    try {
+      checkPromptRules(key.policy, input.prompt);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'prompt_blocked') await this.recordBlocked(key, entry, error.code);
+      throw error;
+    }
     return { entry };
+  }
+
+  /** A guardrail's refusal in the usage rollups; a failure to record it is logged, and the refusal answered as it is. */
+  private async recordBlocked(key: ClientKey, entry: CatalogModel, errorCode: string): Promise<void> {
+    const blocked = { keyId: key.id, model: entry.model, provider: entry.provider, errorCode, at: this.deps.clock.now() };
+    try {
+      await this.deps.writes.single((db) => addBlockedRequestUsage(db, blocked));
+    } catch (error) {
+      this.deps.logger.warn({ err: error, keyId: key.id, errorCode }, 'A blocked request could not be added to the usage rollups');
+    }
   }
 
   /** A key's queued generations stay under MAX_QUEUED_GENERATIONS_PER_KEY. */

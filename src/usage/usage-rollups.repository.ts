@@ -3,7 +3,7 @@ import type { Database } from '../db/schema';
 import { directRunOf } from '../db/sqlite-direct';
 import { capabilitiesOf } from '../db/storage-capabilities';
 import { LATENCY_COLUMNS, latencyBucketOf } from './latency-histogram';
-import { DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
+import { bucketStartOf, DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
 
 /**
  * The write side of usage analytics: every settlement of a client key's generation adds to the
@@ -20,6 +20,12 @@ import { DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
  * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). The
  * channel is the one of its last recorded attempt ('' for cancels: their attempts may be written
  * after the cancel, and a later refund must land on the same row). The hour, day and month are completed_at's.
+ *
+ * A request the gateway's guardrails refused (400 prompt_blocked, before anything is reserved) has
+ * no generation row: it adds one request of status 'blocked' and its error code, no images, credits
+ * or latency, channel '', at the refusal's hour, day and month (usage_key_months: its `blocked`
+ * count). Upstream refusals (input_moderated, output_moderated) are failed generations, rolled up as
+ * any failure.
  */
 type Db = Kysely<Database>;
 
@@ -80,11 +86,43 @@ function generationExpressions(postgres: boolean, refundParameter: string | unde
   };
 }
 
+/** What one event adds to every rollup table: each column's value as an SQL expression over the rows `from` selects. */
+interface Contribution {
+  expressions: Record<string, string>;
+  /** What follows the SELECT list: the contributing rows (`FROM ... WHERE ...`). */
+  from: string;
+  /** The measure columns a table's upsert adds to (the others keep their defaults on insert). */
+  measures: (table: RollupTable) => string[];
+}
+
+/**
+ * The upserts of a contribution into every rollup table: `oneStatement` (the engine's
+ * oneStatementWrites) one, a CTE feeding the upserts, else one per table.
+ */
+function upsertStatements(contribution: Contribution, oneStatement: boolean): string[] {
+  const { expressions, from, measures } = contribution;
+  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measures(table)];
+  if (oneStatement) {
+    const source = `src AS (SELECT ${Object.entries(expressions)
+      .map(([column, expression]) => `${expression} AS ${column}`)
+      .join(', ')} ${from})`;
+    const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
+    const upsert = (table: RollupTable) =>
+      `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measures(table))}`;
+    return [`WITH ${[source, ...others.reverse().map((table, i) => `u${i} AS (${upsert(table)})`)].join(', ')} ${upsert(last)}`];
+  }
+  return TABLES.map(
+    (table) =>
+      `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table)
+        .map((column) => expressions[column])
+        .join(', ')} ${from}${onConflict(table, measures(table))}`,
+  );
+}
+
 const statements = new Map<string, string[]>();
 
 /**
- * The statements adding one settled generation (or a refund) to every rollup table: `oneStatement`
- * (the engine's oneStatementWrites) one, a CTE feeding the upserts, else one per table.
+ * The statements adding one settled generation (or a refund) to every rollup table.
  * `latencyBucket`: the histogram bucket to count it in.
  */
 function rowStatements(oneStatement: boolean, latencyBucket: number | undefined, refund: boolean): string[] {
@@ -95,31 +133,98 @@ function rowStatements(oneStatement: boolean, latencyBucket: number | undefined,
   if (cached) return cached;
   const latency = latencyBucket === undefined ? [] : [LATENCY_COLUMNS[latencyBucket] as string];
   const p = (i: number) => (postgres ? `$${i}` : '?');
-  const expressions: Record<string, string> = {
-    ...generationExpressions(postgres, refund ? p(2) : undefined),
-    ...Object.fromEntries(latency.map((column) => [column, '1'])),
-  };
-  const where = `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`;
-  const columnsOf = (table: RollupTable) => [...table.dimensions, ...measuresOf(table, latency)];
-  let built: string[];
-  if (oneStatement) {
-    const source = `src AS (SELECT ${Object.entries(expressions)
-      .map(([column, expression]) => `${expression} AS ${column}`)
-      .join(', ')} ${where})`;
-    const [last, ...others] = [...TABLES].reverse() as [RollupTable, ...RollupTable[]];
-    const upsert = (table: RollupTable) =>
-      `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table).join(', ')} FROM src${onConflict(table, measuresOf(table, latency))}`;
-    built = [`WITH ${[source, ...others.reverse().map((table, i) => `u${i} AS (${upsert(table)})`)].join(', ')} ${upsert(last)}`];
-  } else {
-    built = TABLES.map(
-      (table) =>
-        `INSERT INTO ${table.name} (${columnsOf(table).join(', ')}) SELECT ${columnsOf(table)
-          .map((column) => expressions[column])
-          .join(', ')} ${where}${onConflict(table, measuresOf(table, latency))}`,
-    );
-  }
+  const built = upsertStatements(
+    {
+      expressions: { ...generationExpressions(postgres, refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) },
+      from: `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`,
+      measures: (table) => measuresOf(table, latency),
+    },
+    oneStatement,
+  );
   statements.set(cacheKey, built);
   return built;
+}
+
+/** A request the gateway's guardrails refused, by the key that asked and the catalog entry it was admitted for. */
+export interface BlockedRequest {
+  keyId: string;
+  model: string;
+  provider: string;
+  /** The refusal's code (prompt_blocked). */
+  errorCode: string;
+  /** When it was refused, epoch milliseconds. */
+  at: number;
+}
+
+/** The values a blocked request adds, passed as parameters (no generation row to select them from). */
+const BLOCKED_COLUMNS = [
+  'hour_start',
+  'day_start',
+  'month_start',
+  'key_id',
+  'model',
+  'provider',
+  'channel_id',
+  'status',
+  'error_code',
+  'requests',
+  'blocked',
+] as const;
+type BlockedColumn = (typeof BLOCKED_COLUMNS)[number];
+const BLOCKED_COUNTS: ReadonlySet<BlockedColumn> = new Set(['hour_start', 'day_start', 'month_start', 'requests', 'blocked']);
+
+function blockedValues(blocked: BlockedRequest): Record<BlockedColumn, string | number> {
+  return {
+    hour_start: blocked.at - (blocked.at % HOUR_MS),
+    day_start: blocked.at - (blocked.at % DAY_MS),
+    month_start: bucketStartOf(blocked.at, 'month'),
+    key_id: blocked.keyId,
+    model: blocked.model,
+    provider: blocked.provider,
+    channel_id: '',
+    status: 'blocked',
+    error_code: blocked.errorCode,
+    requests: 1,
+    blocked: 1,
+  };
+}
+
+/** The upserts of a blocked request, each with the columns its parameters bind, in order. */
+function blockedStatements(oneStatement: boolean): Array<{ text: string; parameters: readonly BlockedColumn[] }> {
+  const measures = (table: RollupTable) => (table.measures === 'outcomes' ? ['requests', 'blocked'] : ['requests']);
+  if (oneStatement) {
+    // PostgreSQL: typed parameters, each bound once, read by every upsert from the source CTE.
+    const expressions = Object.fromEntries(
+      BLOCKED_COLUMNS.map((column, i) => [column, `CAST($${i + 1} AS ${BLOCKED_COUNTS.has(column) ? 'bigint' : 'text'})`]),
+    );
+    return upsertStatements({ expressions, from: '', measures }, true).map((text) => ({ text, parameters: BLOCKED_COLUMNS }));
+  }
+  // SQLite: one `?` per column of each table's upsert, bound in its column order. `WHERE true`: an
+  // INSERT ... SELECT with an upsert clause needs a WHERE (SQLite reads ON as a join's otherwise).
+  const expressions = Object.fromEntries(BLOCKED_COLUMNS.map((column) => [column, '?']));
+  const texts = upsertStatements({ expressions, from: 'WHERE true', measures }, false);
+  return TABLES.map((table, i) => ({
+    text: texts[i] as string,
+    parameters: [...table.dimensions, ...measures(table)] as BlockedColumn[],
+  }));
+}
+
+const blockedStatementsByEngine = new Map<boolean, ReturnType<typeof blockedStatements>>();
+
+/**
+ * Adds a request the gateway's guardrails refused to the rollups: on PostgreSQL one statement, on
+ * SQLite one per table (run it in the group commit's `writes.single`).
+ */
+export async function addBlockedRequestUsage(db: Db, blocked: BlockedRequest): Promise<void> {
+  const { oneStatementWrites } = capabilitiesOf(db);
+  let built = blockedStatementsByEngine.get(oneStatementWrites);
+  if (!built) blockedStatementsByEngine.set(oneStatementWrites, (built = blockedStatements(oneStatementWrites)));
+  const values = blockedValues(blocked);
+  const direct = directRunOf(db);
+  for (const { text, parameters: columns } of built) {
+    const parameters = columns.map((column) => values[column]);
+    if (!direct?.(db, text, parameters)) await db.executeQuery(CompiledQuery.raw(text, parameters));
+  }
 }
 
 /**
