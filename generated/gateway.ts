@@ -658,7 +658,13 @@ export interface paths {
          *     raw generation rows, so they do not depend on `GENERATION_RETENTION_DAYS`.
          *
          *     **What is counted.** `requests` counts admitted requests (those that reserved credits) once
-         *     settled; refusals before admission (400, 401, 402, 403, 429) are not counted. Generations of
+         *     settled, plus requests the gateway's guardrails blocked: a key's prompt rules refusing the
+         *     prompt (400 `prompt_blocked`) count as `blocked` in the hour of the refusal, for the key and
+         *     the model it asked for, with no credits, images or latency. Other refusals before admission
+         *     (400, 401, 402, 403, 429) are not counted. **Which side blocked:** `blocked` is the gateway
+         *     (its guardrails refused before anything was reserved or sent); a refusal by the upstream's
+         *     own moderation (`input_moderated`, `output_moderated`) is a generation that failed, counted
+         *     in `failed` and under its code in `failures`. Generations of
          *     the internal creative API (no client key) are not included. A generation's `channel` is the
          *     channel of its last upstream attempt (null when no call was recorded, and for cancels and
          *     disconnects, whose attempts may be recorded after them). `owner` and `metadata.<name>` are
@@ -677,7 +683,7 @@ export interface paths {
          *     **Pages and CSV.** Rows come `limit` at a time in `order`; pass `next_cursor` as `cursor` with
          *     the same other parameters for the next page. With `Accept: text/csv` the same page is CSV
          *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
-         *     `failed`, `canceled`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
+         *     `failed`, `canceled`, `blocked`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
          *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
          *     dimension such as `owner` or `metadata.<name>`) that begins with `=`, `+`, `-`, `@`, a tab
@@ -1837,16 +1843,23 @@ export interface components {
             metadata?: {
                 [key: string]: string | null;
             };
-            /** @description Admitted requests settled in the range: succeeded + failed + canceled. */
+            /** @description Admitted requests settled in the range and requests blocked by the gateway in it: succeeded + failed + canceled + blocked. */
             requests: number;
             succeeded: number;
             failed: number;
             /** @description Canceled by the client, or ended by its disconnect. */
             canceled: number;
+            /**
+             * @description Refused by the gateway's guardrails before anything was reserved or sent (400
+             *     `prompt_blocked`: the key's or its project's prompt rules). Refusals by the upstream's
+             *     moderation are not here: they are failed generations (`failed`, and `input_moderated` or
+             *     `output_moderated` in `failures`).
+             */
+            blocked: number;
             images_delivered: number;
             /** @description What the keys were charged: successes, plus what cancels and disconnects kept. */
             credits_charged: number;
-            /** @description Failed and canceled requests by error code (`canceled` for cancels and disconnects). */
+            /** @description Failed and canceled requests by error code (`canceled` for cancels and disconnects), upstream moderation refusals included; requests the gateway blocked are counted in `blocked`, not here. */
             failures: {
                 [key: string]: number;
             };
@@ -4299,8 +4312,8 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["UsageReport"];
                     /**
-                     * @example model,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures
-                     *     seedream-4.0,120,114,4,2,190,1920,6350,12700,16000,provider_timeout=3;provider_error=1;canceled=2
+                     * @example model,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures
+                     *     seedream-4.0,123,114,4,2,3,190,1920,6350,12700,16000,provider_timeout=3;provider_error=1;canceled=2
                      */
                     "text/csv": string;
                 };

@@ -4,7 +4,7 @@ import type { components } from '../../generated/gateway';
 
 export type UsageRow = components['schemas']['UsageReportRow'];
 export type Dimension = 'model' | 'key' | 'owner' | 'channel' | 'provider';
-export type Metric = 'credits_charged' | 'requests' | 'images_delivered' | 'failed';
+export type Metric = 'credits_charged' | 'requests' | 'images_delivered' | 'failed' | 'blocked';
 export type Bucket = components['schemas']['UsageBucket'];
 
 const HOUR_MS = 3_600_000;

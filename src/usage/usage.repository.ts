@@ -46,6 +46,8 @@ export interface UsageTotalsRow {
   succeeded: number;
   failed: number;
   canceled: number;
+  /** Refused by the gateway's guardrails (status 'blocked'); counted in `requests` too. */
+  blocked: number;
   images: number;
   credits: number;
 }
@@ -167,6 +169,7 @@ function pieceMeasures(grain: RollupGrain, sign: 1 | -1, detail: boolean): RawBu
     signed(outcome('succeeded'), 'succeeded'),
     signed(outcome('failed'), 'failed'),
     signed(outcome('canceled'), 'canceled'),
+    signed(outcome('blocked'), 'blocked'),
     signed(sql`r.images`, 'images'),
     signed(sql`r.credits`, 'credits'),
   ];
@@ -174,7 +177,7 @@ function pieceMeasures(grain: RollupGrain, sign: 1 | -1, detail: boolean): RawBu
 
 /**
  * The rollup rows in range and filters, with the grouped values as g0, g1, ... and the measures:
- * the sums' (requests, succeeded, failed, canceled, images, credits), or with `narrow` the detail's
+ * the sums' (requests, succeeded, failed, canceled, blocked, images, credits), or with `narrow` the detail's
  * (status, error_code, requests, lat_*), of every piece of the range.
  */
 function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; values: SortValue[][] }): RawBuilder<unknown> {
@@ -268,7 +271,7 @@ export async function usageTotals(
   const subtracts = piecesOf(selection, sourceOf(selection, false), selection.range).some((piece) => piece.sign === -1);
   const having = subtracts ? sql` HAVING sum(requests) <> 0 OR sum(credits) <> 0` : sql``;
   const totals = sql`SELECT ${sql.join(groups)}, sum(requests) AS requests, sum(succeeded) AS succeeded, sum(failed) AS failed,
-      sum(canceled) AS canceled, sum(images) AS images, sum(credits) AS credits
+      sum(canceled) AS canceled, sum(blocked) AS blocked, sum(images) AS images, sum(credits) AS credits
     FROM (${filteredRows(selection)}) x GROUP BY ${sql.join(groups)}${having}`;
   const where = position === undefined || sort.length === 0 ? sql`` : sql` WHERE ${after(sort, position)}`;
   const orderBy =
@@ -281,6 +284,7 @@ export async function usageTotals(
     succeeded: num(row.succeeded),
     failed: num(row.failed),
     canceled: num(row.canceled),
+    blocked: num(row.blocked),
     images: num(row.images),
     credits: num(row.credits),
   }));

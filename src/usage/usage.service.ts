@@ -116,7 +116,8 @@ export class UsageReportService {
       const key = groupKey(detail.groups);
       if (!wanted.has(key)) continue;
       const entry = byGroup.get(key) ?? { failures: {}, latency: new Array<number>(LATENCY_BUCKETS).fill(0) };
-      if (detail.status !== 'succeeded' && detail.requests > 0) {
+      // Failures by code: failed and canceled generations (upstream moderation included); the gateway's blocks are counted apart.
+      if ((detail.status === 'failed' || detail.status === 'canceled') && detail.requests > 0) {
         const code = detail.errorCode === '' ? detail.status : detail.errorCode;
         entry.failures[code] = (entry.failures[code] ?? 0) + detail.requests;
       }
@@ -132,6 +133,7 @@ export class UsageReportService {
       succeeded: row.succeeded,
       failed: row.failed,
       canceled: row.canceled,
+      blocked: row.blocked,
       images_delivered: row.images,
       credits_charged: row.credits,
       failures: detail?.failures ?? {},
@@ -161,6 +163,7 @@ export class UsageReportService {
       'succeeded',
       'failed',
       'canceled',
+      'blocked',
       'images_delivered',
       'credits_charged',
       'latency_p50_ms',
@@ -175,6 +178,7 @@ export class UsageReportService {
       row.succeeded,
       row.failed,
       row.canceled,
+      row.blocked,
       row.images_delivered,
       row.credits_charged,
       row.latency_ms.p50,
@@ -226,7 +230,7 @@ function dimensionValue(row: UsageReportRow, dimension: UsageDimension): string 
 }
 
 function emptySums(): Omit<UsageReportRow, 'latency_ms'> {
-  return { requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+  return { requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0, failures: {} };
 }
 
 function groupKey(groups: readonly SortValue[]): string {

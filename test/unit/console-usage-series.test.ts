@@ -10,6 +10,7 @@ const row = (bucket: string, model: string, credits: number, extra: Partial<Row>
   succeeded: credits,
   failed: 0,
   canceled: 0,
+  blocked: 0,
   images_delivered: credits,
   credits_charged: credits,
   failures: {},

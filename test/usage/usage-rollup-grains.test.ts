@@ -12,14 +12,14 @@ const DAY = 86_400_000;
 /** An answer's row without its latency percentiles: the reference adds rows up, and percentiles do not add. */
 type Row = Omit<components['schemas']['UsageReportRow'], 'latency_ms'>;
 
-const SUMS = ['requests', 'succeeded', 'failed', 'canceled', 'images_delivered', 'credits_charged'] as const;
+const SUMS = ['requests', 'succeeded', 'failed', 'canceled', 'blocked', 'images_delivered', 'credits_charged'] as const;
 
 /** Rows summed by the named fields (the reference: a finer question's rows added up). */
 function sumBy(rows: Row[], fields: ReadonlyArray<keyof Row>): Map<string, Omit<Row, 'model'>> {
   const sums = new Map<string, Omit<Row, 'model'>>();
   for (const row of rows) {
     const group = JSON.stringify(fields.map((field) => row[field] ?? null));
-    const entry = sums.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+    const entry = sums.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0, failures: {} };
     for (const field of SUMS) entry[field] += row[field];
     for (const [code, count] of Object.entries(row.failures)) entry.failures[code] = (entry.failures[code] ?? 0) + count;
     sums.set(group, entry);

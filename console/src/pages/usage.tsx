@@ -33,6 +33,7 @@ const METRICS: Array<[Metric, string]> = [
   ['requests', 'Requests'],
   ['images_delivered', 'Images delivered'],
   ['failed', 'Failed requests'],
+  ['blocked', 'Blocked requests'],
 ];
 const DIMENSIONS: Array<[Dimension, string]> = [
   ['model', 'Model'],
@@ -63,7 +64,13 @@ function Chart({ series, title, bucket }: { series: Series; title: string; bucke
         height: 280,
         series: [
           { label: 'Bucket (UTC)', value: (_plot, at) => (at === null ? '—' : bucketName(at * 1000, bucket)) },
-          ...series.groups.map((group, i) => ({ label: group.name, stroke: COLOURS[i % COLOURS.length], width: 2, points: { show: false }, ...(steps ? { paths: steps } : {}) })),
+          ...series.groups.map((group, i) => ({
+            label: group.name,
+            stroke: COLOURS[i % COLOURS.length],
+            width: 2,
+            points: { show: false },
+            ...(steps ? { paths: steps } : {}),
+          })),
         ],
         scales: {
           x: { time: true, range: [starts[0]!, end] },
@@ -85,7 +92,11 @@ function ChartNumbers({ series, title, bucket }: { series: Series; title: string
   return (
     <details class="chart-numbers">
       <summary>The chart's numbers per {bucket}</summary>
-      <Table caption={title} columns={[`${bucket.charAt(0).toUpperCase()}${bucket.slice(1)} (UTC)`, ...series.groups.map((group) => group.name)]} rows={buckets}>
+      <Table
+        caption={title}
+        columns={[`${bucket.charAt(0).toUpperCase()}${bucket.slice(1)} (UTC)`, ...series.groups.map((group) => group.name)]}
+        rows={buckets}
+      >
         {({ at, index }) => (
           <tr key={at}>
             <th scope="row">{bucketName(at * 1000, bucket)}</th>
@@ -100,7 +111,14 @@ function ChartNumbers({ series, title, bucket }: { series: Series; title: string
 }
 
 export function UsagePage(_props: { session: Session }) {
-  const [form, set] = useForm({ hours: '168', bucket: 'day' as Bucket, dimension: 'model' as Dimension, metric: 'credits_charged' as Metric, owner: '', model: '' });
+  const [form, set] = useForm({
+    hours: '168',
+    bucket: 'day' as Bucket,
+    dimension: 'model' as Dimension,
+    metric: 'credits_charged' as Metric,
+    owner: '',
+    model: '',
+  });
   const [applied, setApplied] = useState(form);
   const [csvError, runCsv, exporting] = useAction();
   const query = () => ({
@@ -168,7 +186,11 @@ export function UsagePage(_props: { session: Session }) {
         </>
       )}
       {rows.data && rows.data.rows.length > 0 && (
-        <Table caption={`Totals by ${dimensionName.toLowerCase()}`} columns={[dimensionName, 'Requests', 'Succeeded', 'Failed', 'Canceled', 'Images delivered', 'Credits charged']} rows={totals}>
+        <Table
+          caption={`Totals by ${dimensionName.toLowerCase()}`}
+          columns={[dimensionName, 'Requests', 'Succeeded', 'Failed', 'Canceled', 'Blocked', 'Images delivered', 'Credits charged']}
+          rows={totals}
+        >
           {(total) => (
             <tr key={total.name}>
               <th scope="row">{total.name}</th>
@@ -176,6 +198,7 @@ export function UsagePage(_props: { session: Session }) {
               <td>{total.succeeded}</td>
               <td>{total.failed}</td>
               <td>{total.canceled}</td>
+              <td>{total.blocked}</td>
               <td>{total.images_delivered}</td>
               <td>{total.credits_charged}</td>
             </tr>
@@ -188,14 +211,18 @@ export function UsagePage(_props: { session: Session }) {
 
 /** The range's sums per group (what the chart's lines add up to). */
 function totalsOf(rows: UsageRow[], dimension: Dimension) {
-  const totals = new Map<string, { name: string; requests: number; succeeded: number; failed: number; canceled: number; images_delivered: number; credits_charged: number }>();
+  const totals = new Map<
+    string,
+    { name: string; requests: number; succeeded: number; failed: number; canceled: number; blocked: number; images_delivered: number; credits_charged: number }
+  >();
   for (const row of rows) {
     const name = groupOf(row, dimension);
-    const total = totals.get(name) ?? { name, requests: 0, succeeded: 0, failed: 0, canceled: 0, images_delivered: 0, credits_charged: 0 };
+    const total = totals.get(name) ?? { name, requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0 };
     total.requests += row.requests;
     total.succeeded += row.succeeded;
     total.failed += row.failed;
     total.canceled += row.canceled;
+    total.blocked += row.blocked;
     total.images_delivered += row.images_delivered;
     total.credits_charged += row.credits_charged;
     totals.set(name, total);
