@@ -663,9 +663,10 @@ export interface paths {
          *     the model it asked for, with no credits, images or latency. Other refusals before admission
          *     (400, 401, 402, 403, 429) are not counted. **Which side blocked:** `blocked` is the gateway
          *     (its guardrails refused before anything was reserved or sent); a refusal by the upstream's
-         *     own moderation (`input_moderated`, `output_moderated`) is a generation that failed, counted
-         *     in `failed` and under its code in `failures`. Generations of
-         *     the internal creative API (no client key) are not included. A generation's `channel` is the
+         *     own moderation (`content_policy_violation` for the prompt or input images,
+         *     `output_moderated` for the images it made) is a generation that failed, counted in `failed`
+         *     and under its code in `failures`. Generations of the internal creative API (no client key)
+         *     are not included. A generation's `channel` is the
          *     channel of its last upstream attempt (null when no call was recorded, and for cancels and
          *     disconnects, whose attempts may be recorded after them). `owner` and `metadata.<name>` are
          *     the key's values at query time.
@@ -1852,8 +1853,8 @@ export interface components {
             /**
              * @description Refused by the gateway's guardrails before anything was reserved or sent (400
              *     `prompt_blocked`: the key's or its project's prompt rules). Refusals by the upstream's
-             *     moderation are not here: they are failed generations (`failed`, and `input_moderated` or
-             *     `output_moderated` in `failures`).
+             *     moderation are not here: they are failed generations (`failed`, and
+             *     `content_policy_violation` or `output_moderated` in `failures`).
              */
             blocked: number;
             images_delivered: number;

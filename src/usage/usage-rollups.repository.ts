@@ -24,8 +24,8 @@ import { bucketStartOf, DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
  * A request the gateway's guardrails refused (400 prompt_blocked, before anything is reserved) has
  * no generation row: it adds one request of status 'blocked' and its error code, no images, credits
  * or latency, channel '', at the refusal's hour, day and month (usage_key_months: its `blocked`
- * count). Upstream refusals (input_moderated, output_moderated) are failed generations, rolled up as
- * any failure.
+ * count). Upstream moderation refusals (content_policy_violation, output_moderated) are failed
+ * generations, rolled up as any failure.
  */
 type Db = Kysely<Database>;
 
