@@ -42,15 +42,17 @@ describe('admin CLI: usage (getUsageReport)', () => {
     const out = await cli(['usage', ...range(), '--group-by', 'owner,metadata.team', '--bucket', 'hour', '--limit', '1']);
     expect(out.code).toBe(0);
     const [header, row] = out.stdout.split('\n');
-    expect(header).toMatch(/^BUCKET\s+OWNER\s+METADATA\.TEAM\s+REQUESTS\s+OK\s+FAILED\s+CANCELED\s+IMAGES\s+CREDITS\s+P50_MS\s+P95_MS\s+P99_MS\s+FAILURES$/);
-    expect(row).toMatch(/^\S+Z\s+cli@example\.com\s+a,b\s+2\s+2\s+0\s+0\s+3\s+3\s+\d+\s+\d+\s+\d+$/);
+    expect(header).toMatch(
+      /^BUCKET\s+OWNER\s+METADATA\.TEAM\s+REQUESTS\s+OK\s+FAILED\s+CANCELED\s+BLOCKED\s+IMAGES\s+CREDITS\s+P50_MS\s+P95_MS\s+P99_MS\s+FAILURES$/,
+    );
+    expect(row).toMatch(/^\S+Z\s+cli@example\.com\s+a,b\s+2\s+2\s+0\s+0\s+0\s+3\s+3\s+\d+\s+\d+\s+\d+$/);
   });
 
   it("--csv prints the API's CSV (quoted where needed)", async () => {
     const out = await cli(['usage', ...range(), '--group-by', 'metadata.team', '--csv']);
     expect(out).toMatchObject({ code: 0, stderr: '' });
     expect(out.stdout).toMatch(
-      /^metadata\.team,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,3,3,\d+,\d+,\d+,\r\n$/,
+      /^metadata\.team,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,0,3,3,\d+,\d+,\d+,\r\n$/,
     );
   });
 

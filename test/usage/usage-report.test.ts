@@ -192,8 +192,10 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/csv/);
     const lines = res.text.split('\r\n');
-    expect(lines[0]).toBe('owner,requests,succeeded,failed,canceled,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures');
-    expect(lines[1]).toMatch(/^bob@example\.com,3,1,0,2,1,8,\d+,\d+,\d+,canceled=2$/);
+    expect(lines[0]).toBe(
+      'owner,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
+    );
+    expect(lines[1]).toMatch(/^bob@example\.com,3,1,0,2,0,1,8,\d+,\d+,\d+,canceled=2$/);
     expect(lines[2]).toBe('');
     expect(res.headers['x-next-cursor']).toEqual(expect.any(String));
   });

@@ -39,10 +39,12 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
 
   beforeAll(async () => {
     ({ t } = await startArkGateway({ apiKey: 'ark-grains', env: { MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG) } }));
-    keys.push(await t.createKey({ owner: 'ann@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
-    keys.push(await t.createKey({ owner: 'ben@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'] }));
+    // Prompt rules: the requests they block are rolled up too (status 'blocked', usage_key_months.blocked).
+    const prompt_rules = [{ kind: 'blocked_term', term: 'AcmeCola' }];
+    keys.push(await t.createKey({ owner: 'ann@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'], prompt_rules }));
+    keys.push(await t.createKey({ owner: 'ben@example.com', credits_quota: 1000, allowed_providers: ['local', 'jimeng'], prompt_rules }));
     firstHour = bucketStartOf(t.clock.now(), 'hour');
-    // Settlements spread over hours, days and month ends: successes on two models, and refusals.
+    // Settlements spread over hours, days and month ends: successes on two models, upstream refusals and blocked prompts.
     const steps = [0, 5 * HOUR, 4 * DAY, 9 * HOUR, 2 * DAY, 31 * DAY, 13 * HOUR, 40 * DAY];
     for (const [i, step] of steps.entries()) {
       t.clock.advanceMs(step);
@@ -51,6 +53,7 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
         expect((await send(localRequest({ prompt: `step ${i}`, n: 1 + ((i + k) % 2) }))).status).toBe(200);
         if ((i + k) % 3 !== 0) expect((await send({ prompt: `ark ${i}`, model: 'held-3', response_format: 'b64_json' })).status).toBe(200);
         if ((i + k) % 2 === 0) expect((await send({ prompt: `refused ${i} ${UPSTREAM_REFUSAL}`, model: 'held-1' })).status).not.toBe(200);
+        if ((i + k) % 3 === 1) expect((await send({ prompt: `acmecola ${i}`, model: i % 2 === 0 ? 'local-1' : 'held-3' })).status).toBe(400);
       }
     }
   });
@@ -97,7 +100,7 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
     const months = new Map<string, Record<string, number>>();
     for (const day of days) {
       const group = `${bucketStartOf(Number(day.day_start), 'month')} ${day.key_id}`;
-      const entry = months.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, images: 0, credits: 0 };
+      const entry = months.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images: 0, credits: 0 };
       entry.requests! += Number(day.requests);
       entry[day.status]! += Number(day.requests);
       entry.images! += Number(day.images);
@@ -114,6 +117,7 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
             succeeded: Number(m.succeeded),
             failed: Number(m.failed),
             canceled: Number(m.canceled),
+            blocked: Number(m.blocked),
             images: Number(m.images),
             credits: Number(m.credits),
           },
@@ -121,6 +125,8 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
       ),
     ).toEqual(months);
     expect(stored.length).toBeGreaterThanOrEqual(6);
+    // Blocked requests are among the sums (the months' `blocked` count from the days' 'blocked' rows).
+    expect(stored.some((m) => Number(m.blocked) > 0)).toBe(true);
 
     const hourly = await db.selectFrom('usage_rollup_totals').selectAll().execute();
     const daily = new Map<string, number[]>();

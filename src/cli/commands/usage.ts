@@ -93,6 +93,7 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       ['ok', (row) => row.succeeded],
       ['failed', (row) => row.failed],
       ['canceled', (row) => row.canceled],
+      ['blocked', (row) => row.blocked],
       ['images', (row) => row.images_delivered],
       ['credits', (row) => row.credits_charged],
       ['p50_ms', (row) => row.latency_ms.p50],
