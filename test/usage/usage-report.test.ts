@@ -235,6 +235,7 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
         succeeded: 0,
         failed: 0,
         canceled: 0,
+        blocked: 0,
         images_delivered: 0,
         credits_charged: 0,
         failures: {},
