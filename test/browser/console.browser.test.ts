@@ -487,8 +487,8 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     const range = `from=${encodeURIComponent(new Date(to - 24 * HOUR_MS).toISOString())}&to=${encodeURIComponent(new Date(to).toISOString())}`;
     const report = await t.api.send('get', `/admin/usage?${range}&group_by=model`, { headers: bearer(everything.token) });
     expect(report.status).toBe(200);
-    const expected = (report.body.data as Array<{ model: string; requests: number; credits_charged: number; images_delivered: number }>)
-      .map((row) => [row.model, String(row.requests), String(row.images_delivered), String(row.credits_charged)])
+    const expected = (report.body.data as Array<{ model: string; requests: number; blocked: number; credits_charged: number; images_delivered: number }>)
+      .map((row) => [row.model, String(row.requests), String(row.blocked), String(row.images_delivered), String(row.credits_charged)])
       .sort();
     expect(expected.length).toBeGreaterThan(0);
     await page.locator('.chart canvas').first().waitFor();
@@ -498,7 +498,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
       .evaluateAll((rows) =>
         rows.map((row) => {
           const cells = Array.from((row as unknown as { children: ArrayLike<{ textContent: string }> }).children, (cell) => cell.textContent);
-          return [cells[0], cells[1], cells[5], cells[6]];
+          return [cells[0], cells[1], cells[5], cells[6], cells[7]];
         }),
       );
     expect(shown.sort()).toEqual(expected);
