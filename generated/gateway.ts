@@ -2788,7 +2788,8 @@ export interface components {
          *     the database late is released within the generation lease (`GENERATION_LEASE_MS`).
          *     Every database wait of a request is bounded: an answer comes within `DB_STATEMENT_TIMEOUT_MS`
          *     plus 1 s of the database operation that met the outage. While the gateway is overloaded (its
-         *     event loop late by more than `SHED_EVENT_LOOP_DELAY_MS`), a request is refused at once with
+         *     event loop late by more than `SHED_EVENT_LOOP_DELAY_MS`, or all its work of the last half second
+         *     waiting longer than `SHED_DATABASE_WAIT_MS` for the database), a request is refused at once with
          *     `overloaded`, before anything is read, counted or reserved; retry after `Retry-After`.
          */
         ProviderUnavailableRateLimited: {

@@ -4,7 +4,7 @@
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway),
 // BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
-// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, slow, slow-pg, analytics), --rounds N, --seconds S,
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment), --report-only. Each run merges its rows into bench-results/latest.json
@@ -31,7 +31,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'slow', 'slow-pg', 'analytics'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'overload', 'slow', 'slow-pg', 'analytics'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -68,7 +68,7 @@ function startProcess(args, env, options = {}) {
     let buffer = '';
     const onData = (chunk) => {
       buffer += chunk.toString();
-      const match = options.ready ? options.ready.exec(buffer) : /"port":(\d+),"internal_port"/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer);
+      const match = options.ready ? options.ready.exec(buffer) : (/"port":(\d+),"internal_port"/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer));
       if (match) {
         child.stdout.off('data', onData);
         // Discard the request logs, as a log shipper would; BENCH_STDOUT keeps them (and --trace-gc lines) in <prefix>.<pid>.
@@ -83,10 +83,11 @@ function startProcess(args, env, options = {}) {
   });
 }
 
-const stop = (child) => new Promise((resolve) => {
-  child.once('exit', resolve);
-  child.kill('SIGTERM');
-});
+const stop = (child) =>
+  new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
 
 function rssMb(pid) {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -104,7 +105,10 @@ function threadCpu(pid) {
   const out = {};
   for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
-      const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '#');
+      const comm = fs
+        .readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8')
+        .trim()
+        .replace(/[0-9]+$/, '#');
       const f = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
       out[comm] = (out[comm] ?? 0) + Number(f[11]) + Number(f[12]);
     } catch {
@@ -142,7 +146,10 @@ async function load(url, keys, options = {}) {
   const bad = result.non2xx + result.errors + result.timeouts;
   const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / result.requests.total) : undefined;
   if (threadsBefore) {
-    const perRequest = Object.entries(threadCpu(options.pid)).map(([name, ticks]) => [name, Math.round(((ticks - (threadsBefore[name] ?? 0)) * 1e4) / result.requests.total)]);
+    const perRequest = Object.entries(threadCpu(options.pid)).map(([name, ticks]) => [
+      name,
+      Math.round(((ticks - (threadsBefore[name] ?? 0)) * 1e4) / result.requests.total),
+    ]);
     console.log('cpu µs/req by thread', options.pid, JSON.stringify(Object.fromEntries(perRequest.filter(([, us]) => us > 0))));
   }
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, total: result.requests.total, cpuUs };
@@ -164,10 +171,12 @@ async function paced(url, keys, rate, seconds, options = {}) {
 
 async function pacedOnce(url, keys, rate, seconds, options = {}) {
   const cpuBefore = options.pid ? cpuSeconds(options.pid) : 0;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const total = rate * seconds;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 });
+  const total = Math.round(rate * seconds);
   const interval = 1000 / rate;
   const latencies = [];
+  // Per answer status (or connection error code): the latencies of those answers, for the overload row.
+  const byStatus = {};
   let bad = 0;
   const badStatuses = {};
   const started = performance.now();
@@ -175,7 +184,9 @@ async function pacedOnce(url, keys, rate, seconds, options = {}) {
     let sent = 0;
     let done = 0;
     const finish = (due, ok, status) => {
-      latencies.push(performance.now() - due);
+      const latency = performance.now() - due;
+      latencies.push(latency);
+      (byStatus[status] ??= []).push(latency);
       if (!ok) {
         bad += 1;
         badStatuses[status] = (badStatuses[status] ?? 0) + 1;
@@ -206,8 +217,24 @@ async function pacedOnce(url, keys, rate, seconds, options = {}) {
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const cpuUs = options.pid ? Math.round(((cpuSeconds(options.pid) - cpuBefore) * 1e6) / total) : undefined;
-  const at = (q) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(2));
-  return { rps: rate, p50: at(0.5), p99: at(0.99), bad, ...(bad ? { badStatuses } : {}), total, cpuUs };
+  const at = (q, sorted = latencies) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(2));
+  const statuses = Object.fromEntries(
+    Object.entries(byStatus).map(([status, values]) => {
+      values.sort((a, b) => a - b);
+      return [status, { count: values.length, p50: at(0.5, values), p99: at(0.99, values), max: at(1, values) }];
+    }),
+  );
+  return {
+    rps: rate,
+    p50: at(0.5),
+    p99: at(0.99),
+    bad,
+    ...(bad ? { badStatuses } : {}),
+    total,
+    cpuUs,
+    statuses,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /** Inserts `count` keys straight into SQLite (far faster than the API) and returns their secrets. */
@@ -224,7 +251,16 @@ function seedSqlite(file, count, keep, providers = '["local"]') {
     for (let j = 0; j < n; j += 1) {
       const secret = generateKeySecret();
       if (secrets.length < keep) secrets.push(secret);
-      insert.run(`key_bench${offset + j}${randomBytes(4).toString('hex')}`, hashKey(secret), keyHint(secret), `owner-${(offset + j) % 1000}`, now, providers, now, now);
+      insert.run(
+        `key_bench${offset + j}${randomBytes(4).toString('hex')}`,
+        hashKey(secret),
+        keyHint(secret),
+        `owner-${(offset + j) % 1000}`,
+        now,
+        providers,
+        now,
+        now,
+      );
     }
   });
   for (let offset = 0; offset < count; offset += 50_000) batch(Math.min(50_000, count - offset), offset);
@@ -246,7 +282,9 @@ async function seedPostgres(url, count, providers = '["local"]') {
       secrets.push(secret);
       params.push(`key_bench${offset + j}`, hashKey(secret), keyHint(secret), now, providers);
       const b = params.length - 5;
-      values.push(`($${b + 1}, $${b + 2}, $${b + 3}, 'bench', 'bench', 'active', 1000000000, 0, 30, $${b + 4}, 100000, $${b + 5}, NULL, $${b + 4}, $${b + 4}, NULL, NULL)`);
+      values.push(
+        `($${b + 1}, $${b + 2}, $${b + 3}, 'bench', 'bench', 'active', 1000000000, 0, 30, $${b + 4}, 100000, $${b + 5}, NULL, $${b + 4}, $${b + 4}, NULL, NULL)`,
+      );
     }
     await client.query(`INSERT INTO api_keys VALUES ${values.join(',')}`, params);
   }
@@ -408,7 +446,11 @@ async function startPeers(fakeEnv) {
   let portkey;
   if (fs.existsSync(portkeyDir)) {
     const port = await freePort();
-    portkey = await startProcess(['build/start-server.js', `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, { cwd: portkeyDir, ready: /Ready for connections/, port }).catch((error) => {
+    portkey = await startProcess(
+      ['build/start-server.js', `--port=${port}`, '--headless'],
+      { NODE_ENV: 'production' },
+      { cwd: portkeyDir, ready: /Ready for connections/, port },
+    ).catch((error) => {
       console.log(`Portkey's gateway did not start (${error.message}); its figures stay empty`);
       return undefined;
     });
@@ -497,12 +539,28 @@ async function measureUpstream(name, kind) {
     basePacedP99: m((p) => p.basePaced.p99),
     rss,
     rssIdle,
-    hop: { cpuUs: median(hopRounds.map((h) => h.hop)), localCpuUs: median(hopRounds.map((h) => h.local)), upstreamCpuUs: median(hopRounds.map((h) => h.upstream)), rounds: hopRounds },
+    hop: {
+      cpuUs: median(hopRounds.map((h) => h.hop)),
+      localCpuUs: median(hopRounds.map((h) => h.local)),
+      upstreamCpuUs: median(hopRounds.map((h) => h.upstream)),
+      rounds: hopRounds,
+    },
     idleAfterLoadMs: IDLE_AFTER_LOAD_MS,
     bad: pairs.reduce((sum, p) => sum + p.max.bad + p.paced.bad, 0),
     rounds: ROUNDS,
     ...(other
-      ? { ab: { build: AB, nodeFlags: AB_NODE_FLAGS.join(' '), rss: abRss, rssIdle: abRssIdle, rps: m((p) => p.abMax.rps), cpuUs: m((p) => p.abMax.cpuUs), pacedP99: m((p) => p.abPaced.p99), pacedCpuUs: m((p) => p.abPaced.cpuUs) } }
+      ? {
+          ab: {
+            build: AB,
+            nodeFlags: AB_NODE_FLAGS.join(' '),
+            rss: abRss,
+            rssIdle: abRssIdle,
+            rps: m((p) => p.abMax.rps),
+            cpuUs: m((p) => p.abMax.cpuUs),
+            pacedP99: m((p) => p.abPaced.p99),
+            pacedCpuUs: m((p) => p.abPaced.cpuUs),
+          },
+        }
       : {}),
   };
 }
@@ -510,7 +568,9 @@ async function measureUpstream(name, kind) {
 /** The OpenAI-compatible row: its catalog model, the provider name of the environment account, and the bodies each target takes. */
 const COMPAT_PROVIDER = 'compat';
 const COMPAT_UPSTREAM_MODEL = 'compat-image-1';
-const COMPAT_CATALOG = JSON.stringify({ models: [{ model: 'compat-image', provider: COMPAT_PROVIDER, upstream_model: COMPAT_UPSTREAM_MODEL, credits_per_image: 1 }] });
+const COMPAT_CATALOG = JSON.stringify({
+  models: [{ model: 'compat-image', provider: COMPAT_PROVIDER, upstream_model: COMPAT_UPSTREAM_MODEL, credits_per_image: 1 }],
+});
 const openAIBody = (model) => JSON.stringify({ prompt: 'a lighthouse at dawn', model, response_format: 'b64_json' });
 
 /**
@@ -542,7 +602,14 @@ async function measureOpenAICompat() {
     { name: 'direct', process: fake, keys: [], options: { path: '/images/generations', body: openAIBody(COMPAT_UPSTREAM_MODEL) } },
     { name: 'express', process: proxy, keys: [], options: { path: v1, body: openAIBody(COMPAT_UPSTREAM_MODEL) } },
     ...(portkey
-      ? [{ name: 'portkey', process: portkey, keys: ['bench-openai-key'], options: { path: v1, body: openAIBody(COMPAT_UPSTREAM_MODEL), headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': fake.url } } }]
+      ? [
+          {
+            name: 'portkey',
+            process: portkey,
+            keys: ['bench-openai-key'],
+            options: { path: v1, body: openAIBody(COMPAT_UPSTREAM_MODEL), headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': fake.url } },
+          },
+        ]
       : []),
     { name: 'gateway', process: gateway, keys: database.keys, options: { path: v1, body: openAIBody('compat-image') } },
     { name: 'local', process: gateway, keys: database.keys, options: { path: v1, body: openAIBody('local-1') } },
@@ -555,7 +622,14 @@ async function measureOpenAICompat() {
       const t = targets[(i + round) % targets.length];
       const max = await load(t.process.url, t.keys, { ...t.options, connections: UPSTREAM_CONNECTIONS, pid: t.process.child.pid });
       const atRate = await paced(t.process.url, t.keys, UPSTREAM_RATE, SECONDS, { ...t.options, pid: t.process.child.pid });
-      result[t.name] = { rps: Math.round(max.rps), cpuUs: max.cpuUs, bad: max.bad + atRate.bad, pacedP50: atRate.p50, pacedP99: atRate.p99, pacedCpuUs: atRate.cpuUs };
+      result[t.name] = {
+        rps: Math.round(max.rps),
+        cpuUs: max.cpuUs,
+        bad: max.bad + atRate.bad,
+        pacedP50: atRate.p50,
+        pacedP99: atRate.p99,
+        pacedCpuUs: atRate.cpuUs,
+      };
     }
     rounds.push(result);
     console.log('openai-compat', `round ${round + 1}`, JSON.stringify(result));
@@ -567,7 +641,14 @@ async function measureOpenAICompat() {
   const per = (name) => {
     const picks = rounds.map((r) => r[name]);
     const m = (key) => median(picks.map((p) => p[key]));
-    return { rps: m('rps'), cpuUs: m('cpuUs'), pacedP50: m('pacedP50'), pacedP99: m('pacedP99'), pacedCpuUs: m('pacedCpuUs'), bad: picks.reduce((sum, p) => sum + p.bad, 0) };
+    return {
+      rps: m('rps'),
+      cpuUs: m('cpuUs'),
+      pacedP50: m('pacedP50'),
+      pacedP99: m('pacedP99'),
+      pacedCpuUs: m('pacedCpuUs'),
+      bad: picks.reduce((sum, p) => sum + p.bad, 0),
+    };
   };
   const ratioPerRound = (a, b) => rounds.filter((r) => r[a] && r[b]).map((r) => Math.round((r[a].cpuUs / r[b].cpuUs) * 100) / 100);
   return {
@@ -608,7 +689,18 @@ async function scrape(internalUrl) {
  * accept-queue overflows and drops, SYN cookies sent and failed, aborts on close with unread data, resets sent.
  */
 function tcpCounters() {
-  const names = ['ListenOverflows', 'ListenDrops', 'SyncookiesSent', 'SyncookiesFailed', 'TCPAbortOnData', 'TCPAbortOnClose', 'TCPAbortOnTimeout', 'EstabResets', 'OutRsts', 'AttemptFails'];
+  const names = [
+    'ListenOverflows',
+    'ListenDrops',
+    'SyncookiesSent',
+    'SyncookiesFailed',
+    'TCPAbortOnData',
+    'TCPAbortOnClose',
+    'TCPAbortOnTimeout',
+    'EstabResets',
+    'OutRsts',
+    'AttemptFails',
+  ];
   const counters = {};
   for (const file of ['/proc/net/netstat', '/proc/net/snmp']) {
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
@@ -633,6 +725,50 @@ function metricValue(text, name) {
  * request in flight (RSS at the peak less RSS before, over the count), the gateway's event-loop delay p99 meanwhile
  * (its own perf_hooks monitor, through /metrics), open file descriptors, and whether all succeeded.
  */
+/** The load of the overload row, as multiples of the capacity measured just before it. */
+const OVERLOAD_LOADS = [0.7, 2];
+/** Clients of the overload row at most at once (sockets): each waits for its answer before its next request. */
+const OVERLOAD_CLIENTS = 4000;
+
+/**
+ * Issue 40 §3: above capacity, is a request refused at once (503 `overloaded` + Retry-After) or does it wait to
+ * fail? The local provider (tiny), 1,000 keys, the default SHED_EVENT_LOOP_DELAY_MS. Capacity is the closed-loop
+ * req/s at 32 connections; then an open loop at each of OVERLOAD_LOADS x capacity for SECONDS over up to
+ * OVERLOAD_CLIENTS sockets, every answer counted by status with its latency from when it was due.
+ */
+async function measureOverload(kind) {
+  const database = await scratchDatabase(kind, 1000, '["local"]');
+  const gateway = await startProcess(gatewayCommand(), gatewayEnv(database.url, database.env), { nofile: 20_000 });
+  const refusals = async () => metricValue(await scrape(gateway.internalUrl), 'creative_gateway_overload_refusals_total') ?? 0;
+  await load(gateway.url, database.keys, { connections: 10, seconds: 3 });
+  const capacity = await load(gateway.url, database.keys, { connections: UPSTREAM_CONNECTIONS, pid: gateway.child.pid });
+  const phases = [];
+  for (const multiple of OVERLOAD_LOADS) {
+    const rate = Math.round(capacity.rps * multiple);
+    // A scrape resets the gateway's event-loop delay histogram: the one after the phase reads the phase's.
+    const refusedBefore = await refusals();
+    const result = await pacedOnce(gateway.url, database.keys, rate, SECONDS, { maxSockets: OVERLOAD_CLIENTS });
+    const metrics = await scrape(gateway.internalUrl);
+    const loopMs = (name) => Number(((metricValue(metrics, name) ?? NaN) * 1000).toFixed(1));
+    phases.push({
+      multiple,
+      rate,
+      total: result.total,
+      seconds: Number(result.seconds.toFixed(1)),
+      statuses: result.statuses,
+      shed: (metricValue(metrics, 'creative_gateway_overload_refusals_total') ?? 0) - refusedBefore,
+      eventLoopP99Ms: loopMs('creative_gateway_nodejs_eventloop_lag_p99_seconds'),
+      eventLoopMaxMs: loopMs('creative_gateway_nodejs_eventloop_lag_max_seconds'),
+    });
+    console.log(`overload ${kind}`, JSON.stringify(phases.at(-1)));
+    // Let the backlog drain before the next phase.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+  }
+  await stop(gateway.child);
+  await database.drop();
+  return { date: new Date().toISOString(), kind, seconds: SECONDS, capacity: Math.round(capacity.rps), phases };
+}
+
 /** Requests the slow row's client may have sent that the gateway has not yet admitted (half the listen backlog). */
 const SLOW_WINDOW = 2000;
 
@@ -642,12 +778,18 @@ async function measureSlow(requested, delayMs) {
   const hardLimit = Number(/^Max open files\s+\d+\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
   const nofile = Math.min(requested * 2 + 1000, hardLimit);
   const inflight = Math.min(requested, Math.floor((nofile - 400) / 2));
-  if (inflight < requested) console.log(`slow: ${requested} in flight need ~${requested * 2 + 400} open files in the gateway; the hard limit here is ${hardLimit}, so ${inflight}`);
+  if (inflight < requested)
+    console.log(`slow: ${requested} in flight need ~${requested * 2 + 400} open files in the gateway; the hard limit here is ${hardLimit}, so ${inflight}`);
   const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_DELAY_MS: String(delayMs) }, { nofile });
   const database = await scratchDatabase('sqlite', 1000, '["jimeng"]');
   const gateway = await startProcess(
     gatewayCommand(),
-    upstreamEnv(database.url, fake.url, { CHANNEL_QUEUE_TIMEOUT_MS: '60000', PROVIDER_TIMEOUT_MS: String(delayMs + 60_000), PROVIDER_JIMENG_MAX_CONCURRENCY: '10000', UPSTREAM_CONNECT_TIMEOUT_MS: '10000' }),
+    upstreamEnv(database.url, fake.url, {
+      CHANNEL_QUEUE_TIMEOUT_MS: '60000',
+      PROVIDER_TIMEOUT_MS: String(delayMs + 60_000),
+      PROVIDER_JIMENG_MAX_CONCURRENCY: '10000',
+      UPSTREAM_CONNECT_TIMEOUT_MS: '10000',
+    }),
     { nofile },
   );
   const limits = fs.readFileSync(`/proc/${gateway.child.pid}/limits`, 'utf8');
@@ -783,7 +925,9 @@ async function measureSlow(requested, delayMs) {
     tcp,
     acceptQueue,
     // When the failures came, ms after their request was sent: min, median, max.
-    failedAfterMs: failedAfterMs.length ? [Math.min(...failedAfterMs), failedAfterMs.sort((a, b) => a - b)[failedAfterMs.length >> 1], Math.max(...failedAfterMs)] : [],
+    failedAfterMs: failedAfterMs.length
+      ? [Math.min(...failedAfterMs), failedAfterMs.sort((a, b) => a - b)[failedAfterMs.length >> 1], Math.max(...failedAfterMs)]
+      : [],
   };
 }
 
@@ -935,7 +1079,11 @@ async function main() {
   results.machine = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}`;
   if (ONLY.has('upstream')) {
     results.upstream = await measureUpstream('upstream sqlite', 'sqlite');
-    if (results.upstream.ab) console.log('A/B', JSON.stringify({ this: { rps: results.upstream.rps, cpuUs: results.upstream.cpuUs, pacedP99: results.upstream.pacedP99 }, other: results.upstream.ab }));
+    if (results.upstream.ab)
+      console.log(
+        'A/B',
+        JSON.stringify({ this: { rps: results.upstream.rps, cpuUs: results.upstream.cpuUs, pacedP99: results.upstream.pacedP99 }, other: results.upstream.ab }),
+      );
     save();
   }
   if (ONLY.has('upstream-pg')) {
@@ -945,6 +1093,10 @@ async function main() {
   if (ONLY.has('openai-compat')) {
     results.openaiCompat = await measureOpenAICompat();
     console.log('openai-compat', JSON.stringify(results.openaiCompat));
+    save();
+  }
+  if (ONLY.has('overload')) {
+    results.overload = [await measureOverload('sqlite'), ...(process.env.BENCH_SKIP_PG ? [] : [await measureOverload('postgres')])];
     save();
   }
   if (ONLY.has('slow')) {
@@ -991,7 +1143,8 @@ async function main() {
         if (AB) await stop((await startProcess([AB], gatewayEnv(abFile))).child);
         const ab = AB ? { env: gatewayEnv(abFile, JSON.parse(process.env.BENCH_AB_ENV ?? '{}')), keys: seedSqlite(abFile, 10_000, 10_000) } : undefined;
         results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys, ab)) };
-        if (results.sqlite10k.ab) console.log('A/B sqlite10k', JSON.stringify({ this: { rps: results.sqlite10k.rps, cpuUs: results.sqlite10k.cpuUs }, other: results.sqlite10k.ab }));
+        if (results.sqlite10k.ab)
+          console.log('A/B sqlite10k', JSON.stringify({ this: { rps: results.sqlite10k.rps, cpuUs: results.sqlite10k.cpuUs }, other: results.sqlite10k.ab }));
         save();
       }
       if (ONLY.has('sqlite1m')) {
@@ -1003,7 +1156,10 @@ async function main() {
     }
     if (ONLY.has('postgres')) {
       const database = await scratchDatabase('postgres', 10_000, '["local"]');
-      results.postgres = { date: new Date().toISOString(), ...(await measureAgainstBaseline('postgres+redis 10k keys', baseline, gatewayEnv(database.url, database.env), database.keys)) };
+      results.postgres = {
+        date: new Date().toISOString(),
+        ...(await measureAgainstBaseline('postgres+redis 10k keys', baseline, gatewayEnv(database.url, database.env), database.keys)),
+      };
       await database.drop();
       save();
     }
@@ -1040,21 +1196,49 @@ function writeReport(r) {
     .join('\n');
   const hopLines = upstreamRows
     .filter(([, v]) => v.hop)
-    .map(([name, v]) => `- ${name}: **${v.hop.cpuUs} µs** of CPU per request for the hop (median of the per-round differences ${v.hop.rounds.map((h) => h.hop).join(', ')}; upstream ${v.hop.upstreamCpuUs} µs, local provider ${v.hop.localCpuUs} µs, same process, ${UPSTREAM_CONNECTIONS} connections)`)
+    .map(
+      ([name, v]) =>
+        `- ${name}: **${v.hop.cpuUs} µs** of CPU per request for the hop (median of the per-round differences ${v.hop.rounds.map((h) => h.hop).join(', ')}; upstream ${v.hop.upstreamCpuUs} µs, local provider ${v.hop.localCpuUs} µs, same process, ${UPSTREAM_CONNECTIONS} connections)`,
+    )
     .join('\n');
   const upstreamLatency = upstreamRows
-    .map(([name, v]) => `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`)
+    .map(
+      ([name, v]) =>
+        `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.pacedCpuUs} | ${v.basePacedCpuUs} |`,
+    )
     .join('\n');
   const oc = r.openaiCompat;
-  const ocNames = { direct: 'upstream called directly', express: 'bare Express 5 + `fetch` proxy', portkey: "Portkey's gateway", gateway: '**this gateway -> upstream**', local: 'this gateway, `local` provider' };
+  const ocNames = {
+    direct: 'upstream called directly',
+    express: 'bare Express 5 + `fetch` proxy',
+    portkey: "Portkey's gateway",
+    gateway: '**this gateway -> upstream**',
+    local: 'this gateway, `local` provider',
+  };
   const openaiCompat = oc
     ? Object.entries(oc.targets)
-        .map(([name, t]) => `| ${ocNames[name]} | ${Math.round(t.rps)} | ${t.cpuUs} | ${name === 'gateway' ? '1' : (oc.targets.gateway.cpuUs / t.cpuUs).toFixed(2)} | ${t.pacedP50} | ${t.pacedP99} | ${(t.pacedP99 - oc.targets.direct.pacedP99).toFixed(1)} | ${t.pacedCpuUs} | ${t.bad} |`)
+        .map(
+          ([name, t]) =>
+            `| ${ocNames[name]} | ${Math.round(t.rps)} | ${t.cpuUs} | ${name === 'gateway' ? '1' : (oc.targets.gateway.cpuUs / t.cpuUs).toFixed(2)} | ${t.pacedP50} | ${t.pacedP99} | ${(t.pacedP99 - oc.targets.direct.pacedP99).toFixed(1)} | ${t.pacedCpuUs} | ${t.bad} |`,
+        )
         .join('\n') +
       `\n\nThe hop (this gateway's upstream CPU less its local CPU, same process, same round): **${median(oc.hop)} µs** (per round ${oc.hop.join(', ')}). ` +
       `Gateway CPU / Express+fetch per round ${oc.cpuRatio.express.join(', ')}${oc.cpuRatio.portkey ? `; / Portkey per round ${oc.cpuRatio.portkey.join(', ')}` : ''}. ` +
       `Gateway p99 at ${UPSTREAM_RATE}/s over Express+fetch's per round ${oc.addedP99.overExpress.join(', ')} ms. Gateway RSS after the rounds ${oc.rss} MB. Measured ${oc.date.slice(0, 16)}, ${oc.rounds} rounds of ${oc.seconds} s.`
     : '| not measured | | | | | | | | |';
+  const fmtStatuses = (statuses) =>
+    Object.entries(statuses)
+      .map(([status, v]) => `${v.count.toLocaleString('en')} × ${status} (p50 ${v.p50}, p99 ${v.p99}, max ${v.max})`)
+      .join('; ');
+  const overload =
+    (r.overload ?? [])
+      .flatMap((o) =>
+        o.phases.map(
+          (p) =>
+            `| ${o.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'} | ${o.capacity.toLocaleString('en')} | ${p.multiple}× = ${p.rate.toLocaleString('en')} req/s | ${p.total.toLocaleString('en')} in ${p.seconds} s | ${fmtStatuses(p.statuses)} | ${p.shed.toLocaleString('en')} | ${p.eventLoopP99Ms} / ${p.eventLoopMaxMs} | ${o.date.slice(0, 16)} |`,
+        ),
+      )
+      .join('\n') || '| not measured | | | | | | | |';
   const slow = r.slow
     ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.rampSeconds ?? 'n/a'} | ${r.slow.acceptQueue ? `${r.slow.acceptQueue.gateway} of ${r.slow.acceptQueue.backlog}` : 'n/a'} | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
     : '| not measured | | | | | | | | | |';
@@ -1063,11 +1247,10 @@ function writeReport(r) {
     ? `| ${sp.replicas} | ${sp.total.toLocaleString('en')} (${sp.keys.toLocaleString('en')} keys x ${sp.perKey}, max_concurrent ${sp.perKeyCap}) | ${sp.delayMs / 1000} s | ${sp.channelCap.toLocaleString('en')} | ${sp.ok.toLocaleString('en')} ok (expected ${sp.expectedOk.toLocaleString('en')}), ${sp.refused.toLocaleString('en')} concurrency_limited (expected ${sp.expectedRefused.toLocaleString('en')}) ${JSON.stringify(sp.codes)} | ${sp.maxInFlightAtUpstream.toLocaleString('en')} / ${sp.upstreamCalls.toLocaleString('en')} | **${sp.exact ? 'yes' : 'NO'}** | ${sp.rssBefore.join(', ')} -> ${sp.peakRss.join(', ')} | **${sp.kbPerRequest}** | **${sp.eventLoopP99Ms.join(', ')}** | ${sp.seconds} | ${sp.date.slice(0, 16)} |`
     : '| not measured | | | | | | | | | | | |';
   const latency = rows
-    .map(
-      ([name, v]) =>
-        v.rps < FIXED_RATE
-          ? `| ${name} | over capacity: ${Math.round(v.rps)} req/s at most, so requests queue (p50 ${Math.round(v.pacedP50)}) | | ${v.basePacedP99} | n/a | ${v.burstP99} |`
-          : `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.burstP99} |`,
+    .map(([name, v]) =>
+      v.rps < FIXED_RATE
+        ? `| ${name} | over capacity: ${Math.round(v.rps)} req/s at most, so requests queue (p50 ${Math.round(v.pacedP50)}) | | ${v.basePacedP99} | n/a | ${v.burstP99} |`
+        : `| ${name} | ${v.pacedP50} | ${v.pacedP99} | ${v.basePacedP99} | **${(v.pacedP99 - v.basePacedP99).toFixed(1)}** | ${v.burstP99} |`,
     )
     .join('\n');
   const a = r.analytics;
@@ -1142,6 +1325,17 @@ Latencies in ms.
 | target | req/s | CPU µs/req | this gateway's CPU / target's | p50 at ${UPSTREAM_RATE}/s | p99 at ${UPSTREAM_RATE}/s | added p99 vs upstream direct | CPU µs/req at ${UPSTREAM_RATE}/s | non-2xx |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${openaiCompat}
+
+## Above capacity (issue 40 §3: refused at once, or served; never a wait that ends in a failure)
+
+\`npm run bench -- --only overload\`. The local provider (\`tiny\`), 1,000 keys, the default \`SHED_EVENT_LOOP_DELAY_MS\`. Capacity is
+the closed-loop req/s at ${UPSTREAM_CONNECTIONS} connections, measured just before; then an open loop at ${OVERLOAD_LOADS.join(' and ')} times it for the round's
+seconds, over at most ${OVERLOAD_CLIENTS.toLocaleString('en')} sockets (clients waiting at once). Each answer is counted by status (or connection error) with
+its latency in ms from when it was due; "shed" is the gateway's own \`creative_gateway_overload_refusals_total\` over the phase.
+
+| engine | capacity req/s | offered | requests | answers by status (latency ms) | shed | event-loop delay p99 / max ms | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+${overload}
 
 ## Slow generations (requests held in flight at once, fake upstream answering after a delay; SQLite)
 

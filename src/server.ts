@@ -17,7 +17,7 @@ import type { GenerationService } from './generation/generation.service';
 import { modelHasRoom } from './generation/generation-worker';
 import { DependencyHealth } from './health/dependency-health';
 import { databaseProbe, type DependencyProbe, imageStoreProbe, ReadinessService, waitForDependencies } from './health/readiness';
-import { EventLoopLoad } from './http/load-shedding';
+import { LoadMonitor } from './http/load-shedding';
 import { startListeners } from './http/listeners';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
@@ -80,6 +80,7 @@ async function connectStores(
   config: GatewayConfig,
   logger: Logger,
   closers: CloserStack,
+  onDatabaseWait: (ms: number) => void,
 ): Promise<{ database: GatewayDatabase; redis: Redis | undefined; health: DependencyHealth; readinessProbes: DependencyProbe[] }> {
   // Outage windows are wall-clock time, whatever clock the business logic runs on.
   const health = new DependencyHealth(systemClock, logger);
@@ -90,6 +91,7 @@ async function connectStores(
       connectTimeoutMs: config.dbConnectTimeoutMs,
       statementTimeoutMs: config.dbStatementTimeoutMs,
       health,
+      onWait: onDatabaseWait,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
     }),
   );
@@ -150,7 +152,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 }
 
 async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger, closers: CloserStack): Promise<RunningGateway> {
-  const { database, redis, health, readinessProbes } = await connectStores(config, logger, closers);
+  // Before the database opens: it reports its waits to the monitor.
+  const load = closers.add('load monitor', new LoadMonitor({ eventLoopDelayMs: config.shedEventLoopDelayMs, databaseWaitMs: config.shedDatabaseWaitMs }));
+  const { database, redis, health, readinessProbes } = await connectStores(config, logger, closers, load.databaseWaited);
   const { db, engine, writes } = database;
 
   const rateLimiter = closers.add('rate limiter', createRateLimiter(config, database, { redis, health, logger }));
@@ -246,7 +250,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     }),
   );
 
-  const load = closers.add('load monitor', new EventLoopLoad(config.shedEventLoopDelayMs));
   const common = {
     db,
     load,

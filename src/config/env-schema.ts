@@ -68,6 +68,10 @@ export const envSchema = z.object({
     description:
       'while the event loop ran this much late in the last half second, generation requests are refused at once with 503 `overloaded` (nothing read, counted or reserved) instead of queuing towards their deadlines; `0` turns it off',
   }),
+  SHED_DATABASE_WAIT_MS: declare(integer(0, 60_000).default(100), {
+    description:
+      'while every piece of work in the last half second waited at least this long for the database (the SQLite group-commit queue, a PostgreSQL pool connection), generation requests are refused at once with 503 `overloaded`: the gateway takes in more than it can serve, and what it admits would wait towards its database deadline; `0` turns it off',
+  }),
   SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), {
     description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close',
   }),

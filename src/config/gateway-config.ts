@@ -365,6 +365,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       },
       /** Generation requests are refused (503 overloaded) while the event loop runs this much late; 0 = never. */
       shedEventLoopDelayMs: values.SHED_EVENT_LOOP_DELAY_MS,
+      /** ... or while all work of the last half second waited this long for the database; 0 = never. */
+      shedDatabaseWaitMs: values.SHED_DATABASE_WAIT_MS,
       /** A request's body must arrive within this long after its headers (slow-body attacks). */
       bodyTimeoutMs: values.BODY_TIMEOUT_MS,
       /** A request's headers must have arrived this long after its connection (or previous request) began (slow headers). */

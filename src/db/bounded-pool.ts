@@ -115,10 +115,11 @@ class BoundedClient implements PostgresPoolClient {
  * The pool kysely sees: a checkout (the wait in the pool's queue and for a new connection
  * included) and all the statements run on it must finish within `budgetMs` of asking for it.
  */
-export function boundedPool(pool: Pool, budgetMs: number): PostgresPool {
+export function boundedPool(pool: Pool, budgetMs: number, onWait?: (ms: number) => void): PostgresPool {
   const clients = new WeakMap<PoolClient, BoundedClient>();
   return {
     async connect() {
+      const asked = performance.now();
       const deadline = Date.now() + budgetMs;
       const acquiring = pool.connect();
       let timer: NodeJS.Timeout | undefined;
@@ -141,6 +142,7 @@ export function boundedPool(pool: Pool, budgetMs: number): PostgresPool {
       } finally {
         clearTimeout(timer);
       }
+      onWait?.(performance.now() - asked);
       let client = clients.get(inner);
       if (!client) {
         client = new BoundedClient(inner);

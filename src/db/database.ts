@@ -75,6 +75,11 @@ export interface OpenDatabaseOptions {
   statementTimeoutMs?: number;
   /** Told of every failure that means the database is unavailable (for /readyz and the log). */
   health?: DependencyHealth;
+  /**
+   * Told how long each piece of work waited for the database before it ran (ms): SQLite's group-commit
+   * queue, a PostgreSQL pool checkout. The overload signal of load shedding (src/http/load-shedding.ts).
+   */
+  onWait?: (ms: number) => void;
 }
 
 /** The longest one PostgreSQL operation (connection wait included) may take: statement_timeout plus 1 s. */
@@ -107,7 +112,7 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     // The client-side bound, for a server that stopped answering without closing the socket: per
     // operation, not per statement, so a transaction of several statements waits no longer than one.
     const budgetMs = operationBudgetMs(statementTimeoutMs);
-    const bounded = boundedPool(pool, budgetMs);
+    const bounded = boundedPool(pool, budgetMs, options.onWait);
     const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: bounded }), options.health) });
     return {
       db,
@@ -142,7 +147,7 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     db,
     engine: 'sqlite',
     capabilities: SQLITE_CAPABILITIES,
-    writes: new GroupCommit(db),
+    writes: new GroupCommit(db, undefined, options.onWait),
     dataVersion: () => dataVersion.get() as number,
     close: () => db.destroy(),
   };

@@ -22,6 +22,8 @@ export function directTransactions(db: Kysely<Database>): WriteTransactions {
 
 interface Queued {
   work: WriteWork<unknown>;
+  /** performance.now() when queued. */
+  queuedAt: number;
   resolve: (value: unknown) => void;
   reject: (reason: unknown) => void;
 }
@@ -40,6 +42,8 @@ export class GroupCommit implements WriteTransactions {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly maxBatch = 100,
+    /** Told the wait of the batch's last (shortest-waiting) work as each batch starts: OpenDatabaseOptions.onWait. */
+    private readonly onWait?: (ms: number) => void,
   ) {}
 
   single<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
@@ -48,7 +52,7 @@ export class GroupCommit implements WriteTransactions {
 
   run<T>(work: WriteWork<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ work, queuedAt: performance.now(), resolve: resolve as (value: unknown) => void, reject });
       if (this.queue.length === 1 && !this.flushing) setImmediate(() => void this.flush());
     });
   }
@@ -57,6 +61,7 @@ export class GroupCommit implements WriteTransactions {
     this.flushing = true;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
+      this.onWait?.(performance.now() - batch[batch.length - 1]!.queuedAt);
       let results: unknown[] | undefined;
       try {
         results = await this.db.transaction().execute((trx) =>

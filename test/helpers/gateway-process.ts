@@ -28,6 +28,7 @@ export function gatewayProcessEnv(env: Record<string, string | undefined>): Node
     // Shedding has its own tests (test/http/load-shedding.test.ts): on a loaded test machine a stall
     // would refuse requests a test expects served.
     SHED_EVENT_LOOP_DELAY_MS: '0',
+    SHED_DATABASE_WAIT_MS: '0',
     LOG_LEVEL: 'info',
     // Replicas share the keys (nothing is generated into the work tree), and keep images out of it.
     IMAGE_URL_SIGNING_KEY,

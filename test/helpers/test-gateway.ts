@@ -104,6 +104,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       // Shedding has its own tests (test/http/load-shedding.test.ts): on a loaded test machine a stall
       // would refuse requests a test expects served.
       SHED_EVENT_LOOP_DELAY_MS: '0',
+      SHED_DATABASE_WAIT_MS: '0',
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'true',
       IMAGE_URL_SIGNING_KEY,

@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { testEngine } from '../helpers/test-database';
 import { localRequest, SERVICE_TOKEN, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
@@ -81,6 +82,68 @@ describe('SHED_EVENT_LOOP_DELAY_MS=0', () => {
     for (let i = 0; i < 3; i += 1) {
       stall(400);
       expect((await t.api.client(key, localRequest())).status).toBe(200);
+    }
+  });
+});
+
+describe('SHED_DATABASE_WAIT_MS: generation requests refused at once while all work waits for the database', () => {
+  let t: TestGateway;
+  let key: { id: string; key: string };
+  beforeAll(async () => {
+    // One pool connection on PostgreSQL: holding it makes the next checkout wait.
+    t = await startTestGateway({ SHED_DATABASE_WAIT_MS: '100', DB_POOL_SIZE: '1' });
+    key = await t.createKey({ rate_limit_rpm: 1000 });
+  });
+  afterAll(() => t.close());
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * Sends a generation request while a queue for the database has stood for over two windows of the
+   * monitor (every piece of database work waiting 250 ms or more, nothing else touching the database).
+   * SQLite: writes queued for the group commit while the event loop is held (the loop's own signal is
+   * off here). PostgreSQL: work that holds the one pool connection 300 ms, each asking for it 20 ms
+   * after the one before got it.
+   */
+  async function sendDuringStandingQueue(): Promise<request.Response> {
+    const { db, writes } = t.gateway.database;
+    if (testEngine === 'sqlite') {
+      for (let i = 0; i < 5; i += 1) {
+        const queued = writes.run(async () => undefined);
+        stall(300);
+        await queued;
+      }
+      return t.api.client(key.key, localRequest());
+    }
+    const holders = Array.from({ length: 6 }, (_, i) => sleep(i * 20).then(() => db.connection().execute(() => sleep(300))));
+    await sleep(1400);
+    const res = await t.api.client(key.key, localRequest());
+    await Promise.all(holders);
+    return res;
+  }
+
+  it('503 overloaded with Retry-After, nothing reserved, then served once the queue is gone', async () => {
+    const before = { credits: await t.api.creditsUsed(key.id), refusals: await overloadRefusals(t) };
+    const refused = await sendDuringStandingQueue();
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'overloaded', type: 'api_error' });
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(await t.api.creditsUsed(key.id)).toBe(before.credits);
+    expect(await overloadRefusals(t)).toBeGreaterThan(before.refusals);
+    await until(async () => (await t.api.client(key.key, localRequest())).status === 200, 'a request served once the queue is gone');
+  });
+
+  it('a burst (one long wait among short ones) refuses nothing', async () => {
+    const { writes } = t.gateway.database;
+    for (let i = 0; i < 3; i += 1) {
+      const queued = writes.run(async () => undefined);
+      if (testEngine === 'sqlite') stall(300);
+      await queued;
+      // Work that waits for nothing in the same windows.
+      for (let j = 0; j < 5; j += 1) {
+        expect((await t.api.client(key.key, localRequest())).status).toBe(200);
+        await sleep(100);
+      }
     }
   });
 });
