@@ -668,8 +668,10 @@ export interface paths {
          *     and under its code in `failures`. Generations of the internal creative API (no client key)
          *     are not included. A generation's `channel` is the
          *     channel of its last upstream attempt (null when no call was recorded, and for cancels and
-         *     disconnects, whose attempts may be recorded after them). `owner` and `metadata.<name>` are
-         *     the key's values at query time.
+         *     disconnects, whose attempts may be recorded after them). `owner`, `metadata.<name>` and
+         *     `project` are the key's values at query time: a key moved to another project counts, with
+         *     all its past usage, in the project it is in when you ask (null for a key in no project), and
+         *     so does the `project_id` filter. Blocked requests group by project the same way.
          *
          *     **Latency.** Each rollup keeps a fixed log-scale histogram of the run latencies of delivered
          *     (succeeded) generations: bucket 0 is below 16 ms, then each bucket is 2^(1/3) (about 1.26)
@@ -683,7 +685,9 @@ export interface paths {
          *
          *     **Pages and CSV.** Rows come `limit` at a time in `order`; pass `next_cursor` as `cursor` with
          *     the same other parameters for the next page. With `Accept: text/csv` the same page is CSV
-         *     (RFC 4180, a header row; columns are the grouped dimensions, then `requests`, `succeeded`,
+         *     (RFC 4180, a header row; columns are the grouped dimensions in `group_by` order, named
+         *     `key_id`, `owner`, `project_id`, `model`, `provider`, `channel_id` or `metadata.<name>` (a
+         *     null value is an empty cell), then `requests`, `succeeded`,
          *     `failed`, `canceled`, `blocked`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
          *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
@@ -1837,6 +1841,8 @@ export interface components {
             bucket_start?: components["schemas"]["Timestamp"];
             key_id?: string;
             owner?: string | null;
+            /** @description The key's project at query time (`group_by=project`); null for keys in no project. */
+            project_id?: string | null;
             model?: string;
             provider?: string;
             channel_id?: string | null;
@@ -4261,8 +4267,9 @@ export interface operations {
                 /** @description Group by UTC hour, day or calendar month as well; rows then carry `bucket_start`. */
                 bucket?: components["schemas"]["UsageBucket"];
                 /**
-                 * @description Dimensions to group by, comma-separated, each at most once: `key`, `owner`, `model`,
-                 *     `provider`, `channel`, `metadata.<name>` (a key metadata entry; up to 3 of them).
+                 * @description Dimensions to group by, comma-separated, each at most once: `key`, `owner`, `project`
+                 *     (the key's project at query time; rows carry `project_id`, null for keys in no project),
+                 *     `model`, `provider`, `channel`, `metadata.<name>` (a key metadata entry; up to 3 of them).
                  * @example owner,model
                  */
                 group_by?: string;
@@ -4270,6 +4277,13 @@ export interface operations {
                 key_id?: string;
                 /** @description Only keys of this owner (exact match). */
                 owner?: string;
+                /**
+                 * @description Only keys in this project (`prj_...`) at query time, with all their usage, including what
+                 *     they used before they joined it. A project without keys (or one that does not exist)
+                 *     answers as an owner without keys does: no rows (one zero row without `group_by` and `bucket`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                project_id?: string;
                 /**
                  * @description Only this model: one of the catalog (`GET /v1/models` lists those a key may use) or one
                  *     that has usage (a model since removed from the catalog keeps its history). Any other name

@@ -3,7 +3,7 @@ import type { components } from '../../generated/gateway';
 // What the Usage page computes from GET /admin/usage rows, without the browser: test/unit/console-usage-series.test.ts.
 
 export type UsageRow = components['schemas']['UsageReportRow'];
-export type Dimension = 'model' | 'key' | 'owner' | 'channel' | 'provider';
+export type Dimension = 'model' | 'key' | 'owner' | 'project' | 'channel' | 'provider';
 export type Metric = 'credits_charged' | 'requests' | 'images_delivered' | 'failed' | 'blocked';
 export type Bucket = components['schemas']['UsageBucket'];
 
@@ -17,7 +17,7 @@ export function rangeOf(hours: number, now = Date.now()): { from: string; to: st
 
 /** The group a row belongs to, as shown (null dimensions read "(none)"). */
 export function groupOf(row: UsageRow, dimension: Dimension): string {
-  const value = { model: row.model, key: row.key_id, owner: row.owner, channel: row.channel_id, provider: row.provider }[dimension];
+  const value = { model: row.model, key: row.key_id, owner: row.owner, project: row.project_id, channel: row.channel_id, provider: row.provider }[dimension];
   return value ?? '(none)';
 }
 

@@ -16,7 +16,13 @@ const MAX_METADATA_DIMENSIONS = 3;
 export type UsageBucket = 'hour' | 'day' | 'month';
 
 export type UsageDimension =
-  { kind: 'key' } | { kind: 'owner' } | { kind: 'model' } | { kind: 'provider' } | { kind: 'channel' } | { kind: 'metadata'; name: string };
+  | { kind: 'key' }
+  | { kind: 'owner' }
+  | { kind: 'project' }
+  | { kind: 'model' }
+  | { kind: 'provider' }
+  | { kind: 'channel' }
+  | { kind: 'metadata'; name: string };
 
 export interface UsageRange {
   from: number;
@@ -47,9 +53,10 @@ export function parseGroupBy(text: string | undefined): UsageDimension[] {
     seen.add(part);
     const metadata = /^metadata\.([A-Za-z0-9_-]{1,40})$/.exec(part);
     if (metadata) dimensions.push({ kind: 'metadata', name: metadata[1] as string });
-    else if (part === 'key' || part === 'owner' || part === 'model' || part === 'provider' || part === 'channel') dimensions.push({ kind: part });
+    else if (part === 'key' || part === 'owner' || part === 'project' || part === 'model' || part === 'provider' || part === 'channel')
+      dimensions.push({ kind: part });
     else
-      throw new ApiError('invalid_request', `group_by: ${part} is not a dimension (key, owner, model, provider, channel, metadata.<name>).`, {
+      throw new ApiError('invalid_request', `group_by: ${part} is not a dimension (key, owner, project, model, provider, channel, metadata.<name>).`, {
         param: 'group_by',
       });
   }

@@ -8,20 +8,22 @@ import { DAY_MS, type RangePiece, type RollupGrain, type SortValue, type UsageBu
  * The read side of usage analytics: sums over the rollup tables (never raw generation rows). A
  * range is read in pieces of mixed grains (coverRange: hours at its edges, whole days, whole
  * months), each from the table of its grain:
- * - a question about keys, owners or metadata without model, provider or channel: usage_rollups
+ * - a question about keys, owners, projects or metadata without model, provider or channel: usage_rollups
  *   (hours), usage_key_days (days) and, for the sums without day or hour buckets, usage_key_months
  *   (months; it has no error codes or histograms, so the page's detail reads days and hours);
- * - another about keys, owners or metadata: usage_rollups alone;
+ * - another about keys, owners, projects or metadata: usage_rollups alone;
  * - any other: usage_rollup_totals (hours) and usage_day_totals (days), whose sizes do not grow
  *   with the number of keys.
- * Keys' rows are joined to api_keys for owner and metadata, as they are now. Grouped values are ''
- * where a row has none (no channel, no such metadata).
+ * Keys' rows are joined to api_keys for owner, project and metadata, as they are now (the rollups
+ * keep the key alone, so a key moved to another project takes its history with it). Grouped values
+ * are '' where a row has none (no channel, no project, no such metadata).
  */
 type Db = Kysely<Database>;
 
 export interface UsageFilters {
   keyId?: string;
   owner?: string;
+  projectId?: string;
   model?: string;
   provider?: string;
   channelId?: string;
@@ -63,12 +65,18 @@ export interface UsageDetailRow {
 
 const ORDER_MEASURE: Record<Exclude<UsageOrder, 'bucket'>, string> = { credits_desc: 'credits', requests_desc: 'requests', images_desc: 'images' };
 
+/** A dimension of the key itself (the key's row), not of the generation's model, provider or channel. */
+function isKeyDimension(dimension: UsageDimension): boolean {
+  return dimension.kind === 'key' || dimension.kind === 'owner' || dimension.kind === 'project' || dimension.kind === 'metadata';
+}
+
 function readsKeys(selection: UsageSelection): boolean {
   const { filters } = selection;
   return (
-    selection.dimensions.some((d) => d.kind === 'key' || d.kind === 'owner' || d.kind === 'metadata') ||
+    selection.dimensions.some(isKeyDimension) ||
     filters.keyId !== undefined ||
     filters.owner !== undefined ||
+    filters.projectId !== undefined ||
     filters.metadata !== undefined
   );
 }
@@ -88,10 +96,7 @@ function sourceOf(selection: UsageSelection, detail: boolean): RollupSource {
   const { filters } = selection;
   if (!readsKeys(selection)) return { tables: { hour: 'usage_rollup_totals', day: 'usage_day_totals' } };
   const keyDimensionsOnly =
-    selection.dimensions.every((d) => d.kind === 'key' || d.kind === 'owner' || d.kind === 'metadata') &&
-    filters.model === undefined &&
-    filters.provider === undefined &&
-    filters.channelId === undefined;
+    selection.dimensions.every(isKeyDimension) && filters.model === undefined && filters.provider === undefined && filters.channelId === undefined;
   if (!keyDimensionsOnly) return { tables: { hour: 'usage_rollups' } };
   return { tables: { hour: 'usage_rollups', day: 'usage_key_days', ...(detail ? {} : { month: 'usage_key_months' }) } };
 }
@@ -110,8 +115,9 @@ function piecesOf(selection: UsageSelection, source: RollupSource, range: UsageR
 
 function joinsKeyRows(selection: UsageSelection): boolean {
   return (
-    selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'metadata') ||
+    selection.dimensions.some((d) => d.kind === 'owner' || d.kind === 'project' || d.kind === 'metadata') ||
     selection.filters.owner !== undefined ||
+    selection.filters.projectId !== undefined ||
     selection.filters.metadata !== undefined
   );
 }
@@ -136,6 +142,8 @@ function dimensionExpression(dimension: UsageDimension): RawBuilder<string> {
       return sql<string>`r.key_id`;
     case 'owner':
       return sql<string>`COALESCE(k.owner, '')`;
+    case 'project':
+      return sql<string>`COALESCE(k.project_id, '')`;
     case 'model':
       return sql<string>`r.model`;
     case 'provider':
@@ -194,6 +202,7 @@ function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; v
     if (filters.provider !== undefined) conditions.push(sql`r.provider = ${filters.provider}`);
     if (filters.channelId !== undefined) conditions.push(sql`r.channel_id = ${filters.channelId}`);
     if (filters.owner !== undefined) conditions.push(sql`k.owner = ${filters.owner}`);
+    if (filters.projectId !== undefined) conditions.push(sql`k.project_id = ${filters.projectId}`);
     if (filters.metadata !== undefined) conditions.push(sql`k.metadata ->> CAST(${filters.metadata.name} AS text) = ${filters.metadata.value}`);
     // A page's groups: each grouped value among the page's values (a superset the caller narrows).
     narrow?.values.forEach((values, i) => {

@@ -44,6 +44,8 @@ function dimensionName(dimension: UsageDimension): string {
       return 'key_id';
     case 'channel':
       return 'channel_id';
+    case 'project':
+      return 'project_id';
     case 'metadata':
       return `metadata.${dimension.name}`;
     default:
@@ -145,6 +147,7 @@ export class UsageReportService {
       const value = String(row.groups[i++]);
       if (dimension.kind === 'key') out.key_id = value;
       else if (dimension.kind === 'owner') out.owner = value === '' ? null : value;
+      else if (dimension.kind === 'project') out.project_id = value === '' ? null : value;
       else if (dimension.kind === 'model') out.model = value;
       else if (dimension.kind === 'provider') out.provider = value;
       else if (dimension.kind === 'channel') out.channel_id = value === '' ? null : value;
@@ -204,6 +207,7 @@ function selectionOf(query: UsageReportQuery): UsageSelection {
     filters: {
       keyId: query.key_id,
       owner: query.owner,
+      projectId: query.project_id,
       model: query.model,
       provider: query.provider,
       channelId: query.channel_id,
@@ -218,6 +222,8 @@ function dimensionValue(row: UsageReportRow, dimension: UsageDimension): string 
       return row.key_id ?? null;
     case 'owner':
       return row.owner ?? null;
+    case 'project':
+      return row.project_id ?? null;
     case 'model':
       return row.model ?? null;
     case 'provider':

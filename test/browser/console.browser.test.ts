@@ -464,7 +464,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 180_000);
 
-  it("Usage: a chart whose numbers are the analytics API's (GET /admin/usage, getUsageReport), and its CSV export is the API's CSV", async () => {
+  it("Usage: a chart whose numbers are the analytics API's (GET /admin/usage, getUsageReport), its CSV export is the API's CSV, and its totals by project and for one project are the API's", async () => {
     const client = await t.createKey({ name: 'usage traffic', owner: 'charts@example.com', allowed_providers: ['local'], credits_quota: 1000 });
     for (const [prompt, n] of [
       ['one', 1],
@@ -553,6 +553,60 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(shownByDay).toEqual(days.map((day) => [dayName.format(day), creditsByDay.get(dayName.format(day)) ?? 0]));
     expect(await pageProblems(page)).toEqual([]);
     await screenshot(page, 'usage-days');
+
+    // By project: the Group by choice is the API's group_by=project ("(none)" for keys in no project), the
+    // Project filter its project_id.
+    const project = await t.api.admin('post', '/admin/projects', {
+      name: 'usage charts',
+      owner: 'charts@example.com',
+      credits_quota: 1000,
+      quota_period_days: 30,
+    });
+    expect(project.status).toBe(201);
+    const projectId = project.body.id as string;
+    const member = await t.createKey({
+      name: 'project traffic',
+      owner: 'charts@example.com',
+      allowed_providers: ['local'],
+      credits_quota: 1000,
+      project_id: projectId,
+    });
+    const made = await t.api.client(member.key, { prompt: 'four', model: 'local-1', size: '64x64', n: 2, response_format: 'b64_json' });
+    expect(made.status).toBe(200);
+    await page.getByLabel('Range').selectOption('24');
+    await page.getByLabel('Bucket').selectOption('hour');
+    await page.getByLabel('Group by').selectOption('project');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const byProject = page.getByRole('table', { name: 'Totals by project' });
+    await byProject.getByRole('rowheader', { name: projectId, exact: true }).waitFor();
+    const today = rangeOf(24);
+    const projectReport = await t.api.send('get', `/admin/usage?from=${encodeURIComponent(today.from)}&to=${encodeURIComponent(today.to)}&group_by=project`, {
+      headers: bearer(everything.token),
+    });
+    const totalsOf = (row: { requests: number; blocked: number; images_delivered: number; credits_charged: number }) =>
+      [row.requests, row.blocked, row.images_delivered, row.credits_charged].map(String);
+    const expectedByProject = (
+      projectReport.body.data as Array<{ project_id: string | null; requests: number; blocked: number; images_delivered: number; credits_charged: number }>
+    )
+      .map((row) => [row.project_id ?? '(none)', ...totalsOf(row)])
+      .sort();
+    expect(expectedByProject).toContainEqual([projectId, '1', '0', '2', '2']);
+    expect(expectedByProject.map(([name]) => name)).toContain('(none)');
+    const shownByProject = await byProject.locator('tbody tr').evaluateAll((rows) =>
+      rows.map((row) => {
+        const cells = Array.from((row as unknown as { children: ArrayLike<{ textContent: string }> }).children, (cell) => cell.textContent);
+        return [cells[0], cells[1], cells[5], cells[6], cells[7]];
+      }),
+    );
+    expect(shownByProject.sort()).toEqual(expectedByProject);
+    // The Project filter: only the project's key.
+    await page.getByLabel('Project filter').fill(projectId);
+    await page.getByLabel('Group by').selectOption('key');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const byKey = page.getByRole('table', { name: 'Totals by key' });
+    await byKey.waitFor();
+    expect(await byKey.getByRole('rowheader').allTextContents()).toEqual([member.id]);
+    expect(await pageProblems(page)).toEqual([]);
 
     expect(await tab.check()).toEqual(clean);
     await tab.context.close();

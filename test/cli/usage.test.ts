@@ -56,6 +56,23 @@ describe('admin CLI: usage (getUsageReport)', () => {
     );
   });
 
+  it('--group-by project and --project: a project_id column, - for keys in no project; only the keys of that project', async () => {
+    const project = await t.api.admin('post', '/admin/projects', { name: 'cli', owner: 'cli@example.com', credits_quota: 100, quota_period_days: 30 });
+    expect(project.status).toBe(201);
+    const projectId = project.body.id as string;
+    const inside = await t.createKey({ project_id: projectId });
+    expect((await t.api.client(inside.key, localRequest({ n: 3 }))).status).toBe(200);
+    const out = await cli(['usage', ...range(), '--group-by', 'project']);
+    expect(out.code).toBe(0);
+    const [header, ...rows] = out.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^PROJECT_ID\s+REQUESTS\s+OK\s+/);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatch(/^-\s+2\s+2\s+0\s+0\s+0\s+3\s+3\s/);
+    expect(rows[1]).toMatch(new RegExp(`^${projectId}\\s+1\\s+1\\s+0\\s+0\\s+0\\s+3\\s+3\\s`));
+    const only = await json(['usage', ...range(), '--project', projectId, '--group-by', 'key']);
+    expect(only.data).toEqual([expect.objectContaining({ key_id: inside.id, requests: 1, credits_charged: 3 })]);
+  });
+
   it('an API refusal exits 1 with its message', async () => {
     const out = await cli(['usage', '--from', '2026-11-02T00:00:00Z', '--to', '2026-11-01T00:00:00Z']);
     expect(out).toMatchObject({ code: 1, stdout: '' });

@@ -45,6 +45,8 @@ describe("the console's usage series (what its Usage chart plots from GET /admin
     expect(seriesOf(rows, 'model', 'requests', 2).groups.map((g) => g.name)).toEqual(['c', 'b']);
     expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { channel_id: null }), 'channel')).toBe('(none)');
     expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { owner: 'ops@example.com' }), 'owner')).toBe('ops@example.com');
+    expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { project_id: 'prj_1' }), 'project')).toBe('prj_1');
+    expect(groupOf(row('2026-11-01T00:00:00.000Z', 'a', 1, { project_id: null }), 'project')).toBe('(none)');
   });
 
   it('bucketStarts: every UTC hour, day or calendar month of the range, the first one holding its start', () => {

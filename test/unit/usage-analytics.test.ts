@@ -83,9 +83,11 @@ describe('usage query parsing', () => {
     expect(paramOf(() => parseRange('yesterday', '2026-02-01T00:00:00Z', 'hour'))).toBe('from');
   });
 
-  it('group_by: the five dimensions and metadata.<name>, each once, at most three metadata entries', () => {
+  it('group_by: the six dimensions and metadata.<name>, each once, at most three metadata entries', () => {
     expect(parseGroupBy(undefined)).toEqual([]);
     expect(parseGroupBy('owner,model,metadata.team')).toEqual([{ kind: 'owner' }, { kind: 'model' }, { kind: 'metadata', name: 'team' }]);
+    expect(parseGroupBy('project,key')).toEqual([{ kind: 'project' }, { kind: 'key' }]);
+    expect(paramOf(() => parseGroupBy('project,project'))).toBe('group_by');
     expect(paramOf(() => parseGroupBy('model,model'))).toBe('group_by');
     expect(paramOf(() => parseGroupBy('colour'))).toBe('group_by');
     expect(paramOf(() => parseGroupBy('metadata.'))).toBe('group_by');

@@ -33,6 +33,8 @@ describe('blocked requests in usage analytics (GET /admin/usage)', () => {
   let t: TestGateway;
   let guarded: { id: string; key: string };
   let moderated: { id: string; key: string };
+  /** The guarded key's project (the moderated key is in none). */
+  let projectId = '';
   let started = 0;
   let ended = 0;
 
@@ -40,7 +42,10 @@ describe('blocked requests in usage analytics (GET /admin/usage)', () => {
     booksGateway = await startBooksGateway();
     t = booksGateway.t;
     started = t.clock.now();
-    guarded = await t.createKey({ prompt_rules: [{ id: 'gr_no_brands', kind: 'blocked_term', term: 'AcmeCola' }] });
+    const project = await t.api.admin('post', '/admin/projects', { name: 'brands', owner: 'o@example.com', credits_quota: 1000, quota_period_days: 30 });
+    expect(project.status).toBe(201);
+    projectId = project.body.id as string;
+    guarded = await t.createKey({ project_id: projectId, prompt_rules: [{ id: 'gr_no_brands', kind: 'blocked_term', term: 'AcmeCola' }] });
     moderated = await t.createKey({ allowed_providers: ['jimeng'] });
     const blocked = await t.api.client(guarded.key, { prompt: 'a can of acmecola', model: 'local-1' });
     expect([blocked.status, blocked.body.error.code]).toEqual([400, 'prompt_blocked']);
@@ -98,6 +103,24 @@ describe('blocked requests in usage analytics (GET /admin/usage)', () => {
     const sum = (column: 'requests' | 'succeeded' | 'failed' | 'blocked') => stored.reduce((acc, m) => acc + Number(m[column]), 0);
     expect([sum('requests'), sum('succeeded'), sum('failed'), sum('blocked')]).toEqual([2, 1, 0, 1]);
   });
+
+  it.each(['hour', 'day', 'month'] as const)(
+    "by project (%s buckets, and the same range without buckets): the blocked request in its key's project, the key in no project in the null row",
+    async (grain) => {
+      const [from, to] = around(grain);
+      const byProject = (rows: UsageRow[]) => new Map([projectId, null].map((id) => [id, total(rows.filter((row) => (row.project_id ?? null) === id))]));
+      const expected = new Map<string | null, Record<string, unknown>>([
+        [projectId, GUARDED],
+        [null, MODERATED],
+      ]);
+      const bucketed = (await ask(from, to, `&group_by=project&bucket=${grain}`)).body.data as UsageRow[];
+      expect(byProject(bucketed)).toEqual(expected);
+      const whole = (await ask(from, to, '&group_by=project')).body.data as UsageRow[];
+      expect(whole).toHaveLength(2);
+      expect(byProject(whole)).toEqual(expected);
+      expect(total((await ask(from, to, `&project_id=${projectId}`)).body.data as UsageRow[])).toEqual(GUARDED);
+    },
+  );
 
   it('the totals without the key (by model, per day): blocked under the model the key asked for, moderation under failed', async () => {
     const [from, to] = around('day');

@@ -26,15 +26,25 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   let ark: FakeImagesApi;
   let books: Books;
   const keys: Record<'alice1' | 'alice2' | 'bob', { id: string; key: string }> = {} as never;
+  /** alice1's project and bob's; alice2 is in none. */
+  const projects: Record<'design' | 'studio', string> = {} as never;
   let twoImagesId = '';
 
   beforeAll(async () => {
     booksGateway = await startBooksGateway(ONE_BACKGROUND_RUN);
     ({ t, ark, books } = booksGateway);
-    const create = (owner: string, team: string) => t.createKey({ owner, credits_quota: 100, allowed_providers: ['local', 'jimeng'], metadata: { team } });
-    keys.alice1 = await create('alice@example.com', 'design');
+    const project = async (name: string) => {
+      const res = await t.api.admin('post', '/admin/projects', { name, owner: 'projects@example.com', credits_quota: 1000, quota_period_days: 30 });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    projects.design = await project('design');
+    projects.studio = await project('studio');
+    const create = (owner: string, team: string, projectId?: string) =>
+      t.createKey({ owner, credits_quota: 100, allowed_providers: ['local', 'jimeng'], metadata: { team }, ...(projectId ? { project_id: projectId } : {}) });
+    keys.alice1 = await create('alice@example.com', 'design', projects.design);
     keys.alice2 = await create('alice@example.com', 'ops');
-    keys.bob = await create('bob@example.com', 'design');
+    keys.bob = await create('bob@example.com', 'design', projects.studio);
     await mixedRun();
   });
   afterAll(() => booksGateway.close());
@@ -175,6 +185,127 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect((await usage('&model=local-1&provider=local&channel_id=chn_envLocal')).body.data[0]).toMatchObject({ credits_charged: 4, images_delivered: 4 });
   });
 
+  /** What each project's keys did in the mixed run (alice1 in design, bob in studio, alice2 in none). */
+  const BY_PROJECT = () =>
+    new Map<string | null, Partial<UsageRow>>([
+      [null, { requests: 3, succeeded: 1, failed: 0, canceled: 2, blocked: 0, images_delivered: 1, credits_charged: 2, failures: { canceled: 2 } }],
+      [projects.design, { requests: 3, succeeded: 2, failed: 1, canceled: 0, blocked: 0, images_delivered: 3, credits_charged: 3 }],
+      [projects.studio, { requests: 3, succeeded: 1, failed: 0, canceled: 2, blocked: 0, images_delivered: 1, credits_charged: 8, failures: { canceled: 2 } }],
+    ]);
+
+  it('groups by project: exact sums per project, a null row for the key in no project, the same from hours, days and months', async () => {
+    const res = await usage('&group_by=project');
+    expect(res.status).toBe(200);
+    const rows = res.body.data as UsageRow[];
+    // null ('' inside) sorts first; the projects follow by id.
+    expect(rows[0]?.project_id).toBeNull();
+    expect(rows.map((row) => row.project_id)).toHaveLength(3);
+    for (const row of rows) {
+      expect(Object.keys(row).filter((name) => ['key_id', 'owner', 'model', 'provider', 'channel_id', 'metadata', 'bucket_start'].includes(name))).toEqual([]);
+      expect(row).toMatchObject(BY_PROJECT().get(row.project_id ?? null) ?? { missing: row.project_id });
+    }
+    // Each project's sums are its keys' sums, which are their books.
+    const used = await usedCredits();
+    expect(new Map(rows.map((row) => [row.project_id, row.credits_charged]))).toEqual(
+      new Map([
+        [null, used.get(keys.alice2.id)],
+        [projects.design, used.get(keys.alice1.id)],
+        [projects.studio, used.get(keys.bob.id)],
+      ]),
+    );
+    // Whole days (usage_key_days) and months (usage_key_months) answer the same.
+    expect((await overDays('&group_by=project')).body.data).toEqual(rows);
+    const monthly = (await overDays('&group_by=project&bucket=month')).body.data as UsageRow[];
+    expect(monthly.reduce((sum, row) => sum + (row.project_id === projects.studio ? row.credits_charged : 0), 0)).toBe(8);
+    // With other dimensions (usage_rollups): by project and model, and by project and key.
+    const byModel = (await usage('&group_by=project,model')).body.data as UsageRow[];
+    expect(byModel.filter((row) => row.project_id === projects.studio).map((row) => [row.model, row.credits_charged])).toEqual([
+      ['held-1', 2],
+      ['held-3', 6],
+    ]);
+    const byKey = (await usage('&group_by=key,project')).body.data as UsageRow[];
+    expect(new Map(byKey.map((row) => [row.key_id, row.project_id]))).toEqual(
+      new Map([
+        [keys.alice1.id, projects.design],
+        [keys.alice2.id, null],
+        [keys.bob.id, projects.studio],
+      ]),
+    );
+  });
+
+  it('project_id narrows to the keys of that project; a project without keys answers no usage', async () => {
+    expect((await usage(`&project_id=${projects.studio}`)).body.data).toEqual([expect.objectContaining(BY_PROJECT().get(projects.studio))]);
+    const design = (await usage(`&project_id=${projects.design}&group_by=key`)).body.data as UsageRow[];
+    expect(design).toEqual([expect.objectContaining({ key_id: keys.alice1.id, ...BY_PROJECT().get(projects.design) })]);
+    expect((await overDays(`&project_id=${projects.design}&group_by=project`)).body.data).toEqual([
+      expect.objectContaining({ project_id: projects.design, credits_charged: 3 }),
+    ]);
+    // With a filter on the generations' side as well (usage_rollups).
+    expect((await usage(`&project_id=${projects.studio}&model=held-3`)).body.data[0]).toMatchObject({ requests: 2, credits_charged: 6 });
+    expect((await usage('&project_id=prj_noSuchProject&group_by=key')).body).toEqual({ data: [], next_cursor: null });
+    expect((await usage('&project_id=prj_noSuchProject')).body.data).toEqual([expect.objectContaining({ requests: 0, credits_charged: 0 })]);
+  });
+
+  it("a key's project is the one it is in when you ask: moved into a project, its past usage counts there", async () => {
+    const move = async (projectId: string | null) =>
+      expect((await t.api.admin('patch', `/admin/keys/${keys.alice2.id}`, { project_id: projectId })).status).toBe(200);
+    await move(projects.design);
+    try {
+      const rows = (await usage('&group_by=project')).body.data as UsageRow[];
+      expect(new Map(rows.map((row) => [row.project_id, row.credits_charged]))).toEqual(
+        new Map([
+          [projects.design, 5],
+          [projects.studio, 8],
+        ]),
+      );
+      expect((await overDays(`&project_id=${projects.design}`)).body.data[0]).toMatchObject({ requests: 6, canceled: 2, credits_charged: 5 });
+    } finally {
+      await move(null);
+    }
+    expect(((await usage('&group_by=project')).body.data as UsageRow[])[0]).toMatchObject({ project_id: null, credits_charged: 2 });
+  });
+
+  it('group_by=project pages with cursors: by credits, and in the default order one row a page', async () => {
+    const first = await usage('&group_by=project&order=credits_desc&limit=2');
+    expect((first.body.data as UsageRow[]).map((row) => [row.project_id, row.credits_charged])).toEqual([
+      [projects.studio, 8],
+      [projects.design, 3],
+    ]);
+    const second = await usage(`&group_by=project&order=credits_desc&limit=2&cursor=${first.body.next_cursor}`);
+    expect((second.body.data as UsageRow[]).map((row) => [row.project_id, row.credits_charged])).toEqual([[null, 2]]);
+    expect(second.body.next_cursor).toBeNull();
+    // One a page, from the null row on: the pages are the whole answer, in its order.
+    const whole = (await usage('&group_by=project')).body.data as UsageRow[];
+    const paged: UsageRow[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await overDays(`&group_by=project&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      paged.push(...(page.body.data as UsageRow[]));
+      cursor = page.body.next_cursor as string | null;
+    } while (cursor !== null && paged.length < 5);
+    expect(paged).toEqual(whole);
+    // A cursor of one project's pages does not open another's.
+    const narrowed = await usage(`&group_by=project&order=credits_desc&limit=2&project_id=${projects.design}&cursor=${first.body.next_cursor}`);
+    expect([narrowed.status, narrowed.body.error.param]).toEqual([400, 'cursor']);
+  });
+
+  it('CSV grouped by project: a project_id column, empty for keys in no project', async () => {
+    const res = await usage('&group_by=project&limit=2', { ...bearer(adminSecret()), Accept: 'text/csv' });
+    expect(res.status).toBe(200);
+    const lines = res.text.split('\r\n');
+    expect(lines[0]).toBe(
+      'project_id,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
+    );
+    expect(lines[1]).toMatch(/^,3,1,0,2,0,1,2,\d+,\d+,\d+,canceled=2$/);
+    expect(lines[2]).toMatch(/^prj_[0-9A-Za-z]+,3,/);
+    expect(lines[3]).toBe('');
+    const next = await usage(`&group_by=project&limit=2&cursor=${res.headers['x-next-cursor']}`, { ...bearer(adminSecret()), Accept: 'text/csv' });
+    const rest = next.text.split('\r\n');
+    expect(rest).toHaveLength(3);
+    expect([lines[2], rest[1]].map((line) => line?.split(',')[0]).sort()).toEqual([projects.design, projects.studio].sort());
+    expect(next.headers['x-next-cursor']).toBeUndefined();
+  });
+
   it('orders by credits with cursor pages: the top keys, each page continuing the last', async () => {
     const first = await usage('&group_by=key&order=credits_desc&limit=2');
     expect((first.body.data as UsageRow[]).map((row) => row.key_id)).toEqual([keys.bob.id, keys.alice1.id]);
@@ -203,6 +334,11 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
   it.each([
     ['&group_by=colour', 'group_by'],
     ['&group_by=key,key', 'group_by'],
+    ['&group_by=project,project', 'group_by'],
+    ['&group_by=projects', 'group_by'],
+    ['&project_id=proj_5fJ2kLmN', 'project_id'],
+    ['&project_id=prj_', 'project_id'],
+    ['&project_id=prj_a-b', 'project_id'],
     ['&bucket=week', 'bucket'],
     ['&limit=0', 'limit'],
     ['&cursor=bm90LWEtY3Vyc29y', 'cursor'],

@@ -39,6 +39,7 @@ const DIMENSIONS: Array<[Dimension, string]> = [
   ['model', 'Model'],
   ['key', 'Key'],
   ['owner', 'Owner'],
+  ['project', 'Project'],
   ['channel', 'Channel'],
   ['provider', 'Provider'],
 ];
@@ -117,6 +118,7 @@ export function UsagePage(_props: { session: Session }) {
     dimension: 'model' as Dimension,
     metric: 'credits_charged' as Metric,
     owner: '',
+    project: '',
     model: '',
   });
   const [applied, setApplied] = useState(form);
@@ -126,6 +128,7 @@ export function UsagePage(_props: { session: Session }) {
     bucket: applied.bucket,
     group_by: applied.dimension,
     ...(applied.owner ? { owner: applied.owner } : {}),
+    ...(applied.project ? { project_id: applied.project.trim() } : {}),
     ...(applied.model ? { model: applied.model } : {}),
   });
   const rows = useLoad(async () => {
@@ -175,6 +178,7 @@ export function UsagePage(_props: { session: Session }) {
         <Select label="Group by" value={form.dimension} options={DIMENSIONS} onChange={(dimension) => set('dimension')(dimension as Dimension)} />
         <Select label="Metric" value={form.metric} options={METRICS} onChange={(metric) => set('metric')(metric as Metric)} />
         <Field label="Owner filter" value={form.owner} onInput={set('owner')} />
+        <Field label="Project filter" value={form.project} onInput={set('project')} placeholder="prj_..." />
         <Field label="Model filter" value={form.model} onInput={set('model')} />
       </FilterBar>
       <ErrorNote message={rows.error ?? csvError} />

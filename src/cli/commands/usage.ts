@@ -25,6 +25,7 @@ interface UsageOptions {
   groupBy?: string;
   key?: string;
   owner?: string;
+  project?: string;
   model?: string;
   provider?: string;
   channel?: string;
@@ -44,9 +45,10 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       .option('--from <time>', 'start, a whole UTC hour (default: 7 days before --to)', wholeHour)
       .option('--to <time>', 'end (exclusive), a whole UTC hour (default: the next whole hour)', wholeHour)
       .addOption(new Option('--bucket <bucket>', 'also group by time').choices(['hour', 'day', 'month']))
-      .option('--group-by <list>', 'comma-separated: key, owner, model, provider, channel, metadata.<name>')
+      .option('--group-by <list>', 'comma-separated: key, owner, project, model, provider, channel, metadata.<name>')
       .option('--key <id>', 'only this key (key_...)')
       .option('--owner <owner>', 'only keys of this owner')
+      .option('--project <id>', 'only keys in this project now (prj_...)')
       .option('--model <model>', 'only this model')
       .option('--provider <provider>', 'only this provider')
       .option('--channel <id>', 'only this channel (chn_...)')
@@ -64,6 +66,7 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       group_by: options.groupBy,
       key_id: options.key,
       owner: options.owner,
+      project_id: options.project,
       model: options.model,
       provider: options.provider,
       channel_id: options.channel,
@@ -85,7 +88,7 @@ export function registerUsageCommands(program: Command, context: CommandContext)
     const metadataNames = [...new Set(page.data.flatMap((row) => Object.keys(row.metadata ?? {})))];
     const columns: Array<[string, (row: Row) => unknown]> = [
       ...(grouped('bucket_start') ? [['bucket', (row: Row) => row.bucket_start] as [string, (row: Row) => unknown]] : []),
-      ...(['key_id', 'owner', 'model', 'provider', 'channel_id'] as const)
+      ...(['key_id', 'owner', 'project_id', 'model', 'provider', 'channel_id'] as const)
         .filter(grouped)
         .map((name) => [name, (row: Row) => row[name]] as [string, (row: Row) => unknown]),
       ...metadataNames.map((name) => [`metadata.${name}`, (row: Row) => row.metadata?.[name]] as [string, (row: Row) => unknown]),
