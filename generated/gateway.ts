@@ -1211,8 +1211,34 @@ export interface components {
             error: components["schemas"]["GenerationError"];
             data: components["schemas"]["GenerationImages"];
             usage: components["schemas"]["GenerationUsage"];
+            project_id: components["schemas"]["GenerationProjectId"];
+            prompt: components["schemas"]["GenerationPrompt"];
+            prompt_sha256: components["schemas"]["GenerationPromptSha256"];
+            prompt_retention: components["schemas"]["PromptRetention"];
         };
         GenerationId: string;
+        /** @description The project of its key when it was created (the project whose book it was charged to); null without one. */
+        GenerationProjectId: string | null;
+        /** @description Its prompt while the gateway keeps it: always while it is queued or running, then only under the `full` policy (`prompt_retention`); null once withheld. */
+        GenerationPrompt: string | null;
+        /** @description The SHA-256 (hex, of its UTF-8 bytes) of its prompt under the `hash` policy, which a client can check a prompt it still has against; null under `full` and `none`. */
+        GenerationPromptSha256: string | null;
+        /**
+         * @description What the gateway keeps of the prompt once the generation is settled, and of the bytes of its input images:
+         *     `full` (all of it, until the row's own retention), `hash` (only the prompt's SHA-256) or `none` (neither).
+         *     The policy is the project's `prompt_retention` (its project when it was created), else the gateway's
+         *     `PROMPT_RETENTION`; the stricter of that and what was already applied to it (a loosened policy restores nothing).
+         *     While it runs, the policy that will apply.
+         * @enum {string}
+         */
+        PromptRetention: "full" | "hash" | "none";
+        /**
+         * @description What the settled generations of the project's keys keep of their prompt (and the bytes of their input images):
+         *     `full`, `hash` (only the prompt's SHA-256) or `none`; null follows the gateway's `PROMPT_RETENTION`. A tightening
+         *     applies to generations settled before it at the next sweep; a loosening restores nothing.
+         * @enum {string|null}
+         */
+        ProjectPromptRetention: "full" | "hash" | "none" | null;
         /** @description The model it runs on: the requested one, or the fallback it continued on (`provider` is that model's); once it succeeded, the model that delivered, whose price it was charged. */
         GenerationModel: string;
         /**
@@ -1387,6 +1413,10 @@ export interface components {
             error: components["schemas"]["GenerationError"];
             data: components["schemas"]["GenerationImages"];
             usage: components["schemas"]["GenerationUsage"];
+            project_id: components["schemas"]["GenerationProjectId"];
+            prompt: components["schemas"]["GenerationPrompt"];
+            prompt_sha256: components["schemas"]["GenerationPromptSha256"];
+            prompt_retention: components["schemas"]["PromptRetention"];
             /** @description The key that created it; null for an internal service's generation. */
             key_id: string | null;
         };
@@ -1982,6 +2012,7 @@ export interface components {
             allowed_models?: string[] | null;
             /** @description The project's prompt rules; each key's own rules add to them (a key narrows, never widens). */
             prompt_rules?: components["schemas"]["PromptRules"];
+            prompt_retention?: components["schemas"]["ProjectPromptRetention"];
             metadata?: components["schemas"]["KeyMetadata"];
         };
         UpdateProjectRequest: {
@@ -1992,6 +2023,7 @@ export interface components {
             allowed_providers?: components["schemas"]["ProviderName"][] | null;
             allowed_models?: string[] | null;
             prompt_rules?: components["schemas"]["PromptRules"];
+            prompt_retention?: components["schemas"]["ProjectPromptRetention"];
             metadata?: components["schemas"]["KeyMetadata"];
             /** @description `active` re-enables a disabled project; `disabled` disables it. */
             status?: components["schemas"]["ProjectStatus"];
@@ -2014,6 +2046,7 @@ export interface components {
             allowed_providers: components["schemas"]["ProviderName"][] | null;
             allowed_models: string[] | null;
             prompt_rules: components["schemas"]["PromptRules"];
+            prompt_retention: components["schemas"]["ProjectPromptRetention"];
             metadata: components["schemas"]["KeyMetadata"];
             created_at: components["schemas"]["Timestamp"];
             /** Format: date-time */

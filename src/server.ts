@@ -213,6 +213,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       leaseMs: config.generations.leaseMs,
       maxQueuedPerKey: config.generations.maxQueuedPerKey,
       pollMs: config.generations.pollMs,
+      promptRetention: config.promptRetention,
       worker: {
         pollMs: config.generations.pollMs,
         maxRunning: config.generations.workerConcurrency,

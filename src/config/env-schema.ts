@@ -86,7 +86,7 @@ export const envSchema = z.object({
   }),
   PROMPT_RETENTION: declare(oneOf(['full', 'hash', 'none']).default('full'), {
     description:
-      'what a settled generation keeps of its prompt: `full` (until its row goes), `hash` (only its SHA-256) or `none`; applied by the sweeper, also to rows settled before it was tightened. A running generation keeps its prompt while it runs. Under `hash` and `none` the input images (and masks) of each request are deleted with the prompt (their rows keep the SHA-256)',
+      'what a settled generation keeps of its prompt: `full` (until its row goes), `hash` (only its SHA-256) or `none`; applied by the sweeper, also to rows settled before it was tightened. A project may set its own (its `prompt_retention`), which then applies to the generations of its keys instead. A running generation keeps its prompt while it runs. Under `hash` and `none` the input images (and masks) of each request are deleted with the prompt (their rows keep the SHA-256)',
   }),
   GENERATION_RETENTION_DAYS: declare(integer(0, 36_500).default(400), {
     description:

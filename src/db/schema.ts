@@ -62,6 +62,8 @@ export interface ProjectsTable {
   allowed_models: string | null;
   /** JSON prompt rules its keys' own add to (null = none). */
   prompt_rules: string | null;
+  /** What its settled generations keep of their prompt (0030): 'full' | 'hash' | 'none'; null = the gateway's PROMPT_RETENTION. */
+  prompt_retention?: string | null;
   metadata: string | Record<string, string>;
   created_at: number;
   updated_at: number;

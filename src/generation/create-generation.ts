@@ -1,4 +1,5 @@
 import { InputImages } from '../images/inputs/input-images';
+import type { PromptRetention } from '../maintenance/prompt-retention';
 import type { CursorCodec } from '../shared/cursor';
 import { AdminGenerations } from './admin-generations';
 import { ClientGenerations } from './client-generations';
@@ -12,6 +13,8 @@ export interface GenerationFeatureDeps extends Omit<GenerationDeps, 'worker' | '
   worker: Pick<GenerationWorkerDeps, 'pollMs' | 'maxRunning' | 'modelsWithRoom'>;
   /** Signs and opens the generation lists' page cursors. */
   cursors: CursorCodec;
+  /** PROMPT_RETENTION: what a generation resource shows of a prompt whose project sets no policy. */
+  promptRetention?: PromptRetention;
 }
 
 /** The generation feature's parts, each handed to the handlers that use it. */
@@ -39,7 +42,7 @@ export function createGeneration(deps: GenerationFeatureDeps): GenerationFeature
   const { db, writes, clock, logger, leaseMs, cursors } = deps;
   const owner = newLeaseOwner();
   const inputs = new InputImages({ images: deps.images });
-  const resources = new GenerationResources({ db, clock, images: deps.images });
+  const resources = new GenerationResources({ db, clock, images: deps.images, ...(deps.promptRetention ? { promptRetention: deps.promptRetention } : {}) });
   const completionWebhooks = deps.webhooks && new CompletionWebhooks({ db, clock, ...deps.webhooks, resource: (trx, row) => resources.resource(row, trx) });
   const runner = new GenerationRunner({ ...deps, owner, completionWebhooks, inputs });
   const worker = new GenerationWorker({

@@ -4,6 +4,7 @@ import type { components } from '../../generated/gateway';
 import type { Database, GenerationsTable, StoredImagesTable } from '../db/schema';
 import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
 import type { ImagesService } from '../images/images.service';
+import { type PromptRetention, promptView } from '../maintenance/prompt-retention';
 import type { Clock } from '../shared/clock';
 import { toIso, toIsoOrNull } from '../shared/clock';
 import type { StoredGenerationRequest } from './durable';
@@ -13,15 +14,33 @@ export type ClientGeneration = Schemas['ClientGeneration'];
 
 /**
  * A generation as its key holder reads it (GET, list, cancel, a completion webhook's body): images
- * re-signed (or read back as base64) from the image store on each read.
+ * re-signed (or read back as base64) from the image store on each read, and its prompt only while the
+ * policy that applies to it keeps it (src/maintenance/prompt-retention.ts).
  */
 export class GenerationResources {
-  constructor(private readonly deps: { db: Kysely<Database>; clock: Clock; images: ImagesService }) {}
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      clock: Clock;
+      images: ImagesService;
+      /** PROMPT_RETENTION: the policy of a generation whose project has none of its own (`full` when absent). */
+      promptRetention?: PromptRetention;
+    },
+  ) {}
+
+  /** The policy that applies to the row now: its project's (as the project is now), else the gateway's. */
+  private async policyOf(row: GenerationsTable, db: Kysely<Database>): Promise<PromptRetention> {
+    const gateway = this.deps.promptRetention ?? 'full';
+    if (row.project_id == null) return gateway;
+    const project = await db.selectFrom('projects').select('prompt_retention').where('id', '=', row.project_id).executeTakeFirst();
+    return (project?.prompt_retention ?? gateway) as PromptRetention;
+  }
 
   /** `db`: the settling transaction when a completion webhook's body is built. */
   async resource(row: GenerationsTable, db: Kysely<Database> = this.deps.db): Promise<ClientGeneration> {
     const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
     const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url', db) : null;
+    const { prompt, prompt_sha256, prompt_retention } = promptView(row, await this.policyOf(row, db));
     return {
       id: row.id,
       object: 'generation',
@@ -41,6 +60,10 @@ export class GenerationResources {
         credits_reserved: row.status === 'queued' || row.status === 'running' ? row.credits : 0,
         credits_charged: row.status === 'succeeded' ? row.credits : Number(row.charged_credits ?? 0),
       },
+      project_id: row.project_id ?? null,
+      prompt,
+      prompt_sha256,
+      prompt_retention,
     };
   }
 

@@ -195,7 +195,11 @@ export class Reservations {
     }
     const generation = generationOf(row);
     await insertGeneration(trx, generation);
-    if (projectId !== null && projectBook) await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
+    if (projectId !== null && projectBook) {
+      await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
+      // The row as stored: its resource names the project (and the project's policy on its prompt).
+      return { key: row, generation: { ...generation, project_id: projectId, project_usage_epoch: projectBook.usage_epoch } };
+    }
     return { key: row, generation };
   }
 

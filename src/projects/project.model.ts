@@ -34,6 +34,7 @@ export function toProjectResource(row: ProjectRow, now: number): ProjectResource
     allowed_providers: parseList(row.allowed_providers),
     allowed_models: parseList(row.allowed_models),
     prompt_rules: row.prompt_rules === null ? null : (JSON.parse(row.prompt_rules) as ProjectResource['prompt_rules']),
+    prompt_retention: (row.prompt_retention ?? null) as ProjectResource['prompt_retention'],
     // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
     metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : row.metadata,
     created_at: toIso(row.created_at),

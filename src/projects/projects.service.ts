@@ -99,6 +99,7 @@ export class ProjectsService {
       allowed_providers: input.allowed_providers == null ? null : JSON.stringify(input.allowed_providers),
       allowed_models: input.allowed_models == null ? null : JSON.stringify(input.allowed_models),
       prompt_rules: input.prompt_rules == null ? null : storedPromptRules(input.prompt_rules),
+      prompt_retention: input.prompt_retention ?? null,
       metadata: JSON.stringify(input.metadata ?? {}),
       created_at: now,
       updated_at: now,
@@ -145,6 +146,8 @@ export class ProjectsService {
       if (input.allowed_providers !== undefined) changes.allowed_providers = input.allowed_providers === null ? null : JSON.stringify(input.allowed_providers);
       if (input.allowed_models !== undefined) changes.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
       if (input.prompt_rules !== undefined) changes.prompt_rules = input.prompt_rules === null ? null : storedPromptRules(input.prompt_rules);
+      // A tightening reaches the generations settled before it at the next sweep (src/maintenance/prompt-retention.ts).
+      if (input.prompt_retention !== undefined) changes.prompt_retention = input.prompt_retention;
       if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;

@@ -29,6 +29,7 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     [['projects', 'create', '--name', 'x', ...base, '--prompt-rules', 'not json'], /'not json' is invalid.*JSON array/],
     [['projects', 'create', '--name', 'x', ...base, '--prompt-rules', '{"kind":"max_length","max":5}'], /is invalid.*JSON array/],
     [['projects', 'create', '--name', 'x', ...base, '--rpm', 'fast'], /'fast' is invalid/],
+    [['projects', 'create', '--name', 'x', ...base, '--prompt-retention', 'some'], /'some' is invalid.*full, hash or none/],
     [['projects', 'update', 'prj_x'], /nothing to change/],
     [['projects', 'update', 'prj_x', '--enable', '--disable'], /contradict/],
     [['projects', 'quota', 'prj_x'], /required option '--credits <n>' not specified/],
@@ -36,6 +37,15 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     [['projects', 'bogus'], /unknown command 'bogus'/],
   ])('usage error %j exits 2', async (args, message) => {
     await usageError(args, message);
+  });
+
+  it('--prompt-retention sets the project\'s policy; "default" gives it back to the gateway\'s', async () => {
+    const created = await json(['projects', 'create', '--name', 'private', ...base, '--prompt-retention', 'hash']);
+    expect(created.prompt_retention).toBe('hash');
+    expect((await cli(['projects', 'get', created.id])).stdout).toMatch(/^prompt_retention:\s+hash$/m);
+    expect(await json(['projects', 'update', created.id, '--prompt-retention', 'none'])).toMatchObject({ prompt_retention: 'none' });
+    expect(await json(['projects', 'update', created.id, '--prompt-retention', 'default'])).toMatchObject({ prompt_retention: null });
+    expect((await cli(['projects', 'get', created.id])).stdout).toMatch(/^prompt_retention:\s+default \(the gateway's PROMPT_RETENTION\)$/m);
   });
 
   it('create, list, get, update (and clear with "none"), disable, enable', async () => {

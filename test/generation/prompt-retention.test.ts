@@ -107,6 +107,15 @@ describe('prompt retention', () => {
     expect(withheldRequest(JSON.stringify({ entry: {} }), 'hash')).toBeNull();
   });
 
+  it("withheldRequest drops an internal request's negative prompt too; `none` on a request kept as a hash drops the hash, `hash` keeps it", () => {
+    const internal = JSON.stringify({ entry: {}, request: { prompt: 'a boat', negativePrompt: 'no sails' } });
+    const hashed = withheldRequest(internal, 'hash') as string;
+    const sha = createHash('sha256').update('a boat').digest('hex');
+    expect(JSON.parse(hashed)).toEqual({ entry: {}, request: { prompt: '', prompt_sha256: sha } });
+    expect(JSON.parse(withheldRequest(hashed, 'hash') as string)).toEqual({ entry: {}, request: { prompt: '', prompt_sha256: sha } });
+    expect(JSON.parse(withheldRequest(hashed, 'none') as string)).toEqual({ entry: {}, request: { prompt: '' } });
+  });
+
   it("PROMPT_RETENTION=none: a gateway's sweep deletes the bytes of a settled generation's input image; its output stays", async () => {
     const first = await startTestGateway();
     try {

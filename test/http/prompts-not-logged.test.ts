@@ -1,12 +1,14 @@
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
+import { sweepOnce } from '../../src/maintenance/sweeper';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
 /**
  * Prompts never appear in the gateway's logs, at any level: every request below carries a marker in
- * its prompt, through each path that logs (success, a refusal by validation, by the upstream's
- * moderation, an upstream failure and retry, an asynchronous job, a cancel), and no log line may
- * contain it.
+ * its prompt, through each path that logs (success, a refusal by validation, by the key's prompt
+ * rules, by the upstream's moderation, an upstream failure and retry, an asynchronous job, a cancel,
+ * the internal API, reads of the generation resources that return the prompt, the sweep withholding
+ * it), and no log line may contain it.
  */
 const MARKER = 'zq-marker-7f3a91';
 const ARK_KEY = 'ark-key-prompts-not-logged';
@@ -63,6 +65,34 @@ describe('prompts are not logged', () => {
     await until(() => ark.requests.some((r) => String(r.prompt).includes('[hold:c1]')), 'the held call reached the upstream');
     expect((await t.api.send('post', `/generations/${held.body.id}/cancel`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(200);
     ark.releaseHeld();
+
+    // Refused by the key's prompt rules (a blocked term, the marker itself).
+    const { key: ruled } = await t.createKey({ prompt_rules: [{ kind: 'blocked_term', term: MARKER }] });
+    const blocked = await t.api.client(ruled, { prompt: `blocked ${MARKER}`, model: 'local-1', size: '32x32' });
+    expect([blocked.status, blocked.body.error.code]).toEqual([400, 'prompt_blocked']);
+
+    // The internal API, a service's generation.
+    const internal = await t.internal.service('post', '/api/v1/creative/images/generations', { prompt: `internal ${MARKER}`, model: 'local-1', size: '32x32' });
+    expect(internal.status).toBe(200);
+
+    // The resources that return the prompt while it is kept, the key holder's and an administrator's.
+    const kept = await t.api.send('get', `/generations/${queued.body.id}`, { headers: { Authorization: `Bearer ${key}` } });
+    expect(kept.body.prompt).toBe(`later ${MARKER}`);
+    expect((await t.api.send('get', '/generations', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(200);
+    expect((await t.api.admin('get', `/admin/generations/${queued.body.id}`)).body.prompt).toBe(`later ${MARKER}`);
+
+    // A project's policy withheld by the sweep.
+    const project = await t.api.admin('post', '/admin/projects', {
+      name: 'p',
+      owner: 'o',
+      credits_quota: 100,
+      quota_period_days: 30,
+      prompt_retention: 'hash',
+    });
+    const { key: inProject } = await t.createKey({ project_id: project.body.id, allowed_providers: ['local'] });
+    expect((await t.api.client(inProject, { prompt: `hashed ${MARKER}`, model: 'local-1', size: '32x32' })).status).toBe(200);
+    const swept = await sweepOnce({ db: t.gateway.database.db, clock: t.clock, staleAfterMs: { local: 3_600_000 }, promptRetention: 'full' });
+    expect(swept.promptsWithheld).toBeGreaterThanOrEqual(1);
 
     expect(t.logs.length).toBeGreaterThan(10);
     // The marker itself reached the upstream: the test would see a leak.

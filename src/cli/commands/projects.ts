@@ -23,6 +23,7 @@ import { metadataEntry } from './keys';
 type Schemas = components['schemas'];
 type Project = Schemas['Project'];
 type PromptRules = Schemas['PromptRules'];
+type PromptRetention = Schemas['PromptRetention'];
 type ProviderName = Schemas['ProviderName'];
 
 const PROJECT_ID_HELP = 'project id (prj_...)';
@@ -42,6 +43,12 @@ function promptRules(value: string): PromptRules {
   return rules as PromptRules;
 }
 
+/** --prompt-retention: what its settled generations keep of their prompt. */
+function promptRetention(value: string): PromptRetention {
+  if (value === 'full' || value === 'hash' || value === 'none') return value;
+  throw new InvalidArgumentError('must be full, hash or none, or "default" for the gateway\'s PROMPT_RETENTION');
+}
+
 /** The limit and guardrail options createProject and updateProject share ("none" clears each). */
 function limitOptions(command: Command): Command {
   return command
@@ -54,6 +61,11 @@ function limitOptions(command: Command): Command {
       'prompt rules as a JSON array (each key\'s own rules add to them), e.g. \'[{"kind":"blocked_term","term":"logo"}]\' ("none" for no rules)',
       orClear('none', promptRules),
     )
+    .option(
+      '--prompt-retention <policy>',
+      'what its settled generations keep of their prompt: full, hash (only its SHA-256) or none ("default" for the gateway\'s PROMPT_RETENTION)',
+      orClear('default', promptRetention),
+    )
     .option('--metadata <name=value>', 'a label of your own (repeat for more; replaces the whole map)', repeatable(metadataEntry));
 }
 
@@ -63,6 +75,7 @@ interface LimitOptions {
   providers?: Clearable<string[]>;
   allowedModels?: Clearable<string[]>;
   promptRules?: Clearable<PromptRules>;
+  promptRetention?: Clearable<PromptRetention>;
   metadata?: Array<[string, string]>;
 }
 
@@ -74,6 +87,7 @@ function limitFields(options: LimitOptions) {
     allowed_providers: options.providers as Clearable<ProviderName[]> | undefined,
     allowed_models: options.allowedModels,
     prompt_rules: options.promptRules,
+    prompt_retention: options.promptRetention,
     metadata: options.metadata === undefined ? undefined : Object.fromEntries(options.metadata),
   });
 }
@@ -92,6 +106,7 @@ function showProject(project: Project): string {
     allowed_providers: project.allowed_providers,
     allowed_models: project.allowed_models,
     prompt_rules: project.prompt_rules === null ? null : JSON.stringify(project.prompt_rules),
+    prompt_retention: project.prompt_retention ?? "default (the gateway's PROMPT_RETENTION)",
     metadata: Object.entries(project.metadata ?? {}).map(([name, value]) => `${name}=${value}`),
     created_at: project.created_at,
     disabled_at: project.disabled_at,
