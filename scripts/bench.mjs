@@ -212,8 +212,21 @@ async function pacedOnce(url, keys, rate, seconds, options = {}) {
           sentAt = performance.now();
         });
         request.on('response', (response) => {
-          response.resume();
-          response.on('end', () => finish(due, response.statusCode === 200, response.statusCode, sentAt));
+          // options.errorCodes: a refusal is counted under its status and error code (`503 overloaded`).
+          const chunks = [];
+          if (options.errorCodes && response.statusCode !== 200) response.on('data', (chunk) => chunks.push(chunk));
+          else response.resume();
+          response.on('end', () => {
+            let status = response.statusCode;
+            if (chunks.length > 0) {
+              try {
+                status = `${status} ${JSON.parse(Buffer.concat(chunks).toString()).error.code}`;
+              } catch {
+                // Not the error envelope: the status alone.
+              }
+            }
+            finish(due, response.statusCode === 200, status, sentAt);
+          });
         });
         request.on('error', (error) => finish(due, false, error.code ?? 'error'));
         request.end(options.body ?? BODY);
@@ -767,7 +780,7 @@ async function measureOverload(kind) {
     const rate = Math.round(capacity.rps * multiple);
     // A scrape resets the gateway's event-loop delay histogram: the one after the phase reads the phase's.
     const refusedBefore = await refusals();
-    const result = await pacedOnce(gateway.url, database.keys, rate, SECONDS, { maxSockets: OVERLOAD_CLIENTS });
+    const result = await pacedOnce(gateway.url, database.keys, rate, SECONDS, { maxSockets: OVERLOAD_CLIENTS, errorCodes: true });
     const metrics = await scrape(gateway.internalUrl);
     const loopMs = (name) => Number(((metricValue(metrics, name) ?? NaN) * 1000).toFixed(1));
     phases.push({
