@@ -5,7 +5,7 @@ import type { GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import type { ClientProject } from '../projects/project-policy';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
-import { type ModerationHookNetwork, type ModerationOutcome, askModerationHook } from './moderation-hook';
+import { type HookFailureMode, type ModerationHookNetwork, type ModerationOutcome, askModerationHook } from './moderation-hook';
 
 type Schemas = components['schemas'];
 export type GenerationModeration = Schemas['GenerationModeration'];
@@ -41,21 +41,34 @@ export interface ProjectModerationDeps {
 export class ProjectModeration {
   constructor(private readonly deps: ProjectModerationDeps) {}
 
+  /** The hook's secret; undefined when it was sealed with a key this gateway no longer has. */
+  private openSecret(projectId: string, sealed: string): string | undefined {
+    try {
+      return this.deps.secrets.openForProjectHook(projectId, sealed);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The row's columns of an allowed request; throws the refusal of a blocked one. Undefined when the project has no hook. */
   async check(project: ClientProject | null, request: ModerationRequest): Promise<ModerationColumns | undefined> {
     const hook = project?.moderationHook ?? null;
     if (project === null || hook === null) return undefined;
-    const outcome = await askModerationHook(
-      { url: hook.url, secret: this.deps.secrets.openForProjectHook(project.id, hook.sealedSecret), timeoutMs: hook.timeoutMs, failureMode: hook.failureMode },
-      {
-        prompt: request.prompt,
-        inputImages: request.inputs.map((bytes) => ({ sha256: createHash('sha256').update(bytes).digest('hex') })),
-        model: request.model,
-        keyId: request.keyId,
-        projectId: project.id,
-      },
-      this.deps.network,
-    );
+    const secret = this.openSecret(project.id, hook.sealedSecret);
+    const outcome =
+      secret === undefined
+        ? unsigned(hook.failureMode)
+        : await askModerationHook(
+            { url: hook.url, secret, timeoutMs: hook.timeoutMs, failureMode: hook.failureMode },
+            {
+              prompt: request.prompt,
+              inputImages: request.inputs.map((bytes) => ({ sha256: createHash('sha256').update(bytes).digest('hex') })),
+              model: request.model,
+              keyId: request.keyId,
+              projectId: project.id,
+            },
+            this.deps.network,
+          );
     if (outcome.failure !== undefined) {
       this.deps.logger.warn(
         { project_id: project.id, key_id: request.keyId, failure: outcome.failure, latency_ms: outcome.latencyMs, failure_mode: hook.failureMode },
@@ -72,6 +85,18 @@ export class ProjectModeration {
       moderation_failure: outcome.failure ?? null,
     };
   }
+}
+
+/** A hook whose secret cannot be opened is never called unsigned: a failure, decided by the project's mode. */
+function unsigned(failureMode: HookFailureMode): ModerationOutcome {
+  const open = failureMode === 'fail_open';
+  return {
+    decision: open ? 'allow' : 'block',
+    reason: null,
+    latencyMs: 0,
+    failedOpen: open,
+    failure: "the hook's secret cannot be opened (sealing key not configured)",
+  };
 }
 
 /** 400 moderation_blocked with the endpoint's reason, or 503 moderation_unavailable (failed, fail_closed): neither names the prompt, nor the endpoint. */

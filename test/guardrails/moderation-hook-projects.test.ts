@@ -8,7 +8,8 @@ import { startArkGateway } from '../helpers/ark-gateway';
 import { closedPort } from '../helpers/channels';
 import { selfSigned } from '../helpers/self-signed-tls';
 import { SpecResponses } from '../helpers/spec-responses';
-import type { TestGateway } from '../helpers/test-gateway';
+import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
+import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { testPng } from '../helpers/test-images';
 
 /**
@@ -323,6 +324,64 @@ describe('project moderation hooks', () => {
         const read = await t.api.send('get', `/generations/${res.body.id}`, { headers: { Authorization: `Bearer ${key}` } });
         expect(read.body.moderation).toBeNull();
       }
+      expect(received.length).toBe(before);
+    });
+  });
+  describe('the secret at rest, across gateways on one database (CHANNEL_SEALING_KEY)', () => {
+    const OLD_KEY = '33'.repeat(32);
+    const NEW_KEY = '44'.repeat(32);
+    const sealedWith = (hex: string) => `v1.${createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex').slice(0, 8)}.`;
+    let database: ThrowawayDatabase;
+    let g: TestGateway | undefined;
+    const env = (sealingKey: string) => ({ DATABASE_URL: database.url, CHANNEL_SEALING_KEY: sealingKey, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const storedSecret = async (gateway: TestGateway, id: string) =>
+      (await gateway.gateway.database.db.selectFrom('projects').select('moderation_hook_secret').where('id', '=', id).executeTakeFirstOrThrow())
+        .moderation_hook_secret as string;
+
+    beforeAll(async () => {
+      database = await createThrowawayDatabase();
+    });
+    afterEach(async () => {
+      await g?.close();
+      g = undefined;
+    });
+    afterAll(() => database.drop());
+
+    it('is resealed with the newest key at startup and still signs; one sealed with a key no longer configured fails as the mode says', async () => {
+      g = await startTestGateway(env(OLD_KEY));
+      const tag = `p${++tags}`;
+      const hook = (mode: string) => ({ url: `${base}/allow?p=${tag}`, failure_mode: mode });
+      const created = await g.api.admin('post', '/admin/projects', {
+        name: 'sealed',
+        owner: 'o',
+        credits_quota: 100,
+        quota_period_days: 30,
+        moderation_hook: hook('fail_closed'),
+      });
+      const projectId = created.body.id as string;
+      secrets.set(tag, created.body.moderation_hook.secret as string);
+      const { key } = await g.createKey({ project_id: projectId });
+      expect((await storedSecret(g, projectId)).startsWith(sealedWith(OLD_KEY))).toBe(true);
+      await g.close();
+
+      g = await startTestGateway(env(`${NEW_KEY},${OLD_KEY}`));
+      expect((await storedSecret(g, projectId)).startsWith(sealedWith(NEW_KEY))).toBe(true);
+      expect((await g.api.client(key, localRequest({ prompt: 'after the reseal' }))).status).toBe(200);
+      expect(received.at(-1)).toMatchObject({ path: '/allow', verified: { prompt: 'after the reseal', project_id: projectId } });
+      await g.close();
+
+      // Sealed with a key this gateway does not have: never sent unsigned; fail_closed refuses, fail_open goes on.
+      g = await startTestGateway(env(OLD_KEY));
+      const before = received.length;
+      const refused = await g.api.client(key, localRequest({ prompt: 'cannot sign' }));
+      expect([refused.status, refused.body.error.code]).toEqual([503, 'moderation_unavailable']);
+      expect((await g.api.admin('patch', `/admin/projects/${projectId}`, { moderation_hook: hook('fail_open') })).status).toBe(200);
+      const allowed = await g.api.client(key, localRequest({ prompt: 'cannot sign, open' }));
+      expect(allowed.status).toBe(200);
+      expect((await g.api.admin('get', `/admin/generations/${allowed.body.id}`)).body.moderation).toMatchObject({
+        failed_open: true,
+        failure: "the hook's secret cannot be opened (sealing key not configured)",
+      });
       expect(received.length).toBe(before);
     });
   });
