@@ -421,7 +421,8 @@ export interface paths {
          *     (`createKey`, `updateKey`); each generation of such a key reserves its credits from the key
          *     **and** from the project, in one transaction, and is refused (402 `project_quota_exceeded`)
          *     when the project would go over. The project's period follows the same rules as a key's,
-         *     anchored at the project's creation.
+         *     anchored at the project's creation. With `moderation_hook`, the response carries the hook's
+         *     secret (`moderation_hook.secret`), shown this once.
          */
         post: operations["createProject"];
         delete?: never;
@@ -462,9 +463,10 @@ export interface paths {
         head?: never;
         /**
          * Update a project
-         * @description Changes name, owner, limits, allowed providers and models or metadata, or re-enables a
-         *     disabled project with `status: active` (`status: disabled` disables it, as `disableProject`
-         *     does). Takes effect on the next request of every key of the project, on every replica.
+         * @description Changes name, owner, limits, allowed providers and models, prompt rules, moderation hook or
+         *     metadata, or re-enables a disabled project with `status: active` (`status: disabled` disables
+         *     it, as `disableProject` does). Takes effect on the next request of every key of the project,
+         *     on every replica. Setting `moderation_hook` where there was none answers its new secret, once.
          *     Accounting is untouched: generations in flight settle as usual on both books.
          */
         patch: operations["updateProject"];
