@@ -21,7 +21,7 @@ const operationCoverage = '<rootDir>/test/helpers/global-teardown-operation-cove
 const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
 const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
 // Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
-const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'leases', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks', 'usage'];
+const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'leases', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks', 'usage', 'guardrails'];
 
 const projects = [
   { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

@@ -347,6 +347,7 @@ export interface components {
              * @description RFC 3339 UTC timestamp; null until it settles.
              */
             completed_at: string | null;
+            moderation: components["schemas"]["GenerationModerationDetail"];
             /**
              * @description Only on `getGeneration`: every upstream call made for it, in order (one per image on
              *     one-image-per-call transports), with the channel that served it and the model it was for:
@@ -536,7 +537,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:
@@ -655,6 +656,26 @@ export interface components {
             width: number;
             height: number;
         };
+        /**
+         * @description GenerationModeration (what the project's moderation hook answered), with `failure`: why the
+         *     hook failed when the generation went on under `fail_open` (operators only: it may name the
+         *     endpoint's address). Null when no hook was asked.
+         */
+        GenerationModerationDetail: {
+            /**
+             * @description The hook allowed it, or failed and its project fails open (`failed_open`).
+             * @enum {string}
+             */
+            decision: "allow";
+            /** @description How long the gateway waited for the hook. */
+            latency_ms: number;
+            /** @description The hook failed and the project's `failure_mode` is `fail_open`. */
+            failed_open: boolean;
+            /** @description The endpoint's reason, if it gave one (at most 1000 characters). */
+            reason: string | null;
+            /** @description With `failed_open`: what went wrong (`the hook did not answer within 2000 ms`, `the hook answered HTTP 500`, ...); null otherwise. */
+            failure: string | null;
+        } | null;
     };
     responses: {
         /** @description No service token headers (nor a Cloudflare Access JWT), or an Access JWT that fails a check. */

@@ -421,7 +421,8 @@ export interface paths {
          *     (`createKey`, `updateKey`); each generation of such a key reserves its credits from the key
          *     **and** from the project, in one transaction, and is refused (402 `project_quota_exceeded`)
          *     when the project would go over. The project's period follows the same rules as a key's,
-         *     anchored at the project's creation.
+         *     anchored at the project's creation. With `moderation_hook`, the response carries the hook's
+         *     secret (`moderation_hook.secret`), shown this once.
          */
         post: operations["createProject"];
         delete?: never;
@@ -462,9 +463,10 @@ export interface paths {
         head?: never;
         /**
          * Update a project
-         * @description Changes name, owner, limits, allowed providers and models or metadata, or re-enables a
-         *     disabled project with `status: active` (`status: disabled` disables it, as `disableProject`
-         *     does). Takes effect on the next request of every key of the project, on every replica.
+         * @description Changes name, owner, limits, allowed providers and models, prompt rules, moderation hook or
+         *     metadata, or re-enables a disabled project with `status: active` (`status: disabled` disables
+         *     it, as `disableProject` does). Takes effect on the next request of every key of the project,
+         *     on every replica. Setting `moderation_hook` where there was none answers its new secret, once.
          *     Accounting is untouched: generations in flight settle as usual on both books.
          */
         patch: operations["updateProject"];
@@ -659,7 +661,9 @@ export interface paths {
          *
          *     **What is counted.** `requests` counts admitted requests (those that reserved credits) once
          *     settled, plus requests the gateway's guardrails blocked: a key's prompt rules refusing the
-         *     prompt (400 `prompt_blocked`) count as `blocked` in the hour of the refusal, for the key and
+         *     prompt (400 `prompt_blocked`), or its project's moderation hook blocking it (400
+         *     `moderation_blocked`, or 503 `moderation_unavailable` when the hook failed and the project
+         *     fails closed), count as `blocked` in the hour of the refusal, for the key and
          *     the model it asked for, with no credits, images or latency. Other refusals before admission
          *     (400, 401, 402, 403, 429) are not counted. **Which side blocked:** `blocked` is the gateway
          *     (its guardrails refused before anything was reserved or sent); a refusal by the upstream's
@@ -1215,6 +1219,7 @@ export interface components {
             prompt: components["schemas"]["GenerationPrompt"];
             prompt_sha256: components["schemas"]["GenerationPromptSha256"];
             prompt_retention: components["schemas"]["PromptRetention"];
+            moderation: components["schemas"]["GenerationModeration"];
         };
         GenerationId: string;
         /** @description The project of its key when it was created (the project whose book it was charged to); null without one. */
@@ -1417,6 +1422,7 @@ export interface components {
             prompt: components["schemas"]["GenerationPrompt"];
             prompt_sha256: components["schemas"]["GenerationPromptSha256"];
             prompt_retention: components["schemas"]["PromptRetention"];
+            moderation: components["schemas"]["GenerationModerationDetail"];
             /** @description The key that created it; null for an internal service's generation. */
             key_id: string | null;
         };
@@ -1888,7 +1894,8 @@ export interface components {
             canceled: number;
             /**
              * @description Refused by the gateway's guardrails before anything was reserved or sent (400
-             *     `prompt_blocked`: the key's or its project's prompt rules). Refusals by the upstream's
+             *     `prompt_blocked`: the key's or its project's prompt rules; `moderation_blocked` and
+             *     `moderation_unavailable`: the project's moderation hook). Refusals by the upstream's
              *     moderation are not here: they are failed generations (`failed`, and
              *     `content_policy_violation` or `output_moderated` in `failures`).
              */
@@ -2013,8 +2020,50 @@ export interface components {
             /** @description The project's prompt rules; each key's own rules add to them (a key narrows, never widens). */
             prompt_rules?: components["schemas"]["PromptRules"];
             prompt_retention?: components["schemas"]["ProjectPromptRetention"];
+            moderation_hook?: components["schemas"]["ModerationHookSettings"];
             metadata?: components["schemas"]["KeyMetadata"];
         };
+        /**
+         * @description The project's external moderation hook (docs/guardrails.md): before each generation of its
+         *     keys is reserved, the gateway POSTs the prompt, the input images' SHA-256, the model, the key
+         *     and the project to `url`, signed as webhooks are (Standard Webhooks) with the hook's secret,
+         *     and the endpoint answers `{"decision": "allow" | "block", "reason"?}`. A block is refused with
+         *     400 `moderation_blocked`; when the endpoint is down, slow or answers anything else,
+         *     `failure_mode` decides: `fail_open` goes on, `fail_closed` refuses with 503
+         *     `moderation_unavailable`. The gateway makes the secret (`whsec_...`) when a hook is first set
+         *     and shows it once, in that response; changing the hook keeps it; null removes the hook and
+         *     its secret. The `url` must be https and public: loopback, private, link-local and metadata
+         *     addresses are refused (400 `invalid_request`, `param` `moderation_hook.url`) unless the
+         *     gateway runs with `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true` (link-local and metadata never).
+         * @example {
+         *       "url": "https://moderation.example.com/hook",
+         *       "timeout_ms": 2000,
+         *       "failure_mode": "fail_closed"
+         *     }
+         */
+        ModerationHookSettings: {
+            /** @description The endpoint (https). */
+            url: string;
+            /**
+             * @description One deadline for connecting, sending and reading the answer.
+             * @default 2000
+             */
+            timeout_ms?: number;
+            /**
+             * @description What a failure of the hook does: `fail_open` lets the request go on (recorded on the generation), `fail_closed` refuses it.
+             * @enum {string}
+             */
+            failure_mode: "fail_open" | "fail_closed";
+        } | null;
+        /** @description The project's moderation hook (ModerationHookSettings), or null. `secret` is present only in the response that made it. */
+        ModerationHook: {
+            url: string;
+            timeout_ms: number;
+            /** @enum {string} */
+            failure_mode: "fail_open" | "fail_closed";
+            /** @description The Standard Webhooks secret the endpoint verifies each call with: shown once, in the response of the request that set the hook where there was none. Store it now. */
+            secret?: string;
+        } | null;
         UpdateProjectRequest: {
             name?: string;
             owner?: string;
@@ -2024,6 +2073,7 @@ export interface components {
             allowed_models?: string[] | null;
             prompt_rules?: components["schemas"]["PromptRules"];
             prompt_retention?: components["schemas"]["ProjectPromptRetention"];
+            moderation_hook?: components["schemas"]["ModerationHookSettings"];
             metadata?: components["schemas"]["KeyMetadata"];
             /** @description `active` re-enables a disabled project; `disabled` disables it. */
             status?: components["schemas"]["ProjectStatus"];
@@ -2047,6 +2097,7 @@ export interface components {
             allowed_models: string[] | null;
             prompt_rules: components["schemas"]["PromptRules"];
             prompt_retention: components["schemas"]["ProjectPromptRetention"];
+            moderation_hook: components["schemas"]["ModerationHook"];
             metadata: components["schemas"]["KeyMetadata"];
             created_at: components["schemas"]["Timestamp"];
             /** Format: date-time */
@@ -2199,10 +2250,30 @@ export interface components {
          */
         Timestamp: string;
         /**
+         * @description What the key's project's moderation hook answered before the generation was reserved
+         *     (docs/guardrails.md); null when no hook was asked (a key without a project, a project
+         *     without a hook, an internal service's generation). A request the hook blocked has no
+         *     generation: it was refused with 400 `moderation_blocked` (or 503 `moderation_unavailable`
+         *     when the hook failed and its project fails closed).
+         */
+        GenerationModeration: {
+            /**
+             * @description The hook allowed it, or failed and its project fails open (`failed_open`).
+             * @enum {string}
+             */
+            decision: "allow";
+            /** @description How long the gateway waited for the hook. */
+            latency_ms: number;
+            /** @description The hook failed (down, slow, an answer that is not a decision) and the project's `failure_mode` is `fail_open`. */
+            failed_open: boolean;
+            /** @description The endpoint's reason, if it gave one (at most 1000 characters). */
+            reason: string | null;
+        } | null;
+        /**
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -2395,6 +2466,26 @@ export interface components {
          *     `allow_list`. A rule without `id` gets one (`gr_…`). Null: no rules. See docs/guardrails.md.
          */
         PromptRules: components["schemas"]["PromptRule"][] | null;
+        /**
+         * @description GenerationModeration (what the project's moderation hook answered), with `failure`: why the
+         *     hook failed when the generation went on under `fail_open` (operators only: it may name the
+         *     endpoint's address). Null when no hook was asked.
+         */
+        GenerationModerationDetail: {
+            /**
+             * @description The hook allowed it, or failed and its project fails open (`failed_open`).
+             * @enum {string}
+             */
+            decision: "allow";
+            /** @description How long the gateway waited for the hook. */
+            latency_ms: number;
+            /** @description The hook failed and the project's `failure_mode` is `fail_open`. */
+            failed_open: boolean;
+            /** @description The endpoint's reason, if it gave one (at most 1000 characters). */
+            reason: string | null;
+            /** @description With `failed_open`: what went wrong (`the hook did not answer within 2000 ms`, `the hook answered HTTP 500`, ...); null otherwise. */
+            failure: string | null;
+        } | null;
     };
     responses: {
         /** @description The channel (never its credentials). */
@@ -2640,7 +2731,8 @@ export interface components {
          *     image is unreadable (`image_input_invalid`) or outside the model's limits
          *     (`image_input_unsupported`, `param` names the item), or the provider refused the prompt
          *     (`content_policy_violation`), or the prompt rules of the key or its project refused it (`prompt_blocked`, naming the
-         *     rule's id, never the matched text). Not charged.
+         *     rule's id, never the matched text), or the project's moderation hook blocked it (`moderation_blocked`, with the
+         *     endpoint's reason). Not charged.
          */
         GenerationRefusedRateLimited: {
             headers: {
@@ -2830,6 +2922,9 @@ export interface components {
          *     event loop late by more than `SHED_EVENT_LOOP_DELAY_MS`, or all its work of the last half second
          *     waiting longer than `SHED_DATABASE_WAIT_MS` for the database), a request is refused at once with
          *     `overloaded`, before anything is read, counted or reserved; retry after `Retry-After`.
+         *     When the key's project has a moderation hook that failed (down, slow, an answer that is not a
+         *     decision) and the project fails closed: `moderation_unavailable`, before anything is reserved
+         *     or sent.
          */
         ProviderUnavailableRateLimited: {
             headers: {

@@ -29,6 +29,7 @@ import { createConcurrencyLeases } from './keys/concurrency-leases';
 import { createKeyLookup } from './keys/key-cache';
 import { KeysService } from './keys/keys.service';
 import { ProjectsService } from './projects/projects.service';
+import { ProjectModeration } from './guardrails/project-moderation';
 import { createLogger } from './logger';
 import { startIdleCompaction } from './maintenance/idle-compaction';
 import { ReleaseRetries } from './maintenance/release-retries';
@@ -233,6 +234,8 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       onUnsettled: (generationId, errorCode, mayAppear) => releaseRetries.retry(generationId, errorCode, mayAppear),
       ...(database.operationBudgetMs !== undefined ? { databaseBudgetMs: database.operationBudgetMs } : {}),
       webhooks: { secrets: webhooks.secrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => webhooks.dispatcher.poke() },
+      // Projects' moderation hooks go through the webhooks' address guard, with their setting.
+      moderation: new ProjectModeration({ secrets: webhooks.secrets, network: { allowPrivateNetworks: config.webhooks.allowPrivateNetworks }, logger }),
     }),
   );
   const { worker, completionWebhooks } = generation;
@@ -264,7 +267,8 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   // One verifier for both listeners: the team's signing keys are cached once.
   const accessJwt = config.accessJwt ? new AccessJwtVerifier(config.accessJwt, clock, logger) : undefined;
   const keys = new KeysService(db, clock, providers.names(), cursors, catalog, (id) => keyLookup.changed(id));
-  const projects = new ProjectsService(db, clock, providers.names(), cursors, catalog, keys, async (keyIds) => {
+  const hooks = { secrets: webhooks.secrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks };
+  const projects = new ProjectsService(db, clock, providers.names(), cursors, catalog, keys, hooks, async (keyIds) => {
     for (const id of keyIds) await keyLookup.changed(id);
   });
   const publicApp = createGatewayApp({

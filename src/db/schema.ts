@@ -68,6 +68,10 @@ export interface ProjectsTable {
   created_at: number;
   updated_at: number;
   disabled_at: number | null;
+  /** JSON {url, timeout_ms, failure_mode} of its moderation hook (0029, src/guardrails/moderation-hook.ts); null = none. */
+  moderation_hook?: string | null;
+  /** The hook's `whsec_` secret, sealed (src/webhooks/secret-sealing.ts); null with no hook. */
+  moderation_hook_secret?: string | null;
 }
 
 export interface GenerationsTable {
@@ -119,6 +123,15 @@ export interface GenerationsTable {
   /** The key's project when the credits were reserved, and the project's book they came from (0027); null without one. */
   project_id?: string | null;
   project_usage_epoch?: number | null;
+  /**
+   * What its project's moderation hook answered before it was reserved (0029): 'allow' (a block
+   * leaves no row), the call's latency, the endpoint's reason, and why the hook failed when the
+   * project fails open. Null when no hook was asked.
+   */
+  moderation_decision?: string | null;
+  moderation_latency_ms?: number | null;
+  moderation_reason?: string | null;
+  moderation_failure?: string | null;
 }
 
 /** One upstream call sent for an image of a generation: the visual task id once the upstream accepted it. */

@@ -11,6 +11,8 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   invalid_request: { status: 400, type: 'invalid_request_error' },
   content_policy_violation: { status: 400, type: 'invalid_request_error' },
   prompt_blocked: { status: 400, type: 'invalid_request_error' },
+  moderation_blocked: { status: 400, type: 'invalid_request_error' },
+  moderation_unavailable: { status: 503, type: 'api_error' },
   missing_api_key: { status: 401, type: 'authentication_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   key_disabled: { status: 401, type: 'authentication_error' },

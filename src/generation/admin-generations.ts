@@ -3,6 +3,7 @@ import type { components } from '../../generated/gateway';
 import { type AuditContext, auditContextOf, recordAuditEvent } from '../audit/audit-log';
 import type { Database, GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
+import { generationModerationDetailOf } from '../guardrails/project-moderation';
 import type { GatewayHandlers } from '../http/handler-maps';
 import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
@@ -33,7 +34,8 @@ export class AdminGenerations {
   }
 
   private async resource(row: GenerationsTable): Promise<AdminGeneration> {
-    return { ...(await this.deps.resources.resource(row)), key_id: row.key_id };
+    // Operators also read why a hook failed open.
+    return { ...(await this.deps.resources.resource(row)), moderation: generationModerationDetailOf(row), key_id: row.key_id };
   }
 
   async get(id: string): Promise<AdminGeneration> {

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { components } from '../../generated/gateway';
 import type { Database, GenerationsTable, StoredImagesTable } from '../db/schema';
 import { ERROR_CODES, type ErrorCode } from '../errors/error-codes';
+import { generationModerationOf } from '../guardrails/project-moderation';
 import type { ImagesService } from '../images/images.service';
 import { type PromptRetention, promptView } from '../maintenance/prompt-retention';
 import type { Clock } from '../shared/clock';
@@ -64,6 +65,7 @@ export class GenerationResources {
       prompt,
       prompt_sha256,
       prompt_retention,
+      moderation: generationModerationOf(row),
     };
   }
 

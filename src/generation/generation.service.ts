@@ -7,6 +7,7 @@ import type { Database, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import { checkQuality } from '../config/price-table';
 import { ApiError } from '../errors/api-error';
+import type { ModerationColumns, ProjectModeration } from '../guardrails/project-moderation';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
 import type { CheckedInputs, InputImages, RequestedInputs, StoredInputs } from '../images/inputs/input-images';
@@ -77,6 +78,8 @@ export interface GenerationDeps {
   webhooks?: { secrets: WebhookSecrets; allowPrivateNetworks: boolean; poke: () => void };
   /** Runs the rows this service holds for their waiting clients. */
   runner: GenerationRunner;
+  /** Projects' moderation hooks (src/guardrails/project-moderation.ts); without it no hook is asked. */
+  moderation?: ProjectModeration;
 }
 
 type Reservation = Awaited<ReturnType<Reservations['reserve']>>;
@@ -133,6 +136,7 @@ interface Recorded {
 
 const CHECK: Undo<object> = { by: 'nothing: a check writes nothing' };
 const KEPT_INPUTS: Undo<object> = { by: 'the image store: inputs no generation names expire unseen' };
+const MODERATED: Undo<object> = { by: 'nothing: the hook was asked, nothing was taken' };
 const RESERVED: Undo<object> = { by: "the run's settlement: a failure releases what it did not charge" };
 
 /**
@@ -152,6 +156,7 @@ export class GenerationService {
     .then('check request', (s) => this.checkRequest(s), CHECK)
     .then('check inputs', (s) => this.checkInputs(s), CHECK)
     .then('choose fallbacks', (s) => this.chooseFallbacks(s), CHECK)
+    .then('moderate', (s) => this.moderate(s), MODERATED)
     // Before the inputs are stored: a request refused for concurrency stores nothing.
     .then('hold slot', (s) => this.holdSlot(s), { release: async ({ slot }) => slot?.release() })
     .then('keep inputs', (s) => this.keepInputs(s), KEPT_INPUTS)
@@ -171,6 +176,8 @@ export class GenerationService {
     .then('check request', (s) => this.checkRequest(s), CHECK)
     .then('check inputs', (s) => this.checkInputs(s), CHECK)
     .then('choose fallbacks', (s) => this.chooseFallbacks(s), CHECK)
+    // Decided at admission, before the row is queued: a blocked request never waits for a worker.
+    .then('moderate', (s) => this.moderate(s), MODERATED)
     .then('keep inputs', (s) => this.keepInputs(s), KEPT_INPUTS)
     .then('reserve', (s) => this.reserve(s), RESERVED)
     .then('wake worker', () => this.deps.worker.wake(), { by: 'nothing: a wake claims only what has room' });
@@ -234,6 +241,24 @@ export class GenerationService {
       throw error;
     }
     return { entry };
+  }
+
+  /**
+   * The key's project's moderation hook, when it has one (the hook came with the key's row: a key
+   * without one costs nothing here): once the request's own checks passed, before anything is held,
+   * stored or reserved. A block, or a failure under fail_closed, counts in usage analytics as blocked.
+   */
+  private async moderate(s: KeyAsked & { entry: CatalogModel; checked: CheckedInputs | undefined }): Promise<{ moderation: ModerationColumns | undefined }> {
+    const { key, entry, input, checked } = s;
+    if (!this.deps.moderation || key.project === null || key.project.moderationHook === null) return { moderation: undefined };
+    const inputs = checked ? [...checked.images, ...(checked.mask ? [checked.mask] : [])].map((image) => image.bytes) : [];
+    try {
+      return { moderation: await this.deps.moderation.check(key.project, { keyId: key.id, model: entry.model, prompt: input.prompt, inputs }) };
+    } catch (error) {
+      if (error instanceof ApiError && (error.code === 'moderation_blocked' || error.code === 'moderation_unavailable'))
+        await this.recordBlocked(key, entry, error.code);
+      throw error;
+    }
   }
 
   /** A guardrail's refusal in the usage rollups; a failure to record it is logged, and the refusal answered as it is. */
@@ -305,9 +330,11 @@ export class GenerationService {
   }
 
   /** The key's credits and the generation row, at once: held by this process (synchronous) or queued. */
-  private async reserve(s: KeyAsked & Stored & { entry: CatalogModel; generationId: string }): Promise<Recorded & { reservation: Reservation }> {
+  private async reserve(
+    s: KeyAsked & Stored & { entry: CatalogModel; generationId: string; moderation: ModerationColumns | undefined },
+  ): Promise<Recorded & { reservation: Reservation }> {
     const stored = storedOf(s);
-    const reservation = await this.reservations.reserve(s.key, s.entry, s.input.n ?? 1, stored, !s.background, s.generationId);
+    const reservation = await this.reservations.reserve(s.key, s.entry, s.input.n ?? 1, stored, !s.background, s.generationId, s.moderation);
     return { row: reservation.row, stored, reservation };
   }
 

@@ -7,6 +7,7 @@ import { capabilitiesOf } from '../db/storage-capabilities';
 import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
+import type { ModerationColumns } from '../guardrails/project-moderation';
 import type { ClientKey } from '../keys/key.model';
 import { findKeyById, releaseCredits, type Reservation, reserveCredits } from '../keys/keys.repository';
 import { keyRefused } from '../keys/rules/key-refusal';
@@ -113,6 +114,8 @@ export class Reservations {
     stored: StoredGenerationRequest,
     held = true,
     generationId = newSortableId('gen', this.deps.clock.now()),
+    /** What the key's project's moderation hook answered: recorded with the project's book on the row. */
+    moderation?: ModerationColumns,
   ) {
     const { writes, clock } = this.deps;
     const now = clock.now();
@@ -141,7 +144,7 @@ export class Reservations {
       if (alone) return alone;
     }
     const reserved = await writes
-      .run((trx) => this.reserveBooks(trx, key, cost, now, generationOf))
+      .run((trx) => this.reserveBooks(trx, key, cost, now, generationOf, moderation))
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });
@@ -177,7 +180,14 @@ export class Reservations {
    * reservation found it, not from `key`; so does its project, whose book is reserved after the key's row
    * (one lock order).
    */
-  private async reserveBooks(trx: Transaction<Database>, key: ClientKey, cost: number, now: number, generationOf: GenerationOf) {
+  private async reserveBooks(
+    trx: Transaction<Database>,
+    key: ClientKey,
+    cost: number,
+    now: number,
+    generationOf: GenerationOf,
+    moderation?: ModerationColumns,
+  ) {
     const row = await reserveCredits(trx, key, cost, now);
     if (!row) return { refusedBy: 'key' as const };
     const projectId = row.project_id ?? null;
@@ -195,12 +205,11 @@ export class Reservations {
     }
     const generation = generationOf(row);
     await insertGeneration(trx, generation);
-    if (projectId !== null && projectBook) {
-      await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch);
-      // The row as stored: its resource names the project (and the project's policy on its prompt).
-      return { key: row, generation: { ...generation, project_id: projectId, project_usage_epoch: projectBook.usage_epoch } };
-    }
-    return { key: row, generation };
+    if (projectId === null || !projectBook) return { key: row, generation };
+    await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch, moderation);
+    // The row as stored: its resource names the project (and the project's policy on its prompt), and
+    // what the moderation hook decided (a queued generation's first answer, 202, shows it).
+    return { key: row, generation: { ...generation, project_id: projectId, project_usage_epoch: projectBook.usage_epoch, ...moderation } };
   }
 
   /** Why the key's project refused a reservation, as the project is now: disabled, else its quota is spent. */

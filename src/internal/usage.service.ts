@@ -8,6 +8,7 @@ import { aggregateUsage, findGeneration } from '../generation/generations.reposi
 import { toIso, toIsoOrNull } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import { parseTimestamp } from '../shared/rfc3339';
+import { generationModerationDetailOf } from '../guardrails/project-moderation';
 
 type Schemas = components['schemas'];
 export type GenerationResource = Schemas['Generation'];
@@ -27,6 +28,7 @@ function toGenerationResource(row: GenerationsTable): GenerationResource {
     latency_ms: row.latency_ms,
     created_at: toIso(row.created_at),
     completed_at: toIsoOrNull(row.completed_at),
+    moderation: generationModerationDetailOf(row),
   };
 }
 

@@ -35,6 +35,8 @@ const selectKeyByHash = preparedQuery<{ keyHash: string }, KeyWithProjectRow>(['
       'projects.allowed_providers as project_allowed_providers',
       'projects.allowed_models as project_allowed_models',
       'projects.prompt_rules as project_prompt_rules',
+      'projects.moderation_hook as project_moderation_hook',
+      'projects.moderation_hook_secret as project_moderation_hook_secret',
     ])
     .where('api_keys.key_hash', '=', p.keyHash),
 );

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors/api-error';
+import type { HookFailureMode } from '../guardrails/moderation-hook';
 import type { PromptRuleSet } from '../guardrails/prompt-rules';
 
 /**
@@ -16,6 +17,30 @@ export interface ClientProject {
   readonly allowedModels: readonly string[] | null;
   /** Its prompt rules as stored (its keys' own add to them: key-policy.ts, effectivePromptRules); null = none. */
   readonly promptRules: PromptRuleSet | null;
+  /** Its moderation hook (src/guardrails/project-moderation.ts); null = none, and no work on the request path. */
+  readonly moderationHook: ProjectModerationHook | null;
+}
+
+/** A project's moderation hook as stored: the settings, and the secret still sealed (opened only to sign a call). */
+export interface ProjectModerationHook {
+  readonly url: string;
+  readonly timeoutMs: number;
+  readonly failureMode: HookFailureMode;
+  readonly sealedSecret: string;
+}
+
+/** projects.moderation_hook: the settings as an admin set them (the secret is its own column). */
+export interface StoredModerationHook {
+  url: string;
+  timeout_ms: number;
+  failure_mode: HookFailureMode;
+}
+
+/** The hook of a project row's two columns; null without one (or, defensively, without its secret). */
+export function projectModerationHookOf(settings: string | null | undefined, sealedSecret: string | null | undefined): ProjectModerationHook | null {
+  if (settings == null || sealedSecret == null) return null;
+  const stored = JSON.parse(settings) as StoredModerationHook;
+  return Object.freeze({ url: stored.url, timeoutMs: stored.timeout_ms, failureMode: stored.failure_mode, sealedSecret });
 }
 
 /** The project columns read with a key (keys.repository.ts joins them under these names). */
@@ -26,6 +51,8 @@ export interface ProjectJoinColumns {
   project_allowed_providers: string | null;
   project_allowed_models: string | null;
   project_prompt_rules: string | null;
+  project_moderation_hook: string | null;
+  project_moderation_hook_secret: string | null;
 }
 
 /** The project of a key row read with its project's columns; null for a key without one (or whose project row is gone). */
@@ -41,6 +68,7 @@ export function clientProjectOf(projectId: string | null | undefined, columns: P
     allowedProviders: list(columns.project_allowed_providers ?? null),
     allowedModels: list(columns.project_allowed_models ?? null),
     promptRules: columns.project_prompt_rules == null ? null : (JSON.parse(columns.project_prompt_rules) as PromptRuleSet),
+    moderationHook: projectModerationHookOf(columns.project_moderation_hook, columns.project_moderation_hook_secret),
   });
 }
 

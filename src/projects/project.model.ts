@@ -2,6 +2,7 @@ import type { components } from '../../generated/gateway';
 import type { ProjectsTable } from '../db/schema';
 import { periodEnd, usageNow } from '../keys/rules/quota-period';
 import { toIso, toIsoOrNull } from '../shared/clock';
+import type { StoredModerationHook } from './project-policy';
 
 export type ProjectResource = components['schemas']['Project'];
 export type ProjectStatus = components['schemas']['ProjectStatus'];
@@ -35,6 +36,8 @@ export function toProjectResource(row: ProjectRow, now: number): ProjectResource
     allowed_models: parseList(row.allowed_models),
     prompt_rules: row.prompt_rules === null ? null : (JSON.parse(row.prompt_rules) as ProjectResource['prompt_rules']),
     prompt_retention: (row.prompt_retention ?? null) as ProjectResource['prompt_retention'],
+    // The settings only: the secret is shown once, by the request that made it (projects.service.ts).
+    moderation_hook: row.moderation_hook == null ? null : (JSON.parse(row.moderation_hook) as StoredModerationHook),
     // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
     metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : row.metadata,
     created_at: toIso(row.created_at),

@@ -1,6 +1,6 @@
 import { type Expression, type Kysely, sql, type Updateable } from 'kysely';
 import { forUpdate } from '../db/row-lock';
-import type { Database, ProjectsTable } from '../db/schema';
+import type { Database, GenerationsTable, ProjectsTable } from '../db/schema';
 import { requotaColumns, periodStartNowSql, storedPeriodEndedSql, usedNowSql } from '../keys/rules/quota-period';
 import type { ProjectRow, ProjectStatus } from './project.model';
 
@@ -97,9 +97,22 @@ export async function reserveProjectCredits(db: Db, id: string, cost: number, no
     .executeTakeFirst();
 }
 
-/** Records on the generation row which project book its credits came from (the same transaction as the reservation). */
-export async function recordProjectReservation(db: Db, generationId: string, projectId: string, usageEpoch: number): Promise<void> {
-  await db.updateTable('generations').set({ project_id: projectId, project_usage_epoch: usageEpoch }).where('id', '=', generationId).execute();
+/**
+ * Records on the generation row which project book its credits came from (the same transaction as the
+ * reservation), and what the project's moderation hook answered when one was asked (the same statement).
+ */
+export async function recordProjectReservation(
+  db: Db,
+  generationId: string,
+  projectId: string,
+  usageEpoch: number,
+  moderation?: Pick<Updateable<GenerationsTable>, 'moderation_decision' | 'moderation_latency_ms' | 'moderation_reason' | 'moderation_failure'>,
+): Promise<void> {
+  await db
+    .updateTable('generations')
+    .set({ project_id: projectId, project_usage_epoch: usageEpoch, ...moderation })
+    .where('id', '=', generationId)
+    .execute();
 }
 
 /**

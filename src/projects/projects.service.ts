@@ -3,11 +3,15 @@ import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
 import { unknownModelMessage } from '../errors/unknown-model';
+import { moderationHookUrlProblem } from '../guardrails/moderation-hook';
 import { storedPromptRules } from '../keys/key-policy';
 import type { KeysService } from '../keys/keys.service';
 import type { Clock } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import { newId } from '../shared/ids';
+import type { WebhookSecrets } from '../webhooks/secret-sealing';
+import { generateWebhookSecret } from '../webhooks/signing';
+import type { StoredModerationHook } from './project-policy';
 import { type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
 import * as projects from './projects.repository';
 import { requestedQuota } from '../keys/rules/quota-period';
@@ -18,6 +22,17 @@ export type UpdateProjectInput = Schemas['UpdateProjectRequest'];
 export type SetProjectQuotaInput = Schemas['SetQuotaRequest'];
 export type ProjectList = Schemas['ProjectList'];
 export type KeyList = Schemas['KeyList'];
+type HookSettings = NonNullable<Schemas['ModerationHookSettings']>;
+
+/** The hook's deadline when the request names none. */
+export const DEFAULT_HOOK_TIMEOUT_MS = 2000;
+
+/** How projects' moderation hooks are set: their secrets sealed as webhooks' are, their URLs checked as webhooks' are. */
+export interface ModerationHookSetup {
+  secrets: Pick<WebhookSecrets, 'sealForProjectHook'>;
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: the same address guard as webhook deliveries. */
+  allowPrivateNetworks: boolean;
+}
 
 export function projectNotFound(id: string): ApiError {
   return new ApiError('project_not_found', `No project with id ${id}.`, { param: 'id' });
@@ -36,6 +51,7 @@ export class ProjectsService {
     private readonly cursors: CursorCodec,
     private readonly catalog: ReadonlyMap<string, CatalogModel>,
     private readonly keys: Pick<KeysService, 'listKeys'>,
+    private readonly hooks: ModerationHookSetup,
     /** Told of the keys of every committed change of a project (the key cache of every replica drops them). */
     private readonly onKeysChanged: (keyIds: readonly string[]) => Promise<void> = async () => undefined,
   ) {}
@@ -49,6 +65,19 @@ export class ProjectsService {
     }
     const unknownModels = (input.allowed_models ?? []).filter((model) => !this.catalog.has(model));
     if (unknownModels.length > 0) throw new ApiError('invalid_request', unknownModelMessage(unknownModels, this.catalog), { param: 'allowed_models' });
+  }
+
+  /** The hook's settings as stored, its URL checked (400 naming `moderation_hook.url`). */
+  private hookSettings(input: HookSettings): StoredModerationHook {
+    const problem = moderationHookUrlProblem(input.url, this.hooks.allowPrivateNetworks);
+    if (problem) throw new ApiError('invalid_request', `moderation_hook.url ${problem}.`, { param: 'moderation_hook.url' });
+    return { url: input.url, timeout_ms: input.timeout_ms ?? DEFAULT_HOOK_TIMEOUT_MS, failure_mode: input.failure_mode };
+  }
+
+  /** A new hook secret: in clear for the one response that shows it, sealed (bound to the project) for the row. */
+  private newHookSecret(projectId: string): { secret: string; sealed: string } {
+    const secret = generateWebhookSecret();
+    return { secret, sealed: this.hooks.secrets.sealForProjectHook(projectId, secret) };
   }
 
   private async requireProject(id: string, db: projects.Db = this.db, options: { lock?: boolean } = {}): Promise<ProjectRow> {
@@ -83,9 +112,12 @@ export class ProjectsService {
 
   async createProject(input: CreateProjectInput, audit: AuditContext): Promise<ProjectResource> {
     this.checkLists(input);
+    const hook = input.moderation_hook == null ? null : this.hookSettings(input.moderation_hook);
     const now = this.clock.now();
+    const id = newId('prj');
+    const hookSecret = hook === null ? null : this.newHookSecret(id);
     const row: ProjectRow = {
-      id: newId('prj'),
+      id,
       name: input.name,
       owner: input.owner,
       status: 'active',
@@ -104,11 +136,14 @@ export class ProjectsService {
       created_at: now,
       updated_at: now,
       disabled_at: null,
+      moderation_hook: hook === null ? null : JSON.stringify(hook),
+      moderation_hook_secret: hookSecret?.sealed ?? null,
     };
     return withAuditEvent(this.db, audit, now, async (trx) => {
       await projects.insertProject(trx, row);
       const created = toProjectResource(row, now);
-      return { result: created, change: { action: 'project.created', target: row.id, before: null, after: created } };
+      // The secret never reaches the audit log (as a webhook endpoint's): the response alone shows it, once.
+      return { result: withHookSecret(created, hookSecret?.secret), change: { action: 'project.created', target: row.id, before: null, after: created } };
     });
   }
 
@@ -137,7 +172,9 @@ export class ProjectsService {
 
   async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext): Promise<ProjectResource> {
     this.checkLists(input);
-    return this.changeProject(id, 'project.updated', audit, (trx, current, now) => {
+    const hook = input.moderation_hook == null ? input.moderation_hook : this.hookSettings(input.moderation_hook);
+    let madeSecret: string | undefined;
+    const updated = await this.changeProject(id, 'project.updated', audit, (trx, current, now) => {
       const changes: Parameters<typeof projects.updateProject>[2] = {};
       if (input.name !== undefined) changes.name = input.name;
       if (input.owner !== undefined) changes.owner = input.owner;
@@ -149,12 +186,23 @@ export class ProjectsService {
       // A tightening reaches the generations settled before it at the next sweep (src/maintenance/prompt-retention.ts).
       if (input.prompt_retention !== undefined) changes.prompt_retention = input.prompt_retention;
       if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
+      if (hook === null) Object.assign(changes, { moderation_hook: null, moderation_hook_secret: null });
+      if (hook !== undefined && hook !== null) {
+        changes.moderation_hook = JSON.stringify(hook);
+        // A hook set where there was none gets a secret; a changed one keeps its own (as a webhook endpoint's URL change does).
+        if (current.moderation_hook_secret == null) {
+          const made = this.newHookSecret(id);
+          changes.moderation_hook_secret = made.sealed;
+          madeSecret = made.secret;
+        }
+      }
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
         changes.disabled_at = input.status === 'disabled' ? now : null;
       }
       return this.update(trx, id, changes, now);
     });
+    return withHookSecret(updated, madeSecret);
   }
 
   /** Idempotent: disabling a disabled project changes (and records) nothing. */
@@ -179,4 +227,10 @@ export class ProjectsService {
       (row, now) => ({ ...toProjectResource(row, now), usage_epoch: row.usage_epoch }),
     );
   }
+}
+
+/** The resource with the hook's secret in clear, in the one response of the request that made it. */
+function withHookSecret(resource: ProjectResource, secret: string | undefined): ProjectResource {
+  if (secret === undefined || resource.moderation_hook === null) return resource;
+  return { ...resource, moderation_hook: { ...resource.moderation_hook, secret } };
 }

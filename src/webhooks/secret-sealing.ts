@@ -37,6 +37,21 @@ export class WebhookSecrets {
     return this.sealForKey(keyId, this.openForKey(keyId, stored));
   }
 
+  /** A project's moderation-hook secret (projects.moderation_hook_secret), bound to the project id. */
+  sealForProjectHook(projectId: string, secret: string): string {
+    return this.sealer.seal(`project_moderation_hook:${projectId}`, secret);
+  }
+
+  openForProjectHook(projectId: string, stored: string): string {
+    return this.sealer.open(`project_moderation_hook:${projectId}`, stored);
+  }
+
+  /** What should be stored instead of a project hook's sealed secret, or undefined when it is sealed with the newest key already. */
+  resealedForProjectHook(projectId: string, stored: string): string | undefined {
+    if (!this.sealer.isStale(stored)) return undefined;
+    return this.sealForProjectHook(projectId, this.openForProjectHook(projectId, stored));
+  }
+
   /** What should be stored instead of `stored`, or undefined when it is sealed with the newest key already. */
   resealed(endpointId: string, stored: string): string | undefined {
     if (Sealer.isSealed(stored) && !this.sealer.isStale(stored)) return undefined;
@@ -84,6 +99,24 @@ export async function resealWebhookSecrets(db: Db, secrets: WebhookSecrets, logg
       rewritten += Number(update.numUpdatedRows);
     } catch (error) {
       logger?.error({ key_id: row.key_id, reason: (error as Error).message }, 'cannot open a key webhook secret; it stays as it is');
+    }
+  }
+  // The projects' moderation-hook secrets (always sealed), the same way.
+  const hooks = await db.selectFrom('projects').select(['id', 'moderation_hook_secret']).where('moderation_hook_secret', 'is not', null).execute();
+  for (const row of hooks) {
+    const stored = row.moderation_hook_secret as string;
+    try {
+      const secret = secrets.resealedForProjectHook(row.id, stored);
+      if (secret === undefined) continue;
+      const update = await db
+        .updateTable('projects')
+        .set({ moderation_hook_secret: secret })
+        .where('id', '=', row.id)
+        .where('moderation_hook_secret', '=', stored)
+        .executeTakeFirst();
+      rewritten += Number(update.numUpdatedRows);
+    } catch (error) {
+      logger?.error({ project_id: row.id, reason: (error as Error).message }, 'cannot open a moderation hook secret; it stays as it is');
     }
   }
   return rewritten;

@@ -30,6 +30,7 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     [['projects', 'create', '--name', 'x', ...base, '--prompt-rules', '{"kind":"max_length","max":5}'], /is invalid.*JSON array/],
     [['projects', 'create', '--name', 'x', ...base, '--rpm', 'fast'], /'fast' is invalid/],
     [['projects', 'create', '--name', 'x', ...base, '--prompt-retention', 'some'], /'some' is invalid.*full, hash or none/],
+    [['projects', 'create', '--name', 'x', ...base, '--moderation-hook', '["https://moderation.example.com"]'], /is invalid.*JSON object/],
     [['projects', 'update', 'prj_x'], /nothing to change/],
     [['projects', 'update', 'prj_x', '--enable', '--disable'], /contradict/],
     [['projects', 'quota', 'prj_x'], /required option '--credits <n>' not specified/],
@@ -170,6 +171,25 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     const reset = await cli(['projects', 'quota', project.id, '--credits', '400', '--reset']);
     expect(reset.code).toBe(0);
     expect(reset.stdout).toMatch(/^credits:\s+0 used of 400 \(400 left\), every 7 days$/m);
+  });
+
+  it('a moderation hook: set with --moderation-hook (its secret printed once), shown, removed with "none"', async () => {
+    const hook = { url: 'https://moderation.example.com/hook', failure_mode: 'fail_closed' };
+    const created = await cli(['projects', 'create', '--name', 'hooked', ...base, '--moderation-hook', JSON.stringify(hook)]);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^moderation_hook:\s+https:\/\/moderation\.example\.com\/hook \(fail_closed, 2000 ms\)$/m);
+    expect(created.stdout).toMatch(/^moderation_hook_secret:\s+whsec_\S+ \(shown once: store it now\)$/m);
+    const id = /^id:\s+(prj_\S+)$/m.exec(created.stdout)![1]!;
+    const shown = await cli(['projects', 'get', id]);
+    expect(shown.stdout).toMatch(/^moderation_hook:\s+https:\/\/moderation\.example\.com\/hook \(fail_closed, 2000 ms\)$/m);
+    expect(shown.stdout).not.toContain('whsec_');
+    expect(await json(['projects', 'update', id, '--moderation-hook', JSON.stringify({ ...hook, failure_mode: 'fail_open', timeout_ms: 500 })])).toMatchObject({
+      moderation_hook: { url: hook.url, failure_mode: 'fail_open', timeout_ms: 500 },
+    });
+    expect(await json(['projects', 'update', id, '--moderation-hook', 'none'])).toMatchObject({ moderation_hook: null });
+    const insecure = await cli(['projects', 'update', id, '--moderation-hook', JSON.stringify({ ...hook, url: 'http://moderation.example.com/hook' })]);
+    expect(insecure).toMatchObject({ code: 1, stdout: '' });
+    expect(insecure.stderr).toMatch(/^error: 400 invalid_request: moderation_hook\.url must be https/);
   });
 
   it("refusals exit 1 with the API's code and message", async () => {

@@ -61,7 +61,7 @@ describe('model permission: every caller answers as the rule does', () => {
         const project =
           permissions.project === null
             ? null
-            : { id: 'prj_1', status: 'active', rateLimitRpm: null, maxConcurrent: null, promptRules: null, ...permissions.project };
+            : { id: 'prj_1', status: 'active', rateLimitRpm: null, maxConcurrent: null, promptRules: null, moderationHook: null, ...permissions.project };
         const key = { id: 'key_1', allowedProviders: permissions.allowedProviders, policy, project };
         const listed = new Set(modelsForKey(key, catalog).map((model) => model.id));
         for (const entry of catalog.values()) {

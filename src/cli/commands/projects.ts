@@ -24,6 +24,7 @@ type Schemas = components['schemas'];
 type Project = Schemas['Project'];
 type PromptRules = Schemas['PromptRules'];
 type PromptRetention = Schemas['PromptRetention'];
+type ModerationHookSettings = Schemas['ModerationHookSettings'];
 type ProviderName = Schemas['ProviderName'];
 
 const PROJECT_ID_HELP = 'project id (prj_...)';
@@ -49,6 +50,21 @@ function promptRetention(value: string): PromptRetention {
   throw new InvalidArgumentError('must be full, hash or none, or "default" for the gateway\'s PROMPT_RETENTION');
 }
 
+const HOOK_EXAMPLE = '{"url":"https://moderation.example.com/hook","failure_mode":"fail_closed","timeout_ms":2000}';
+
+/** --moderation-hook: the hook's settings as a JSON object, as the API takes them; the API checks them. */
+function moderationHook(value: string): ModerationHookSettings {
+  let hook: unknown;
+  try {
+    hook = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError(`must be a JSON object, e.g. ${HOOK_EXAMPLE}, or "none"`);
+  }
+  if (typeof hook !== 'object' || hook === null || Array.isArray(hook))
+    throw new InvalidArgumentError(`must be a JSON object, e.g. ${HOOK_EXAMPLE}, or "none"`);
+  return hook as ModerationHookSettings;
+}
+
 /** The limit and guardrail options createProject and updateProject share ("none" clears each). */
 function limitOptions(command: Command): Command {
   return command
@@ -66,6 +82,11 @@ function limitOptions(command: Command): Command {
       'what its settled generations keep of their prompt: full, hash (only its SHA-256) or none ("default" for the gateway\'s PROMPT_RETENTION)',
       orClear('default', promptRetention),
     )
+    .option(
+      '--moderation-hook <json>',
+      `its moderation hook as a JSON object, e.g. '${HOOK_EXAMPLE}' (the secret is shown once, when a hook is first set; "none" removes it)`,
+      orClear('none', moderationHook),
+    )
     .option('--metadata <name=value>', 'a label of your own (repeat for more; replaces the whole map)', repeatable(metadataEntry));
 }
 
@@ -76,6 +97,7 @@ interface LimitOptions {
   allowedModels?: Clearable<string[]>;
   promptRules?: Clearable<PromptRules>;
   promptRetention?: Clearable<PromptRetention>;
+  moderationHook?: Clearable<ModerationHookSettings>;
   metadata?: Array<[string, string]>;
 }
 
@@ -88,12 +110,14 @@ function limitFields(options: LimitOptions) {
     allowed_models: options.allowedModels,
     prompt_rules: options.promptRules,
     prompt_retention: options.promptRetention,
+    moderation_hook: options.moderationHook,
     metadata: options.metadata === undefined ? undefined : Object.fromEntries(options.metadata),
   });
 }
 
 /** A project's fields, with its usage in the current period. */
 function showProject(project: Project): string {
+  const hook = project.moderation_hook;
   return record({
     id: project.id,
     name: project.name,
@@ -107,6 +131,9 @@ function showProject(project: Project): string {
     allowed_models: project.allowed_models,
     prompt_rules: project.prompt_rules === null ? null : JSON.stringify(project.prompt_rules),
     prompt_retention: project.prompt_retention ?? "default (the gateway's PROMPT_RETENTION)",
+    moderation_hook: hook === null ? null : `${hook.url} (${hook.failure_mode}, ${hook.timeout_ms} ms)`,
+    // In the one answer that made it: the API never shows it again.
+    ...(hook?.secret !== undefined ? { moderation_hook_secret: `${hook.secret} (shown once: store it now)` } : {}),
     metadata: Object.entries(project.metadata ?? {}).map(([name, value]) => `${name}=${value}`),
     created_at: project.created_at,
     disabled_at: project.disabled_at,
@@ -173,7 +200,7 @@ export function registerProjectCommands(program: Command, context: CommandContex
   limitOptions(
     projects
       .command('update')
-      .description('change a project: name, owner, limits, providers, models, prompt rules, metadata, or enable/disable it')
+      .description('change a project: name, owner, limits, providers, models, prompt rules, moderation hook, metadata, or enable/disable it')
       .argument('<id>', PROJECT_ID_HELP)
       .option('--name <name>', 'new name')
       .option('--owner <owner>', 'new owner')

@@ -27,6 +27,7 @@ import { migration as m0025 } from './0025_prompt_retention';
 import { migration as m0026 } from './0026_key_prompt_rules';
 import { migration as m0027 } from './0027_projects';
 import { migration as m0028 } from './0028_usage_blocked';
+import { migration as m0029 } from './0029_moderation_hooks';
 import { migration as m0030 } from './0030_project_prompt_retention';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
@@ -66,6 +67,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0026_key_prompt_rules', m0026],
   ['0027_projects', m0027],
   ['0028_usage_blocked', m0028],
+  ['0029_moderation_hooks', m0029],
   ['0030_project_prompt_retention', m0030],
 ];
 
