@@ -2,6 +2,9 @@ import type { Logger } from 'pino';
 import { Sealer } from '../shared/sealing';
 import type { Db } from '../events/outbox';
 
+const keyContext = (keyId: string) => `key_webhook_secret:${keyId}`;
+const projectHookContext = (projectId: string) => `project_moderation_hook:${projectId}`;
+
 /**
  * Webhook signing secrets at rest: sealed (src/shared/sealing.ts) with the endpoint id bound, in
  * both `secret` and `previous_secret`. Signing needs the secret itself, so it is sealed, not hashed.
@@ -24,32 +27,36 @@ export class WebhookSecrets {
 
   /** A client key's completion-webhook secret (key_webhook_secrets), bound to the key id. */
   sealForKey(keyId: string, secret: string): string {
-    return this.sealer.seal(`key_webhook_secret:${keyId}`, secret);
+    return this.sealer.seal(keyContext(keyId), secret);
   }
 
   openForKey(keyId: string, stored: string): string {
-    return this.sealer.open(`key_webhook_secret:${keyId}`, stored);
+    return this.sealer.open(keyContext(keyId), stored);
   }
 
   /** What should be stored instead of a key's sealed secret, or undefined when it is sealed with the newest key already. */
   resealedForKey(keyId: string, stored: string): string | undefined {
-    if (!this.sealer.isStale(stored)) return undefined;
-    return this.sealForKey(keyId, this.openForKey(keyId, stored));
+    return this.resealedIn(keyContext(keyId), stored);
   }
 
   /** A project's moderation-hook secret (projects.moderation_hook_secret), bound to the project id. */
   sealForProjectHook(projectId: string, secret: string): string {
-    return this.sealer.seal(`project_moderation_hook:${projectId}`, secret);
+    return this.sealer.seal(projectHookContext(projectId), secret);
   }
 
   openForProjectHook(projectId: string, stored: string): string {
-    return this.sealer.open(`project_moderation_hook:${projectId}`, stored);
+    return this.sealer.open(projectHookContext(projectId), stored);
   }
 
   /** What should be stored instead of a project hook's sealed secret, or undefined when it is sealed with the newest key already. */
   resealedForProjectHook(projectId: string, stored: string): string | undefined {
+    return this.resealedIn(projectHookContext(projectId), stored);
+  }
+
+  /** A value sealed under `context`, sealed again with the newest key; undefined when it already is. */
+  private resealedIn(context: string, stored: string): string | undefined {
     if (!this.sealer.isStale(stored)) return undefined;
-    return this.sealForProjectHook(projectId, this.openForProjectHook(projectId, stored));
+    return this.sealer.seal(context, this.sealer.open(context, stored));
   }
 
   /** What should be stored instead of `stored`, or undefined when it is sealed with the newest key already. */
