@@ -4,7 +4,7 @@
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway),
 // BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
-// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, hop-matrix, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment), --report-only. Each run merges its rows into bench-results/latest.json
@@ -31,7 +31,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'overload', 'slow', 'slow-pg', 'analytics'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'hop-matrix', 'overload', 'slow', 'slow-pg', 'analytics'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -700,6 +700,56 @@ async function measureOpenAICompat() {
   };
 }
 
+/** The hop matrix's targets: each route with the local model and with each wire format's model. */
+const HOP_ROUTES = { native: '/images/generate', openai: '/v1/images/generations' };
+const HOP_MODELS = { local: 'local-1', ark: 'jimeng-4.5', 'openai-compatible': 'compat-image' };
+
+/**
+ * The hop of every wire format in one gateway process: it reaches a fake Ark (ARK_BASE_URL) and a fake
+ * OpenAI-compatible upstream (OPENAI_COMPAT_BASE_URL, provider `compat`), both answering the 1x1 PNG as b64_json,
+ * and serves the local provider (tiny). Every route x model target runs SECONDS at 32 connections in each round, the
+ * order rotated; a wire format's hop is its CPU per request less the local model's on the same route, per round.
+ */
+async function measureHopMatrix() {
+  const ark = await startProcess(['scripts/bench-fake-ark.cjs'], {});
+  const compat = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_WIRE: 'openai' });
+  const database = await scratchDatabase('sqlite', 1000, `["jimeng","${COMPAT_PROVIDER}","local"]`);
+  const gateway = await startProcess(
+    gatewayCommand(),
+    upstreamEnv(database.url, ark.url, {
+      OPENAI_COMPAT_BASE_URL: compat.url,
+      OPENAI_COMPAT_API_KEY: 'bench-openai-key',
+      OPENAI_COMPAT_PROVIDER_NAME: COMPAT_PROVIDER,
+      MODEL_CATALOG: COMPAT_CATALOG,
+      [`PROVIDER_${COMPAT_PROVIDER.toUpperCase()}_MAX_CONCURRENCY`]: '64',
+    }),
+  );
+  const targets = Object.entries(HOP_ROUTES).flatMap(([route, routePath]) =>
+    Object.entries(HOP_MODELS).map(([wire, model]) => ({ route, wire, options: { path: routePath, body: openAIBody(model) } })),
+  );
+  for (const t of targets) await load(gateway.url, database.keys, { ...t.options, connections: 10, seconds: 2 });
+  const cpu = Object.fromEntries(targets.map((t) => [`${t.route} ${t.wire}`, []]));
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (let i = 0; i < targets.length; i += 1) {
+      const t = targets[(i + round) % targets.length];
+      const result = await load(gateway.url, database.keys, { ...t.options, connections: UPSTREAM_CONNECTIONS, pid: gateway.child.pid });
+      if (result.bad > 0) console.log('hop-matrix', `${t.route} ${t.wire}`, `${result.bad} non-2xx`);
+      cpu[`${t.route} ${t.wire}`].push(result.cpuUs);
+    }
+    console.log('hop-matrix', `round ${round + 1}`, JSON.stringify(cpu));
+  }
+  await stop(gateway.child);
+  for (const p of [ark, compat]) await stop(p.child);
+  await database.drop();
+  const hops = {};
+  for (const route of Object.keys(HOP_ROUTES))
+    for (const wire of Object.keys(HOP_MODELS).filter((w) => w !== 'local')) {
+      const perRound = cpu[`${route} ${wire}`].map((us, round) => us - cpu[`${route} local`][round]);
+      hops[`${route} ${wire}`] = { hop: median(perRound), perRound, cpuUs: median(cpu[`${route} ${wire}`]), localCpuUs: median(cpu[`${route} local`]) };
+    }
+  return { date: new Date().toISOString(), rounds: ROUNDS, seconds: SECONDS, hops };
+}
+
 const gatewayCommand = () => [
   ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
   ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []),
@@ -1128,6 +1178,10 @@ async function main() {
     console.log('openai-compat', JSON.stringify(results.openaiCompat));
     save();
   }
+  if (ONLY.has('hop-matrix')) {
+    results.hopMatrix = await measureHopMatrix();
+    save();
+  }
   if (ONLY.has('overload')) {
     results.overload = [await measureOverload('sqlite'), ...(process.env.BENCH_SKIP_PG ? [] : [await measureOverload('postgres')])];
     save();
@@ -1259,6 +1313,15 @@ function writeReport(r) {
       `Gateway CPU / Express+fetch per round ${oc.cpuRatio.express.join(', ')}${oc.cpuRatio.portkey ? `; / Portkey per round ${oc.cpuRatio.portkey.join(', ')}` : ''}. ` +
       `Gateway p99 at ${UPSTREAM_RATE}/s over Express+fetch's per round ${oc.addedP99.overExpress.join(', ')} ms. Gateway RSS after the rounds ${oc.rss} MB. Measured ${oc.date.slice(0, 16)}, ${oc.rounds} rounds of ${oc.seconds} s.`
     : '| not measured | | | | | | | | |';
+  const hm = r.hopMatrix;
+  const hopMatrix = hm
+    ? Object.entries(hm.hops)
+        .map(
+          ([name, h]) =>
+            `| ${name.replace(' ', ' route, ')} | ${h.cpuUs} | ${h.localCpuUs} | **${h.hop}** (${h.perRound.join(', ')}) | ${hm.date.slice(0, 16)}, ${hm.rounds} rounds of ${hm.seconds} s |`,
+        )
+        .join('\n')
+    : '| not measured | | | | |';
   const fmtStatuses = (statuses) =>
     Object.entries(statuses)
       .map(
@@ -1361,6 +1424,18 @@ Latencies in ms.
 | target | req/s | CPU µs/req | this gateway's CPU / target's | p50 at ${UPSTREAM_RATE}/s | p99 at ${UPSTREAM_RATE}/s | added p99 vs upstream direct | CPU µs/req at ${UPSTREAM_RATE}/s | non-2xx |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${openaiCompat}
+
+## The hop of every wire format, in one process (issue 40 target 1: at most 80 µs)
+
+\`npm run bench -- --only hop-matrix\`. One gateway on SQLite reaching a fake Ark (\`ARK_BASE_URL\`) and a fake OpenAI-compatible
+upstream (\`OPENAI_COMPAT_BASE_URL\`, provider \`compat\`), both answering the 1x1 PNG as \`b64_json\`, and serving the local
+provider (\`tiny\`); each route (the native \`POST /images/generate\`, the OpenAI-compatible \`POST /v1/images/generations\`)
+with each model, ${UPSTREAM_CONNECTIONS} connections, alternating rounds. The hop is the wire format's CPU per request less the local
+model's on the same route in the same round (µs).
+
+| wire format | CPU µs/req | local provider CPU µs/req | hop (per round) | measured |
+| --- | --- | --- | --- | --- |
+${hopMatrix}
 
 ## Above capacity (issue 40 §3: refused at once, or served; never a wait that ends in a failure)
 
