@@ -1229,14 +1229,24 @@ async function main() {
         const abFile = path.join(dir, 'ab.db');
         if (AB) await stop((await startProcess([AB], gatewayEnv(abFile))).child);
         const ab = AB ? { env: gatewayEnv(abFile, JSON.parse(process.env.BENCH_AB_ENV ?? '{}')), keys: seedSqlite(abFile, 10_000, 10_000) } : undefined;
-        results.sqlite10k = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys, ab)) };
+        results.sqlite10k = {
+          rounds: ROUNDS,
+          seconds: SECONDS,
+          date: new Date().toISOString(),
+          ...(await measureAgainstBaseline('sqlite 10k keys', baseline, gatewayEnv(file), keys, ab)),
+        };
         if (results.sqlite10k.ab)
           console.log('A/B sqlite10k', JSON.stringify({ this: { rps: results.sqlite10k.rps, cpuUs: results.sqlite10k.cpuUs }, other: results.sqlite10k.ab }));
         save();
       }
       if (ONLY.has('sqlite1m')) {
         seedSqlite(file, 990_000, 0);
-        results.sqlite1m = { date: new Date().toISOString(), ...(await measureAgainstBaseline('sqlite 1M keys', baseline, gatewayEnv(file), keys)) };
+        results.sqlite1m = {
+          rounds: ROUNDS,
+          seconds: SECONDS,
+          date: new Date().toISOString(),
+          ...(await measureAgainstBaseline('sqlite 1M keys', baseline, gatewayEnv(file), keys)),
+        };
         save();
       }
       fs.rmSync(dir, { recursive: true, force: true });
@@ -1244,6 +1254,8 @@ async function main() {
     if (ONLY.has('postgres')) {
       const database = await scratchDatabase('postgres', 10_000, '["local"]');
       results.postgres = {
+        rounds: ROUNDS,
+        seconds: SECONDS,
         date: new Date().toISOString(),
         ...(await measureAgainstBaseline('postgres+redis 10k keys', baseline, gatewayEnv(database.url, database.env), database.keys)),
       };
@@ -1313,6 +1325,9 @@ function writeReport(r) {
       `Gateway CPU / Express+fetch per round ${oc.cpuRatio.express.join(', ')}${oc.cpuRatio.portkey ? `; / Portkey per round ${oc.cpuRatio.portkey.join(', ')}` : ''}. ` +
       `Gateway p99 at ${UPSTREAM_RATE}/s over Express+fetch's per round ${oc.addedP99.overExpress.join(', ')} ms. Gateway RSS after the rounds ${oc.rss} MB. Measured ${oc.date.slice(0, 16)}, ${oc.rounds} rounds of ${oc.seconds} s.`
     : '| not measured | | | | | | | | |';
+  // The rounds and seconds of the baseline rows' last measurement (a run of other rows leaves them as they were).
+  const baselineRow = [r.sqlite10k, r.sqlite1m, r.postgres].filter(Boolean).sort((a, b) => (b.date ?? '').localeCompare(a.date ?? ''))[0];
+  const baselineRuns = { rounds: baselineRow?.rounds ?? ROUNDS, seconds: baselineRow?.seconds ?? SECONDS };
   const hm = r.hopMatrix;
   const hopMatrix = hm
     ? Object.entries(hm.hops)
@@ -1366,23 +1381,23 @@ Written by \`npm run bench\` (scripts/bench.mjs); the numbers below are from its
   reservation + settlement, usage row, response, request log line (JSON, to a pipe); local provider in \`tiny\` mode.
   Keys are used round-robin from 10,000 distinct keys (and from a table of 1,000,000 in the second row).
 - Baseline: a bare Express 5 app (express.json + one handler) answering the same JSON body, running for the
-  whole benchmark. Every setup is measured in ${ROUNDS} rounds that alternate baseline and gateway, so both see the
+  whole benchmark. Every setup is measured in ${baselineRuns.rounds} rounds that alternate baseline and gateway, so both see the
   same machine weather; the tables give the medians, and each ratio is against the baseline measured in the same rounds.
-- Throughput: autocannon in the bench process, ${CONNECTIONS} connections, ${SECONDS} s per measurement. "CPU" is the server
+- Throughput: autocannon in the bench process, ${CONNECTIONS} connections, ${baselineRuns.seconds} s per measurement. "CPU" is the server
   process's CPU time (user + system, all threads, from /proc) per request: steadier than req/s on a noisy machine.
 - Latency at ${FIXED_RATE} req/s: an open-loop client sends one request every ${1000 / FIXED_RATE} ms, evenly spaced over keep-alive
-  sockets, for ${SECONDS} s, and counts latency from when each request was due. (autocannon's \`overallRate\` is not
+  sockets, for ${baselineRuns.seconds} s, and counts latency from when each request was due. (autocannon's \`overallRate\` is not
   a fixed rate: each connection sends its quota for the second back to back at the start of every second; its p99,
   last column, measures those bursts.)
 - Baseline RSS after load: ${r.baselineRss} MB. Latencies in ms.
 
-## Throughput (medians of ${ROUNDS} rounds)
+## Throughput (medians of ${baselineRuns.rounds} rounds)
 
 | setup | req/s | baseline req/s | gateway / baseline | CPU µs/req | baseline CPU µs/req | baseline / gateway CPU | p50 at max | p99 at max | RSS MB after load | non-2xx |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${throughput}
 
-## Latency at a fixed ${FIXED_RATE} req/s (medians of ${ROUNDS} rounds)
+## Latency at a fixed ${FIXED_RATE} req/s (medians of ${baselineRuns.rounds} rounds)
 
 | setup | p50 | p99 | baseline p99 | added p99 | p99 with autocannon overallRate (bursts) |
 | --- | --- | --- | --- | --- | --- |
