@@ -848,7 +848,9 @@ export interface components {
          *     plus 1 s of the database operation that met the outage. While the gateway is overloaded (its
          *     event loop late by more than `SHED_EVENT_LOOP_DELAY_MS`, or all its work of the last half second
          *     waiting longer than `SHED_DATABASE_WAIT_MS` for the database), a request is refused at once with
-         *     `overloaded`, before anything is read, counted or reserved; retry after `Retry-After`.
+         *     `overloaded`, before anything is read, counted or reserved; and a generation whose reservation
+         *     waited `ADMISSION_DATABASE_WAIT_MS` for a database busy with earlier requests is refused with
+         *     `overloaded`, nothing reserved. Retry after `Retry-After`.
          */
         ProviderUnavailable: {
             headers: {

@@ -17,7 +17,7 @@ import type { GenerationService } from './generation/generation.service';
 import { modelHasRoom } from './generation/generation-worker';
 import { DependencyHealth } from './health/dependency-health';
 import { databaseProbe, type DependencyProbe, imageStoreProbe, ReadinessService, waitForDependencies } from './health/readiness';
-import { LoadMonitor } from './http/load-shedding';
+import { admissionBound, LoadMonitor } from './http/load-shedding';
 import { startListeners } from './http/listeners';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { createImagesService } from './images/create-images';
@@ -35,6 +35,7 @@ import { startIdleCompaction } from './maintenance/idle-compaction';
 import { ReleaseRetries } from './maintenance/release-retries';
 import { startSweeper } from './maintenance/sweeper';
 import { GatewayMetrics } from './metrics/metrics';
+import type { AdmissionBound } from './db/write-transactions';
 import { createProviderRegistry } from './providers/create-registry';
 import { createRateLimiter } from './ratelimit/create-rate-limiter';
 import { closeRedis, connectionSettled, createRedisClient, pingRedis } from './ratelimit/redis-client';
@@ -82,6 +83,7 @@ async function connectStores(
   logger: Logger,
   closers: CloserStack,
   onDatabaseWait: (ms: number) => void,
+  admission: AdmissionBound,
 ): Promise<{ database: GatewayDatabase; redis: Redis | undefined; health: DependencyHealth; readinessProbes: DependencyProbe[] }> {
   // Outage windows are wall-clock time, whatever clock the business logic runs on.
   const health = new DependencyHealth(systemClock, logger);
@@ -93,6 +95,7 @@ async function connectStores(
       statementTimeoutMs: config.dbStatementTimeoutMs,
       health,
       onWait: onDatabaseWait,
+      admission,
       onIdleError: (error) => logger.warn({ err: error }, 'idle database connection lost'),
     }),
   );
@@ -155,7 +158,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger, closers: CloserStack): Promise<RunningGateway> {
   // Before the database opens: it reports its waits to the monitor.
   const load = closers.add('load monitor', new LoadMonitor({ eventLoopDelayMs: config.shedEventLoopDelayMs, databaseWaitMs: config.shedDatabaseWaitMs }));
-  const { database, redis, health, readinessProbes } = await connectStores(config, logger, closers, load.databaseWaited);
+  const metrics = new GatewayMetrics();
+  const admission = admissionBound(config.admissionDatabaseWaitMs, () => metrics.overloadRefusals.inc());
+  const { database, redis, health, readinessProbes } = await connectStores(config, logger, closers, load.databaseWaited, admission);
   const { db, engine, writes } = database;
 
   const rateLimiter = closers.add('rate limiter', createRateLimiter(config, database, { redis, health, logger }));
@@ -174,7 +179,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   );
 
   const providers = createProviderRegistry(config);
-  const metrics = new GatewayMetrics();
   const catalog = new Map(config.catalog.map((entry) => [entry.model, entry]));
   const images = await createImagesService(config, { db, writes, clock, logger });
   closers.push('image store', () => images.store.close());

@@ -72,6 +72,10 @@ export const envSchema = z.object({
     description:
       'while every piece of work in the last half second waited at least this long for the database (the SQLite group-commit queue, a PostgreSQL pool connection), generation requests are refused at once with 503 `overloaded`: the gateway takes in more than it can serve, and what it admits would wait towards its database deadline; `0` turns it off',
   }),
+  ADMISSION_DATABASE_WAIT_MS: declare(integer(0, 60_000).default(1000), {
+    description:
+      "the longest a generation's reservation waits for the database (its turn in the SQLite group commit, a PostgreSQL pool connection) while the database is busy with work admitted before it; past it the request is refused with 503 `overloaded` and `Retry-After`, nothing reserved. A database that answers nobody is an outage, not a wait: that request fails at its deadline (`DB_STATEMENT_TIMEOUT_MS`) with `dependency_unavailable`. `0`: no bound but the deadline",
+  }),
   SHUTDOWN_TIMEOUT_MS: declare(integer(0, 600_000).default(30_000), {
     description: 'on SIGTERM: stop accepting, finish in-flight requests up to this long, then close',
   }),

@@ -367,6 +367,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       shedEventLoopDelayMs: values.SHED_EVENT_LOOP_DELAY_MS,
       /** ... or while all work of the last half second waited this long for the database; 0 = never. */
       shedDatabaseWaitMs: values.SHED_DATABASE_WAIT_MS,
+      /** A reservation that cannot start within this long, the database busy with earlier work, is refused (503 overloaded); 0 = never. */
+      admissionDatabaseWaitMs: values.ADMISSION_DATABASE_WAIT_MS,
       /** A request's body must arrive within this long after its headers (slow-body attacks). */
       bodyTimeoutMs: values.BODY_TIMEOUT_MS,
       /** A request's headers must have arrived this long after its connection (or previous request) began (slow headers). */

@@ -1,5 +1,6 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
+import type { AdmissionBound } from './write-transactions';
 
 /**
  * A database wait that ran out of its operation's time. `mayHaveCommitted` says whether its
@@ -63,7 +64,10 @@ class BoundedClient implements PostgresPoolClient {
   private broken = false;
   private inTransaction = false;
 
-  constructor(readonly inner: PoolClient) {}
+  constructor(
+    readonly inner: PoolClient,
+    private readonly answers: LastAnswer,
+  ) {}
 
   checkout(deadline: number): this {
     this.deadline = deadline;
@@ -95,6 +99,7 @@ class BoundedClient implements PostgresPoolClient {
       sent.then(
         (result) => {
           clearTimeout(timer);
+          this.answers.at = performance.now();
           resolve(result);
         },
         (error: unknown) => {
@@ -111,45 +116,68 @@ class BoundedClient implements PostgresPoolClient {
   }
 }
 
+/** When the database last answered a statement (performance.now()): shared by the pools over one pg pool. */
+interface LastAnswer {
+  at: number;
+}
+
+export interface BoundedPools {
+  /** The pool of every operation but reservations. */
+  pool: PostgresPool;
+  /**
+   * The same connections for reservations, whose wait for one is bounded: past `bound.waitMs` with the
+   * database answering others meanwhile, refused (nothing sent); a database that answers nobody is an
+   * outage instead, and the wait goes on to the operation's deadline. Ending it ends nothing.
+   */
+  admission(bound: AdmissionBound): PostgresPool;
+}
+
 /**
- * The pool kysely sees: a checkout (the wait in the pool's queue and for a new connection
+ * The pools kysely sees: a checkout (the wait in the pool's queue and for a new connection
  * included) and all the statements run on it must finish within `budgetMs` of asking for it.
  */
-export function boundedPool(pool: Pool, budgetMs: number, onWait?: (ms: number) => void): PostgresPool {
+export function boundedPools(pool: Pool, budgetMs: number, onWait?: (ms: number) => void): BoundedPools {
   const clients = new WeakMap<PoolClient, BoundedClient>();
+  const answers: LastAnswer = { at: -Infinity };
+  const connect = async (admission?: AdmissionBound): Promise<BoundedClient> => {
+    const asked = performance.now();
+    const deadline = Date.now() + budgetMs;
+    const acquiring = pool.connect();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      const giveUp = () => reject(markCommittedNothing(new DatabaseDeadlineExceeded('no database connection within the operation deadline', false)));
+      if (!admission || admission.waitMs >= budgetMs) {
+        timer = setTimeout(giveUp, budgetMs);
+        return;
+      }
+      timer = setTimeout(() => {
+        if (performance.now() - answers.at < admission.waitMs) return reject(markCommittedNothing(admission.refused()));
+        timer = setTimeout(giveUp, budgetMs - admission.waitMs);
+      }, admission.waitMs);
+    });
+    let inner: PoolClient;
+    try {
+      inner = await Promise.race([acquiring, timedOut]);
+    } catch (error) {
+      // A connection that comes after we gave up goes straight back.
+      acquiring.then(
+        (late) => late.release(),
+        () => undefined,
+      );
+      throw markCommittedNothing(error);
+    } finally {
+      clearTimeout(timer);
+    }
+    onWait?.(performance.now() - asked);
+    let client = clients.get(inner);
+    if (!client) {
+      client = new BoundedClient(inner, answers);
+      clients.set(inner, client);
+    }
+    return client.checkout(deadline);
+  };
   return {
-    async connect() {
-      const asked = performance.now();
-      const deadline = Date.now() + budgetMs;
-      const acquiring = pool.connect();
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(markCommittedNothing(new DatabaseDeadlineExceeded('no database connection within the operation deadline', false))),
-          budgetMs,
-        );
-      });
-      let inner: PoolClient;
-      try {
-        inner = await Promise.race([acquiring, timedOut]);
-      } catch (error) {
-        // A connection that comes after we gave up goes straight back.
-        acquiring.then(
-          (late) => late.release(),
-          () => undefined,
-        );
-        throw markCommittedNothing(error);
-      } finally {
-        clearTimeout(timer);
-      }
-      onWait?.(performance.now() - asked);
-      let client = clients.get(inner);
-      if (!client) {
-        client = new BoundedClient(inner);
-        clients.set(inner, client);
-      }
-      return client.checkout(deadline);
-    },
-    end: () => pool.end(),
+    pool: { connect: () => connect(), end: () => pool.end() },
+    admission: (bound) => ({ connect: () => connect(bound), end: async () => undefined }),
   };
 }

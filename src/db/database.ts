@@ -4,12 +4,12 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import type { Pool as PgPool, types as PgTypes } from 'pg';
 import type { DependencyHealth } from '../health/dependency-health';
-import { boundedPool } from './bounded-pool';
+import { boundedPools } from './bounded-pool';
 import { databaseErrorTranslator, guardedDialect } from './guarded-dialect';
 import type { Database } from './schema';
 import { enableDirectSqlite } from './sqlite-direct';
 import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type StorageCapabilities } from './storage-capabilities';
-import { directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
+import { type AdmissionBound, directTransactions, GroupCommit, type WriteTransactions } from './write-transactions';
 
 export type DatabaseEngine = 'sqlite' | 'postgres';
 
@@ -80,6 +80,11 @@ export interface OpenDatabaseOptions {
    * queue, a PostgreSQL pool checkout. The overload signal of load shedding (src/http/load-shedding.ts).
    */
   onWait?: (ms: number) => void;
+  /**
+   * ADMISSION_DATABASE_WAIT_MS: the longest a reservation (writes.admit) waits for the database while
+   * it serves work admitted before; past it the reservation is refused with `refused()`, nothing run.
+   */
+  admission?: AdmissionBound;
 }
 
 /** The longest one PostgreSQL operation (connection wait included) may take: statement_timeout plus 1 s. */
@@ -112,13 +117,19 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     // The client-side bound, for a server that stopped answering without closing the socket: per
     // operation, not per statement, so a transaction of several statements waits no longer than one.
     const budgetMs = operationBudgetMs(statementTimeoutMs);
-    const bounded = boundedPool(pool, budgetMs, options.onWait);
-    const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: bounded }), options.health) });
+    const pools = boundedPools(pool, budgetMs, options.onWait);
+    const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: pools.pool }), options.health) });
+    const admission = options.admission;
+    // Closing it closes nothing: its pool is the one `db` ends.
+    const admissionDb =
+      admission && admission.waitMs > 0
+        ? new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: pools.admission(admission) }), options.health) })
+        : db;
     return {
       db,
       engine: 'postgres',
       capabilities: POSTGRES_CAPABILITIES,
-      writes: directTransactions(db),
+      writes: directTransactions(db, admissionDb),
       operationBudgetMs: budgetMs,
       close: () => db.destroy(),
     };
@@ -147,7 +158,7 @@ export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions =
     db,
     engine: 'sqlite',
     capabilities: SQLITE_CAPABILITIES,
-    writes: new GroupCommit(db, undefined, options.onWait),
+    writes: new GroupCommit(db, undefined, options.onWait, options.admission),
     dataVersion: () => dataVersion.get() as number,
     close: () => db.destroy(),
   };

@@ -1,3 +1,4 @@
+import { ApiError } from '../errors/api-error';
 import { DependencyUnavailableError } from '../errors/dependency-errors';
 import { DatabaseDeadlineExceeded } from './bounded-pool';
 
@@ -146,14 +147,15 @@ export class StatementBatcher<Item, Result> {
 
 /**
  * The options of a batcher on the request path: a database that is down fails every item of a batch
- * alike (no point sending each again), and the wait for a lane counts in the operation's time
+ * alike (no point sending each again), as does a refusal for overload, and the wait for a lane counts in the operation's time
  * (`budgetMs`, as the wait for a pooled connection does).
  */
 export function databaseBatchOptions(budgetMs: number | undefined): {
   retryAlone: (error: unknown) => boolean;
   deadline?: { ms: number; timedOut: (sent: boolean) => Error };
 } {
-  const retryAlone = (error: unknown) => !(error instanceof DependencyUnavailableError);
+  // Refused for overload (ADMISSION_DATABASE_WAIT_MS), each item alone would wait and be refused again.
+  const retryAlone = (error: unknown) => !(error instanceof DependencyUnavailableError) && !(error instanceof ApiError && error.code === 'overloaded');
   if (budgetMs === undefined) return { retryAlone };
   return {
     retryAlone,

@@ -13,17 +13,45 @@ export interface WriteTransactions {
    * into the group commit like `run` (several statements are fine there, they share its transaction).
    */
   single<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * `run` for a reservation, the first write of a generation: refused with 503 `overloaded`, nothing
+   * run, when it cannot start within ADMISSION_DATABASE_WAIT_MS because the database is busy with
+   * work admitted before it. Work already admitted (its settlement) goes through `run` and waits.
+   */
+  admit<T>(work: WriteWork<T>): Promise<T>;
+  /** `single` for a reservation, bounded as `admit` is. */
+  admitSingle<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
 }
 
-/** One transaction per call: PostgreSQL, where a pool runs them side by side and the server groups WAL flushes itself. */
-export function directTransactions(db: Kysely<Database>): WriteTransactions {
-  return { run: (work) => db.transaction().execute(work), single: (work) => work(db) };
+/**
+ * One transaction per call: PostgreSQL, where a pool runs them side by side and the server groups WAL flushes
+ * itself. `admissionDb`: the same connections, with a reservation's wait for one bounded (boundedPools).
+ */
+export function directTransactions(db: Kysely<Database>, admissionDb: Kysely<Database> = db): WriteTransactions {
+  return {
+    run: (work) => db.transaction().execute(work),
+    single: (work) => work(db),
+    admit: (work) => admissionDb.transaction().execute(work),
+    admitSingle: (work) => work(admissionDb),
+  };
+}
+
+/**
+ * The bound on a reservation's wait for the database (ADMISSION_DATABASE_WAIT_MS; 0 = none): past
+ * `waitMs` while the database serves work admitted before it, the gateway is taking in more than the
+ * database serves, and the reservation is refused with `refused()` (503 overloaded), nothing run.
+ */
+export interface AdmissionBound {
+  waitMs: number;
+  refused: () => Error;
 }
 
 interface Queued {
   work: WriteWork<unknown>;
   /** performance.now() when queued. */
   queuedAt: number;
+  /** A reservation's: refused instead of run when its batch starts later than this (performance.now()). */
+  startBy?: number;
   resolve: (value: unknown) => void;
   reject: (reason: unknown) => void;
 }
@@ -44,6 +72,7 @@ export class GroupCommit implements WriteTransactions {
     private readonly maxBatch = 100,
     /** Told the wait of the batch's last (shortest-waiting) work as each batch starts: OpenDatabaseOptions.onWait. */
     private readonly onWait?: (ms: number) => void,
+    private readonly admission?: AdmissionBound,
   ) {}
 
   single<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
@@ -51,16 +80,43 @@ export class GroupCommit implements WriteTransactions {
   }
 
   run<T>(work: WriteWork<T>): Promise<T> {
+    return this.enqueue(work, undefined);
+  }
+
+  admit<T>(work: WriteWork<T>): Promise<T> {
+    const waitMs = this.admission?.waitMs ?? 0;
+    return this.enqueue(work, waitMs > 0 ? performance.now() + waitMs : undefined);
+  }
+
+  admitSingle<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    return this.admit(work);
+  }
+
+  private enqueue<T>(work: WriteWork<T>, startBy: number | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, queuedAt: performance.now(), resolve: resolve as (value: unknown) => void, reject });
+      const queuedAt = performance.now();
+      this.queue.push({ work, queuedAt, startBy, resolve: resolve as (value: unknown) => void, reject });
       if (this.queue.length === 1 && !this.flushing) setImmediate(() => void this.flush());
+    });
+  }
+
+  /** The next batch, in queue order; reservations whose turn came too late are refused, not run. */
+  private takeBatch(): Queued[] {
+    const taken = this.queue.splice(0, this.maxBatch);
+    const now = performance.now();
+    if (!taken.some((item) => item.startBy !== undefined && now > item.startBy)) return taken;
+    return taken.filter((item) => {
+      if (item.startBy === undefined || now <= item.startBy) return true;
+      item.reject(this.admission!.refused());
+      return false;
     });
   }
 
   private async flush(): Promise<void> {
     this.flushing = true;
     while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.takeBatch();
+      if (batch.length === 0) continue;
       this.onWait?.(performance.now() - batch[batch.length - 1]!.queuedAt);
       let results: unknown[] | undefined;
       try {

@@ -51,8 +51,8 @@ export class Reservations {
   constructor(private readonly deps: ReservationsDeps) {
     if (capabilitiesOf(deps.db).oneStatementWrites) {
       const reservations = new StatementBatcher<ReservationRequest, Reservation | undefined>(
-        (requests) => reserveWithGenerations(deps.db, requests),
-        (request) => reserveWithGeneration(deps.db, request.reservation, request.row),
+        (requests) => deps.writes.admitSingle((db) => reserveWithGenerations(db, requests)),
+        (request) => deps.writes.admitSingle((db) => reserveWithGeneration(db, request.reservation, request.row)),
         // A key is in one batch in flight at most, so this process's lanes never wait on each other's key rows.
         { maxBatch: 100, lanes: 3, conflictKey: (request) => request.reservation.keyId, ...databaseBatchOptions(deps.databaseBudgetMs) },
       );
@@ -102,7 +102,7 @@ export class Reservations {
       usage_epoch: null,
       request: JSON.stringify(stored),
     };
-    await this.deps.writes.run((trx) => insertGeneration(trx, row));
+    await this.deps.writes.admit((trx) => insertGeneration(trx, row));
     return row;
   }
 
@@ -144,7 +144,7 @@ export class Reservations {
       if (alone) return alone;
     }
     const reserved = await writes
-      .run((trx) => this.reserveBooks(trx, key, cost, now, generationOf, moderation))
+      .admit((trx) => this.reserveBooks(trx, key, cost, now, generationOf, moderation))
       .catch((error: unknown) => {
         throw reservationFailed(error);
       });

@@ -1,5 +1,6 @@
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
+import type { AdmissionBound } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 
 /** Seconds an overloaded process asks a client to wait: one window of the monitor is enough for it to recover or not. */
@@ -101,14 +102,28 @@ export function shedUnderLoad(load: ProcessLoad, onShed: () => void): RequestHan
   return (_req, _res, next) => {
     if (!load.overloaded) return next();
     onShed();
-    next(
-      new ApiError(
-        'overloaded',
-        `The gateway is overloaded; this request was refused before any work and is not charged. Retry in ${OVERLOAD_RETRY_AFTER_SECONDS} s.`,
-        {
-          headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) },
-        },
-      ),
-    );
+    next(overloadedError('this request was refused before any work'));
+  };
+}
+
+/** 503 `overloaded` with `Retry-After`: `what` says what was refused, and the message that nothing was charged. */
+export function overloadedError(what: string): ApiError {
+  return new ApiError('overloaded', `The gateway is overloaded; ${what} and is not charged. Retry in ${OVERLOAD_RETRY_AFTER_SECONDS} s.`, {
+    headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) },
+  });
+}
+
+/**
+ * ADMISSION_DATABASE_WAIT_MS as the database layer takes it (OpenDatabaseOptions.admission): a
+ * reservation that waited that long for the database while it served others is refused, counted with
+ * the shed requests.
+ */
+export function admissionBound(waitMs: number, onRefused: () => void): AdmissionBound {
+  return {
+    waitMs,
+    refused: () => {
+      onRefused();
+      return overloadedError(`this request waited ${waitMs} ms for the database, busy with earlier requests, and was refused before anything was reserved`);
+    },
   };
 }

@@ -33,7 +33,7 @@ export class GatewayMetrics {
   });
   readonly overloadRefusals = new Counter({
     name: 'creative_gateway_overload_refusals_total',
-    help: 'Generation requests refused with 503 overloaded (SHED_EVENT_LOOP_DELAY_MS, SHED_DATABASE_WAIT_MS).',
+    help: 'Generation requests refused with 503 overloaded (SHED_EVENT_LOOP_DELAY_MS, SHED_DATABASE_WAIT_MS, ADMISSION_DATABASE_WAIT_MS).',
     registers: [this.registry],
   });
   readonly rateLimitRefusals = new Counter({

@@ -60,6 +60,23 @@ describe('GroupCommit (SQLite write batching)', () => {
     expect(idsSeenByAnotherConnection()).toEqual(['gen_a', 'gen_b', 'gen_taken']);
   });
 
+  it('admit: a reservation whose turn comes later than the admission wait is refused and never run; other work waits its turn', async () => {
+    const refusal = new Error('overloaded');
+    const writes = new GroupCommit(database.db, 100, undefined, { waitMs: 50, refused: () => refusal });
+    // Earlier work holds the writer 150 ms: what is queued behind it starts after the admission wait.
+    const holding = writes.run(() => new Promise((resolve) => setTimeout(resolve, 150)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const late = writes.admit((trx) => insertGeneration(trx, row('gen_late_reservation')));
+    const settling = writes.run((trx) => insertGeneration(trx, row('gen_settlement')));
+    await holding;
+    await expect(late).rejects.toBe(refusal);
+    await settling;
+    expect(idsSeenByAnotherConnection()).toEqual(['gen_settlement']);
+    // With the writer free, a reservation goes through.
+    await writes.admit((trx) => insertGeneration(trx, row('gen_on_time')));
+    expect(idsSeenByAnotherConnection()).toEqual(['gen_on_time', 'gen_settlement']);
+  });
+
   it('bounds a batch: a burst larger than the batch size commits in several transactions', async () => {
     const writes = new GroupCommit(database.db, 10);
     const transaction = jest.spyOn(database.db, 'transaction');

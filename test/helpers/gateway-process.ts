@@ -29,6 +29,9 @@ export function gatewayProcessEnv(env: Record<string, string | undefined>): Node
     // would refuse requests a test expects served.
     SHED_EVENT_LOOP_DELAY_MS: '0',
     SHED_DATABASE_WAIT_MS: '0',
+    // Reservations still go through the bounded path (its own database handle on PostgreSQL), with a
+    // bound past the database deadline: a stalled test machine must not refuse them as overloaded.
+    ADMISSION_DATABASE_WAIT_MS: '60000',
     LOG_LEVEL: 'info',
     // Replicas share the keys (nothing is generated into the work tree), and keep images out of it.
     IMAGE_URL_SIGNING_KEY,

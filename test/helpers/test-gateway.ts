@@ -105,6 +105,9 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
       // would refuse requests a test expects served.
       SHED_EVENT_LOOP_DELAY_MS: '0',
       SHED_DATABASE_WAIT_MS: '0',
+      // Reservations still go through the bounded path (its own database handle on PostgreSQL), with a
+      // bound past the database deadline: a stalled test machine must not refuse them as overloaded.
+      ADMISSION_DATABASE_WAIT_MS: '60000',
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'true',
       IMAGE_URL_SIGNING_KEY,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import request from 'supertest';
 import { testEngine } from '../helpers/test-database';
 import { localRequest, SERVICE_TOKEN, startTestGateway, type TestGateway } from '../helpers/test-gateway';
@@ -145,5 +146,75 @@ describe('SHED_DATABASE_WAIT_MS: generation requests refused at once while all w
         await sleep(100);
       }
     }
+  });
+});
+
+describe('ADMISSION_DATABASE_WAIT_MS: a reservation that waits too long for a busy database is refused, nothing reserved', () => {
+  let t: TestGateway;
+  let key: { id: string; key: string };
+  beforeAll(async () => {
+    // One pool connection on PostgreSQL: work holding it makes the reservation's checkout wait.
+    t = await startTestGateway({ ADMISSION_DATABASE_WAIT_MS: '200', DB_POOL_SIZE: '1' });
+    key = await t.createKey({ rate_limit_rpm: 1000 });
+    // The key in the lookup's cache: only the reservation waits for the database then.
+    expect((await t.api.client(key.key, localRequest())).status).toBe(200);
+  });
+  afterAll(() => t.close());
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * Earlier work that keeps the database busy for `ms` (`answering`: running a statement every 20 ms),
+   * resolved once it has the database: on SQLite a group-commit batch the writer is held in; on
+   * PostgreSQL the one pool connection. `done` settles when it lets go.
+   */
+  async function holdDatabase(ms: number, answering: boolean): Promise<{ done: Promise<unknown> }> {
+    const { db, writes } = t.gateway.database;
+    let started!: () => void;
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    const hold = async (run: () => Promise<unknown>) => {
+      started();
+      for (const end = Date.now() + ms; Date.now() < end;) {
+        if (answering) await run();
+        await sleep(20);
+      }
+    };
+    const done =
+      testEngine === 'sqlite'
+        ? writes.run(() => hold(async () => undefined))
+        : db.connection().execute((connection) => hold(() => sql`SELECT 1`.execute(connection)));
+    await holding;
+    return { done };
+  }
+
+  it('503 overloaded with Retry-After once its wait passes the bound while the database serves earlier work; served when it is free', async () => {
+    const generations = async () => (await t.api.admin('get', `/admin/generations?key_id=${key.id}`)).body.data.length as number;
+    const before = { credits: await t.api.creditsUsed(key.id), refusals: await overloadRefusals(t), generations: await generations() };
+    const busy = await holdDatabase(1200, true);
+    const refused = await t.api.client(key.key, localRequest());
+    await busy.done;
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'overloaded', type: 'api_error', param: null });
+    expect(refused.body.error.message).toMatch(/waited 200 ms for the database.*refused before anything was reserved and is not charged/);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(await t.api.creditsUsed(key.id)).toBe(before.credits);
+    expect(await generations()).toBe(before.generations);
+    expect(await overloadRefusals(t)).toBe(before.refusals + 1);
+    expect((await t.api.client(key.key, localRequest())).status).toBe(200);
+  });
+
+  it('the OpenAI-compatible route is bounded alike', async () => {
+    const busy = await holdDatabase(1200, true);
+    const refused = await t.api.client(key.key, { model: 'local-1', prompt: 'a lighthouse', size: '256x256' }, '/v1/images/generations');
+    await busy.done;
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('overloaded');
+  });
+
+  (testEngine === 'postgres' ? it : it.skip)('a database that answers nobody is not overload: the reservation waits for it and is served', async () => {
+    const held = await holdDatabase(800, false);
+    const served = await t.api.client(key.key, localRequest());
+    await held.done;
+    expect(served.status).toBe(200);
   });
 });
