@@ -247,6 +247,119 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 60_000);
 
+  it("Projects: a project's guardrails (prompt retention, a moderation hook whose secret is shown once, then removed) and its quota, set in its details", async () => {
+    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'guardrails operator' });
+    const made = await t.api.admin('post', '/admin/projects', {
+      name: 'guarded studio',
+      owner: 'guarded@example.com',
+      credits_quota: 1000,
+      quota_period_days: 30,
+    });
+    expect(made.status).toBe(201);
+    const projectId = made.body.id as string;
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, operator.token);
+    await visit(tab, 'Projects');
+    await page.getByRole('button', { name: 'Details of guarded studio', exact: true }).click();
+    const details = page.getByRole('region', { name: 'Project guarded studio' });
+    const detail = (term: string) => details.locator('dt', { hasText: term }).locator('+ dd');
+    await details.getByText(projectId).waitFor();
+    expect(await detail('Prompt retention').textContent()).toBe('gateway default (PROMPT_RETENTION)');
+    expect(await detail('Moderation hook').textContent()).toBe('none');
+
+    // Retention narrowed to the prompt's hash, and a hook set: its secret is shown once.
+    const guardrails = details.getByRole('form', { name: 'Guardrails of guarded studio' });
+    const field = (label: string) => guardrails.getByLabel(`${label} (Guardrails of guarded studio)`, { exact: true });
+    await field('Prompt retention').selectOption('hash');
+    await field('Moderation hook URL').fill('https://moderation.example.com/hook');
+    await field('Hook timeout (ms)').fill('1500');
+    await field('Hook failure mode').selectOption('fail_open');
+    await guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
+    const secretShown = details.getByLabel('Moderation hook secret', { exact: true });
+    const secret = (await secretShown.textContent())?.trim() ?? '';
+    expect(secret).toMatch(/^whsec_/);
+    await detail('Prompt retention').filter({ hasText: 'hash' }).waitFor();
+    expect(await detail('Moderation hook').textContent()).toBe('https://moderation.example.com/hook, 1500 ms timeout, fails open');
+    const hooked = (await t.api.admin('get', `/admin/projects/${projectId}`)).body;
+    expect(hooked).toMatchObject({
+      prompt_retention: 'hash',
+      moderation_hook: { url: 'https://moderation.example.com/hook', timeout_ms: 1500, failure_mode: 'fail_open' },
+    });
+    expect(hooked.moderation_hook.secret).toBeUndefined();
+    // Every control named once with the secret and both forms shown.
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'project-guardrails');
+    await details.getByRole('button', { name: 'Done', exact: true }).click();
+    expect(await secretShown.count()).toBe(0);
+
+    // A limit changed alone leaves the hook as it is (no new secret).
+    await field('Requests per minute').fill('120');
+    await guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
+    await detail('Requests per minute').filter({ hasText: '120' }).waitFor();
+    expect(await secretShown.count()).toBe(0);
+    expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body).toMatchObject({
+      rate_limit_rpm: 120,
+      prompt_retention: 'hash',
+      moderation_hook: { url: 'https://moderation.example.com/hook', failure_mode: 'fail_open' },
+    });
+
+    // An empty URL removes the hook.
+    await field('Moderation hook URL').fill('');
+    await guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
+    await detail('Moderation hook')
+      .filter({ hasText: /^none$/ })
+      .waitFor();
+    expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body).toMatchObject({ moderation_hook: null, prompt_retention: 'hash' });
+
+    // The quota, shared by the project's keys.
+    const quota = details.getByRole('form', { name: 'Quota of guarded studio' });
+    await quota.getByLabel('New credits per period (Quota of guarded studio)', { exact: true }).fill('2500');
+    await quota.getByLabel('New period (days) (Quota of guarded studio)', { exact: true }).fill('14');
+    await quota.getByLabel("Reset this period's usage (Quota of guarded studio)", { exact: true }).check();
+    await quota.getByRole('button', { name: 'Set quota', exact: true }).click();
+    await detail('Credits').filter({ hasText: '0 used of 2500 per 14 days' }).waitFor();
+    expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body).toMatchObject({ credits_quota: 2500, quota_period_days: 14 });
+    expect(await quota.getByLabel("Reset this period's usage (Quota of guarded studio)", { exact: true }).isChecked()).toBe(false);
+
+    // Reloaded, the secret is nowhere on the page.
+    await page.reload();
+    await details.getByText(projectId).waitFor();
+    expect(await page.content()).not.toContain(secret);
+    expect(await pageProblems(page)).toEqual([]);
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+
+  it('Projects: created with a prompt retention and a moderation hook, the hook secret is shown once in its details', async () => {
+    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'hooked creator' });
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, operator.token);
+    await visit(tab, 'Projects');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    const form = page.getByRole('form', { name: 'Create project' });
+    const field = (label: string) => form.getByLabel(`${label} (Create project)`, { exact: true });
+    await field('Name').fill('hooked at birth');
+    await field('Owner').fill('hooked@example.com');
+    await field('Prompt retention').selectOption('none');
+    await field('Moderation hook URL').fill('https://moderation.example.com/born');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+    const details = page.getByRole('region', { name: 'Project hooked at birth' });
+    const secret = (await details.getByLabel('Moderation hook secret', { exact: true }).textContent())?.trim() ?? '';
+    expect(secret).toMatch(/^whsec_/);
+    const created = (await t.api.admin('get', '/admin/projects?owner=hooked%40example.com')).body.data;
+    expect(created).toEqual([
+      expect.objectContaining({
+        prompt_retention: 'none',
+        moderation_hook: { url: 'https://moderation.example.com/born', timeout_ms: 2000, failure_mode: 'fail_closed' },
+      }),
+    ]);
+    expect(await pageProblems(page)).toEqual([]);
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 60_000);
+
   it('Keys: while the keys are on their way, the table says so', async () => {
     await t.createKey({ name: 'loaded later', owner: 'later@example.com' });
     const tab = await openConsole(browser, t.gateway.url);

@@ -2,29 +2,84 @@ import { useEffect, useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import type { Session } from '../session';
 import {
+  Checkbox,
   EnableToggle,
   ErrorNote,
   Field,
   FilterBar,
   NextPage,
+  OnceSecret,
   Opener,
   PanelForm,
   RowButton,
   Select,
   Table,
   formatTime,
+  listOf,
   useAction,
   useForm,
   useLoad,
 } from '../ui';
 
 type Project = Schemas['Project'];
+type FailureMode = 'fail_open' | 'fail_closed';
+/** A moderation hook's secret, shown once in the details of the project it was made for. */
+type HookSecret = { projectId: string; value: string };
 
 const STATUSES: Array<[string, string]> = [
   ['', 'Any'],
   ['active', 'Active'],
   ['disabled', 'Disabled'],
 ];
+
+const RETENTIONS: Array<[string, string]> = [
+  ['', 'Gateway default'],
+  ['full', 'Full prompt'],
+  ['hash', 'Hash only (SHA-256)'],
+  ['none', 'None'],
+];
+
+const FAILURE_MODES: Array<[FailureMode, string]> = [
+  ['fail_closed', 'Fail closed (refuse)'],
+  ['fail_open', 'Fail open (go on)'],
+];
+
+/** The retention select's value ('' for the gateway's default) as the API has it. */
+const retentionOf = (value: string): Schemas['ProjectPromptRetention'] => (value === 'full' || value === 'hash' || value === 'none' ? value : null);
+
+/** The moderation hook as a form types it: an empty URL is no hook. */
+interface HookInput {
+  hookUrl: string;
+  hookTimeout: string;
+  hookFailureMode: string;
+}
+
+const hookInputOf = (hook: Project['moderation_hook']): HookInput => ({
+  hookUrl: hook?.url ?? '',
+  hookTimeout: String(hook?.timeout_ms ?? 2000),
+  hookFailureMode: hook?.failure_mode ?? 'fail_closed',
+});
+
+const hookOf = (input: HookInput): Schemas['ModerationHookSettings'] => {
+  const url = input.hookUrl.trim();
+  if (url === '') return null;
+  return {
+    url,
+    ...(input.hookTimeout ? { timeout_ms: Number(input.hookTimeout) } : {}),
+    failure_mode: input.hookFailureMode === 'fail_open' ? 'fail_open' : 'fail_closed',
+  };
+};
+
+/** The moderation hook's fields, in the create and the guardrails forms. */
+function HookFields({ hook, set }: { hook: HookInput; set: (field: keyof HookInput) => (value: string) => void }) {
+  return (
+    <>
+      <Field label="Moderation hook URL" type="url" value={hook.hookUrl} onInput={set('hookUrl')} hint="https; empty: no hook" />
+      <Field label="Hook timeout (ms)" type="number" min={100} value={hook.hookTimeout} onInput={set('hookTimeout')} />
+      <Select label="Hook failure mode" value={hook.hookFailureMode} options={FAILURE_MODES} onChange={set('hookFailureMode')} />
+    </>
+  );
+}
 
 /** The project the address's fragment names (`/console/projects#prj_…`, as the Keys page links it), if any. */
 const projectInAddress = () => {
@@ -33,13 +88,17 @@ const projectInAddress = () => {
 };
 
 function CreateProjectForm({ onCreated, onCancel }: { onCreated: (created: Project) => void; onCancel: () => void }) {
-  const [form, set] = useForm({ name: '', owner: '', credits: '1000', period: '30' });
+  const [form, set] = useForm({ name: '', owner: '', credits: '1000', period: '30', retention: '', ...hookInputOf(null) });
   const create = async () => {
+    const retention = retentionOf(form.retention);
+    const hook = hookOf(form);
     const body: Schemas['CreateProjectRequest'] = {
       name: form.name,
       owner: form.owner,
       credits_quota: Number(form.credits),
       quota_period_days: Number(form.period),
+      ...(retention !== null ? { prompt_retention: retention } : {}),
+      ...(hook !== null ? { moderation_hook: hook } : {}),
     };
     onCreated(dataOf(await api.POST('/admin/projects', { body })));
   };
@@ -58,16 +117,118 @@ function CreateProjectForm({ onCreated, onCancel }: { onCreated: (created: Proje
           hint="Shared by all the project's keys"
         />
         <Field label="Period (days)" type="number" min={1} value={form.period} onInput={set('period')} required />
+        <Select label="Prompt retention" value={form.retention} options={RETENTIONS} onChange={set('retention')} />
+        <HookFields hook={form} set={set} />
       </div>
     </PanelForm>
   );
 }
 
+/** Changes the project's limits, lists, prompt retention and moderation hook (updateProject). */
+function GuardrailsForm({ project, onSaved }: { project: Project; onSaved: (saved: Project) => void }) {
+  const [form, set] = useForm({
+    rpm: project.rate_limit_rpm === null ? '' : String(project.rate_limit_rpm),
+    maxConcurrent: project.max_concurrent === null ? '' : String(project.max_concurrent),
+    providers: (project.allowed_providers ?? []).join(', '),
+    models: (project.allowed_models ?? []).join(', '),
+    retention: project.prompt_retention ?? '',
+    ...hookInputOf(project.moderation_hook),
+  });
+  const save = async () => {
+    const providers = listOf(form.providers);
+    const models = listOf(form.models);
+    const hook = hookOf(form);
+    // Sent only when changed: saving a limit neither rewrites the hook nor checks its URL again.
+    const hookChanged = JSON.stringify(hook) !== JSON.stringify(hookOf(hookInputOf(project.moderation_hook)));
+    const body: Schemas['UpdateProjectRequest'] = {
+      rate_limit_rpm: form.rpm ? Number(form.rpm) : null,
+      max_concurrent: form.maxConcurrent ? Number(form.maxConcurrent) : null,
+      allowed_providers: providers.length > 0 ? providers : null,
+      allowed_models: models.length > 0 ? models : null,
+      prompt_retention: retentionOf(form.retention),
+      ...(hookChanged ? { moderation_hook: hook } : {}),
+    };
+    onSaved(dataOf(await api.PATCH('/admin/projects/{id}', { params: { path: { id: project.id } }, body })));
+  };
+  return (
+    <PanelForm title={`Guardrails of ${project.name}`} submit="Save guardrails" action={save}>
+      <div class="grid">
+        <Field label="Requests per minute" type="number" min={1} value={form.rpm} onInput={set('rpm')} hint="Across all its keys; empty: no project limit" />
+        <Field label="Max concurrent" type="number" min={1} value={form.maxConcurrent} onInput={set('maxConcurrent')} hint="Empty: no project cap" />
+        <Field label="Allowed providers" value={form.providers} onInput={set('providers')} hint="Comma-separated; empty: each key's own list" />
+        <Field label="Allowed models" value={form.models} onInput={set('models')} hint="Comma-separated; empty: each key's own list" />
+        <Select label="Prompt retention" value={form.retention} options={RETENTIONS} onChange={set('retention')} />
+        <HookFields hook={form} set={set} />
+      </div>
+    </PanelForm>
+  );
+}
+
+/** The project's credit quota (setProjectQuota), shared by all its keys. */
+function ProjectQuotaForm({ project, onSaved }: { project: Project; onSaved: (saved: Project) => void }) {
+  const [credits, setCredits] = useState(String(project.credits_quota));
+  const [period, setPeriod] = useState(String(project.quota_period_days));
+  const [reset, setReset] = useState(false);
+  const save = async () => {
+    onSaved(
+      dataOf(
+        await api.POST('/admin/projects/{id}/quota', {
+          params: { path: { id: project.id } },
+          body: { credits_quota: Number(credits), quota_period_days: Number(period), reset_usage: reset },
+        }),
+      ),
+    );
+    // The form stays open: a second save must not reset the period's usage again unasked.
+    setReset(false);
+  };
+  return (
+    <PanelForm title={`Quota of ${project.name}`} submit="Set quota" action={save}>
+      <div class="grid">
+        <Field label="New credits per period" type="number" min={0} value={credits} onInput={setCredits} required />
+        <Field label="New period (days)" type="number" min={1} value={period} onInput={setPeriod} required />
+        <Checkbox label="Reset this period's usage" checked={reset} onChange={setReset} />
+      </div>
+    </PanelForm>
+  );
+}
+
+function describeRule(rule: Schemas['PromptRule']): string {
+  switch (rule.kind) {
+    case 'max_length':
+      return `at most ${rule.max ?? '?'} characters`;
+    case 'blocked_term':
+      return `blocks “${rule.term ?? ''}”`;
+    case 'blocked_pattern':
+      return `blocks /${rule.pattern ?? ''}/`;
+    case 'allow_list':
+      return `allows only ${rule.patterns?.length ?? 0} pattern(s)`;
+  }
+}
+
+const rulesText = (rules: Project['prompt_rules']) =>
+  rules === null || rules.length === 0 ? 'none' : `${rules.length} rule(s): ${rules.map(describeRule).join('; ')}`;
+
+const hookText = (hook: Project['moderation_hook']) =>
+  hook === null ? 'none' : `${hook.url}, ${hook.timeout_ms} ms timeout, ${hook.failure_mode === 'fail_open' ? 'fails open' : 'fails closed'}`;
+
 const orAll = (list: readonly string[] | null) => (list === null ? 'all (each key’s own list)' : list.join(', '));
 const orNone = (limit: number | null) => (limit === null ? 'none (each key’s own)' : String(limit));
 
-/** One project: its budget and guardrails, and its keys (listProjectKeys), a page at a time. */
-function ProjectDetails({ project }: { project: Project }) {
+/**
+ * One project: its budget and guardrails, and its keys (listProjectKeys), a page at a time; with
+ * `onSaved`, the forms that change them, and a new moderation hook's secret, once.
+ */
+function ProjectDetails({
+  project,
+  secret,
+  onSaved,
+  onSecretDismissed,
+}: {
+  project: Project;
+  secret: string | undefined;
+  onSaved: ((saved: Project) => void) | undefined;
+  onSecretDismissed: () => void;
+}) {
   const [cursor, setCursor] = useState<string | undefined>();
   const keys = useLoad(
     async () =>
@@ -105,9 +266,22 @@ function ProjectDetails({ project }: { project: Project }) {
         <dd>{orAll(project.allowed_providers)}</dd>
         <dt>Allowed models</dt>
         <dd>{orAll(project.allowed_models)}</dd>
+        <dt>Prompt retention</dt>
+        <dd>{project.prompt_retention ?? 'gateway default (PROMPT_RETENTION)'}</dd>
+        <dt>Prompt rules</dt>
+        <dd>{rulesText(project.prompt_rules)}</dd>
+        <dt>Moderation hook</dt>
+        <dd>{hookText(project.moderation_hook)}</dd>
         <dt>Created</dt>
         <dd>{formatTime(project.created_at)}</dd>
       </dl>
+      {secret && <OnceSecret label="Moderation hook secret" value={secret} onDismiss={onSecretDismissed} />}
+      {onSaved && (
+        <>
+          <GuardrailsForm project={project} onSaved={onSaved} />
+          <ProjectQuotaForm project={project} onSaved={onSaved} />
+        </>
+      )}
       <ErrorNote message={keys.error} />
       <Table
         caption={`Keys of ${project.name}`}
@@ -140,6 +314,7 @@ export function ProjectsPage({ session }: { session: Session }) {
   const [applied, setApplied] = useState(filters);
   const [cursor, setCursor] = useState<string | undefined>();
   const [selected, setSelected] = useState<string | undefined>(projectInAddress);
+  const [hookSecret, setHookSecret] = useState<HookSecret>();
   const [actionError, run] = useAction();
   const writable = session.can('projects:write');
   const projects = useLoad(
@@ -174,6 +349,12 @@ export function ProjectsPage({ session }: { session: Session }) {
       projects.reload();
       if (project.id === selected) opened.reload();
     });
+  /** A change made in the details: a hook made by it shows its secret; the list and the details read it again. */
+  const saved = (project: Project) => {
+    if (project.moderation_hook?.secret) setHookSecret({ projectId: project.id, value: project.moderation_hook.secret });
+    projects.reload();
+    opened.reload();
+  };
   return (
     <>
       <FilterBar
@@ -193,6 +374,7 @@ export function ProjectsPage({ session }: { session: Session }) {
             onCancel={close}
             onCreated={(created) => {
               close();
+              if (created.moderation_hook?.secret) setHookSecret({ projectId: created.id, value: created.moderation_hook.secret });
               projects.reload();
               setSelected(created.id);
             }}
@@ -229,7 +411,15 @@ export function ProjectsPage({ session }: { session: Session }) {
       </Table>
       <NextPage label="Next page" next={projects.data?.next_cursor} onNext={setCursor} />
       <ErrorNote message={opened.error} />
-      {opened.data && <ProjectDetails key={opened.data.id} project={opened.data} />}
+      {opened.data && (
+        <ProjectDetails
+          key={opened.data.id}
+          project={opened.data}
+          secret={hookSecret?.projectId === opened.data.id ? hookSecret.value : undefined}
+          onSaved={writable ? saved : undefined}
+          onSecretDismissed={() => setHookSecret(undefined)}
+        />
+      )}
     </>
   );
 }
