@@ -7,7 +7,7 @@
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, hop-matrix, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
-// sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment), --report-only. Each run merges its rows into bench-results/latest.json
+// sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment, sqlite10k and upstream rows), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -508,7 +508,8 @@ async function measureUpstream(name, kind) {
   const gatewayOptions = { body: UPSTREAM_BODY, connections: UPSTREAM_CONNECTIONS };
   // --ab: the other build on a database of its own (its migrations may differ), seeded alike.
   const abDatabase = AB ? await scratchDatabase(kind, 1000, '["jimeng","local"]', AB) : undefined;
-  const other = abDatabase ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(abDatabase.url, fake.url, abDatabase.env)) : undefined;
+  const abEnv = { ...abDatabase?.env, ...JSON.parse(process.env.BENCH_AB_ENV ?? '{}') };
+  const other = abDatabase ? await startProcess([...AB_NODE_FLAGS, AB], upstreamEnv(abDatabase.url, fake.url, abEnv)) : undefined;
   if (other) await load(other.url, abDatabase.keys, { ...gatewayOptions, connections: 10, seconds: 3 });
   // Warm-up: JIT, caches, connection pools.
   await load(gateway.url, database.keys, { ...gatewayOptions, connections: 10, seconds: 3 });

@@ -266,6 +266,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     metrics,
     bodyLimitBytes: config.bodyLimitBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
+    logRequests: config.logRequests,
     validateResponses: config.validateResponses,
   };
   // One verifier for both listeners: the team's signing keys are cached once.

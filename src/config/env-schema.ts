@@ -34,6 +34,10 @@ export const envSchema = z.object({
     description: 'pino level (`silent` to mute)',
     keepEmpty: true,
   }),
+  LOG_REQUESTS: declare(boolean.default(true), {
+    description:
+      'one `info` line per request (id, method, path, status, ms, key); `false` drops it, about 3% of the CPU of a generation on the hot path (BENCHMARKS.md); errors and warnings are logged either way',
+  }),
   VALIDATE_RESPONSES: declare(boolean.default(false), { description: 'check every response against the spec (on in tests)' }),
   MODEL_CATALOG: declare(text.optional(), {
     description:

@@ -269,6 +269,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       databaseUrl: values.DATABASE_URL,
       adminSecret: secrets.adminSecret,
       logLevel: values.LOG_LEVEL,
+      /** One info line per request; false drops it (errors still logged). */
+      logRequests: values.LOG_REQUESTS,
       /** Check every response against the spec (on in tests; costs CPU). */
       validateResponses: values.VALIDATE_RESPONSES,
       bodyLimitBytes: values.BODY_LIMIT_BYTES,

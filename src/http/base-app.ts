@@ -12,7 +12,15 @@ import { requestContext } from './request-context';
  * with a body it never finishes), and the Scalar bundle (a public static asset).
  */
 export function createBaseApp(
-  deps: { logger: Logger; metrics: GatewayMetrics; bodyLimitBytes: number; bodyTimeoutMs: number; bodyLimitFor?: (req: Request) => number | undefined },
+  deps: {
+    logger: Logger;
+    metrics: GatewayMetrics;
+    /** LOG_REQUESTS (default true). */
+    logRequests?: boolean;
+    bodyLimitBytes: number;
+    bodyTimeoutMs: number;
+    bodyLimitFor?: (req: Request) => number | undefined;
+  },
   listener: 'public' | 'internal',
 ): Express {
   const app = express();

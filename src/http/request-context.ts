@@ -11,13 +11,14 @@ import { setSecurityHeaders } from './security-headers';
  * response is finished, one log line and one metric. One middleware and one listener rather than
  * four of each: Express and Node pay per layer and per listener on every request.
  */
-export function requestContext(deps: { logger: Logger; metrics: GatewayMetrics }, listener: 'public' | 'internal'): RequestHandler {
+export function requestContext(deps: { logger: Logger; metrics: GatewayMetrics; logRequests?: boolean }, listener: 'public' | 'internal'): RequestHandler {
+  const logged = deps.logRequests ?? true;
   return (req, res, next) => {
     const startedNs = process.hrtime.bigint();
     assignRequestId(req, res);
     setSecurityHeaders(res);
     res.on('finish', () => {
-      logRequest(deps.logger, req, res, startedNs);
+      if (logged) logRequest(deps.logger, req, res, startedNs);
       countRequest(deps.metrics, listener, req, res);
     });
     next();

@@ -36,6 +36,8 @@ export interface InternalAppDeps {
   clock: Clock;
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
+  /** LOG_REQUESTS: one info line per request (default true). */
+  logRequests?: boolean;
   /** Whether the process is overloaded, for the x-shed-under-load layer. */
   load: ProcessLoad;
   validateResponses: boolean;

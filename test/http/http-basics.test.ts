@@ -65,3 +65,20 @@ describe('HTTP basics', () => {
     expect(Number(bundle.headers['content-length'])).toBeGreaterThan(100_000);
   });
 });
+
+describe('LOG_REQUESTS=false', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway({ LOG_REQUESTS: 'false' });
+  });
+  afterAll(() => t.close());
+
+  it('logs no line per request; the rest of the log is written as before', async () => {
+    const { key } = await t.createKey();
+    expect((await t.api.client(key, localRequest())).status).toBe(200);
+    const lines = t.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === 'request')).toEqual([]);
+    // The log itself is on: the startup's configuration line is there.
+    expect(lines.some((l) => l.msg === 'configuration')).toBe(true);
+  });
+});
