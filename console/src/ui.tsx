@@ -71,6 +71,31 @@ export function Field(props: {
   );
 }
 
+/** A labelled multi-line input (a list, one entry a line). */
+export function TextArea(props: { label: string; value: string; onInput: (value: string) => void; hint?: string; rows?: number }) {
+  const [id] = useState(() => newId('text'));
+  return (
+    <div class="field">
+      <label for={id}>
+        <LabelText text={props.label} />
+      </label>
+      <textarea
+        id={id}
+        value={props.value}
+        rows={props.rows ?? 3}
+        spellcheck={false}
+        aria-describedby={props.hint ? `${id}-hint` : undefined}
+        onInput={(event) => props.onInput((event.currentTarget as HTMLTextAreaElement).value)}
+      />
+      {props.hint && (
+        <small id={`${id}-hint`} class="hint">
+          {props.hint}
+        </small>
+      )}
+    </div>
+  );
+}
+
 export function Select(props: { label: string; value: string; options: Array<[string, string]>; onChange: (value: string) => void }) {
   const [id] = useState(() => newId('select'));
   return (

@@ -6,7 +6,7 @@ import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api
 import { makeKey, startJwksServer } from '../helpers/access-jwt';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { rangeOf } from '../../console/src/usage-series';
-import { ADMIN_SECRET, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { type ConsoleTab, clean, openConsole, pageProblems } from './console-tab';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -330,6 +330,102 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(await tab.check()).toEqual(clean);
     await tab.context.close();
   }, 60_000);
+
+  it("Prompt rules: a project's set in its guardrails (ids kept when saved again, a pattern the gateway refuses shown with its reason) and a key's in its policy, which then refuses a prompt", async () => {
+    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write', 'keys:read', 'keys:write'], { name: 'rules operator' });
+    const made = await t.api.admin('post', '/admin/projects', { name: 'ruled studio', owner: 'rules@example.com', credits_quota: 1000, quota_period_days: 30 });
+    expect(made.status).toBe(201);
+    const projectId = made.body.id as string;
+    const rulesOfProject = async () => (await t.api.admin('get', `/admin/projects/${projectId}`)).body.prompt_rules as Array<Record<string, unknown>> | null;
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, operator.token);
+    await visit(tab, 'Projects');
+    await page.getByRole('button', { name: 'Details of ruled studio', exact: true }).click();
+    const details = page.getByRole('region', { name: 'Project ruled studio' });
+    const detail = (term: string) => details.locator('dt', { hasText: term }).locator('+ dd');
+    await details.getByText(projectId).waitFor();
+    expect(await detail('Prompt rules').textContent()).toBe('none');
+
+    const guardrails = details.getByRole('form', { name: 'Guardrails of ruled studio' });
+    const field = (label: string) => guardrails.getByLabel(`${label} (Guardrails of ruled studio)`, { exact: true });
+    const save = () => guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
+    await field('Maximum prompt length').fill('200');
+    await field('Blocked terms').fill('watermark');
+    await field('Blocked patterns').fill('\\bgore\\b');
+    expect(await field('Allowed prompts (patterns)').inputValue()).toBe('');
+    await save();
+    await detail('Prompt rules').filter({ hasText: '3 rule(s)' }).waitFor();
+    const first = await rulesOfProject();
+    expect(first).toEqual([
+      { id: expect.stringMatching(/^gr_/), kind: 'max_length', max: 200 },
+      { id: expect.stringMatching(/^gr_/), kind: 'blocked_term', term: 'watermark' },
+      { id: expect.stringMatching(/^gr_/), kind: 'blocked_pattern', pattern: '\\bgore\\b' },
+    ]);
+    expect(await pageProblems(page)).toEqual([]);
+    await screenshot(page, 'project-prompt-rules');
+
+    // Only the term changed: the other rules keep their ids, the new term gets its own.
+    await field('Blocked terms').fill('signature');
+    await save();
+    await detail('Prompt rules').filter({ hasText: 'blocks “signature”' }).waitFor();
+    const second = await rulesOfProject();
+    expect(second).toEqual([
+      { id: first?.[0]?.id, kind: 'max_length', max: 200 },
+      { id: expect.stringMatching(/^gr_/), kind: 'blocked_term', term: 'signature' },
+      { id: first?.[2]?.id, kind: 'blocked_pattern', pattern: '\\bgore\\b' },
+    ]);
+    expect(second?.[1]?.id).not.toBe(first?.[1]?.id);
+
+    // A backreference cannot be matched in linear time: the gateway refuses it (`(a+)+$` it accepts, and runs
+    // in linear time), the form says why, and the stored rules stay as they were.
+    await field('Blocked patterns').fill('\\bgore\\b\n(a)\\1');
+    await save();
+    await guardrails
+      .getByRole('alert')
+      .filter({ hasText: 'prompt_rules[3].pattern: is not a usable pattern: backreferences are not supported' })
+      .filter({ hasText: '(invalid_request)' })
+      .waitFor();
+    expect(await rulesOfProject()).toEqual(second);
+    expect(await pageProblems(page)).toEqual([]);
+    // The refusal is the one failed request (Chromium logs it too); nothing else went wrong.
+    expect(await tab.check()).toEqual({
+      ...clean,
+      failedRequests: [`PATCH ${t.gateway.url}/admin/projects/${projectId} 400`],
+      consoleErrors: [expect.stringContaining('status of 400')],
+    });
+    tab.misconduct.failedRequests.length = 0;
+    tab.misconduct.consoleErrors.length = 0;
+
+    // A key's own rule, set in its policy form: the gateway then refuses a prompt with the term.
+    const key = await t.createKey({ name: 'ruled key', owner: 'rules@example.com' });
+    const prompt = 'a lighthouse with a trademark logo';
+    expect((await t.api.client(key.key, localRequest({ prompt }))).status).toBe(200);
+    await visit(tab, 'Keys');
+    await keyRow(page, 'ruled key').getByRole('button', { name: 'Edit policy of ruled key', exact: true }).click();
+    const policy = page.getByRole('form', { name: 'Policy of ruled key' });
+    await policy.getByLabel('Blocked terms (Policy of ruled key)', { exact: true }).fill('trademark logo');
+    expect(await pageProblems(page)).toEqual([]);
+    await policy.getByRole('button', { name: 'Save policy', exact: true }).click();
+    await policy.waitFor({ state: 'detached' });
+    const keyRules = (await t.api.admin('get', `/admin/keys/${key.id}`)).body.prompt_rules;
+    expect(keyRules).toEqual([{ id: expect.stringMatching(/^gr_/), kind: 'blocked_term', term: 'trademark logo' }]);
+    const refused = await t.api.client(key.key, localRequest({ prompt }));
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'prompt_blocked' });
+    expect(refused.body.error.message).toContain(keyRules[0].id);
+
+    // Saved again with only the rate changed, the rule is neither sent nor renamed.
+    await keyRow(page, 'ruled key').getByRole('button', { name: 'Edit policy of ruled key', exact: true }).click();
+    expect(await policy.getByLabel('Blocked terms (Policy of ruled key)', { exact: true }).inputValue()).toBe('trademark logo');
+    await policy.getByLabel('Requests per minute (Policy of ruled key)', { exact: true }).fill('77');
+    await policy.getByRole('button', { name: 'Save policy', exact: true }).click();
+    await keyRow(page, 'ruled key').getByRole('cell', { name: '77', exact: true }).waitFor();
+    expect((await t.api.admin('get', `/admin/keys/${key.id}`)).body).toMatchObject({ rate_limit_rpm: 77, prompt_rules: keyRules });
+    expect(await pageProblems(page)).toEqual([]);
+    expect(await tab.check()).toEqual(clean);
+    await tab.context.close();
+  }, 90_000);
 
   it('Projects: created with a prompt retention and a moderation hook, the hook secret is shown once in its details', async () => {
     const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'hooked creator' });

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
 import { consoleHref, followLink } from '../navigation';
+import { promptRulesChange, ruleFieldsOf } from '../prompt-rule-fields';
+import { PromptRulesEditor } from '../prompt-rules';
 import type { Session } from '../session';
 import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
@@ -88,6 +90,7 @@ function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => voi
     models: (keyRecord.allowed_models ?? []).join(', '),
     ips: (keyRecord.allowed_ips ?? []).join(', '),
     metadata: metadataText(keyRecord.metadata),
+    ...ruleFieldsOf(keyRecord.prompt_rules),
   });
   const save = async () => {
     const models = listOf(form.models);
@@ -104,6 +107,8 @@ function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => voi
           allowed_models: models.length > 0 ? models : null,
           allowed_ips: ips.length > 0 ? ips : null,
           metadata: metadataOf(form.metadata),
+          // Sent only when changed: unchanged rules keep their ids and are not checked again.
+          ...promptRulesChange(form, keyRecord.prompt_rules),
         },
       }),
     );
@@ -121,6 +126,7 @@ function PolicyForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => voi
         <Field label="Allowed IPs" value={form.ips} onInput={set('ips')} hint="CIDRs; empty: any address" />
         <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
       </div>
+      <PromptRulesEditor fields={form} set={set} note="The key's own: its project's rules apply too." />
     </PanelForm>
   );
 }

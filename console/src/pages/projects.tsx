@@ -1,5 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type Schemas, api, dataOf } from '../api';
+import { promptRulesChange, ruleFieldsOf } from '../prompt-rule-fields';
+import { PromptRulesEditor } from '../prompt-rules';
 import type { Session } from '../session';
 import {
   Checkbox,
@@ -124,7 +126,7 @@ function CreateProjectForm({ onCreated, onCancel }: { onCreated: (created: Proje
   );
 }
 
-/** Changes the project's limits, lists, prompt retention and moderation hook (updateProject). */
+/** Changes the project's limits, lists, prompt retention, prompt rules and moderation hook (updateProject). */
 function GuardrailsForm({ project, onSaved }: { project: Project; onSaved: (saved: Project) => void }) {
   const [form, set] = useForm({
     rpm: project.rate_limit_rpm === null ? '' : String(project.rate_limit_rpm),
@@ -133,6 +135,7 @@ function GuardrailsForm({ project, onSaved }: { project: Project; onSaved: (save
     models: (project.allowed_models ?? []).join(', '),
     retention: project.prompt_retention ?? '',
     ...hookInputOf(project.moderation_hook),
+    ...ruleFieldsOf(project.prompt_rules),
   });
   const save = async () => {
     const providers = listOf(form.providers);
@@ -147,6 +150,8 @@ function GuardrailsForm({ project, onSaved }: { project: Project; onSaved: (save
       allowed_models: models.length > 0 ? models : null,
       prompt_retention: retentionOf(form.retention),
       ...(hookChanged ? { moderation_hook: hook } : {}),
+      // Likewise the rules: unchanged, they keep their ids and are not checked again.
+      ...promptRulesChange(form, project.prompt_rules),
     };
     onSaved(dataOf(await api.PATCH('/admin/projects/{id}', { params: { path: { id: project.id } }, body })));
   };
@@ -160,6 +165,7 @@ function GuardrailsForm({ project, onSaved }: { project: Project; onSaved: (save
         <Select label="Prompt retention" value={form.retention} options={RETENTIONS} onChange={set('retention')} />
         <HookFields hook={form} set={set} />
       </div>
+      <PromptRulesEditor fields={form} set={set} />
     </PanelForm>
   );
 }
