@@ -981,6 +981,17 @@ async function measureSlow(requested, delayMs) {
   const tcp = Object.fromEntries(Object.keys(tcpAfter).map((key) => [key, tcpAfter[key] - (tcpBefore[key] ?? 0)]));
   const metrics = await scrape(gateway.internalUrl);
   const fakeStats = await (await fetch(`${fake.url}/stats`)).json();
+  // Issue 40 target 4: RSS back to at most 1.5x its idle value (rssBefore) within 30 s of the last answer.
+  // Sampled each second; the row gives the RSS at 30 s and when it first came down to 1.5x.
+  const answeredAt = performance.now();
+  let rssReturnSeconds;
+  let rssAfterIdle = rssMb(gateway.child.pid);
+  while (performance.now() - answeredAt < IDLE_AFTER_LOAD_MS) {
+    rssAfterIdle = rssMb(gateway.child.pid);
+    if (rssReturnSeconds === undefined && rssAfterIdle <= rssBefore * 1.5) rssReturnSeconds = Number(((performance.now() - answeredAt) / 1000).toFixed(1));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  rssAfterIdle = rssMb(gateway.child.pid);
   await stop(gateway.child);
   await stop(fake.child);
   await database.drop();
@@ -999,6 +1010,8 @@ async function measureSlow(requested, delayMs) {
     rssBefore,
     peakRss,
     kbPerRequest: Math.round(((peakRss - rssBefore) * 1024) / inflight),
+    rssAfterIdle,
+    rssReturnSeconds,
     eventLoopP99Ms: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_p99_seconds') ?? NaN) * 1000).toFixed(1)),
     eventLoopMaxMs: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_max_seconds') ?? NaN) * 1000).toFixed(1)),
     fdsBefore,
