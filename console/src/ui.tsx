@@ -126,6 +126,24 @@ export function Checkbox(props: { label: string; checked: boolean; onChange: (ch
   );
 }
 
+/** The fields of a quota form (setKeyQuota, setProjectQuota): new credits, new period, and whether the period's usage restarts. */
+export function QuotaFields(props: {
+  credits: string;
+  period: string;
+  reset: boolean;
+  onCredits: (value: string) => void;
+  onPeriod: (value: string) => void;
+  onReset: (reset: boolean) => void;
+}) {
+  return (
+    <div class="grid">
+      <Field label="New credits per period" type="number" min={0} value={props.credits} onInput={props.onCredits} required />
+      <Field label="New period (days)" type="number" min={1} value={props.period} onInput={props.onPeriod} required />
+      <Checkbox label="Reset this period's usage" checked={props.reset} onChange={props.onReset} />
+    </div>
+  );
+}
+
 export function ErrorNote({ message }: { message: string | undefined }) {
   if (!message) return null;
   return (

@@ -4,7 +4,7 @@ import { consoleHref, followLink } from '../navigation';
 import { promptRulesChange, ruleFieldsOf } from '../prompt-rule-fields';
 import { PromptRulesEditor } from '../prompt-rules';
 import type { Session } from '../session';
-import { Checkbox, EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
+import { EnableToggle, ErrorNote, Field, FilterBar, NextPage, OnceSecret, Opener, PanelForm, QuotaFields, RowButton, Select, Table, formatTime, listOf, useAction, useForm, useLoad } from '../ui';
 import { Sparkline, useKeySparklines } from './usage';
 
 type Key = Schemas['Key'];
@@ -149,11 +149,7 @@ function QuotaForm({ keyRecord, onSaved }: { keyRecord: Key; onSaved: () => void
       <p>
         Used {keyRecord.credits_used} of {keyRecord.credits_quota} credits this period (resets {formatTime(keyRecord.period_resets_at)}).
       </p>
-      <div class="grid">
-        <Field label="New credits per period" type="number" min={0} value={credits} onInput={setCredits} required />
-        <Field label="New period (days)" type="number" min={1} value={period} onInput={setPeriod} required />
-        <Checkbox label="Reset this period's usage" checked={reset} onChange={setReset} />
-      </div>
+      <QuotaFields credits={credits} period={period} reset={reset} onCredits={setCredits} onPeriod={setPeriod} onReset={setReset} />
     </PanelForm>
   );
 }

@@ -4,7 +4,6 @@ import { promptRulesChange, ruleFieldsOf } from '../prompt-rule-fields';
 import { PromptRulesEditor } from '../prompt-rules';
 import type { Session } from '../session';
 import {
-  Checkbox,
   EnableToggle,
   ErrorNote,
   Field,
@@ -13,6 +12,7 @@ import {
   OnceSecret,
   Opener,
   PanelForm,
+  QuotaFields,
   RowButton,
   Select,
   Table,
@@ -189,11 +189,7 @@ function ProjectQuotaForm({ project, onSaved }: { project: Project; onSaved: (sa
   };
   return (
     <PanelForm title={`Quota of ${project.name}`} submit="Set quota" action={save}>
-      <div class="grid">
-        <Field label="New credits per period" type="number" min={0} value={credits} onInput={setCredits} required />
-        <Field label="New period (days)" type="number" min={1} value={period} onInput={setPeriod} required />
-        <Checkbox label="Reset this period's usage" checked={reset} onChange={setReset} />
-      </div>
+      <QuotaFields credits={credits} period={period} reset={reset} onCredits={setCredits} onPeriod={setPeriod} onReset={setReset} />
     </PanelForm>
   );
 }
