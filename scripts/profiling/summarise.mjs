@@ -2,7 +2,8 @@
 //   node scripts/profiling/summarise.mjs sql <file.jsonl>      µs per request by statement, the 2 busiest windows
 //   node scripts/profiling/summarise.mjs cpu <files...>        share of busy CPU by module and by function
 //   node scripts/profiling/summarise.mjs alloc <files...>      KB allocated per request by module and by function
-//   node scripts/profiling/summarise.mjs heap <file> <N>       a heap snapshot's bytes and objects per request (N held), by type and constructor
+//   node scripts/profiling/summarise.mjs heap <file> <N> [<idle file> <M>]  a heap snapshot's bytes and objects per request (N held),
+//                                                              by type and constructor; over a snapshot with M held when given
 // "Module" is a folder of src/, an npm package, a Node.js internal module, or a native or V8 entry.
 import fs from 'node:fs';
 
@@ -66,30 +67,40 @@ if (mode === 'sql') {
   console.log('by function:');
   top(functions, 40, format);
 } else if (mode === 'heap') {
-  // Self sizes only (what each object holds itself); a snapshot taken while N requests are held, so
-  // what the process holds at idle is in the totals too: compare two snapshots for a per-request delta.
-  const [file, held] = files;
-  const snapshot = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const { node_fields: fields, node_types: [types] } = snapshot.snapshot.meta;
-  const width = fields.length;
-  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((field) => fields.indexOf(field));
-  const bytes = new Map();
-  const counts = new Map();
-  let total = 0;
-  for (let i = 0; i < snapshot.nodes.length; i += width) {
-    const type = types[snapshot.nodes[i + typeAt]];
-    const name = type === 'object' || type === 'closure' || type === 'native' ? `${type} ${snapshot.strings[snapshot.nodes[i + nameAt]]}` : `(${type})`;
-    const size = snapshot.nodes[i + sizeAt];
-    total += size;
-    add(bytes, name, size);
-    add(counts, name, 1);
-  }
-  const n = Number(held);
-  console.log(`${(total / 2 ** 20).toFixed(1)} MB of heap, ${(total / n / 1024).toFixed(1)} KB per request held (${n})`);
+  // Self sizes only (what each object holds itself). A snapshot taken while N requests are held has what the
+  // process holds at idle in its totals too; given a second snapshot with fewer held (an idle one), the
+  // figures are the difference between the two per request of difference.
+  const [file, held, idleFile, idleHeld] = files;
+  const read = (path) => {
+    const snapshot = JSON.parse(fs.readFileSync(path, 'utf8'));
+    const { node_fields: fields, node_types: [types] } = snapshot.snapshot.meta;
+    const width = fields.length;
+    const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((field) => fields.indexOf(field));
+    const bytes = new Map();
+    const counts = new Map();
+    let total = 0;
+    for (let i = 0; i < snapshot.nodes.length; i += width) {
+      const type = types[snapshot.nodes[i + typeAt]];
+      const name = type === 'object' || type === 'closure' || type === 'native' ? `${type} ${snapshot.strings[snapshot.nodes[i + nameAt]]}` : `(${type})`;
+      const size = snapshot.nodes[i + sizeAt];
+      total += size;
+      add(bytes, name, size);
+      add(counts, name, 1);
+    }
+    return { bytes, counts, total };
+  };
+  const loaded = read(file);
+  const idle = idleFile ? read(idleFile) : { bytes: new Map(), counts: new Map(), total: 0 };
+  const n = Number(held) - Number(idleHeld ?? 0);
+  const delta = (map, idleMap) => new Map([...map].map(([name, value]) => [name, value - (idleMap.get(name) ?? 0)]));
+  const bytes = delta(loaded.bytes, idle.bytes);
+  const counts = delta(loaded.counts, idle.counts);
+  const total = loaded.total - idle.total;
+  console.log(`${(total / 2 ** 20).toFixed(1)} MB of heap${idleFile ? ' over the idle snapshot' : ''}, ${(total / n / 1024).toFixed(1)} KB per request held (${n})`);
   [...bytes].sort((a, b) => b[1] - a[1]).slice(0, 40).forEach(([name, size]) =>
     console.log(`${(size / n).toFixed(0).padStart(7)} B ${((counts.get(name) ?? 0) / n).toFixed(1).padStart(6)} objects  ${name}`),
   );
 } else {
-  console.error('usage: summarise.mjs sql|cpu|alloc <files...> | heap <file> <N>');
+  console.error('usage: summarise.mjs sql|cpu|alloc <files...> | heap <file> <N> [<idle file> <M>]');
   process.exit(2);
 }
