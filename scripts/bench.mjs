@@ -6,7 +6,7 @@
 // BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
 // Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, hop-matrix, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
-// --inflight N and --delay MS (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
+// --inflight N, --delay MS and --slow-targets gateway,gateway-async,express (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment, sqlite10k and upstream rows), --report-only. Each run merges its rows into bench-results/latest.json
 // and rewrites BENCHMARKS.md's tables from it (rows not measured keep their last result, with its date).
 import { execFileSync, spawn } from 'node:child_process';
@@ -351,14 +351,7 @@ const median = (values) => {
  * the same machine weather; medians of each. The baseline server stays up for the whole run.
  */
 async function measureAgainstBaseline(name, baseline, env, keys, ab = undefined) {
-  const { child, url } = await startProcess(
-    [
-      ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []),
-      'dist/src/main.js',
-    ],
-    env,
-  );
+  const { child, url } = await startProcess(gatewayCommand(), env);
   // --ab: the other build on its own copy of the database, measured in the same rounds, alternating which goes first.
   const other = ab ? await startProcess([...AB_NODE_FLAGS, AB], ab.env) : undefined;
   await load(url, keys, { connections: 10 }); // warm-up: JIT, caches, connection pools
@@ -430,6 +423,11 @@ const upstreamEnv = (databaseUrl, fakeUrl, extra = {}) =>
   gatewayEnv(databaseUrl, { ARK_API_KEY: 'bench-ark-key', ARK_BASE_URL: fakeUrl, PROVIDER_JIMENG_MAX_CONCURRENCY: '64', ...extra });
 /** --ab PATH: a second gateway build (its dist/src/main.js) measured in the same rounds, for paired A/B runs. */
 const AB = flag('ab');
+/**
+ * The node flags `npm start` runs the gateway with (package.json's start script, their one home): the bench measures
+ * what operators run. BENCH_AB_NODE_FLAGS replaces them for the --ab process (empty: node's defaults).
+ */
+const GATEWAY_NODE_FLAGS = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start.split(' ').filter((word) => word.startsWith('--'));
 /** BENCH_AB_NODE_FLAGS: node flags for the --ab process only (a paired A/B of V8 settings on one build). */
 const AB_NODE_FLAGS = (process.env.BENCH_AB_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
@@ -752,6 +750,7 @@ async function measureHopMatrix() {
 }
 
 const gatewayCommand = () => [
+  ...GATEWAY_NODE_FLAGS,
   ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
   ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${root}/bench-profiles`] : []),
   'dist/src/main.js',
@@ -855,8 +854,18 @@ async function measureOverload(kind) {
 
 /** Requests the slow row's client may have sent that the gateway has not yet admitted (half the listen backlog). */
 const SLOW_WINDOW = 2000;
+/** The slow row's client opens RAMP_STEP connections every RAMP_STEP / 2 ms (at most 2,000 a second). */
+const RAMP_STEP = Number(flag('ramp-step') ?? 100);
 
-async function measureSlow(requested, delayMs) {
+/**
+ * Holds N slow requests in flight at once in one server process. `target` 'gateway' is this gateway on SQLite;
+ * 'express' is the bare Express 5 + `fetch` proxy (scripts/bench-proxy-baseline.cjs) holding the same requests against
+ * the same fake upstream: the floor Node's HTTP server and undici set per held request, measured in the same run.
+ */
+async function measureSlow(requested, delayMs, target = 'gateway') {
+  // 'gateway-async': the same generations sent with `Prefer: respond-async`: answered 202 at once, run by the
+  // background worker (GENERATION_WORKER_CONCURRENCY raised to hold them all), so only the upstream call is held.
+  const asynchronous = target === 'gateway-async';
   // Each request in flight holds two sockets in the gateway (client and upstream): the open-files limit
   // must exceed 2 x N plus the gateway's own (~100). Raised as far as the hard limit allows.
   const hardLimit = Number(/^Max open files\s+\d+\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
@@ -866,22 +875,26 @@ async function measureSlow(requested, delayMs) {
     console.log(`slow: ${requested} in flight need ~${requested * 2 + 400} open files in the gateway; the hard limit here is ${hardLimit}, so ${inflight}`);
   const fake = await startProcess(['scripts/bench-fake-ark.cjs'], { FAKE_DELAY_MS: String(delayMs) }, { nofile });
   const database = await scratchDatabase('sqlite', 1000, '["jimeng"]');
-  const gateway = await startProcess(
-    gatewayCommand(),
-    upstreamEnv(database.url, fake.url, {
-      CHANNEL_QUEUE_TIMEOUT_MS: '60000',
-      PROVIDER_TIMEOUT_MS: String(delayMs + 60_000),
-      PROVIDER_JIMENG_MAX_CONCURRENCY: '10000',
-      UPSTREAM_CONNECT_TIMEOUT_MS: '10000',
-    }),
-    { nofile },
-  );
+  const gateway =
+    target === 'express'
+      ? await startProcess(['scripts/bench-proxy-baseline.cjs'], { UPSTREAM_URL: fake.url }, { nofile })
+      : await startProcess(
+          gatewayCommand(),
+          upstreamEnv(database.url, fake.url, {
+            CHANNEL_QUEUE_TIMEOUT_MS: '60000',
+            PROVIDER_TIMEOUT_MS: String(delayMs + 60_000),
+            PROVIDER_JIMENG_MAX_CONCURRENCY: '10000',
+            UPSTREAM_CONNECT_TIMEOUT_MS: '10000',
+            ...(asynchronous ? { GENERATION_WORKER_CONCURRENCY: '10000' } : {}),
+          }),
+          { nofile },
+        );
   const limits = fs.readFileSync(`/proc/${gateway.child.pid}/limits`, 'utf8');
   const nofileLimit = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
   await load(gateway.url, database.keys, { body: UPSTREAM_BODY, connections: 10, seconds: 3 });
   const rssBefore = rssMb(gateway.child.pid);
   const fdsBefore = openFiles(gateway.child.pid);
-  await scrape(gateway.internalUrl); // resets the event-loop delay histogram
+  if (gateway.internalUrl) await scrape(gateway.internalUrl); // resets the event-loop delay histogram
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const tcpBefore = tcpCounters();
   const callsBefore = (await (await fetch(`${fake.url}/stats`)).json()).calls;
@@ -922,6 +935,7 @@ async function measureSlow(requested, delayMs) {
     }
   }, 250);
   let allSentAt;
+  const queued = []; // [generation id, key] of the asynchronous ones
   const done = new Promise((resolve) => {
     let finished = 0;
     const finish = (status, sentAt) => {
@@ -947,22 +961,28 @@ async function measureSlow(requested, delayMs) {
       }
       // Failed ones never reached the fake; answered ones are in its count already.
       const allowed = Math.min(inflight, Math.max(admitted, 0) + failed + SLOW_WINDOW);
-      for (let j = 0; j < 100 && sent < allowed; j += 1, sent += 1) {
+      for (let j = 0; j < RAMP_STEP && sent < allowed; j += 1, sent += 1) {
         const key = database.keys[sent % database.keys.length];
         const sentAt = performance.now();
         const request = http.request(`${gateway.url}/images/generate`, {
           method: 'POST',
           agent,
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...(asynchronous ? { prefer: 'respond-async' } : {}) },
         });
         request.on('response', (response) => {
-          response.resume();
-          response.on('end', () => finish(response.statusCode, sentAt));
+          let text = '';
+          if (asynchronous) response.on('data', (chunk) => (text += chunk));
+          else response.resume();
+          response.on('end', () => {
+            if (!asynchronous) return finish(response.statusCode, sentAt);
+            if (response.statusCode === 202) queued.push([JSON.parse(text).id, key]);
+            finish(response.statusCode === 202 ? 200 : response.statusCode, sentAt);
+          });
         });
         request.on('error', (error) => finish(error.code ?? 'error', sentAt));
         request.end(UPSTREAM_BODY);
       }
-      if (sent < inflight) setTimeout(() => void step(), 50);
+      if (sent < inflight) setTimeout(() => void step(), RAMP_STEP / 2);
       else allSentAt = performance.now();
     };
     void step();
@@ -972,14 +992,40 @@ async function measureSlow(requested, delayMs) {
   let deadlineTimer;
   await Promise.race([done, new Promise((resolve) => (deadlineTimer = setTimeout(resolve, delayMs + inflight * 20 + 60_000)))]);
   clearTimeout(deadlineTimer);
-  const unanswered = inflight - ok - failed;
+  if (asynchronous) {
+    // Accepted is not done: wait for the upstream to have answered every call and the worker to settle
+    // them, then count the generations by their final status.
+    const until = performance.now() + delayMs + 120_000;
+    for (;;) {
+      const stats = await (await fetch(`${fake.url}/stats`)).json();
+      if ((stats.calls - callsBefore >= queued.length && stats.inFlight === 0) || performance.now() > until) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    ok = 0;
+    for (const status of Object.keys(statuses)) delete statuses[status];
+    for (let i = 0; i < queued.length; i += 100) {
+      const finals = await Promise.all(
+        queued.slice(i, i + 100).map(async ([id, key]) => {
+          for (let tries = 0; ; tries += 1) {
+            const body = await (await fetch(`${gateway.url}/generations/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+            if (!['queued', 'running'].includes(body.status) || tries === 20) return body.status ?? body.error?.code;
+            await new Promise((resolve) => setTimeout(resolve, 500));
+          }
+        }),
+      );
+      for (const status of finals) statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+    ok = statuses.succeeded ?? 0;
+    failed = inflight - ok;
+  }
+  const unanswered = asynchronous ? 0 : inflight - ok - failed;
   if (unanswered > 0) statuses.unanswered = unanswered;
   failed += unanswered;
   clearInterval(sample);
   const seconds = (performance.now() - started) / 1000;
   const tcpAfter = tcpCounters();
   const tcp = Object.fromEntries(Object.keys(tcpAfter).map((key) => [key, tcpAfter[key] - (tcpBefore[key] ?? 0)]));
-  const metrics = await scrape(gateway.internalUrl);
+  const metrics = gateway.internalUrl ? await scrape(gateway.internalUrl) : '';
   const fakeStats = await (await fetch(`${fake.url}/stats`)).json();
   // Issue 40 target 4: RSS back to at most 1.5x its idle value (rssBefore) within 30 s of the last answer.
   // Sampled each second; the row gives the RSS at 30 s and when it first came down to 1.5x.
@@ -998,6 +1044,7 @@ async function measureSlow(requested, delayMs) {
   agent.destroy();
   return {
     date: new Date().toISOString(),
+    target,
     requested,
     connectTimeoutMs: 10_000,
     inflight,
@@ -1009,7 +1056,9 @@ async function measureSlow(requested, delayMs) {
     maxInFlightAtUpstream: fakeStats.maxInFlight,
     rssBefore,
     peakRss,
-    kbPerRequest: Math.round(((peakRss - rssBefore) * 1024) / inflight),
+    // Per request held at once: the asynchronous ones never all reach the upstream together (the first answer
+    // before the last is picked up), so divide by those that were.
+    kbPerRequest: Math.round(((peakRss - rssBefore) * 1024) / Math.min(inflight, fakeStats.maxInFlight)),
     rssAfterIdle,
     rssReturnSeconds,
     eventLoopP99Ms: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_p99_seconds') ?? NaN) * 1000).toFixed(1)),
@@ -1201,8 +1250,16 @@ async function main() {
     save();
   }
   if (ONLY.has('slow')) {
-    results.slow = await measureSlow(Number(flag('inflight') ?? 10_000), Number(flag('delay') ?? 30_000));
-    console.log('slow', JSON.stringify(results.slow));
+    // --slow-targets gateway,gateway-async,express (all three unless given): which servers hold the requests.
+    const targets = (flag('slow-targets') ?? 'gateway,gateway-async,express').split(',');
+    const hold = async (target, name) => {
+      if (!targets.includes(target)) return;
+      results[name] = await measureSlow(Number(flag('inflight') ?? 10_000), Number(flag('delay') ?? 30_000), target);
+      console.log(name, JSON.stringify(results[name]));
+    };
+    await hold('gateway', 'slow');
+    await hold('gateway-async', 'slowAsync');
+    await hold('express', 'slowBaseline');
     save();
   }
   if (ONLY.has('slow-pg')) {
@@ -1367,9 +1424,15 @@ function writeReport(r) {
         ),
       )
       .join('\n') || '| not measured | | | | | | | |';
+  const slowRow = (row, server) =>
+    `| ${server} | ${row.inflight.toLocaleString('en')} | ${row.delayMs / 1000} s | ${row.ok} ok, ${row.failed} failed ${JSON.stringify(row.statuses)} | ${row.maxInFlightAtUpstream} | ${row.rssBefore} -> ${row.peakRss} -> ${row.rssAfterIdle ?? 'n/a'} | **${row.kbPerRequest}** | ${typeof row.eventLoopP99Ms !== 'number' || Number.isNaN(row.eventLoopP99Ms) ? 'n/a' : `**${row.eventLoopP99Ms}** (max ${row.eventLoopMaxMs})`} | ${row.fdsBefore} -> ${row.peakFds} (limit ${row.nofileLimit}) | ${row.rampSeconds ?? 'n/a'} | ${row.acceptQueue ? `${row.acceptQueue.gateway} of ${row.acceptQueue.backlog}` : 'n/a'} | ${row.seconds} | ${row.date.slice(0, 16)} |`;
   const slow = r.slow
-    ? `| ${r.slow.inflight.toLocaleString('en')} | ${r.slow.delayMs / 1000} s | ${r.slow.ok} ok, ${r.slow.failed} failed ${JSON.stringify(r.slow.statuses)} | ${r.slow.maxInFlightAtUpstream} | ${r.slow.rssBefore} -> ${r.slow.peakRss} | **${r.slow.kbPerRequest}** | **${r.slow.eventLoopP99Ms}** (max ${r.slow.eventLoopMaxMs}) | ${r.slow.fdsBefore} -> ${r.slow.peakFds} (limit ${r.slow.nofileLimit}) | ${r.slow.rampSeconds ?? 'n/a'} | ${r.slow.acceptQueue ? `${r.slow.acceptQueue.gateway} of ${r.slow.acceptQueue.backlog}` : 'n/a'} | ${r.slow.seconds} | ${r.slow.date.slice(0, 16)} |`
-    : '| not measured | | | | | | | | | |';
+    ? [
+        slowRow(r.slow, '**this gateway**'),
+        ...(r.slowAsync ? [slowRow(r.slowAsync, 'this gateway, `Prefer: respond-async` (only the upstream call held)')] : []),
+        ...(r.slowBaseline ? [slowRow(r.slowBaseline, 'bare Express 5 + `fetch` proxy')] : []),
+      ].join('\n')
+    : '| not measured | | | | | | | | | | | | |';
   const sp = r.slowPg;
   const slowPg = sp
     ? `| ${sp.replicas} | ${sp.total.toLocaleString('en')} (${sp.keys.toLocaleString('en')} keys x ${sp.perKey}, max_concurrent ${sp.perKeyCap}) | ${sp.delayMs / 1000} s | ${sp.channelCap.toLocaleString('en')} | ${sp.ok.toLocaleString('en')} ok (expected ${sp.expectedOk.toLocaleString('en')}), ${sp.refused.toLocaleString('en')} concurrency_limited (expected ${sp.expectedRefused.toLocaleString('en')}) ${JSON.stringify(sp.codes)} | ${sp.maxInFlightAtUpstream.toLocaleString('en')} / ${sp.upstreamCalls.toLocaleString('en')} | **${sp.exact ? 'yes' : 'NO'}** | ${sp.rssBefore.join(', ')} -> ${sp.peakRss.join(', ')} | **${sp.kbPerRequest}** | **${sp.eventLoopP99Ms.join(', ')}** | ${sp.seconds} | ${sp.date.slice(0, 16)} |`
@@ -1481,13 +1544,14 @@ ${overload}
 
 ## Slow generations (requests held in flight at once, fake upstream answering after a delay; SQLite)
 
-\`npm run bench -- --only slow --inflight N --delay MS\`. Memory per request = (peak RSS during the hold - RSS before) / N;
+\`npm run bench -- --only slow --inflight N --delay MS\`. Memory per request = (peak RSS during the hold - RSS before) / requests held at
+once at the upstream (N, or fewer for the asynchronous row, whose first calls end before its last ones start); the gateway runs with \`npm start\`'s node flags;
 event-loop delay p99 is the gateway's own \`monitorEventLoopDelay\` (prom-client's
 \`nodejs_eventloop_lag_p99_seconds\` on the internal \`/metrics\`, reset just before the burst). The client keeps at most 2,000 requests
 sent and not yet at the fake upstream (the gateway's accept queue is 4,096), so the ramp runs at the gateway's admission rate.
 
-| in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak | KB per request | event-loop p99 ms | open fds before -> peak | all sent after s | longest accept queue | seconds | measured |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| server | in flight | upstream delay | answers | max in flight at the upstream | RSS MB before -> peak -> 30 s after | KB per request | event-loop p99 ms | open fds before -> peak | all sent after s | longest accept queue | seconds | measured |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${slow}
 
 ## Slow generations on 3 replicas (PostgreSQL + Redis), with limits that bind
