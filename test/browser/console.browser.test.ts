@@ -247,6 +247,21 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await tab.context.close();
   }, 60_000);
 
+  /** Signs `token` in, opens project `name`'s details on the Projects page, and gives its guardrails form. */
+  async function openProjectGuardrails(token: string, name: string, projectId: string) {
+    const tab = await openConsole(browser, t.gateway.url);
+    const { page } = tab;
+    await signIn(tab, t.gateway.url, token);
+    await visit(tab, 'Projects');
+    await page.getByRole('button', { name: `Details of ${name}`, exact: true }).click();
+    const details = page.getByRole('region', { name: `Project ${name}` });
+    const detail = (term: string) => details.locator('dt', { hasText: term }).locator('+ dd');
+    await details.getByText(projectId).waitFor();
+    const guardrails = details.getByRole('form', { name: `Guardrails of ${name}` });
+    const field = (label: string) => guardrails.getByLabel(`${label} (Guardrails of ${name})`, { exact: true });
+    return { tab, page, details, detail, guardrails, field };
+  }
+
   it("Projects: a project's guardrails (prompt retention, a moderation hook whose secret is shown once, then removed) and its quota, set in its details", async () => {
     const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'guardrails operator' });
     const made = await t.api.admin('post', '/admin/projects', {
@@ -257,20 +272,11 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     });
     expect(made.status).toBe(201);
     const projectId = made.body.id as string;
-    const tab = await openConsole(browser, t.gateway.url);
-    const { page } = tab;
-    await signIn(tab, t.gateway.url, operator.token);
-    await visit(tab, 'Projects');
-    await page.getByRole('button', { name: 'Details of guarded studio', exact: true }).click();
-    const details = page.getByRole('region', { name: 'Project guarded studio' });
-    const detail = (term: string) => details.locator('dt', { hasText: term }).locator('+ dd');
-    await details.getByText(projectId).waitFor();
+    const { tab, page, details, detail, guardrails, field } = await openProjectGuardrails(operator.token, 'guarded studio', projectId);
     expect(await detail('Prompt retention').textContent()).toBe('gateway default (PROMPT_RETENTION)');
     expect(await detail('Moderation hook').textContent()).toBe('none');
 
     // Retention narrowed to the prompt's hash, and a hook set: its secret is shown once.
-    const guardrails = details.getByRole('form', { name: 'Guardrails of guarded studio' });
-    const field = (label: string) => guardrails.getByLabel(`${label} (Guardrails of guarded studio)`, { exact: true });
     await field('Prompt retention').selectOption('hash');
     await field('Moderation hook URL').fill('https://moderation.example.com/hook');
     await field('Hook timeout (ms)').fill('1500');
@@ -337,18 +343,9 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(made.status).toBe(201);
     const projectId = made.body.id as string;
     const rulesOfProject = async () => (await t.api.admin('get', `/admin/projects/${projectId}`)).body.prompt_rules as Array<Record<string, unknown>> | null;
-    const tab = await openConsole(browser, t.gateway.url);
-    const { page } = tab;
-    await signIn(tab, t.gateway.url, operator.token);
-    await visit(tab, 'Projects');
-    await page.getByRole('button', { name: 'Details of ruled studio', exact: true }).click();
-    const details = page.getByRole('region', { name: 'Project ruled studio' });
-    const detail = (term: string) => details.locator('dt', { hasText: term }).locator('+ dd');
-    await details.getByText(projectId).waitFor();
+    const { tab, page, detail, guardrails, field } = await openProjectGuardrails(operator.token, 'ruled studio', projectId);
     expect(await detail('Prompt rules').textContent()).toBe('none');
 
-    const guardrails = details.getByRole('form', { name: 'Guardrails of ruled studio' });
-    const field = (label: string) => guardrails.getByLabel(`${label} (Guardrails of ruled studio)`, { exact: true });
     const save = () => guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
     await field('Maximum prompt length').fill('200');
     await field('Blocked terms').fill('watermark');
