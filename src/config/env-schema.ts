@@ -173,6 +173,10 @@ export const envSchema = z.object({
   UPSTREAM_CONNECT_TIMEOUT_MS: declare(integer(10, 60_000).default(3000), {
     description: 'deadline of the TCP connect to an upstream; past it the call never reached the upstream and goes to another channel',
   }),
+  UPSTREAM_KEEP_ALIVE_MS: declare(integer(100, 600_000).default(10_000), {
+    description:
+      'how long an idle upstream connection is kept for the next call (at most; sooner when the upstream closes it); the connections a burst of slow generations opened close this long after it',
+  }),
   UPSTREAM_POLL_INTERVAL_MS: declare(integer(1, 60_000).optional(), {
     description: 'how often an accepted upstream task is polled (every task-based format, environment accounts and API channels)',
     defaultText: '`VOLC_POLL_INTERVAL_MS`, else 1000',

@@ -171,6 +171,8 @@ function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]) {
     defaultResilience: resilienceOf(readEnv(providerSchema, {}), values.PROVIDER_TIMEOUT_MS),
     /** Deadline of the TCP connect to an upstream (UPSTREAM_CONNECT_TIMEOUT_MS); past it, the call may fail over. */
     connectTimeoutMs: values.UPSTREAM_CONNECT_TIMEOUT_MS,
+    /** How long an idle upstream connection is kept (UPSTREAM_KEEP_ALIVE_MS). */
+    keepAliveMs: values.UPSTREAM_KEEP_ALIVE_MS,
     /** How often an accepted upstream task is polled (UPSTREAM_POLL_INTERVAL_MS). */
     pollIntervalMs: values.UPSTREAM_POLL_INTERVAL_MS ?? values.VOLC_POLL_INTERVAL_MS ?? 1000,
     /** LOCAL_PROVIDER_MODE: `tiny` answers a fixed 1x1 PNG (benchmarks); anything else renders. */

@@ -8,7 +8,7 @@ import { type WireAccount, wireClient } from './wire-client';
 export function createProviderRegistry(config: GatewayConfig): ProviderRegistry {
   const { providers } = config;
   // The hop is shared by the environment's and the API channels' clients.
-  configureUpstreamHttp({ connectTimeoutMs: providers.connectTimeoutMs });
+  configureUpstreamHttp({ connectTimeoutMs: providers.connectTimeoutMs, keepAliveMs: providers.keepAliveMs });
   const accounts: WireAccount[] = [{ format: 'local', provider: 'local' }, ...providers.accounts];
   const settings = {
     // The environment's upstreams may be private addresses: the operator set them.

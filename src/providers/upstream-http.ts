@@ -13,14 +13,16 @@ import { BLOCKED_ADDRESS_CODE, guardedLookup, isBlockedAddress } from '../shared
  * another channel (docs/operators/channels.md).
  */
 let connectTimeoutMs = 3000;
+let keepAliveMs = 10_000;
 let agent: Agent | undefined;
 /** The pool of calls that may reach public addresses only (API channels without CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
 let publicAgent: Agent | undefined;
 
 /** Set from configuration at startup; the next call uses a new Agent (the old one closes when idle). */
-export function configureUpstreamHttp(settings: { connectTimeoutMs: number }): void {
-  if (settings.connectTimeoutMs === connectTimeoutMs && agent) return;
+export function configureUpstreamHttp(settings: { connectTimeoutMs: number; keepAliveMs: number }): void {
+  if (settings.connectTimeoutMs === connectTimeoutMs && settings.keepAliveMs === keepAliveMs && agent) return;
   connectTimeoutMs = settings.connectTimeoutMs;
+  keepAliveMs = settings.keepAliveMs;
   const previous = [agent, publicAgent];
   agent = undefined;
   publicAgent = undefined;
@@ -45,8 +47,10 @@ function dispatcher(publicOnly: boolean): Agent {
 function newAgent(lookup: LookupFunction): Agent {
   return new Agent({
     connect: { timeout: connectTimeoutMs, lookup },
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 120_000,
+    // An idle connection closes after keepAliveMs, whatever the upstream's Keep-Alive hint allows: after a burst
+    // of slow generations (one connection each) the sockets and their memory go back (BENCHMARKS.md, target 4).
+    keepAliveTimeout: keepAliveMs,
+    keepAliveMaxTimeout: keepAliveMs,
     // Long generations: no headers/body timeouts of undici's own; each attempt's AbortSignal bounds the call.
     headersTimeout: 0,
     bodyTimeout: 0,

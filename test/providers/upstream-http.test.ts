@@ -1,5 +1,6 @@
+import http from 'node:http';
 import net from 'node:net';
-import { post, UpstreamHttpError } from '../../src/providers/upstream-http';
+import { configureUpstreamHttp, post, UpstreamHttpError } from '../../src/providers/upstream-http';
 
 /** What the hop says about a failed call: whether the upstream may have read the request (then no failover). */
 describe('upstream hop: failures before and after the request was written', () => {
@@ -87,5 +88,48 @@ describe('upstream hop: failures before and after the request was written', () =
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(writtenEarly).toBe(false);
     for (const socket of held) socket.destroy();
+  });
+});
+
+describe('upstream hop: idle connections', () => {
+  afterAll(() => configureUpstreamHttp({ connectTimeoutMs: 3000, keepAliveMs: 10_000 }));
+
+  /** An upstream answering keep-alive with a long Keep-Alive hint; counts the connections it accepted and when each closed. */
+  const keepAliveUpstream = async () => {
+    const closed: number[] = [];
+    const accepted: number[] = [];
+    const server = http.createServer({ keepAliveTimeout: 60_000 }, (_req, res) => {
+      res.setHeader('keep-alive', 'timeout=60');
+      res.end('{}');
+    });
+    server.on('connection', (socket) => {
+      accepted.push(Date.now());
+      socket.on('close', () => closed.push(Date.now()));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = new URL(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}/images/generations`);
+    return { url, accepted, closed, close: () => new Promise((resolve) => server.close(resolve)) };
+  };
+
+  it('an idle connection closes after UPSTREAM_KEEP_ALIVE_MS, even when the upstream would keep it for 60 s', async () => {
+    configureUpstreamHttp({ connectTimeoutMs: 3000, keepAliveMs: 300 });
+    const upstream = await keepAliveUpstream();
+    expect((await post(upstream.url, '{}', {}, new AbortController().signal)).status).toBe(200);
+    const answeredAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(upstream.closed).toHaveLength(1);
+    expect(upstream.closed[0]! - answeredAt).toBeLessThan(1400);
+    await upstream.close();
+  });
+
+  it('within it, the next call reuses the connection', async () => {
+    configureUpstreamHttp({ connectTimeoutMs: 3000, keepAliveMs: 5000 });
+    const upstream = await keepAliveUpstream();
+    await post(upstream.url, '{}', {}, new AbortController().signal);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await post(upstream.url, '{}', {}, new AbortController().signal);
+    expect([upstream.accepted.length, upstream.closed.length]).toEqual([1, 0]);
+    configureUpstreamHttp({ connectTimeoutMs: 3000, keepAliveMs: 10_000 });
+    await upstream.close();
   });
 });
