@@ -886,6 +886,8 @@ async function measureSlow(requested, delayMs, target = 'gateway') {
             PROVIDER_JIMENG_MAX_CONCURRENCY: '10000',
             UPSTREAM_CONNECT_TIMEOUT_MS: '10000',
             ...(asynchronous ? { GENERATION_WORKER_CONCURRENCY: '10000' } : {}),
+            // BENCH_SLOW_ENV (JSON): extra environment for the gateway of the slow rows (allocator settings, say).
+            ...JSON.parse(process.env.BENCH_SLOW_ENV ?? '{}'),
           }),
           { nofile },
         );
@@ -894,7 +896,9 @@ async function measureSlow(requested, delayMs, target = 'gateway') {
   await load(gateway.url, database.keys, { body: UPSTREAM_BODY, connections: 10, seconds: 3 });
   const rssBefore = rssMb(gateway.child.pid);
   const fdsBefore = openFiles(gateway.child.pid);
-  if (gateway.internalUrl) await scrape(gateway.internalUrl); // resets the event-loop delay histogram
+  // Also resets the event-loop delay histogram.
+  const metricsBefore = gateway.internalUrl ? await scrape(gateway.internalUrl) : '';
+  const heapUsedBeforeMb = Math.round((metricValue(metricsBefore, 'creative_gateway_nodejs_heap_size_used_bytes') ?? NaN) / 2 ** 20);
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const tcpBefore = tcpCounters();
   const callsBefore = (await (await fetch(`${fake.url}/stats`)).json()).calls;
@@ -1038,6 +1042,17 @@ async function measureSlow(requested, delayMs, target = 'gateway') {
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   rssAfterIdle = rssMb(gateway.child.pid);
+  // What the RSS left after the load is made of: V8's heap (committed, and live) and memory outside it.
+  const idleMetrics = gateway.internalUrl ? await scrape(gateway.internalUrl) : '';
+  const mb = (name) => {
+    const bytes = metricValue(idleMetrics, name);
+    return bytes === undefined ? undefined : Math.round(bytes / 2 ** 20);
+  };
+  const heapAfterIdle = {
+    totalMb: mb('creative_gateway_nodejs_heap_size_total_bytes'),
+    usedMb: mb('creative_gateway_nodejs_heap_size_used_bytes'),
+    externalMb: mb('creative_gateway_nodejs_external_memory_bytes'),
+  };
   await stop(gateway.child);
   await stop(fake.child);
   await database.drop();
@@ -1061,6 +1076,8 @@ async function measureSlow(requested, delayMs, target = 'gateway') {
     kbPerRequest: Math.round(((peakRss - rssBefore) * 1024) / Math.min(inflight, fakeStats.maxInFlight)),
     rssAfterIdle,
     rssReturnSeconds,
+    heapUsedBeforeMb,
+    heapAfterIdle,
     eventLoopP99Ms: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_p99_seconds') ?? NaN) * 1000).toFixed(1)),
     eventLoopMaxMs: Number(((metricValue(metrics, 'creative_gateway_nodejs_eventloop_lag_max_seconds') ?? NaN) * 1000).toFixed(1)),
     fdsBefore,
