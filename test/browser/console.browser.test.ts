@@ -56,6 +56,13 @@ describeWithBrowser('the operator console in headless Chromium', () => {
   let ark: FakeImagesApi;
   let everything: { id: string; token: string };
 
+  /** A project made through the admin API (30-day period); its id. */
+  async function createProject(name: string, owner: string, creditsQuota = 1000): Promise<string> {
+    const made = await t.api.admin('post', '/admin/projects', { name, owner, credits_quota: creditsQuota, quota_period_days: 30 });
+    expect(made.status).toBe(201);
+    return made.body.id as string;
+  }
+
   beforeAll(async () => {
     ark = await startFakeImagesApi({ apiKey: 'ark-console-key', flavour: 'ark' });
     t = await startTestGateway({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
@@ -88,14 +95,8 @@ describeWithBrowser('the operator console in headless Chromium', () => {
 
   it('a keys:read token is offered only what it may do: Keys (without Create key, a project as its id, not a link to a page it cannot open); the admin secret gets a note that a scoped token is better', async () => {
     const reader = await createAdminTokenVia(t.api, ['keys:read'], { name: 'key reader' });
-    const readersProject = await t.api.admin('post', '/admin/projects', {
-      name: 'readers project',
-      owner: 'reader@example.com',
-      credits_quota: 100,
-      quota_period_days: 30,
-    });
-    expect(readersProject.status).toBe(201);
-    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com', project_id: readersProject.body.id });
+    const readersProjectId = await createProject('readers project', 'reader@example.com', 100);
+    await t.createKey({ name: 'visible to readers', owner: 'reader@example.com', project_id: readersProjectId });
     const tab = await openConsole(browser, t.gateway.url);
     await signIn(tab, t.gateway.url, reader.token);
     const links = await tab.page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
@@ -104,7 +105,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(await tab.page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
     expect(await tab.page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
     const readersRow = keyRow(tab.page, 'visible to readers');
-    await readersRow.getByText(readersProject.body.id, { exact: true }).waitFor();
+    await readersRow.getByText(readersProjectId, { exact: true }).waitFor();
     expect(await readersRow.getByRole('link').count()).toBe(0);
     // The token is kept in this tab's session storage, never in the URL.
     expect(tab.page.url()).not.toContain(reader.token);
@@ -264,14 +265,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
 
   it("Projects: a project's guardrails (prompt retention, a moderation hook whose secret is shown once, then removed) and its quota, set in its details", async () => {
     const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'guardrails operator' });
-    const made = await t.api.admin('post', '/admin/projects', {
-      name: 'guarded studio',
-      owner: 'guarded@example.com',
-      credits_quota: 1000,
-      quota_period_days: 30,
-    });
-    expect(made.status).toBe(201);
-    const projectId = made.body.id as string;
+    const projectId = await createProject('guarded studio', 'guarded@example.com');
     const { tab, page, details, detail, guardrails, field } = await openProjectGuardrails(operator.token, 'guarded studio', projectId);
     expect(await detail('Prompt retention').textContent()).toBe('gateway default (PROMPT_RETENTION)');
     expect(await detail('Moderation hook').textContent()).toBe('none');
@@ -339,9 +333,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
 
   it("Prompt rules: a project's set in its guardrails (ids kept when saved again, a pattern the gateway refuses shown with its reason) and a key's in its policy, which then refuses a prompt", async () => {
     const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write', 'keys:read', 'keys:write'], { name: 'rules operator' });
-    const made = await t.api.admin('post', '/admin/projects', { name: 'ruled studio', owner: 'rules@example.com', credits_quota: 1000, quota_period_days: 30 });
-    expect(made.status).toBe(201);
-    const projectId = made.body.id as string;
+    const projectId = await createProject('ruled studio', 'rules@example.com');
     const rulesOfProject = async () => (await t.api.admin('get', `/admin/projects/${projectId}`)).body.prompt_rules as Array<Record<string, unknown>> | null;
     const { tab, page, detail, guardrails, field } = await openProjectGuardrails(operator.token, 'ruled studio', projectId);
     expect(await detail('Prompt rules').textContent()).toBe('none');
@@ -762,14 +754,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
 
     // By project: the Group by choice is the API's group_by=project ("(none)" for keys in no project), the
     // Project filter its project_id.
-    const project = await t.api.admin('post', '/admin/projects', {
-      name: 'usage charts',
-      owner: 'charts@example.com',
-      credits_quota: 1000,
-      quota_period_days: 30,
-    });
-    expect(project.status).toBe(201);
-    const projectId = project.body.id as string;
+    const projectId = await createProject('usage charts', 'charts@example.com');
     const member = await t.createKey({
       name: 'project traffic',
       owner: 'charts@example.com',
