@@ -34,8 +34,14 @@ export class AdminGenerations {
   }
 
   private async resource(row: GenerationsTable): Promise<AdminGeneration> {
+    const [resource] = await this.resourcesOf([row]);
+    return resource!;
+  }
+
+  private async resourcesOf(rows: readonly GenerationsTable[]): Promise<AdminGeneration[]> {
+    const resources = await this.deps.resources.resources(rows);
     // Operators also read why a hook failed open.
-    return { ...(await this.deps.resources.resource(row)), moderation: generationModerationDetailOf(row), key_id: row.key_id };
+    return resources.map((resource, i) => ({ ...resource, moderation: generationModerationDetailOf(rows[i]!), key_id: rows[i]!.key_id }));
   }
 
   async get(id: string): Promise<AdminGeneration> {
@@ -44,7 +50,7 @@ export class AdminGenerations {
 
   async list(query: AdminGenerationQuery): Promise<Schemas['AdminGenerationList']> {
     const { page, nextCursor } = await generationPage(this.deps.db, this.deps.cursors, query, 20);
-    return { data: await Promise.all(page.map((row) => this.resource(row))), next_cursor: nextCursor };
+    return { data: await this.resourcesOf(page), next_cursor: nextCursor };
   }
 
   async cancel(id: string, audit: AuditContext): Promise<AdminGeneration> {

@@ -57,7 +57,7 @@ export class ClientGenerations {
       after: query.cursor === undefined ? undefined : this.deps.cursors.position(query.cursor, 'gen'),
     });
     const { page, nextCursor } = this.deps.cursors.pageOf(rows, limit, 'gen');
-    return { data: await Promise.all(page.map((row) => this.deps.resources.resource(row))), next_cursor: nextCursor };
+    return { data: await this.deps.resources.resources(page), next_cursor: nextCursor };
   }
 
   /**

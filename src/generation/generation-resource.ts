@@ -29,19 +29,43 @@ export class GenerationResources {
     },
   ) {}
 
-  /** The policy that applies to the row now: its project's (as the project is now), else the gateway's. */
-  private async policyOf(row: GenerationsTable, db: Kysely<Database>): Promise<PromptRetention> {
-    const gateway = this.deps.promptRetention ?? 'full';
-    if (row.project_id == null) return gateway;
-    const project = await db.selectFrom('projects').select('prompt_retention').where('id', '=', row.project_id).executeTakeFirst();
-    return (project?.prompt_retention ?? gateway) as PromptRetention;
-  }
-
   /** `db`: the settling transaction when a completion webhook's body is built. */
   async resource(row: GenerationsTable, db: Kysely<Database> = this.deps.db): Promise<ClientGeneration> {
-    const stored = row.request === null ? undefined : (JSON.parse(row.request) as StoredGenerationRequest);
-    const data = row.status === 'succeeded' ? await this.images(row.id, stored?.request.responseFormat ?? 'url', db) : null;
-    const { prompt, prompt_sha256, prompt_retention } = promptView(row, await this.policyOf(row, db));
+    const [resource] = await this.resources([row], db);
+    return resource!;
+  }
+
+  /**
+   * A page of rows shaped as resources, with one read of their projects' retention policies and one
+   * of their stored images however many rows the page holds.
+   */
+  async resources(rows: readonly GenerationsTable[], db: Kysely<Database> = this.deps.db): Promise<ClientGeneration[]> {
+    // One after the other: `db` may be a transaction.
+    const policies = await this.policiesOf(rows, db);
+    const images = await this.outputsOf(rows, db);
+    return Promise.all(
+      rows.map(async (row) => {
+        const format = row.request === null ? 'url' : ((JSON.parse(row.request) as StoredGenerationRequest).request.responseFormat ?? 'url');
+        const data = row.status === 'succeeded' ? await this.shapeImages(images.get(row.id) ?? [], format) : null;
+        return this.shape(row, data, policies.get(row.project_id ?? '') ?? this.gatewayPolicy());
+      }),
+    );
+  }
+
+  private gatewayPolicy(): PromptRetention {
+    return this.deps.promptRetention ?? 'full';
+  }
+
+  /** The policy that applies to each row now, by project id: its project's (as the project is now), else the gateway's. */
+  private async policiesOf(rows: readonly GenerationsTable[], db: Kysely<Database>): Promise<Map<string, PromptRetention>> {
+    const projectIds = [...new Set(rows.flatMap((row) => (row.project_id == null ? [] : [row.project_id])))];
+    if (projectIds.length === 0) return new Map();
+    const projects = await db.selectFrom('projects').select(['id', 'prompt_retention']).where('id', 'in', projectIds).execute();
+    return new Map(projects.map((project) => [project.id, (project.prompt_retention ?? this.gatewayPolicy()) as PromptRetention]));
+  }
+
+  private shape(row: GenerationsTable, data: Schemas['GeneratedImage'][] | null, policy: PromptRetention): ClientGeneration {
+    const { prompt, prompt_sha256, prompt_retention } = promptView(row, policy);
     return {
       id: row.id,
       object: 'generation',
@@ -69,18 +93,27 @@ export class GenerationResources {
     };
   }
 
-  /** A succeeded generation's stored images; those swept after their retention are left out. */
-  private async images(generationId: string, format: 'url' | 'b64_json', db: Kysely<Database>): Promise<Schemas['GeneratedImage'][]> {
-    const now = this.deps.clock.now();
-    const rows: StoredImagesTable[] = await db
+  /** The succeeded rows' stored images, by generation id, in order; those swept after their retention are left out. */
+  private async outputsOf(rows: readonly GenerationsTable[], db: Kysely<Database>): Promise<Map<string, StoredImagesTable[]>> {
+    const ids = rows.filter((row) => row.status === 'succeeded').map((row) => row.id);
+    if (ids.length === 0) return new Map();
+    const stored: StoredImagesTable[] = await db
       .selectFrom('stored_images')
       .selectAll()
-      .where('generation_id', '=', generationId)
+      .where('generation_id', 'in', ids)
       .where('role', '=', 'output')
       .where('deleted_at', 'is', null)
-      .where('expires_at', '>', now)
+      .where('expires_at', '>', this.deps.clock.now())
+      .orderBy('generation_id')
       .orderBy('position')
       .execute();
+    const byGeneration = new Map<string, StoredImagesTable[]>();
+    for (const image of stored) byGeneration.set(image.generation_id, [...(byGeneration.get(image.generation_id) ?? []), image]);
+    return byGeneration;
+  }
+
+  /** Signed URLs, or the images read back as base64. */
+  private shapeImages(rows: readonly StoredImagesTable[], format: 'url' | 'b64_json'): Promise<Schemas['GeneratedImage'][]> {
     return Promise.all(
       rows.map(async (row) => {
         const size = { width: Number(row.width), height: Number(row.height) };

@@ -253,4 +253,29 @@ describe('prompt retention per project: the API', () => {
     await t.api.admin('patch', `/admin/projects/${project.id}`, { prompt_retention: 'full' });
     expect((await getGeneration(inProject, own.body.id)).body).toMatchObject({ prompt: 'kept until the project says otherwise', prompt_retention: 'full' });
   });
+
+  it("a page of several projects' generations and one of no project: each row under its own project's policy, with its own images", async () => {
+    const projects = [await createProject('hash'), await createProject('none'), await createProject(null)];
+    const keys = [...(await Promise.all(projects.map((project) => t.createKey({ project_id: project.id })))), await t.createKey()];
+    const sent: string[] = [];
+    for (const [i, { key }] of keys.entries()) {
+      const res = await t.api.client(key, localRequest({ prompt: `prompt ${i}`, response_format: i % 2 === 0 ? 'url' : 'b64_json' }));
+      expect(res.status).toBe(200);
+      sent.push(res.body.id as string);
+    }
+    const page = await t.api.admin('get', `/admin/generations?limit=${sent.length}`);
+    expect(page.status).toBe(200);
+    const byId = new Map(page.body.data.map((generation: { id: string }) => [generation.id, generation]));
+    const expected = [
+      { project_id: projects[0]!.id, prompt: null, prompt_sha256: sha256('prompt 0'), prompt_retention: 'hash' },
+      { project_id: projects[1]!.id, prompt: null, prompt_sha256: null, prompt_retention: 'none' },
+      { project_id: projects[2]!.id, prompt: 'prompt 2', prompt_retention: 'full' },
+      { project_id: null, prompt: 'prompt 3', prompt_retention: 'full' },
+    ];
+    expected.forEach((fields, i) => expect(byId.get(sent[i]!)).toMatchObject({ key_id: keys[i]!.id, ...fields }));
+    // Stored images come back in each generation's own format: url for the even ones; a b64_json answer is not stored.
+    expect(
+      sent.map((id) => (byId.get(id) as { data: object[] }).data.map((image) => Object.keys(image).filter((k) => k === 'url' || k === 'b64_json'))),
+    ).toEqual(sent.map((_, i) => (i % 2 === 0 ? [['url']] : [])));
+  });
 });

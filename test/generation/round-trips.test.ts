@@ -220,4 +220,31 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
       redis: 1,
     });
   });
+
+  it('a page of generations reads its projects and its images once, however many rows it holds', async () => {
+    const projects = await Promise.all(
+      ['a', 'b', 'c'].map(async (name) => {
+        const res = await gw.api.admin('post', '/admin/projects', { name, owner: 'tests', credits_quota: 1000, quota_period_days: 30 });
+        expect(res.status).toBe(201);
+        return res.body.id as string;
+      }),
+    );
+    const keys = await Promise.all(projects.map((project_id) => gw.createKey({ project_id })));
+    // Stored images (url) in every project, 12 generations in all.
+    for (let i = 0; i < 12; i++) expect((await gw.api.client(keys[i % 3]!.key, localRequest({ response_format: 'url' }))).status).toBe(200);
+    const tripsOfPage = async (limit: number) => {
+      const from = counter.trips.length;
+      const res = await gw.api.admin('get', `/admin/generations?limit=${limit}`);
+      expect([res.status, res.body.data.length]).toEqual([200, limit]);
+      expect(res.body.data.every((generation: { data: unknown[] }) => generation.data.length === 1)).toBe(true);
+      return counter.trips
+        .slice(from)
+        .filter((trip) => trip.to === 'postgres' && !isChannelListRead(trip))
+        .map(label);
+    };
+    const one = await tripsOfPage(1);
+    // 1. The page, 2. its rows' projects, 3. their stored images (src/generation/generation-resource.ts).
+    expect(one).toHaveLength(3);
+    expect(await tripsOfPage(12)).toHaveLength(3);
+  });
 });
