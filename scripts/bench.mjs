@@ -51,12 +51,20 @@ const { generateKeySecret, hashKey, keyHint } = require(path.join(root, 'dist/sr
 
 const BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', response_format: 'b64_json' });
 
+const children = new Set();
+// A run that fails part-way leaves no server behind.
+process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+
 /**
  * Starts a node process and resolves once it says where it listens. `options.nofile` raises its open-files
  * limit first (through the shell's ulimit; root may raise the hard limit too), for the slow-generations row.
  */
 function startProcess(args, env, options = {}) {
   const cwd = options.cwd ?? root;
+  // The gateway's port is read from its startup line, which it logs at info.
+  if (!options.ready && /^(warn|error|fatal|silent)$/.test(env.LOG_LEVEL ?? '')) {
+    return Promise.reject(new Error(`LOG_LEVEL=${env.LOG_LEVEL} hides the gateway's startup line, where the bench reads its port: use info or lower`));
+  }
   const child = options.nofile
     ? spawn('bash', ['-c', `ulimit -n ${options.nofile} 2>/dev/null || ulimit -n hard; exec "$0" "$@"`, process.execPath, ...args], {
         cwd,
@@ -64,12 +72,19 @@ function startProcess(args, env, options = {}) {
         stdio: ['ignore', 'pipe', 'inherit'],
       })
     : spawn(process.execPath, args, { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   return new Promise((resolve, reject) => {
     let buffer = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args.join(' ')}: not listening after 120 s: ${buffer.slice(-500)}`));
+    }, 120_000);
     const onData = (chunk) => {
       buffer += chunk.toString();
       const match = options.ready ? options.ready.exec(buffer) : (/"port":(\d+),"internal_port"/.exec(buffer) ?? /^listening (\d+)$/m.exec(buffer));
       if (match) {
+        clearTimeout(timer);
         child.stdout.off('data', onData);
         // Discard the request logs, as a log shipper would; BENCH_STDOUT keeps them (and --trace-gc lines) in <prefix>.<pid>.
         if (process.env.BENCH_STDOUT) child.stdout.pipe(fs.createWriteStream(`${process.env.BENCH_STDOUT}.${child.pid}`));
@@ -79,7 +94,10 @@ function startProcess(args, env, options = {}) {
       }
     };
     child.stdout.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`process exited with ${code}: ${buffer}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited with ${code}: ${buffer}`));
+    });
   });
 }
 
