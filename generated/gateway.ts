@@ -501,6 +501,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{id}/moderation-hook/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a project's moderation hook secret
+         * @description Issues a new secret for the project's moderation hook, shown only in this response
+         *     (`moderation_hook.secret`). For `overlap_seconds` (default 86400) the hook's calls are signed
+         *     with both the new and the old secret (two signatures in `webhook-signature`), so the endpoint
+         *     can switch without refusing a call; `moderation_hook.previous_secret_expires_at` says until
+         *     when. Takes effect on the next request of every key of the project, on every replica.
+         *     404 `moderation_hook_not_found` when the project has no hook.
+         */
+        post: operations["rotateProjectModerationHookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{id}/keys": {
         parameters: {
             query?: never;
@@ -1778,6 +1809,13 @@ export interface components {
             /** @enum {string} */
             status?: "enabled" | "disabled";
         };
+        RotateModerationHookSecretRequest: {
+            /**
+             * @description How long the old secret still signs the hook's calls.
+             * @default 86400
+             */
+            overlap_seconds?: number;
+        };
         RotateWebhookSecretRequest: {
             /**
              * @description How long the old secret still signs.
@@ -1965,6 +2003,7 @@ export interface components {
         /**
          * @description `<resource>.<verb>`: `key.created`, `key.updated`, `key.disabled`, `key.quota_set`,
          *     `key.rotated`, `project.created`, `project.updated`, `project.disabled`, `project.quota_set`,
+         *     `project.moderation_hook_secret_rotated`,
          *     `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
          *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
@@ -2032,7 +2071,7 @@ export interface components {
          *     `failure_mode` decides: `fail_open` goes on, `fail_closed` refuses with 503
          *     `moderation_unavailable`. The gateway makes the secret (`whsec_...`) when a hook is first set
          *     and shows it once, in that response; changing the hook keeps it; null removes the hook and
-         *     its secret. The `url` must be https and public: loopback, private, link-local and metadata
+         *     its secret; `rotateProjectModerationHookSecret` replaces it, the old one still signing for an overlap. The `url` must be https and public: loopback, private, link-local and metadata
          *     addresses are refused (400 `invalid_request`, `param` `moderation_hook.url`) unless the
          *     gateway runs with `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true` (link-local and metadata never).
          * @example {
@@ -2061,6 +2100,11 @@ export interface components {
             timeout_ms: number;
             /** @enum {string} */
             failure_mode: "fail_open" | "fail_closed";
+            /**
+             * Format: date-time
+             * @description After `rotateProjectModerationHookSecret`: until when the old secret still signs the hook's calls (a second signature); null outside an overlap.
+             */
+            previous_secret_expires_at: string | null;
             /** @description The Standard Webhooks secret the endpoint verifies each call with: shown once, in the response of the request that set the hook where there was none. Store it now. */
             secret?: string;
         } | null;
@@ -2273,7 +2317,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "moderation_hook_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -4150,6 +4194,55 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["ProjectNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    rotateProjectModerationHookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id (`prj_...`).
+                 * @example prj_5fJ2kLmN8pQrS1tUvW3xYz
+                 */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateModerationHookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The project, with its hook's new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            /** @description No project with this id, or the project has no moderation hook. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -239,7 +239,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       ...(database.operationBudgetMs !== undefined ? { databaseBudgetMs: database.operationBudgetMs } : {}),
       webhooks: { secrets: webhooks.secrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => webhooks.dispatcher.poke() },
       // Projects' moderation hooks go through the webhooks' address guard, with their setting.
-      moderation: new ProjectModeration({ secrets: webhooks.secrets, network: { allowPrivateNetworks: config.webhooks.allowPrivateNetworks }, logger }),
+      moderation: new ProjectModeration({ secrets: webhooks.secrets, clock, network: { allowPrivateNetworks: config.webhooks.allowPrivateNetworks }, logger }),
     }),
   );
   const { worker, completionWebhooks } = generation;

@@ -72,6 +72,9 @@ export interface ProjectsTable {
   moderation_hook?: string | null;
   /** The hook's `whsec_` secret, sealed (src/webhooks/secret-sealing.ts); null with no hook. */
   moderation_hook_secret?: string | null;
+  /** After a rotation (0031): the old secret, sealed, which still signs the hook's calls until the time below. */
+  moderation_hook_previous_secret?: string | null;
+  moderation_hook_previous_secret_expires_at?: number | null;
 }
 
 export interface GenerationsTable {

@@ -69,6 +69,7 @@ export const ERROR_CODES: Record<ErrorCode, { status: number; type: ErrorType }>
   image_input_unreachable: { status: 422, type: 'invalid_request_error' },
   image_input_public_url_required: { status: 422, type: 'invalid_request_error' },
   project_not_found: { status: 404, type: 'not_found_error' },
+  moderation_hook_not_found: { status: 404, type: 'not_found_error' },
   project_quota_exceeded: { status: 402, type: 'quota_error' },
   project_disabled: { status: 403, type: 'permission_error' },
   project_provider_not_allowed: { status: 403, type: 'permission_error' },

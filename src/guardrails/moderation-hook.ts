@@ -24,8 +24,8 @@ export type HookFailureMode = 'fail_open' | 'fail_closed';
 export interface ModerationHookSettings {
   /** The operator's https endpoint. */
   url: string;
-  /** The Standard Webhooks secret (`whsec_…`) the endpoint verifies the signature with. */
-  secret: string;
+  /** The Standard Webhooks secrets (`whsec_…`) to sign with: the hook's, then during a rotation's overlap its old one (one signature each). */
+  secrets: readonly string[];
   timeoutMs: number;
   failureMode: HookFailureMode;
 }
@@ -90,7 +90,7 @@ export async function askModerationHook(
     project_id: subject.projectId,
   });
   // Receivers check webhook-timestamp against their own clock: the wall-clock time, as webhooks send.
-  const headers = signedHeaders([settings.secret], `msg_${randomBase62(22)}`, Math.floor(Date.now() / 1000), body);
+  const headers = signedHeaders(settings.secrets, `msg_${randomBase62(22)}`, Math.floor(Date.now() / 1000), body);
   const answer = await exchange(settings.url, headers, body, settings.timeoutMs, network);
   if ('error' in answer) return failed(answer.error);
   if (answer.status >= 300 && answer.status < 400) return failed(`the hook answered a redirect (HTTP ${answer.status}), not followed`);

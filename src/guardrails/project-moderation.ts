@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/gateway';
 import type { GenerationsTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
-import type { ClientProject } from '../projects/project-policy';
+import type { ClientProject, ProjectModerationHook } from '../projects/project-policy';
+import type { Clock } from '../shared/clock';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { type HookFailureMode, type ModerationHookNetwork, type ModerationOutcome, askModerationHook } from './moderation-hook';
 
@@ -25,6 +26,8 @@ export interface ModerationRequest {
 export interface ProjectModerationDeps {
   /** Opens a project hook's sealed secret (bound to the project id). */
   secrets: Pick<WebhookSecrets, 'openForProjectHook'>;
+  /** Ends a rotation's overlap (the time the rotation set it from). */
+  clock: Clock;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS, and the CAs to trust (tests' self-signed endpoints). */
   network: ModerationHookNetwork;
   logger: Logger;
@@ -50,16 +53,25 @@ export class ProjectModeration {
     }
   }
 
+  /** The secrets a call is signed with: the hook's, and its old one until a rotation's overlap ends. */
+  private signingSecrets(projectId: string, hook: ProjectModerationHook): string[] | undefined {
+    const secret = this.openSecret(projectId, hook.sealedSecret);
+    if (secret === undefined) return undefined;
+    const previous =
+      hook.previous !== null && hook.previous.expiresAt > this.deps.clock.now() ? this.openSecret(projectId, hook.previous.sealedSecret) : undefined;
+    return previous === undefined ? [secret] : [secret, previous];
+  }
+
   /** The row's columns of an allowed request; throws the refusal of a blocked one. Undefined when the project has no hook. */
   async check(project: ClientProject | null, request: ModerationRequest): Promise<ModerationColumns | undefined> {
     const hook = project?.moderationHook ?? null;
     if (project === null || hook === null) return undefined;
-    const secret = this.openSecret(project.id, hook.sealedSecret);
+    const secrets = this.signingSecrets(project.id, hook);
     const outcome =
-      secret === undefined
+      secrets === undefined
         ? unsigned(hook.failureMode)
         : await askModerationHook(
-            { url: hook.url, secret, timeoutMs: hook.timeoutMs, failureMode: hook.failureMode },
+            { url: hook.url, secrets, timeoutMs: hook.timeoutMs, failureMode: hook.failureMode },
             {
               prompt: request.prompt,
               inputImages: request.inputs.map((bytes) => ({ sha256: createHash('sha256').update(bytes).digest('hex') })),

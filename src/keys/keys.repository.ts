@@ -37,6 +37,8 @@ const selectKeyByHash = preparedQuery<{ keyHash: string }, KeyWithProjectRow>(['
       'projects.prompt_rules as project_prompt_rules',
       'projects.moderation_hook as project_moderation_hook',
       'projects.moderation_hook_secret as project_moderation_hook_secret',
+      'projects.moderation_hook_previous_secret as project_moderation_hook_previous_secret',
+      'projects.moderation_hook_previous_secret_expires_at as project_moderation_hook_previous_secret_expires_at',
     ])
     .where('api_keys.key_hash', '=', p.keyHash),
 );

@@ -27,6 +27,8 @@ export interface ProjectModerationHook {
   readonly timeoutMs: number;
   readonly failureMode: HookFailureMode;
   readonly sealedSecret: string;
+  /** After a rotation, the old secret (sealed) and until when it still signs the calls; null otherwise. */
+  readonly previous: { readonly sealedSecret: string; readonly expiresAt: number } | null;
 }
 
 /** projects.moderation_hook: the settings as an admin set them (the secret is its own column). */
@@ -36,23 +38,35 @@ export interface StoredModerationHook {
   failure_mode: HookFailureMode;
 }
 
-/** The hook of a project row's two columns; null without one (or, defensively, without its secret). */
-export function projectModerationHookOf(settings: string | null | undefined, sealedSecret: string | null | undefined): ProjectModerationHook | null {
+/** The hook columns of a project row, under the names keys.repository.ts joins them as. */
+export interface ModerationHookColumns {
+  project_moderation_hook: string | null;
+  project_moderation_hook_secret: string | null;
+  project_moderation_hook_previous_secret: string | null;
+  project_moderation_hook_previous_secret_expires_at: number | string | null;
+}
+
+/** The hook of a project row's columns; null without one (or, defensively, without its secret). */
+export function projectModerationHookOf(columns: Partial<ModerationHookColumns>): ProjectModerationHook | null {
+  const settings = columns.project_moderation_hook;
+  const sealedSecret = columns.project_moderation_hook_secret;
   if (settings == null || sealedSecret == null) return null;
   const stored = JSON.parse(settings) as StoredModerationHook;
-  return Object.freeze({ url: stored.url, timeoutMs: stored.timeout_ms, failureMode: stored.failure_mode, sealedSecret });
+  const previousSecret = columns.project_moderation_hook_previous_secret;
+  const previousExpiresAt = columns.project_moderation_hook_previous_secret_expires_at;
+  const previous =
+    previousSecret == null || previousExpiresAt == null ? null : Object.freeze({ sealedSecret: previousSecret, expiresAt: Number(previousExpiresAt) });
+  return Object.freeze({ url: stored.url, timeoutMs: stored.timeout_ms, failureMode: stored.failure_mode, sealedSecret, previous });
 }
 
 /** The project columns read with a key (keys.repository.ts joins them under these names). */
-export interface ProjectJoinColumns {
+export interface ProjectJoinColumns extends ModerationHookColumns {
   project_status: string | null;
   project_rate_limit_rpm: number | null;
   project_max_concurrent: number | null;
   project_allowed_providers: string | null;
   project_allowed_models: string | null;
   project_prompt_rules: string | null;
-  project_moderation_hook: string | null;
-  project_moderation_hook_secret: string | null;
 }
 
 /** The project of a key row read with its project's columns; null for a key without one (or whose project row is gone). */
@@ -68,7 +82,7 @@ export function clientProjectOf(projectId: string | null | undefined, columns: P
     allowedProviders: list(columns.project_allowed_providers ?? null),
     allowedModels: list(columns.project_allowed_models ?? null),
     promptRules: columns.project_prompt_rules == null ? null : (JSON.parse(columns.project_prompt_rules) as PromptRuleSet),
-    moderationHook: projectModerationHookOf(columns.project_moderation_hook, columns.project_moderation_hook_secret),
+    moderationHook: projectModerationHookOf(columns),
   });
 }
 

@@ -17,6 +17,12 @@ export function projectUsageNow(row: ProjectRow, now: number): { used: number; p
   return usageNow({ createdAt: row.created_at, periodDays: row.quota_period_days, periodStartedAt: row.period_started_at, creditsUsed: row.credits_used }, now);
 }
 
+/** When a rotation's old hook secret stops signing, while it still does; null otherwise. */
+export function overlapEndOf(row: ProjectRow, now: number): number | null {
+  const end = row.moderation_hook_previous_secret_expires_at ?? null;
+  return end !== null && Number(end) > now ? Number(end) : null;
+}
+
 export function toProjectResource(row: ProjectRow, now: number): ProjectResource {
   const { used, periodStart } = projectUsageNow(row, now);
   return {
@@ -37,7 +43,10 @@ export function toProjectResource(row: ProjectRow, now: number): ProjectResource
     prompt_rules: row.prompt_rules === null ? null : (JSON.parse(row.prompt_rules) as ProjectResource['prompt_rules']),
     prompt_retention: (row.prompt_retention ?? null) as ProjectResource['prompt_retention'],
     // The settings only: the secret is shown once, by the request that made it (projects.service.ts).
-    moderation_hook: row.moderation_hook == null ? null : (JSON.parse(row.moderation_hook) as StoredModerationHook),
+    moderation_hook:
+      row.moderation_hook == null
+        ? null
+        : { ...(JSON.parse(row.moderation_hook) as StoredModerationHook), previous_secret_expires_at: toIsoOrNull(overlapEndOf(row, now)) },
     // PostgreSQL (jsonb) answers an object, SQLite (text) a string.
     metadata: typeof row.metadata === 'string' ? (JSON.parse(row.metadata) as Record<string, string>) : row.metadata,
     created_at: toIso(row.created_at),

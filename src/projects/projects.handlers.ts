@@ -6,7 +6,14 @@ import type { ProjectsService } from './projects.service';
 
 type ProjectHandlers = Pick<
   GatewayHandlers,
-  'createProject' | 'listProjects' | 'getProject' | 'updateProject' | 'disableProject' | 'setProjectQuota' | 'listProjectKeys'
+  | 'createProject'
+  | 'listProjects'
+  | 'getProject'
+  | 'updateProject'
+  | 'disableProject'
+  | 'setProjectQuota'
+  | 'rotateProjectModerationHookSecret'
+  | 'listProjectKeys'
 >;
 
 /** The /admin/projects operations: each a thin call into ProjectsService (mutations carry the audit context). */
@@ -21,6 +28,10 @@ export function projectHandlers(projects: ProjectsService): ProjectHandlers {
     updateProject: async (request) => ({ status: 200, body: await projects.updateProject(request.params.id, request.body, auditContextOf(request)) }),
     disableProject: async (request) => ({ status: 200, body: await projects.disableProject(request.params.id, auditContextOf(request)) }),
     setProjectQuota: async (request) => ({ status: 200, body: await projects.setQuota(request.params.id, request.body, auditContextOf(request)) }),
+    rotateProjectModerationHookSecret: async (request) => ({
+      status: 200,
+      body: await projects.rotateModerationHookSecret(request.params.id, request.body?.overlap_seconds ?? 86_400, auditContextOf(request)),
+    }),
     listProjectKeys: async ({ params, query }) => ({ status: 200, body: await projects.listProjectKeys(params.id, query) }),
   };
 }

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/gateway';
-import { type AuditContext, updateChange, withAuditEvent } from '../audit/audit-log';
+import { type AuditContext, REDACTED, updateChange, withAuditEvent } from '../audit/audit-log';
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
 import { unknownModelMessage } from '../errors/unknown-model';
@@ -12,7 +12,8 @@ import { newId } from '../shared/ids';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';
 import type { StoredModerationHook } from './project-policy';
-import { type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
+import { overlapEndOf, type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
+import { toIsoOrNull } from '../shared/clock';
 import * as projects from './projects.repository';
 import { requestedQuota } from '../keys/rules/quota-period';
 
@@ -186,7 +187,14 @@ export class ProjectsService {
       // A tightening reaches the generations settled before it at the next sweep (src/maintenance/prompt-retention.ts).
       if (input.prompt_retention !== undefined) changes.prompt_retention = input.prompt_retention;
       if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
-      if (hook === null) Object.assign(changes, { moderation_hook: null, moderation_hook_secret: null });
+      if (hook === null) {
+        Object.assign(changes, {
+          moderation_hook: null,
+          moderation_hook_secret: null,
+          moderation_hook_previous_secret: null,
+          moderation_hook_previous_secret_expires_at: null,
+        });
+      }
       if (hook !== undefined && hook !== null) {
         changes.moderation_hook = JSON.stringify(hook);
         // A hook set where there was none gets a secret; a changed one keeps its own (as a webhook endpoint's URL change does).
@@ -203,6 +211,45 @@ export class ProjectsService {
       return this.update(trx, id, changes, now);
     });
     return withHookSecret(updated, madeSecret);
+  }
+
+  /**
+   * A new secret for the project's hook, in clear in this response only; the old one keeps signing the
+   * hook's calls (a second signature) for `overlapSeconds`, so the endpoint switches without refusing a
+   * call. Always audited, never with either secret. 404 `moderation_hook_not_found` without a hook.
+   */
+  async rotateModerationHookSecret(id: string, overlapSeconds: number, audit: AuditContext): Promise<ProjectResource> {
+    const now = this.clock.now();
+    const made = this.newHookSecret(id);
+    const rotated = await withAuditEvent(this.db, audit, now, async (trx) => {
+      const current = await this.requireProject(id, trx, { lock: true });
+      if (current.moderation_hook == null || current.moderation_hook_secret == null) {
+        throw new ApiError('moderation_hook_not_found', `Project ${id} has no moderation hook.`, { param: 'id' });
+      }
+      const row = await this.update(
+        trx,
+        id,
+        {
+          moderation_hook_secret: made.sealed,
+          moderation_hook_previous_secret: current.moderation_hook_secret,
+          moderation_hook_previous_secret_expires_at: now + overlapSeconds * 1000,
+        },
+        now,
+      );
+      const overlapEnd = (project: ProjectRow) => toIsoOrNull(overlapEndOf(project, now));
+      return {
+        result: toProjectResource(row, now),
+        change: {
+          action: 'project.moderation_hook_secret_rotated',
+          target: id,
+          // Named apart from the secret: the audit log redacts every field named like one.
+          before: { overlap_ends_at: overlapEnd(current) },
+          after: { overlap_ends_at: overlapEnd(row), secret: REDACTED },
+        },
+      };
+    });
+    await this.onKeysChanged(await projects.projectKeyIds(this.db, id));
+    return withHookSecret(rotated, made.secret);
   }
 
   /** Idempotent: disabling a disabled project changes (and records) nothing. */

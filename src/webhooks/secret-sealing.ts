@@ -108,20 +108,30 @@ export async function resealWebhookSecrets(db: Db, secrets: WebhookSecrets, logg
       logger?.error({ key_id: row.key_id, reason: (error as Error).message }, 'cannot open a key webhook secret; it stays as it is');
     }
   }
-  // The projects' moderation-hook secrets (always sealed), the same way.
-  const hooks = await db.selectFrom('projects').select(['id', 'moderation_hook_secret']).where('moderation_hook_secret', 'is not', null).execute();
+  // The projects' moderation-hook secrets (always sealed), and a rotation's old one, the same way.
+  const hooks = await db
+    .selectFrom('projects')
+    .select(['id', 'moderation_hook_secret', 'moderation_hook_previous_secret'])
+    .where('moderation_hook_secret', 'is not', null)
+    .execute();
   for (const row of hooks) {
     const stored = row.moderation_hook_secret as string;
+    const storedPrevious = row.moderation_hook_previous_secret ?? null;
     try {
       const secret = secrets.resealedForProjectHook(row.id, stored);
-      if (secret === undefined) continue;
-      const update = await db
+      const previous = storedPrevious === null ? undefined : secrets.resealedForProjectHook(row.id, storedPrevious);
+      if (secret === undefined && previous === undefined) continue;
+      let update = db
         .updateTable('projects')
-        .set({ moderation_hook_secret: secret })
+        .set({ moderation_hook_secret: secret ?? stored, moderation_hook_previous_secret: previous ?? storedPrevious })
         .where('id', '=', row.id)
-        .where('moderation_hook_secret', '=', stored)
-        .executeTakeFirst();
-      rewritten += Number(update.numUpdatedRows);
+        .where('moderation_hook_secret', '=', stored);
+      update =
+        storedPrevious === null
+          ? update.where('moderation_hook_previous_secret', 'is', null)
+          : update.where('moderation_hook_previous_secret', '=', storedPrevious);
+      const result = await update.executeTakeFirst();
+      rewritten += Number(result.numUpdatedRows);
     } catch (error) {
       logger?.error({ project_id: row.id, reason: (error as Error).message }, 'cannot open a moderation hook secret; it stays as it is');
     }

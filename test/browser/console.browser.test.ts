@@ -293,6 +293,19 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await details.getByRole('button', { name: 'Done', exact: true }).click();
     expect(await secretShown.count()).toBe(0);
 
+    // The hook's secret rotated: a new one shown once; the old one still signs for the overlap, which the details say.
+    await details.getByRole('button', { name: 'Rotate hook secret', exact: true }).click();
+    const rotatedSecret = (await secretShown.textContent())?.trim() ?? '';
+    expect(rotatedSecret).toMatch(/^whsec_/);
+    expect(rotatedSecret).not.toBe(secret);
+    await detail('Moderation hook')
+      .filter({ hasText: /; the old secret signs too until / })
+      .waitFor();
+    const rotatedHook = (await t.api.admin('get', `/admin/projects/${projectId}`)).body.moderation_hook;
+    expect(Date.parse(rotatedHook.previous_secret_expires_at)).toBeGreaterThan(t.clock.now() + 86_000_000);
+    await details.getByRole('button', { name: 'Done', exact: true }).click();
+    expect(await secretShown.count()).toBe(0);
+
     // A limit changed alone leaves the hook as it is (no new secret).
     await field('Requests per minute').fill('120');
     await guardrails.getByRole('button', { name: 'Save guardrails', exact: true }).click();
@@ -437,7 +450,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     expect(created).toEqual([
       expect.objectContaining({
         prompt_retention: 'none',
-        moderation_hook: { url: 'https://moderation.example.com/born', timeout_ms: 2000, failure_mode: 'fail_closed' },
+        moderation_hook: { url: 'https://moderation.example.com/born', timeout_ms: 2000, failure_mode: 'fail_closed', previous_secret_expires_at: null },
       }),
     ]);
     expect(await pageProblems(page)).toEqual([]);

@@ -14,7 +14,8 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
   it('`--help` lists every projects command and the options of create, update and quota', async () => {
     expect(await help(['--help'])).toMatch(/^\s+projects\s/m);
     const commands = await help(['projects', '--help']);
-    for (const name of ['create', 'list', 'get', 'update', 'enable', 'disable', 'quota', 'keys']) expect(commands).toMatch(new RegExp(`^\\s+${name}\\b`, 'm'));
+    for (const name of ['create', 'list', 'get', 'update', 'enable', 'disable', 'quota', 'rotate-hook-secret', 'keys'])
+      expect(commands).toMatch(new RegExp(`^\\s+${name}\\b`, 'm'));
     expect(await help(['projects', 'create', '-h'])).toMatch(
       /--name <name>[\s\S]*--owner <owner>[\s\S]*--credits <n>[\s\S]*--period-days <n>[\s\S]*--rpm <n>[\s\S]*--max-concurrent <n>[\s\S]*--providers <list>[\s\S]*--allowed-models <list>[\s\S]*--prompt-rules <json>[\s\S]*--metadata <name=value>/,
     );
@@ -173,7 +174,7 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     expect(reset.stdout).toMatch(/^credits:\s+0 used of 400 \(400 left\), every 7 days$/m);
   });
 
-  it('a moderation hook: set with --moderation-hook (its secret printed once), shown, removed with "none"', async () => {
+  it('a moderation hook: set with --moderation-hook (its secret printed once), shown, its secret rotated, removed with "none"', async () => {
     const hook = { url: 'https://moderation.example.com/hook', failure_mode: 'fail_closed' };
     const created = await cli(['projects', 'create', '--name', 'hooked', ...base, '--moderation-hook', JSON.stringify(hook)]);
     expect(created.code).toBe(0);
@@ -183,10 +184,21 @@ describe('admin CLI: projects (createProject ... listProjectKeys) and keys --pro
     const shown = await cli(['projects', 'get', id]);
     expect(shown.stdout).toMatch(/^moderation_hook:\s+https:\/\/moderation\.example\.com\/hook \(fail_closed, 2000 ms\)$/m);
     expect(shown.stdout).not.toContain('whsec_');
+    const firstSecret = /^moderation_hook_secret:\s+(whsec_\S+)/m.exec(created.stdout)![1]!;
+    const rotated = await cli(['projects', 'rotate-hook-secret', id, '--overlap-seconds', '60']);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(
+      /^moderation_hook:\s+https:\/\/moderation\.example\.com\/hook \(fail_closed, 2000 ms; the old secret signs too until \S+Z\)$/m,
+    );
+    const secondSecret = /^moderation_hook_secret:\s+(whsec_\S+) \(shown once: store it now\)$/m.exec(rotated.stdout)![1]!;
+    expect(secondSecret).not.toBe(firstSecret);
     expect(await json(['projects', 'update', id, '--moderation-hook', JSON.stringify({ ...hook, failure_mode: 'fail_open', timeout_ms: 500 })])).toMatchObject({
       moderation_hook: { url: hook.url, failure_mode: 'fail_open', timeout_ms: 500 },
     });
     expect(await json(['projects', 'update', id, '--moderation-hook', 'none'])).toMatchObject({ moderation_hook: null });
+    const noHook = await cli(['projects', 'rotate-hook-secret', id]);
+    expect(noHook).toMatchObject({ code: 1, stdout: '' });
+    expect(noHook.stderr).toMatch(/^error: 404 moderation_hook_not_found: Project prj_\S+ has no moderation hook\./);
     const insecure = await cli(['projects', 'update', id, '--moderation-hook', JSON.stringify({ ...hook, url: 'http://moderation.example.com/hook' })]);
     expect(insecure).toMatchObject({ code: 1, stdout: '' });
     expect(insecure.stderr).toMatch(/^error: 400 invalid_request: moderation_hook\.url must be https/);

@@ -397,6 +397,37 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
         await call('gateway', operationId, 415, { method, path: `${projectPath}${suffix}`, headers: { ...admin, 'Content-Type': 'text/plain' }, raw: 'x' });
       }
     }
+    // A project with a moderation hook (never called here: no key of it generates), its secret rotated.
+    const hooked = JSON.parse(
+      (
+        await call('gateway', 'createProject', 201, {
+          method: 'POST',
+          path: '/admin/projects',
+          headers: admin,
+          body: { ...projectBody, name: 'prism-hooked', moderation_hook: { url: 'https://moderation.example.com/hook', failure_mode: 'fail_open' } },
+        })
+      ).text,
+    ) as { id: string };
+    const rotatePath = (id: string) => `/admin/projects/${id}/moderation-hook/rotate-secret`;
+    const rotation = { overlap_seconds: 60 };
+    await call('gateway', 'rotateProjectModerationHookSecret', 200, { method: 'POST', path: rotatePath(hooked.id), headers: admin, body: rotation });
+    await call('gateway', 'rotateProjectModerationHookSecret', 400, {
+      method: 'POST',
+      path: rotatePath(hooked.id),
+      headers: admin,
+      body: { overlap_seconds: -1 },
+    });
+    await call('gateway', 'rotateProjectModerationHookSecret', 401, { method: 'POST', path: rotatePath(hooked.id), body: rotation });
+    await call('gateway', 'rotateProjectModerationHookSecret', 403, { method: 'POST', path: rotatePath(hooked.id), headers: keysReader.auth, body: rotation });
+    // The first project has no hook.
+    await call('gateway', 'rotateProjectModerationHookSecret', 404, { method: 'POST', path: rotatePath(project.id), headers: admin, body: rotation });
+    await call('gateway', 'rotateProjectModerationHookSecret', 413, { method: 'POST', path: rotatePath(hooked.id), headers: admin, body: { name: big } });
+    await call('gateway', 'rotateProjectModerationHookSecret', 415, {
+      method: 'POST',
+      path: rotatePath(hooked.id),
+      headers: { ...admin, 'Content-Type': 'text/plain' },
+      raw: 'x',
+    });
 
     // Admin tokens.
     await call('gateway', 'createAdminToken', 400, { method: 'POST', path: '/admin/tokens', headers: admin, body: { name: 'x', scopes: ['no:such'] } });

@@ -9,7 +9,7 @@ import { closedPort } from '../helpers/channels';
 import { selfSigned } from '../helpers/self-signed-tls';
 import { SpecResponses } from '../helpers/spec-responses';
 import { createThrowawayDatabase, type ThrowawayDatabase } from '../helpers/test-database';
-import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
+import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { testPng } from '../helpers/test-images';
 
 /**
@@ -139,11 +139,12 @@ describe('project moderation hooks', () => {
         url: `${base}/allow`,
         timeout_ms: 2000,
         failure_mode: 'fail_open',
+        previous_secret_expires_at: null,
         secret: expect.stringMatching(/^whsec_/),
       });
       const id = created.body.id as string;
       const read = await t.api.admin('get', `/admin/projects/${id}`);
-      expect(read.body.moderation_hook).toEqual({ url: `${base}/allow`, timeout_ms: 2000, failure_mode: 'fail_open' });
+      expect(read.body.moderation_hook).toEqual({ url: `${base}/allow`, timeout_ms: 2000, failure_mode: 'fail_open', previous_secret_expires_at: null });
       const listed = await t.api.admin('get', '/admin/projects?limit=100');
       expect(listed.body.data.find((p: { id: string }) => p.id === id).moderation_hook).not.toHaveProperty('secret');
 
@@ -152,7 +153,7 @@ describe('project moderation hooks', () => {
         moderation_hook: { url: `${base}/block`, timeout_ms: 500, failure_mode: 'fail_closed' },
       });
       expect(changed.status).toBe(200);
-      expect(changed.body.moderation_hook).toEqual({ url: `${base}/block`, timeout_ms: 500, failure_mode: 'fail_closed' });
+      expect(changed.body.moderation_hook).toEqual({ url: `${base}/block`, timeout_ms: 500, failure_mode: 'fail_closed', previous_secret_expires_at: null });
       expect((await t.api.admin('patch', `/admin/projects/${id}`, { name: 'renamed' })).body.moderation_hook).toEqual(changed.body.moderation_hook);
       const stored = await t.gateway.database.db.selectFrom('projects').select(['moderation_hook_secret']).where('id', '=', id).executeTakeFirstOrThrow();
       expect(stored.moderation_hook_secret).not.toContain(created.body.moderation_hook.secret.slice(6)); // sealed at rest
@@ -197,6 +198,91 @@ describe('project moderation hooks', () => {
       const update = await t.api.send('patch', `/admin/projects/${projectId}`, { body: { moderation_hook: null }, headers: { Authorization: 'Bearer wrong' } });
       expect(update.status).toBe(401);
       expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body.moderation_hook).not.toBeNull();
+    });
+
+    const rotate = (projectId: string, body?: unknown, headers?: Record<string, string>) =>
+      t.api.send('post', `/admin/projects/${projectId}/moderation-hook/rotate-secret`, {
+        body,
+        headers: headers ?? { Authorization: `Bearer ${ADMIN_SECRET}` },
+      });
+    /** Whether each hook call of one generation verified under the secret the endpoint holds now. */
+    const verifiedCalls = async (key: string, prompt: string) => {
+      const from = received.length;
+      expect((await generate(key, prompt)).status).toBe(200);
+      return received.slice(from).map((call) => call.verified !== undefined);
+    };
+
+    it('rotates the secret: the new one shown once, both signing during the overlap, the old one stopped after it; audited without either', async () => {
+      const { projectId, key, tag } = await projectWithHook('/allow');
+      const first = secrets.get(tag) as string;
+      const rotatedFrom = t.clock.now();
+      const rotated = await rotate(projectId, { overlap_seconds: 3600 });
+      const rotatedBy = t.clock.now();
+      expect(rotated.status).toBe(200);
+      const second = rotated.body.moderation_hook.secret as string;
+      expect([second.startsWith('whsec_'), second === first]).toEqual([true, false]);
+      const overlapEnd = rotated.body.moderation_hook.previous_secret_expires_at as string;
+      expect(Date.parse(overlapEnd) - 3_600_000).toBeGreaterThanOrEqual(rotatedFrom);
+      expect(Date.parse(overlapEnd) - 3_600_000).toBeLessThanOrEqual(rotatedBy);
+      const read = await t.api.admin('get', `/admin/projects/${projectId}`);
+      expect(read.body.moderation_hook).toEqual({
+        url: `${base}/allow?p=${tag}`,
+        timeout_ms: 2000,
+        failure_mode: 'fail_closed',
+        previous_secret_expires_at: overlapEnd,
+      });
+
+      // The endpoint still holds the old secret, then switches to the new one: each call verifies.
+      expect(await verifiedCalls(key, 'signed under both, checked with the old')).toEqual([true]);
+      secrets.set(tag, second);
+      expect(await verifiedCalls(key, 'signed under both, checked with the new')).toEqual([true]);
+
+      // Rotated again without an overlap: the secret just replaced signs no more; the newest does.
+      const third = (await rotate(projectId, { overlap_seconds: 0 })).body.moderation_hook;
+      expect(third.previous_secret_expires_at).toBeNull();
+      expect(await verifiedCalls(key, 'signed under the newest only, checked with the one before')).toEqual([false]);
+      secrets.set(tag, third.secret as string);
+      expect(await verifiedCalls(key, 'signed under the newest only, checked with it')).toEqual([true]);
+
+      const events = await t.api.admin('get', `/admin/audit-events?target=${projectId}&action=project.moderation_hook_secret_rotated`);
+      expect(events.body.data.map((event: { before: unknown; after: unknown }) => [event.before, event.after])).toEqual([
+        [{ overlap_ends_at: overlapEnd }, { overlap_ends_at: null, secret: '[redacted]' }],
+        [{ overlap_ends_at: null }, { overlap_ends_at: overlapEnd, secret: '[redacted]' }],
+      ]);
+      expect(JSON.stringify(events.body)).not.toContain('whsec_');
+    });
+
+    it('a hook removed and set again starts without an overlap; the sealed old secret goes with it', async () => {
+      const { projectId, tag } = await projectWithHook('/allow');
+      await rotate(projectId);
+      expect((await t.api.admin('patch', `/admin/projects/${projectId}`, { moderation_hook: null })).status).toBe(200);
+      const row = await t.gateway.database.db
+        .selectFrom('projects')
+        .select(['moderation_hook_previous_secret', 'moderation_hook_previous_secret_expires_at'])
+        .where('id', '=', projectId)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ moderation_hook_previous_secret: null, moderation_hook_previous_secret_expires_at: null });
+      const again = await t.api.admin('patch', `/admin/projects/${projectId}`, {
+        moderation_hook: { url: `${base}/allow?p=${tag}`, failure_mode: 'fail_open' },
+      });
+      expect(again.body.moderation_hook.previous_secret_expires_at).toBeNull();
+    });
+
+    it('refuses a rotation: 404 for an unknown project or one without a hook, 400 for a bad overlap, 401 without admin auth', async () => {
+      const missing = await rotate('prj_missing');
+      expect([missing.status, missing.body.error.code]).toEqual([404, 'project_not_found']);
+      const bare = await t.api.admin('post', '/admin/projects', { name: 'no hook', owner: 'o', credits_quota: 1, quota_period_days: 1 });
+      const noHook = await rotate(bare.body.id as string);
+      expect([noHook.status, noHook.body.error.code, noHook.body.error.param]).toEqual([404, 'moderation_hook_not_found', 'id']);
+      const { projectId } = await projectWithHook('/allow');
+      const before = (await t.api.admin('get', `/admin/projects/${projectId}`)).body;
+      for (const overlap of [-1, 604_801, 'soon']) {
+        const bad = await rotate(projectId, { overlap_seconds: overlap });
+        expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_request']);
+      }
+      const unauthenticated = await rotate(projectId, {}, {});
+      expect([unauthenticated.status, unauthenticated.body.error.code]).toEqual([401, 'invalid_admin_secret']);
+      expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body).toEqual(before);
     });
   });
 
@@ -361,11 +447,23 @@ describe('project moderation hooks', () => {
       const projectId = created.body.id as string;
       secrets.set(tag, created.body.moderation_hook.secret as string);
       const { key } = await g.createKey({ project_id: projectId });
+      // Rotated, the endpoint still on the first secret: it verifies only the old secret's signature.
+      expect((await g.api.admin('post', `/admin/projects/${projectId}/moderation-hook/rotate-secret`, { overlap_seconds: 3600 })).status).toBe(200);
+      const storedPrevious = async (gateway: TestGateway) =>
+        (
+          await gateway.gateway.database.db
+            .selectFrom('projects')
+            .select('moderation_hook_previous_secret')
+            .where('id', '=', projectId)
+            .executeTakeFirstOrThrow()
+        ).moderation_hook_previous_secret as string;
       expect((await storedSecret(g, projectId)).startsWith(sealedWith(OLD_KEY))).toBe(true);
+      expect((await storedPrevious(g)).startsWith(sealedWith(OLD_KEY))).toBe(true);
       await g.close();
 
       g = await startTestGateway(env(`${NEW_KEY},${OLD_KEY}`));
       expect((await storedSecret(g, projectId)).startsWith(sealedWith(NEW_KEY))).toBe(true);
+      expect((await storedPrevious(g)).startsWith(sealedWith(NEW_KEY))).toBe(true);
       expect((await g.api.client(key, localRequest({ prompt: 'after the reseal' }))).status).toBe(200);
       expect(received.at(-1)).toMatchObject({ path: '/allow', verified: { prompt: 'after the reseal', project_id: projectId } });
       await g.close();

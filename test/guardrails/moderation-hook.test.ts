@@ -79,11 +79,18 @@ describe('askModerationHook', () => {
     keyId: 'key_123',
     projectId: 'prj_456',
   };
-  const ask = (failureMode: HookFailureMode = 'fail_closed', options: { url?: string; allowPrivateNetworks?: boolean; timeoutMs?: number } = {}) =>
-    askModerationHook({ url: options.url ?? `${base}/moderate`, secret, timeoutMs: options.timeoutMs ?? 5000, failureMode }, subject, {
-      allowPrivateNetworks: options.allowPrivateNetworks ?? true,
-      ca: tls.cert,
-    });
+  const ask = (
+    failureMode: HookFailureMode = 'fail_closed',
+    options: { url?: string; allowPrivateNetworks?: boolean; timeoutMs?: number; secrets?: string[] } = {},
+  ) =>
+    askModerationHook(
+      { url: options.url ?? `${base}/moderate`, secrets: options.secrets ?? [secret], timeoutMs: options.timeoutMs ?? 5000, failureMode },
+      subject,
+      {
+        allowPrivateNetworks: options.allowPrivateNetworks ?? true,
+        ca: tls.cert,
+      },
+    );
 
   it('POSTs the subject signed with the hook secret, and returns the allow decision', async () => {
     const outcome = await ask();
@@ -105,6 +112,17 @@ describe('askModerationHook', () => {
     await ask();
     expect(received).toHaveLength(1);
     expect(received[0]?.verified).toBeUndefined();
+  });
+
+  it("during a rotation's overlap, is signed with the new and the old secret: an endpoint holding either verifies it", async () => {
+    const old = generateWebhookSecret();
+    for (const holding of [secret, old]) {
+      verifyingSecret = holding;
+      await ask('fail_closed', { secrets: [secret, old] });
+    }
+    verifyingSecret = generateWebhookSecret();
+    await ask('fail_closed', { secrets: [secret, old] });
+    expect(received.map((entry) => entry.verified !== undefined)).toEqual([true, true, false]);
   });
 
   it("returns a block with the endpoint's reason, whatever the failure mode", async () => {

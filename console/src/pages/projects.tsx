@@ -211,7 +211,10 @@ const rulesText = (rules: Project['prompt_rules']) =>
   rules === null || rules.length === 0 ? 'none' : `${rules.length} rule(s): ${rules.map(describeRule).join('; ')}`;
 
 const hookText = (hook: Project['moderation_hook']) =>
-  hook === null ? 'none' : `${hook.url}, ${hook.timeout_ms} ms timeout, ${hook.failure_mode === 'fail_open' ? 'fails open' : 'fails closed'}`;
+  hook === null
+    ? 'none'
+    : `${hook.url}, ${hook.timeout_ms} ms timeout, ${hook.failure_mode === 'fail_open' ? 'fails open' : 'fails closed'}` +
+      (hook.previous_secret_expires_at === null ? '' : `; the old secret signs too until ${formatTime(hook.previous_secret_expires_at)}`);
 
 const orAll = (list: readonly string[] | null) => (list === null ? 'all (each key’s own list)' : list.join(', '));
 const orNone = (limit: number | null) => (limit === null ? 'none (each key’s own)' : String(limit));
@@ -232,6 +235,10 @@ function ProjectDetails({
   onSecretDismissed: () => void;
 }) {
   const [cursor, setCursor] = useState<string | undefined>();
+  const [rotateError, run] = useAction();
+  // The new secret comes back as a made hook's does: shown once, through onSaved.
+  const rotateHookSecret = (saved: (project: Project) => void) =>
+    run(async () => saved(dataOf(await api.POST('/admin/projects/{id}/moderation-hook/rotate-secret', { params: { path: { id: project.id } }, body: {} }))));
   const keys = useLoad(
     async () =>
       dataOf(await api.GET('/admin/projects/{id}/keys', { params: { path: { id: project.id }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } })),
@@ -278,6 +285,15 @@ function ProjectDetails({
         <dd>{formatTime(project.created_at)}</dd>
       </dl>
       {secret && <OnceSecret label="Moderation hook secret" value={secret} onDismiss={onSecretDismissed} />}
+      {onSaved && project.moderation_hook !== null && (
+        <div class="actions">
+          <button type="button" class="secondary" onClick={() => rotateHookSecret(onSaved)}>
+            Rotate hook secret
+          </button>
+          <small>A new secret, shown once; the old one also signs the hook's calls for a day.</small>
+        </div>
+      )}
+      <ErrorNote message={rotateError} />
       {onSaved && (
         <>
           <GuardrailsForm project={project} onSaved={onSaved} />

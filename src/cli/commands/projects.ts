@@ -131,7 +131,10 @@ function showProject(project: Project): string {
     allowed_models: project.allowed_models,
     prompt_rules: project.prompt_rules === null ? null : JSON.stringify(project.prompt_rules),
     prompt_retention: project.prompt_retention ?? "default (the gateway's PROMPT_RETENTION)",
-    moderation_hook: hook === null ? null : `${hook.url} (${hook.failure_mode}, ${hook.timeout_ms} ms)`,
+    moderation_hook:
+      hook === null
+        ? null
+        : `${hook.url} (${hook.failure_mode}, ${hook.timeout_ms} ms${hook.previous_secret_expires_at === null ? '' : `; the old secret signs too until ${hook.previous_secret_expires_at}`})`,
     // In the one answer that made it: the API never shows it again.
     ...(hook?.secret !== undefined ? { moderation_hook_secret: `${hook.secret} (shown once: store it now)` } : {}),
     metadata: Object.entries(project.metadata ?? {}).map(([name, value]) => `${name}=${value}`),
@@ -248,6 +251,22 @@ export function registerProjectCommands(program: Command, context: CommandContex
         ...(options.reset ? { reset_usage: true } : {}),
       };
       const project = await callAdminApi<Project>(context.connection(command), 'POST', fillPath(gatewayOperations.setProjectQuota.path, { id }), body);
+      print(context.output(command), project, () => showProject(project));
+    });
+
+  projects
+    .command('rotate-hook-secret')
+    .description("replace the moderation hook's signing secret (printed once); the old one still signs for the overlap")
+    .argument('<id>', PROJECT_ID_HELP)
+    .option('--overlap-seconds <n>', 'how long the old secret still signs (default 86400)', wholeNumber)
+    .action(async (id: string, options: { overlapSeconds?: number }, command: Command) => {
+      const body: Schemas['RotateModerationHookSecretRequest'] = defined({ overlap_seconds: options.overlapSeconds });
+      const project = await callAdminApi<Project>(
+        context.connection(command),
+        'POST',
+        fillPath(gatewayOperations.rotateProjectModerationHookSecret.path, { id }),
+        body,
+      );
       print(context.output(command), project, () => showProject(project));
     });
 

@@ -29,6 +29,7 @@ import { migration as m0027 } from './0027_projects';
 import { migration as m0028 } from './0028_usage_blocked';
 import { migration as m0029 } from './0029_moderation_hooks';
 import { migration as m0030 } from './0030_project_prompt_retention';
+import { migration as m0031 } from './0031_moderation_hook_secret_rotation';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -69,6 +70,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0028_usage_blocked', m0028],
   ['0029_moderation_hooks', m0029],
   ['0030_project_prompt_retention', m0030],
+  ['0031_moderation_hook_secret_rotation', m0031],
 ];
 
 /** The migrations for an engine, keyed by name in order. */
