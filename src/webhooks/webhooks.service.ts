@@ -165,8 +165,9 @@ export class WebhooksService {
         change: {
           action: 'webhook_endpoint.secret_rotated',
           target: id,
-          before: { previous_secret_expires_at: toResource(current, now).previous_secret_expires_at },
-          after: { previous_secret_expires_at: rotated.previous_secret_expires_at, secret: REDACTED },
+          // Named apart from the secret: the audit log redacts every field named like one.
+          before: { overlap_ends_at: toResource(current, now).previous_secret_expires_at },
+          after: { overlap_ends_at: rotated.previous_secret_expires_at, secret: REDACTED },
         },
       };
     });

@@ -99,7 +99,11 @@ describe('events and webhooks (createWebhookEndpoint, listWebhookEndpoints, getW
         before: { description: '', status: 'enabled', disabled_reason: null, disabled_at: null },
         after: { description: 'paged', status: 'disabled', disabled_reason: 'Disabled by an administrator.' },
       });
-      expect(rotation).toMatchObject({ before: { previous_secret_expires_at: null }, after: { secret: '[redacted]' } });
+      expect(rotation).toMatchObject({
+        before: { overlap_ends_at: null },
+        after: { overlap_ends_at: rotated.body.previous_secret_expires_at, secret: '[redacted]' },
+      });
+      expect(rotated.body.previous_secret_expires_at).toEqual(expect.stringMatching(/^20\d\d-/));
       expect(tested).toMatchObject({ before: null, after: { event_id: test.body.event_id } });
       expect(deleted).toMatchObject({ before: { id, description: 'paged' }, after: null });
       const stored = JSON.stringify(await t.gateway.database.db.selectFrom('audit_events').selectAll().execute());
