@@ -54,6 +54,7 @@ const BODY = JSON.stringify({ prompt: 'a lighthouse at dawn', model: 'local-1', 
 const children = new Set();
 // A run that fails part-way leaves no server behind.
 process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
 
 /**
  * Starts a node process and resolves once it says where it listens. `options.nofile` raises its open-files

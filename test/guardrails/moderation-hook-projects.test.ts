@@ -252,6 +252,22 @@ describe('project moderation hooks', () => {
       expect(JSON.stringify(events.body)).not.toContain('whsec_');
     });
 
+    it('the old secret stops signing when the overlap ends, for a key already cached; a change of the hook during it keeps both', async () => {
+      const { projectId, key, tag } = await projectWithHook('/allow');
+      const second = (await rotate(projectId, { overlap_seconds: 10 })).body.moderation_hook.secret as string;
+      const changed = await t.api.admin('patch', `/admin/projects/${projectId}`, {
+        moderation_hook: { url: `${base}/allow?p=${tag}`, failure_mode: 'fail_closed', timeout_ms: 3000 },
+      });
+      expect([changed.body.moderation_hook.timeout_ms, changed.body.moderation_hook.previous_secret_expires_at]).toEqual([3000, expect.any(String)]);
+      // The endpoint holds the first secret; this request caches the key with the project's hook.
+      expect(await verifiedCalls(key, 'in the overlap, checked with the first')).toEqual([true]);
+      t.clock.advanceMs(11_000);
+      expect(await verifiedCalls(key, 'after the overlap, checked with the first')).toEqual([false]);
+      secrets.set(tag, second);
+      expect(await verifiedCalls(key, 'after the overlap, checked with the second')).toEqual([true]);
+      expect((await t.api.admin('get', `/admin/projects/${projectId}`)).body.moderation_hook.previous_secret_expires_at).toBeNull();
+    });
+
     it('a hook removed and set again starts without an overlap; the sealed old secret goes with it', async () => {
       const { projectId, tag } = await projectWithHook('/allow');
       await rotate(projectId);
