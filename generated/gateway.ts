@@ -715,8 +715,12 @@ export interface paths {
          *     holds them: within about 12% of the exact value.
          *
          *     **Ranges.** `from` and `to` are whole UTC hours (minutes, seconds and fractions zero), `to`
-         *     after `from`, at most 366 days apart; with `bucket=hour` at most 31 days. Month buckets are
-         *     calendar months; a bucket that the range cuts counts only the part inside it.
+         *     after `from`, at most 366 days apart; with `bucket=hour` at most 31 days. Left out, `to` is
+         *     the end of the current hour and `from` the start of the calendar month (UTC) of the range's
+         *     last hour: without either, the month so far. Month buckets are
+         *     calendar months; a bucket that the range cuts counts only the part inside it. A page's
+         *     cursor is bound to the range as resolved: to page through a default range across an hour's
+         *     end, give `from` and `to`.
          *
          *     **Pages and CSV.** Rows come `limit` at a time in `order`; pass `next_cursor` as `cursor` with
          *     the same other parameters for the next page. With `Accept: text/csv` the same page is CSV
@@ -4474,17 +4478,17 @@ export interface operations {
     };
     getUsageReport: {
         parameters: {
-            query: {
+            query?: {
                 /**
-                 * @description Start of the range (inclusive), a whole UTC hour.
+                 * @description Start of the range (inclusive), a whole UTC hour. Default the start of the calendar month (UTC) of the range's last hour.
                  * @example 2026-11-01T00:00:00Z
                  */
-                from: components["schemas"]["Timestamp"];
+                from?: components["schemas"]["Timestamp"];
                 /**
-                 * @description End of the range (exclusive), a whole UTC hour.
+                 * @description End of the range (exclusive), a whole UTC hour. Default the end of the current hour.
                  * @example 2026-11-08T00:00:00Z
                  */
-                to: components["schemas"]["Timestamp"];
+                to?: components["schemas"]["Timestamp"];
                 /** @description Group by UTC hour, day or calendar month as well; rows then carry `bucket_start`. */
                 bucket?: components["schemas"]["UsageBucket"];
                 /**

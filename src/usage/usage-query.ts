@@ -29,10 +29,14 @@ export interface UsageRange {
   to: number;
 }
 
-/** `from` and `to` as whole UTC hours, `to` after `from`, within the bounds the spec states. */
-export function parseRange(fromText: string, toText: string, bucket: UsageBucket | undefined): UsageRange {
-  const from = parseTimestamp(fromText, 'from');
-  const to = parseTimestamp(toText, 'to');
+/**
+ * `from` and `to` as whole UTC hours, `to` after `from`, within the bounds the spec states. Left out,
+ * `to` is the end of the current hour (at `now`) and `from` the start of the calendar month (UTC) of
+ * the range's last hour: the month so far, by default.
+ */
+export function parseRange(fromText: string | undefined, toText: string | undefined, bucket: UsageBucket | undefined, now: number): UsageRange {
+  const to = toText === undefined ? Math.floor(now / HOUR_MS) * HOUR_MS + HOUR_MS : parseTimestamp(toText, 'to');
+  const from = fromText === undefined ? bucketStartOf(to - HOUR_MS, 'month') : parseTimestamp(fromText, 'from');
   if (from % HOUR_MS !== 0) throw new ApiError('invalid_request', 'from: must be a whole UTC hour (minutes, seconds and fractions zero).', { param: 'from' });
   if (to % HOUR_MS !== 0) throw new ApiError('invalid_request', 'to: must be a whole UTC hour (minutes, seconds and fractions zero).', { param: 'to' });
   if (!(to > from)) throw new ApiError('invalid_request', 'to: must be after from.', { param: 'to' });

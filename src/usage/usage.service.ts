@@ -3,7 +3,7 @@ import type { components, operations } from '../../generated/gateway';
 import type { CatalogModel } from '../config/catalog';
 import type { Database } from '../db/schema';
 import { ApiError } from '../errors/api-error';
-import { toIso } from '../shared/clock';
+import { type Clock, systemClock, toIso } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
 import { csvDocument } from './usage-csv';
@@ -60,10 +60,12 @@ export class UsageReportService {
     private readonly cursors: CursorCodec,
     /** The models in service: with the models that have usage, what the `model` filter may name. */
     private readonly catalog: ReadonlyMap<string, CatalogModel>,
+    /** Where a range left out ends (the current hour). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
-    const selection = selectionOf(query);
+    const selection = selectionOf(query, this.clock.now());
     if (query.model !== undefined) await this.checkModel(query.model);
     return withAnalyticsMemory(this.db, selection, (db) => this.reportFrom(db, selection, query));
   }
@@ -73,7 +75,8 @@ export class UsageReportService {
     const order: UsageOrder = query.order ?? 'bucket';
     const limit = query.limit ?? DEFAULT_LIMIT;
     const { cursor: _cursor, limit: _limit, ...asked } = query;
-    const fingerprint = queryFingerprint(asked);
+    // The range as resolved: a cursor issued for a default range does not open once that range has moved on.
+    const fingerprint = queryFingerprint({ ...asked, from: selection.range.from, to: selection.range.to });
     const sort = sortOf(selection, order);
     const position = query.cursor === undefined ? undefined : decodeUsageCursor(this.cursors, query.cursor, fingerprint, sort.length);
     const rows = await usageTotals(db, selection, order, limit, position);
@@ -196,9 +199,9 @@ export class UsageReportService {
 }
 
 /** The parameters as a selection of rollups; 400 for a bad range, group_by or metadata filter. */
-function selectionOf(query: UsageReportQuery): UsageSelection {
+function selectionOf(query: UsageReportQuery, now: number): UsageSelection {
   const bucket = query.bucket;
-  const range = parseRange(query.from, query.to, bucket);
+  const range = parseRange(query.from, query.to, bucket, now);
   return {
     range,
     bucket,

@@ -69,18 +69,27 @@ describe('latency histogram (issue #28: percentiles from summed rollup histogram
 });
 
 describe('usage query parsing', () => {
+  const NOW = at('2026-11-20T13:25:00Z');
+
   it('ranges: whole hours, to after from, at most 366 days, hour buckets at most 31 days', () => {
-    expect(parseRange('2026-11-01T00:00:00Z', '2026-11-02T05:00:00+01:00', undefined)).toEqual({
+    expect(parseRange('2026-11-01T00:00:00Z', '2026-11-02T05:00:00+01:00', undefined, NOW)).toEqual({
       from: at('2026-11-01T00:00:00Z'),
       to: at('2026-11-02T04:00:00Z'),
     });
-    expect(paramOf(() => parseRange('2026-11-01T00:00:01Z', '2026-11-02T00:00:00Z', undefined))).toBe('from');
-    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-02T00:30:00Z', undefined))).toBe('to');
-    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z', undefined))).toBe('to');
-    expect(paramOf(() => parseRange('2025-01-01T00:00:00Z', '2026-01-02T01:00:00Z', 'day'))).toBe('to');
-    expect(parseRange('2025-01-01T00:00:00Z', '2026-01-02T00:00:00Z', 'day').to).toBe(at('2026-01-02T00:00:00Z'));
-    expect(paramOf(() => parseRange('2026-01-01T00:00:00Z', '2026-02-01T01:00:00Z', 'hour'))).toBe('bucket');
-    expect(paramOf(() => parseRange('yesterday', '2026-02-01T00:00:00Z', 'hour'))).toBe('from');
+    expect(paramOf(() => parseRange('2026-11-01T00:00:01Z', '2026-11-02T00:00:00Z', undefined, NOW))).toBe('from');
+    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-02T00:30:00Z', undefined, NOW))).toBe('to');
+    expect(paramOf(() => parseRange('2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z', undefined, NOW))).toBe('to');
+    expect(paramOf(() => parseRange('2025-01-01T00:00:00Z', '2026-01-02T01:00:00Z', 'day', NOW))).toBe('to');
+    expect(parseRange('2025-01-01T00:00:00Z', '2026-01-02T00:00:00Z', 'day', NOW).to).toBe(at('2026-01-02T00:00:00Z'));
+    expect(paramOf(() => parseRange('2026-01-01T00:00:00Z', '2026-02-01T01:00:00Z', 'hour', NOW))).toBe('bucket');
+    expect(paramOf(() => parseRange('yesterday', '2026-02-01T00:00:00Z', 'hour', NOW))).toBe('from');
+  });
+
+  it("ranges left out: to the end of the current hour, from the start of the month of the range's last hour", () => {
+    expect(parseRange(undefined, undefined, undefined, NOW)).toEqual({ from: at('2026-11-01T00:00:00Z'), to: at('2026-11-20T14:00:00Z') });
+    expect(parseRange(undefined, undefined, 'hour', at('2026-12-01T00:00:00Z'))).toEqual({ from: at('2026-12-01T00:00:00Z'), to: at('2026-12-01T01:00:00Z') });
+    expect(parseRange(undefined, '2026-08-01T00:00:00Z', 'day', NOW)).toEqual({ from: at('2026-07-01T00:00:00Z'), to: at('2026-08-01T00:00:00Z') });
+    expect(parseRange('2026-11-19T00:00:00Z', undefined, 'hour', NOW)).toEqual({ from: at('2026-11-19T00:00:00Z'), to: at('2026-11-20T14:00:00Z') });
   });
 
   it('group_by: the six dimensions and metadata.<name>, each once, at most three metadata entries', () => {
