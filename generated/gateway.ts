@@ -1660,6 +1660,10 @@ export interface components {
             /** @default 30 */
             rate_limit_rpm?: number;
             /**
+             * @description Providers whose catalog models the key may use. The default, `[jimeng]`, leaves out `local`: a key
+             *     for `local-1` (the built-in renderer) must list it. With `allowed_models`, it must leave the key
+             *     some model of the catalog, else 400 `invalid_request` (`param` `allowed_models`, or
+             *     `allowed_providers` when no models are listed).
              * @default [
              *       "jimeng"
              *     ]

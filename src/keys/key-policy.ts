@@ -169,9 +169,11 @@ export function checkModelPermitted(key: Pick<PolicyHolder, 'policy' | 'allowedP
     });
   }
   if (refusal === 'provider_not_allowed') {
-    throw new ApiError('provider_not_allowed', `This key may not use provider ${entry.provider} (allowed: ${key.allowedProviders.join(', ')}).`, {
-      param: 'model',
-    });
+    throw new ApiError(
+      'provider_not_allowed',
+      `Model ${entry.model} is served by provider ${entry.provider}; this key's allowed_providers are ${key.allowedProviders.join(', ')}. An admin can add ${entry.provider} to the key's allowed_providers.`,
+      { param: 'model' },
+    );
   }
   const project = key.project ?? null;
   if (project === null) return;

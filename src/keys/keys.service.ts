@@ -9,6 +9,7 @@ import type { CatalogModel } from '../config/catalog';
 import { emitKeyDisabled } from '../events/key-events';
 import { findProjectById } from '../projects/projects.repository';
 import { newKeyPolicyColumns, policyColumns } from './key-policy';
+import { modelRefusal } from './rules/model-permission';
 import { generateKeySecret, hashKey, keyHint } from './key-secret';
 import { type ApiKeyRow, type CreatedKeyResource, type KeyResource, type KeyStatus, toKeyResource } from './key.model';
 import * as keys from './keys.repository';
@@ -21,7 +22,8 @@ export type SetQuotaInput = Schemas['SetQuotaRequest'];
 export type KeyList = Schemas['KeyList'];
 
 const DEFAULT_RATE_LIMIT_RPM = 30;
-const DEFAULT_PROVIDERS = ['jimeng'];
+/** A key created without `allowed_providers` gets these (the spec's default; the built-in `local` renderer is not among them). */
+export const DEFAULT_PROVIDERS: readonly string[] = ['jimeng'];
 
 function keyNotFound(id: string): ApiError {
   return new ApiError('key_not_found', `No key with id ${id}.`, { param: 'id' });
@@ -50,6 +52,31 @@ export class KeysService {
         param: 'allowed_providers',
       });
     }
+  }
+
+  /**
+   * 400 invalid_request when the key's `allowed_providers` and `allowed_models` together leave it no
+   * model of the catalog (every request of it would be refused): `param` names the list to change.
+   */
+  private checkSomeModelAllowed(allowedProviders: readonly string[], allowedModels: readonly string[] | null): void {
+    if (this.catalog.size === 0) return;
+    const permissions = { allowedProviders, allowedModels, project: null };
+    if ([...this.catalog.values()].some((entry) => modelRefusal(permissions, entry) === undefined)) return;
+    // The spec fills in the default before the request gets here, so a key that did not ask for it is told.
+    const isDefault = allowedProviders.length === DEFAULT_PROVIDERS.length && allowedProviders.every((p, i) => p === DEFAULT_PROVIDERS[i]);
+    const providers = `allowed_providers [${allowedProviders.join(', ')}]${isDefault ? ' (the default when none is given)' : ''}`;
+    if (allowedModels === null) {
+      const offered = [...new Set([...this.catalog.values()].map((entry) => entry.provider))].join(', ');
+      throw new ApiError('invalid_request', `With ${providers} this key could use no model: the catalog's models are served by ${offered}.`, {
+        param: 'allowed_providers',
+      });
+    }
+    const servedBy = allowedModels.map((model) => `${model} by ${this.catalog.get(model)?.provider ?? 'no provider'}`).join(', ');
+    throw new ApiError(
+      'invalid_request',
+      `With ${providers} and allowed_models [${allowedModels.join(', ')}] this key could use no model: ${servedBy}. Add the provider to allowed_providers, or pick models of its providers.`,
+      { param: 'allowed_models' },
+    );
   }
 
   /** A key's `project_id` must name a project (disabled ones included: the key is then refused until it is enabled). */
@@ -102,8 +129,10 @@ export class KeysService {
   async createKey(input: CreateKeyInput, audit: AuditContext): Promise<CreatedKeyResource> {
     const now = this.clock.now();
     const expiresAt = requestedExpiry(input, now);
-    const allowedProviders = input.allowed_providers ?? DEFAULT_PROVIDERS;
+    const allowedProviders = input.allowed_providers ?? [...DEFAULT_PROVIDERS];
     this.checkProviders(allowedProviders);
+    const policy = newKeyPolicyColumns(input, this.catalog);
+    this.checkSomeModelAllowed(allowedProviders, parseList(policy.allowed_models));
 
     const secret = generateKeySecret();
     const row: ApiKeyRow = {
@@ -125,7 +154,7 @@ export class KeysService {
       updated_at: now,
       disabled_at: null,
       last_used_at: null,
-      ...newKeyPolicyColumns(input, this.catalog),
+      ...policy,
       project_id: input.project_id ?? null,
     };
     return withAuditEvent(this.db, audit, now, async (trx) => {
@@ -183,6 +212,10 @@ export class KeysService {
           changes.project_id = input.project_id;
         }
         if (input.allowed_providers !== undefined) changes.allowed_providers = JSON.stringify(input.allowed_providers);
+        if (input.allowed_providers !== undefined || input.allowed_models !== undefined) {
+          const providers = parseList(changes.allowed_providers ?? current.allowed_providers) ?? [];
+          this.checkSomeModelAllowed(providers, parseList(changes.allowed_models === undefined ? current.allowed_models : changes.allowed_models));
+        }
         if (input.expires_at !== undefined) {
           changes.expires_at = input.expires_at === null ? null : futureExpiry(input.expires_at, now);
         }
@@ -234,6 +267,11 @@ export class KeysService {
  */
 function withUsageEpoch(row: ApiKeyRow, now: number): Record<string, unknown> {
   return { ...toKeyResource(row, now), usage_epoch: Number(row.usage_epoch) };
+}
+
+/** A JSON list column (allowed_providers, allowed_models) as a list; null stays null. */
+function parseList(column: string | null | undefined): string[] | null {
+  return column === null || column === undefined ? null : (JSON.parse(column) as string[]);
 }
 
 /** `name:value` (the spec checks the shape) into a filter. */

@@ -154,7 +154,9 @@ describe('GenerationAdmission.admitForKey', () => {
     const error = await admission.admitForKey(providerOnly, 'seedream').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'provider_not_allowed', status: 403, param: 'model' });
-    expect((error as ApiError).message).toBe('This key may not use provider jimeng (allowed: local, openai).');
+    expect((error as ApiError).message).toBe(
+      "Model seedream is served by provider jimeng; this key's allowed_providers are local, openai. An admin can add jimeng to the key's allowed_providers.",
+    );
     expect(consumed).toEqual([]);
   });
 });

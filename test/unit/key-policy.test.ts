@@ -247,7 +247,9 @@ describe('checkModelPermitted', () => {
   it('a provider the key does not allow: 403 provider_not_allowed, param model, naming the allowed providers', () => {
     const error = thrownApiError(() => checkModelPermitted({ allowedProviders: ['local', 'openai'], policy: policy() }, entry('seedream')));
     expect(error).toMatchObject({ code: 'provider_not_allowed', status: 403, param: 'model' });
-    expect(error.message).toBe('This key may not use provider jimeng (allowed: local, openai).');
+    expect(error.message).toBe(
+      "Model seedream is served by provider jimeng; this key's allowed_providers are local, openai. An admin can add jimeng to the key's allowed_providers.",
+    );
   });
 
   it('both refuse: the model list is checked first', () => {

@@ -56,7 +56,7 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['
       credits_quota: Number(form.credits),
       quota_period_days: Number(form.period),
       rate_limit_rpm: Number(form.rpm),
-      allowed_providers: listOf(form.providers),
+      ...(form.providers ? { allowed_providers: listOf(form.providers) } : {}),
       ...(form.models ? { allowed_models: listOf(form.models) } : {}),
       ...(form.metadata ? { metadata: metadataOf(form.metadata) } : {}),
       ...(form.expires ? { expires_in_days: Number(form.expires) } : {}),
@@ -71,7 +71,7 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (created: Schemas['
         <Field label="Credits per period" type="number" min={0} value={form.credits} onInput={set('credits')} required />
         <Field label="Period (days)" type="number" min={1} value={form.period} onInput={set('period')} required />
         <Field label="Requests per minute" type="number" min={1} value={form.rpm} onInput={set('rpm')} />
-        <Field label="Allowed providers" value={form.providers} onInput={set('providers')} hint="Comma-separated, e.g. local, jimeng" />
+        <Field label="Allowed providers" value={form.providers} onInput={set('providers')} hint="Comma-separated, e.g. local, jimeng. Empty: jimeng only, the default, which cannot use local-1 (the built-in renderer: provider local)" />
         <Field label="Allowed models" value={form.models} onInput={set('models')} hint="Comma-separated; empty: every model" />
         <Field label="Metadata" value={form.metadata} onInput={set('metadata')} hint="name=value, comma-separated" />
         <Field label="Expires in (days)" type="number" min={1} value={form.expires} onInput={set('expires')} hint="Empty: never" />

@@ -108,7 +108,11 @@ export function registerKeyCommands(program: Command, context: CommandContext): 
       .requiredOption('--credits <n>', 'credits per period', wholeNumber)
       .requiredOption('--period-days <n>', 'length of a quota period in days', wholeNumber)
       .option('--rpm <n>', 'requests per minute', wholeNumber)
-      .option('--providers <list>', 'allowed providers, comma-separated (e.g. local,jimeng)', providerList)
+      .option(
+        '--providers <list>',
+        'allowed providers, comma-separated (e.g. local,jimeng); without it the key gets jimeng only, not local (the built-in renderer, local-1)',
+        providerList,
+      )
       .option('--expires-in-days <n>', 'expire the key after this many days', wholeNumber)
       .option('--expires-at <time>', 'expire the key at this time (ISO 8601)', timestamp)
       .option('--project <id>', "the project (prj_...) whose budget and limits apply on top of the key's"),
