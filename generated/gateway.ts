@@ -2102,6 +2102,25 @@ export interface components {
              */
             failure_mode: "fail_open" | "fail_closed";
         } | null;
+        /**
+         * @description A change of the project's moderation hook (ModerationHookSettings): `timeout_ms` and
+         *     `failure_mode` left out keep the hook's current values (a project without a hook needs
+         *     `failure_mode`: 400 `invalid_request` naming `moderation_hook.failure_mode`); null removes the hook.
+         * @example {
+         *       "url": "https://moderation.example.com/hook-v2"
+         *     }
+         */
+        ModerationHookChange: {
+            /** @description The endpoint (https). */
+            url: string;
+            /** @description One deadline for connecting, sending and reading the answer (default: the current value, else 2000). */
+            timeout_ms?: number;
+            /**
+             * @description What a failure of the hook does (default: the current value).
+             * @enum {string}
+             */
+            failure_mode?: "fail_open" | "fail_closed";
+        } | null;
         /** @description The project's moderation hook (ModerationHookSettings), or null. `secret` is present only in the response that made it. */
         ModerationHook: {
             url: string;
@@ -2125,7 +2144,7 @@ export interface components {
             allowed_models?: string[] | null;
             prompt_rules?: components["schemas"]["PromptRules"];
             prompt_retention?: components["schemas"]["ProjectPromptRetention"];
-            moderation_hook?: components["schemas"]["ModerationHookSettings"];
+            moderation_hook?: components["schemas"]["ModerationHookChange"];
             metadata?: components["schemas"]["KeyMetadata"];
             /** @description `active` re-enables a disabled project; `disabled` disables it. */
             status?: components["schemas"]["ProjectStatus"];

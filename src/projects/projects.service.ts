@@ -23,7 +23,7 @@ export type UpdateProjectInput = Schemas['UpdateProjectRequest'];
 export type SetProjectQuotaInput = Schemas['SetQuotaRequest'];
 export type ProjectList = Schemas['ProjectList'];
 export type KeyList = Schemas['KeyList'];
-type HookSettings = NonNullable<Schemas['ModerationHookSettings']>;
+type HookChange = NonNullable<Schemas['ModerationHookChange']>;
 
 /** The hook's deadline when the request names none. */
 export const DEFAULT_HOOK_TIMEOUT_MS = 2000;
@@ -68,11 +68,17 @@ export class ProjectsService {
     if (unknownModels.length > 0) throw new ApiError('invalid_request', unknownModelMessage(unknownModels, this.catalog), { param: 'allowed_models' });
   }
 
-  /** The hook's settings as stored, its URL checked (400 naming `moderation_hook.url`). */
-  private hookSettings(input: HookSettings): StoredModerationHook {
+  /** The hook's settings as stored, its URL checked (400 naming `moderation_hook.url`); what a change leaves out, the current hook's. */
+  private hookSettings(input: HookChange, current?: StoredModerationHook): StoredModerationHook {
     const problem = moderationHookUrlProblem(input.url, this.hooks.allowPrivateNetworks);
     if (problem) throw new ApiError('invalid_request', `moderation_hook.url ${problem}.`, { param: 'moderation_hook.url' });
-    return { url: input.url, timeout_ms: input.timeout_ms ?? DEFAULT_HOOK_TIMEOUT_MS, failure_mode: input.failure_mode };
+    const failureMode = input.failure_mode ?? current?.failure_mode;
+    if (failureMode === undefined) {
+      throw new ApiError('invalid_request', 'moderation_hook.failure_mode: required when the project has no hook yet (fail_open or fail_closed).', {
+        param: 'moderation_hook.failure_mode',
+      });
+    }
+    return { url: input.url, timeout_ms: input.timeout_ms ?? current?.timeout_ms ?? DEFAULT_HOOK_TIMEOUT_MS, failure_mode: failureMode };
   }
 
   /** A new hook secret: in clear for the one response that shows it, sealed (bound to the project) for the row. */
@@ -173,9 +179,11 @@ export class ProjectsService {
 
   async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext): Promise<ProjectResource> {
     this.checkLists(input);
-    const hook = input.moderation_hook == null ? input.moderation_hook : this.hookSettings(input.moderation_hook);
     let madeSecret: string | undefined;
     const updated = await this.changeProject(id, 'project.updated', audit, (trx, current, now) => {
+      const hookChange = input.moderation_hook;
+      const currentHook = current.moderation_hook == null ? undefined : (JSON.parse(current.moderation_hook) as StoredModerationHook);
+      const hook = hookChange == null ? hookChange : this.hookSettings(hookChange, currentHook);
       const changes: Parameters<typeof projects.updateProject>[2] = {};
       if (input.name !== undefined) changes.name = input.name;
       if (input.owner !== undefined) changes.owner = input.owner;
