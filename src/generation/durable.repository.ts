@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { preparedQuery } from '../db/prepared-query';
 import type { Database, GenerationsTable, GenerationTasksTable } from '../db/schema';
 import { capabilitiesOf } from '../db/storage-capabilities';
 import { ACTIVE_ROWS } from './generations.repository';
@@ -191,6 +192,21 @@ export async function recordFallback(db: Db, id: string, owner: string, to: { mo
   if (Number(moved.numUpdatedRows) !== 1) return false;
   await db.deleteFrom('generation_tasks').where('generation_id', '=', id).execute();
   return true;
+}
+
+const runStateQuery = preparedQuery<{ id: string }, Pick<GenerationsTable, 'status' | 'lease_owner' | 'cancel_requested'>>(['id'], (db, p) =>
+  db.selectFrom('generations').select(['status', 'lease_owner', 'cancel_requested']).where('id', '=', p.id),
+);
+
+/**
+ * Whether `owner` may still send a call of the generation: `held` while it runs it and no cancel is
+ * recorded, `canceled` once a cancel committed (on any replica), `lost` when it was settled or taken
+ * over otherwise. One read by primary key: what a run that does not mark its sends asks before each call.
+ */
+export async function runState(db: Db, id: string, owner: string): Promise<'held' | 'canceled' | 'lost'> {
+  const row = (await runStateQuery(db, { id })).rows[0];
+  if (row?.status === 'canceled' || Number(row?.cancel_requested ?? 0) === 1) return 'canceled';
+  return row?.status === 'running' && row.lease_owner === owner ? 'held' : 'lost';
 }
 
 /** The call provably reached nothing upstream: a takeover may send it again. */

@@ -1,14 +1,15 @@
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { TaskJournal } from '../channels/channel-router';
 import type { CatalogModel } from '../config/catalog';
-import type { GenerationTasksTable, GenerationsTable } from '../db/schema';
+import type { Database, GenerationTasksTable, GenerationsTable } from '../db/schema';
 import type { WriteTransactions } from '../db/write-transactions';
 import type { StoredInputs } from '../images/inputs/input-images';
 import { callsOfEntry, sendsNothingUpstream } from '../providers/formats';
 import type { ProviderRequest } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import type { GenerationWebhook } from './completion-webhooks';
-import { forgetTask, recordTaskAccepted, recordTaskSending } from './durable.repository';
+import { forgetTask, recordTaskAccepted, recordTaskSending, runState } from './durable.repository';
 import { LeaseLost } from './lease';
 
 /** generations.request: everything a worker on any replica needs to run the generation. */
@@ -92,6 +93,7 @@ export class GenerationTaskJournal implements TaskJournal {
   readonly expired: number[] = [];
 
   constructor(
+    private readonly db: Kysely<Database>,
     private readonly writes: WriteTransactions,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -139,6 +141,13 @@ export class GenerationTaskJournal implements TaskJournal {
       );
       // Canceled or taken over since the run began: the call is not sent (a cancel charged only the marked ones).
       if (!marked) throw new LeaseLost(this.generationId, false);
+    } else {
+      // A run that does not mark its sends hears of a cancel on another replica only at its next lease
+      // renewal: the row is read instead, so no call starts once a cancel committed (a retry after a
+      // busy answer, a call that waited for its channel). The cancel charged every image; the run gives
+      // back the calls it never sent (generation-runner.ts).
+      const state = await runState(this.db, this.generationId, this.owner);
+      if (state !== 'held') throw new LeaseLost(this.generationId, state === 'canceled');
     }
     this.sent.add(imageIndex);
   }

@@ -158,7 +158,7 @@ export class GenerationRunner {
     // The local provider sends nothing upstream: a takeover simply runs it again.
     const journal = chain.every(sendsNothingUpstream)
       ? undefined
-      : new GenerationTaskJournal(writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
+      : new GenerationTaskJournal(db, writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
     const run: Run = { row, stored, signal, started, journal };
     return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
   }
@@ -297,8 +297,8 @@ export class GenerationRunner {
   }
 
   private async settleUnresumable(run: Run, unresumable: Extract<RunOutcome, { kind: 'unresumable' }>): Promise<never> {
-    await this.writeFailure(run, unresumable, unresumable.error, unresumable.code, unresumable.unbilled);
-    throw unresumable.error;
+    const written = await this.writeFailure(run, unresumable, unresumable.error, unresumable.code, unresumable.unbilled);
+    throw endedElsewhereError(run, written) ?? unresumable.error;
   }
 
   /** Settled elsewhere: nothing to settle here; a synchronous run's unsent calls go back to its key, its attempts still go in. */
@@ -329,14 +329,17 @@ export class GenerationRunner {
       throw error;
     }
     // A client that went away is told nothing; the error handler logs what its generation was charged.
-    throw (await this.writeFailure(run, failed, error, ...failureOf(run, failed, error))) ?? error;
+    const written = await this.writeFailure(run, failed, error, ...failureOf(run, failed, error));
+    throw written.disconnected ?? endedElsewhereError(run, written) ?? error;
   }
 
   /**
    * Fails (or, canceled or disconnected, cancels) the generation, releasing what it did not charge, with
    * its attempts and completion webhook in the same transaction. Never throws: a settlement that fails
    * leaves the row active for onUnsettled or a takeover, and its attempts go in alone.
-   * Returns the refusal of a client that disconnected.
+   * Returns the refusal of a client that disconnected, and how the row had ended when another
+   * settlement came first (a cancel on any replica, the sweeper): the run's own error is then not
+   * what its client is told, since the books say otherwise.
    */
   private async writeFailure(
     run: Run,
@@ -344,7 +347,7 @@ export class GenerationRunner {
     error: unknown,
     code: string,
     unbilled: Unbilled | undefined,
-  ): Promise<ClientDisconnected | undefined> {
+  ): Promise<FailureWritten> {
     const { row, stored, signal, journal } = run;
     const { stage, attempts } = progress;
     const { clock, metrics, writes, completionWebhooks } = this.deps;
@@ -353,6 +356,7 @@ export class GenerationRunner {
     // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
     const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
     const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)) : 0;
+    let endedElsewhere: FailureWritten['endedElsewhere'];
     try {
       const hooked = await writes.run(async (trx) => {
         if (!progress.attemptsWritten) await insertAttempts(trx, attempts);
@@ -366,19 +370,25 @@ export class GenerationRunner {
           ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
         });
         if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
-        // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
-        if (!settled && canceled && !stored.mark_sends)
-          await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
+        if (!settled) {
+          endedElsewhere = (await findGeneration(trx, row.id))?.status === 'canceled' ? 'canceled' : 'settled';
+          // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
+          if (endedElsewhere === 'canceled' && !stored.mark_sends)
+            await refundUnsentCalls(trx, row, creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)));
+        }
         return settled && (await completionWebhooks?.emit(trx, row.id)) === true;
       });
       if (hooked) completionWebhooks?.poke();
-      return disconnected ? new ClientDisconnected({ generationId: row.id, chargedCredits }) : undefined;
+      return {
+        ...(disconnected ? { disconnected: new ClientDisconnected({ generationId: row.id, chargedCredits }) } : {}),
+        ...(endedElsewhere ? { endedElsewhere } : {}),
+      };
     } catch (settleError) {
       // The row stays active: released by a retry when the database is back, or by a takeover.
       this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
       this.deps.onUnsettled?.(row.id, code);
       if (!progress.attemptsWritten) await this.recordAttempts(row.id, attempts);
-      return undefined;
+      return {};
     }
   }
 
@@ -418,6 +428,21 @@ export class GenerationRunner {
       logger.error({ err: error, generation_id: id, at: clock.now() }, 'could not withdraw the images of a generation settled elsewhere');
     }
   }
+}
+
+/** What writing a failure came to: a client that disconnected, or a row another settlement had ended first. */
+interface FailureWritten {
+  disconnected?: ClientDisconnected;
+  endedElsewhere?: 'canceled' | 'settled';
+}
+
+/**
+ * A failed run whose generation was settled elsewhere first (canceled on any replica, or failed by
+ * the sweeper): its client is told that (409 generation_finished, with what the books kept), not the
+ * run's own error, whose answer would say the credits were released.
+ */
+function endedElsewhereError(run: Run, written: FailureWritten): LeaseLost | undefined {
+  return written.endedElsewhere ? new LeaseLost(run.row.id, written.endedElsewhere === 'canceled') : undefined;
 }
 
 /** latency_ms is a 32-bit integer column: a clock that steps (NTP, a test clock) must not make settlement fail. */
