@@ -55,6 +55,8 @@ export interface SpecRouterOptions {
   layers: readonly LayerRow[];
   bodyParser: RequestHandler;
   validator: RequestHandler[];
+  /** The message of a 404 (a request no operation's path matches): where the API's reference is. */
+  notFoundMessage?: string;
 }
 
 interface ParameterSpec {
@@ -287,7 +289,7 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
       adapt(operation.operationId, handlers[operation.operationId]),
     );
   }
-  router.use(methodFallback(operations));
+  router.use(methodFallback(operations, options.notFoundMessage ?? 'No such route. See /docs for the API reference.'));
   return { router, operations: operations.map(({ operationId, method, path }) => ({ operationId, method, path })) };
 }
 
@@ -295,7 +297,7 @@ export function specRouter(options: SpecRouterOptions): { router: Router; operat
  * For requests no operation took: OPTIONS on a known path answers 204 with `Allow`; another
  * method on a known path is 405 with `Allow`; anything else is 404.
  */
-function methodFallback(operations: MountedOperation[]): RequestHandler {
+function methodFallback(operations: MountedOperation[], notFoundMessage: string): RequestHandler {
   const byPath = new Map<string, { pattern: RegExp; methods: Set<string> }>();
   for (const operation of operations) {
     const entry = byPath.get(operation.path) ?? {
@@ -311,7 +313,7 @@ function methodFallback(operations: MountedOperation[]): RequestHandler {
   return (req, res) => {
     const methods = new Set<string>();
     for (const entry of byPath.values()) if (entry.pattern.test(req.path)) for (const m of entry.methods) methods.add(m);
-    if (methods.size === 0) throw new ApiError('not_found', 'No such route. See /docs for the API reference.');
+    if (methods.size === 0) throw new ApiError('not_found', notFoundMessage);
     const allow = order.filter((m) => methods.has(m)).join(', ');
     if (req.method === 'OPTIONS') {
       res.setHeader('Allow', allow);

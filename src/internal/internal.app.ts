@@ -48,6 +48,15 @@ export interface InternalAppDeps {
   channels: ChannelRouter;
 }
 
+/**
+ * The internal listener's 404: its reference page needs the service-token headers like every route
+ * of this API, which a browser does not send by itself.
+ */
+export const INTERNAL_NOT_FOUND =
+  'No such route. The API reference is GET /docs with the service-token headers (CF-Access-Client-Id, CF-Access-Client-Secret): ' +
+  'in a browser through Cloudflare Access or an extension that adds request headers, or the raw document at /api/v1/creative/openapi.json ' +
+  '(docs/clients/internal-api.md, "Opening /docs in a browser").';
+
 /** The internal creative API (second listener): every route from openapi/creative.yaml, same error model. */
 export function createInternalApp(deps: InternalAppDeps): Express {
   const health = healthHandlers(deps.readiness);
@@ -81,6 +90,7 @@ export function createInternalApp(deps: InternalAppDeps): Express {
     ],
     bodyParser: jsonBody(deps.bodyLimitBytes),
     validator: openApiValidator(deps.document, deps.validateResponses),
+    notFoundMessage: INTERNAL_NOT_FOUND,
   });
   app.use(router);
   app.use(errorHandler(deps.logger));
