@@ -34,7 +34,7 @@ import {
   type Unbilled,
 } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
-import { imageOwnerOf } from '../images/images.repository';
+import { imageOwnerOf, withdrawEarlierOutputs } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
 import type { ProviderImage } from '../providers/provider';
 
@@ -188,6 +188,8 @@ export class GenerationRunner {
     let attempts: GenerationAttemptsTable[] = [];
     let losses = noLosses;
     try {
+      // A takeover's result is its own images: what an earlier run stored before it died is withdrawn first.
+      if (row.runs > 1) await writes.run((trx) => withdrawEarlierOutputs(trx, row.id, clock.now()));
       // Read back by id on every run: a takeover sends exactly the inputs the request gave.
       const inputs = stored.inputs ? await this.deps.inputs.resolve(stored.inputs) : {};
       const stages = chain.map((entry) => ({ entry, request: { ...onModel(stored, entry.model).request, ...inputs } }));

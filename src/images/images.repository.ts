@@ -62,6 +62,21 @@ export async function purgeImageTombstones(db: Db, before: number): Promise<void
   await db.deleteFrom('stored_images').where('deleted_at', '<=', before).execute();
 }
 
+/**
+ * Ends the retention of the output images a generation's earlier runs stored (a takeover: the process
+ * that ran it died while or after storing them, before its settlement): they are not its result, their
+ * URLs answer 410 and the sweeper deletes whatever bytes reached the store. Its inputs stay.
+ */
+export async function withdrawEarlierOutputs(db: Db, generationId: string, now: number): Promise<void> {
+  await db
+    .updateTable('stored_images')
+    .set({ expires_at: now })
+    .where('generation_id', '=', generationId)
+    .where('role', '=', 'output')
+    .where('expires_at', '>', now)
+    .execute();
+}
+
 /** Ends the retention of a generation's images now (withdrawn): served as expired, swept with the others. */
 export async function expireGenerationImages(db: Db, generationId: string, now: number): Promise<void> {
   await db.updateTable('stored_images').set({ expires_at: now }).where('generation_id', '=', generationId).where('expires_at', '>', now).execute();
