@@ -23,6 +23,11 @@ export interface GenerationWebhook {
   events: CompletionEvent[];
 }
 
+/** The dedupe key of a generation's completion event: one per generation, found again by the prompt-retention sweep. */
+export function completionEventKey(generationId: string): string {
+  return `generation:${generationId}`;
+}
+
 const EVENT_OF_STATUS: Record<string, CompletionEvent | undefined> = { succeeded: 'completed', failed: 'failed', canceled: 'canceled' };
 
 export interface CompletionWebhooksDeps {
@@ -94,7 +99,7 @@ export class CompletionWebhooks {
         id: eventId,
         type,
         payload: eventBody(type, now, data as unknown as Record<string, unknown>),
-        dedupe_key: `generation:${row.id}`,
+        dedupe_key: completionEventKey(row.id),
         created_at: now,
       })
       .execute();

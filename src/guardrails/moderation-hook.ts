@@ -1,5 +1,6 @@
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
+import { redactUpstreamText } from '../providers/redaction';
 import { randomBase62 } from '../shared/ids';
 import { guardedLookup, urlProblem } from '../shared/safe-url';
 import { signedHeaders } from '../webhooks/signing';
@@ -48,8 +49,9 @@ export interface ModerationSubject {
 
 /**
  * The hook's verdict, to record on the generation. `reason` is the endpoint's (at most 1000
- * characters). When the endpoint could not be asked or answered nonsense, `failure` says why and
- * `failedOpen` whether the request went on anyway (fail_open) or was blocked (fail_closed).
+ * characters), without the prompt where it quotes it (`[prompt]`) and without control characters.
+ * When the endpoint could not be asked or answered nonsense, `failure` says why and `failedOpen`
+ * whether the request went on anyway (fail_open) or was blocked (fail_closed).
  */
 export interface ModerationOutcome {
   decision: 'allow' | 'block';
@@ -95,12 +97,13 @@ export async function askModerationHook(
   if ('error' in answer) return failed(answer.error);
   if (answer.status >= 300 && answer.status < 400) return failed(`the hook answered a redirect (HTTP ${answer.status}), not followed`);
   if (answer.status < 200 || answer.status >= 300) return failed(`the hook answered HTTP ${answer.status}`);
-  const verdict = parseVerdict(answer.text);
+  const verdict = parseVerdict(answer.text, subject.prompt);
   if (!verdict) return failed('the hook did not answer {"decision": "allow" | "block", "reason"?: string}');
   return { ...verdict, latencyMs: latency() };
 }
 
-function parseVerdict(text: string): Pick<ModerationOutcome, 'decision' | 'reason'> | undefined {
+/** The endpoint's verdict; its reason is outside text, redacted as an upstream's is (the prompt it may quote goes first). */
+function parseVerdict(text: string, prompt: string): Pick<ModerationOutcome, 'decision' | 'reason'> | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -111,7 +114,7 @@ function parseVerdict(text: string): Pick<ModerationOutcome, 'decision' | 'reaso
   const { decision, reason } = parsed as Record<string, unknown>;
   if (decision !== 'allow' && decision !== 'block') return undefined;
   if (reason !== undefined && reason !== null && typeof reason !== 'string') return undefined;
-  return { decision, reason: typeof reason === 'string' ? reason.slice(0, MAX_REASON_LENGTH) : null };
+  return { decision, reason: typeof reason === 'string' ? redactUpstreamText(reason, [], { prompt, maxLength: MAX_REASON_LENGTH }) : null };
 }
 
 type Exchange = { status: number; text: string } | { error: string };

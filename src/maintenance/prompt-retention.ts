@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema';
+import { completionEventKey } from '../generation/completion-webhooks';
+import { redactPrompt } from '../providers/redaction';
 
 /**
  * What the gateway keeps of a prompt once its generation is settled: `full` (the stored request keeps
@@ -14,6 +16,10 @@ import type { Database } from '../db/schema';
  * its key was in when it was created), else the gateway's PROMPT_RETENTION (also for internal
  * generations, which have no key). A policy only ever tightens what a row keeps: `hash` rows become
  * `none` when their policy does, and a loosened policy restores nothing (it cannot).
+ *
+ * Withholding a prompt reaches every copy the gateway kept of it: the stored request, the upstream's
+ * error text and the moderation hook's reason where they quote it (redactPrompt: `[prompt]`), and the
+ * completion webhook's event (the `events` row its deliveries, sent or not yet, are read from).
  */
 export type PromptRetention = 'full' | 'hash' | 'none';
 
@@ -51,6 +57,65 @@ export function withheldRequest(requestJson: string, policy: Exclude<PromptReten
   if (policy === 'hash') stored.request.prompt_sha256 = kept ?? promptSha256(prompt);
   else delete stored.request.prompt_sha256;
   return JSON.stringify(stored);
+}
+
+/** The prompts a stored request carries (an internal request's negative prompt too), empty when withheld before. */
+function promptsOf(requestJson: string | null): string[] {
+  if (requestJson === null) return [];
+  const stored = JSON.parse(requestJson) as { request?: { prompt?: unknown; negativePrompt?: unknown } };
+  return [stored.request?.prompt, stored.request?.negativePrompt].filter((text): text is string => typeof text === 'string' && text !== '');
+}
+
+/** `text` without any of `prompts` (redaction.ts's rule, nothing cut). */
+function withoutPrompts(text: string, prompts: readonly string[]): string {
+  return prompts.reduce((out, prompt) => redactPrompt(out, prompt), text);
+}
+
+/**
+ * A completion webhook's event body (`{type, timestamp, data}`, data a generation resource) as
+ * `policy` leaves it: no prompt, its hash only under `hash`, the policy named, and every text of it
+ * (the error's message, the hook's reason) without `prompts`. Pure.
+ */
+export function withheldEventPayload(payload: string, policy: Exclude<PromptRetention, 'full'>, prompts: readonly string[]): string {
+  const body = JSON.parse(payload) as { data?: Record<string, unknown> };
+  const data = body.data;
+  if (data === undefined || data === null || typeof data !== 'object') return payload;
+  const shown = typeof data.prompt === 'string' ? data.prompt : undefined;
+  const known = shown === undefined ? prompts : [shown, ...prompts];
+  const kept = typeof data.prompt_sha256 === 'string' ? data.prompt_sha256 : undefined;
+  const applied = PROMPT_RETENTIONS.includes(data.prompt_retention as PromptRetention) ? (data.prompt_retention as PromptRetention) : 'full';
+  data.prompt = null;
+  const retention = stricterRetention(applied, policy);
+  data.prompt_sha256 = retention === 'hash' ? (kept ?? (known[0] === undefined ? null : promptSha256(known[0]))) : null;
+  data.prompt_retention = retention;
+  const scrub = (value: unknown): unknown => {
+    if (typeof value === 'string') return withoutPrompts(value, known);
+    if (Array.isArray(value)) return value.map(scrub);
+    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, scrub(inner)]));
+    return value;
+  };
+  return JSON.stringify(scrub(body));
+}
+
+/**
+ * When a project's policy tightens, in the transaction that changes it: the completion events of its
+ * generations that still have a delivery to make are rewritten as `policy` leaves them, so no delivery
+ * after the change carries a prompt (the sweep does the rest: the rows, and the events already sent).
+ * Answers how many events it rewrote.
+ */
+export async function withholdPendingCompletions(trx: Kysely<Database>, projectId: string, policy: Exclude<PromptRetention, 'full'>): Promise<number> {
+  const rows = await trx
+    .selectFrom('events as ev')
+    .innerJoin('generations as g', (join) => join.on(sql<boolean>`ev.dedupe_key = ${sql.lit(completionEventKey(''))} || g.id`))
+    .select(['ev.id', 'ev.payload', 'g.request'])
+    .where('g.project_id', '=', projectId)
+    .where((eb) => eb.exists(eb.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'ev.id').where('d.status', '=', 'pending')))
+    .execute();
+  for (const row of rows) {
+    const payload = withheldEventPayload(row.payload, policy, promptsOf(row.request));
+    if (payload !== row.payload) await trx.updateTable('events').set({ payload }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
 }
 
 /** What a generation resource says of its prompt: the prompt while kept, its hash under `hash`, and the policy. */
@@ -121,14 +186,25 @@ async function withhold(db: Kysely<Database>, gateway: PromptRetention, target: 
   const eligible = outstanding(gateway, target);
   let changed = 0;
   for (let batch = 0; batch < BATCHES_PER_SWEEP; batch += 1) {
-    const rows = await db.selectFrom('generations').select(['id', 'request', 'prompt_retention']).where(eligible).limit(BATCH).execute();
+    const rows = await db
+      .selectFrom('generations')
+      .select(['id', 'request', 'prompt_retention', 'error_message', 'moderation_reason'])
+      .where(eligible)
+      .limit(BATCH)
+      .execute();
     if (rows.length === 0) break;
     for (const row of rows) {
       const request = row.request === null ? null : withheldRequest(row.request, target);
+      const prompts = promptsOf(row.request);
+      // The texts kept beside the prompt that may quote it: the upstream's error, the hook's reason.
+      const quoting = {
+        ...(row.error_message == null ? {} : { error_message: withoutPrompts(row.error_message, prompts) }),
+        ...(row.moderation_reason == null ? {} : { moderation_reason: withoutPrompts(row.moderation_reason, prompts) }),
+      };
       const withheld = await db.transaction().execute(async (trx) => {
         const result = await trx
           .updateTable('generations')
-          .set({ prompt_retention: target, ...(request === null ? {} : { request }) })
+          .set({ prompt_retention: target, ...(request === null ? {} : { request }), ...quoting })
           .where('id', '=', row.id)
           .where('prompt_retention', row.prompt_retention == null ? 'is' : '=', row.prompt_retention ?? null)
           .where(eligible)
@@ -141,6 +217,11 @@ async function withhold(db: Kysely<Database>, gateway: PromptRetention, target: 
           .where('role', 'in', ['input', 'mask'])
           .where('expires_at', '>', now)
           .execute();
+        const event = await trx.selectFrom('events').select(['id', 'payload']).where('dedupe_key', '=', completionEventKey(row.id)).executeTakeFirst();
+        if (event) {
+          const payload = withheldEventPayload(event.payload, target, prompts);
+          if (payload !== event.payload) await trx.updateTable('events').set({ payload }).where('id', '=', event.id).execute();
+        }
         return true;
       });
       if (withheld) changed += 1;

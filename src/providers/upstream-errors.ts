@@ -36,6 +36,16 @@ export interface UpstreamFailureTraits {
   configurationProblem?: string;
 }
 
+/** Longest upstream text kept uncut for `withoutPrompt` (a prompt is at most 32,000 characters). */
+const MAX_TOLD_TEXT = 64 * 1024;
+
+/**
+ * What each error's upstream said, account secrets out but not yet cut, for `withoutPrompt` to remove
+ * the prompt from before cutting. Beside the error, not on it: nothing that serializes or logs an
+ * error sees it.
+ */
+const told = new WeakMap<UpstreamError, { message: string; accountProblem?: string; configurationProblem?: string }>();
+
 /**
  * A failure reported by (or about) an upstream. `retryable` marks the ones worth another try
  * (the upstream said it is busy); `countsAgainstProvider` feeds the circuit breaker (content
@@ -55,6 +65,12 @@ export class UpstreamError extends ApiError {
     options: ApiErrorOptions & UpstreamFailureTraits = {},
   ) {
     super(code, redactUpstreamText(message, accountSecrets), options);
+    const uncut = (text: string) => redactUpstreamText(text, accountSecrets, { maxLength: MAX_TOLD_TEXT });
+    told.set(this, {
+      message: uncut(message),
+      accountProblem: options.accountProblem === undefined ? undefined : uncut(options.accountProblem),
+      configurationProblem: options.configurationProblem === undefined ? undefined : uncut(options.configurationProblem),
+    });
     this.traits = {
       safeElsewhere: options.safeElsewhere ?? retryable,
       retryAfterMs: options.retryAfterMs,
@@ -95,27 +111,30 @@ export function afterAcceptance(error: UpstreamError): UpstreamError {
   });
 }
 
-/** Prompts shorter than this are not removed by value: they would blank out ordinary words. */
-const MIN_QUOTED_PROMPT_LENGTH = 6;
-
 /**
- * `error` without the request's prompt, where the upstream quoted it ("the prompt … is invalid"):
- * what the gateway keeps of an upstream's text (logs, stored errors, `disabled_reason`) never holds a
- * prompt. Other errors are returned as they are.
+ * `error` without the request's prompt, where the upstream quoted it ("the prompt … is invalid"), in
+ * part or whole, with its whitespace changed or not (redactPrompt): what the gateway keeps of an
+ * upstream's text (logs, stored errors, `disabled_reason`, the channel.auto_disabled event) never
+ * holds a prompt. The prompt is removed from the upstream's text before it is cut, so a quote past
+ * MAX_UPSTREAM_TEXT leaves nothing behind. Other errors are returned as they are.
  */
 export function withoutPrompt(error: unknown, prompt: string): unknown {
-  // A subclass carries meaning of its own (visual-transport's RegenerableModeration): kept whole.
-  if (!(error instanceof UpstreamError) || error.constructor !== UpstreamError || prompt.length < MIN_QUOTED_PROMPT_LENGTH) return error;
-  const quoted = [error.message, error.traits.accountProblem, error.traits.configurationProblem].some((text) => text?.includes(prompt));
+  if (!(error instanceof UpstreamError)) return error;
+  const source = told.get(error) ?? { message: error.message, ...error.traits };
+  const strip = (text: string | undefined) => (text === undefined ? undefined : redactUpstreamText(text, accountSecrets, { prompt }));
+  const message = strip(source.message) ?? '';
+  const accountProblem = strip(source.accountProblem);
+  const configurationProblem = strip(source.configurationProblem);
+  const quoted = message !== error.message || accountProblem !== error.traits.accountProblem || configurationProblem !== error.traits.configurationProblem;
+  // Unquoted, it is kept whole (a subclass carries meaning of its own: visual-transport's RegenerableModeration);
+  // quoted, a plain copy (that meaning is its client's, which has given the error up by now).
   if (!quoted) return error;
-  const strip = (text: string | undefined) => text?.split(prompt).join('[prompt]');
-  const copy = new UpstreamError(error.code, strip(error.message) ?? '', error.retryable, {
+  return new UpstreamError(error.code, message, error.retryable, {
     ...(error.param === undefined ? {} : { param: error.param }),
     ...error.traits,
-    accountProblem: strip(error.traits.accountProblem),
-    configurationProblem: strip(error.traits.configurationProblem),
+    accountProblem,
+    configurationProblem,
   });
-  return copy;
 }
 
 /** An HTTP status that proves the upstream refused the call (504/524 are proxies giving up: unknown). */
