@@ -25,3 +25,5 @@ if (linkedTarget() !== target) {
   fs.rmSync(link, { force: true });
   fs.symlinkSync(target, link);
 }
+// npm prints no progress when its output is piped: say where the install is and what comes next.
+console.log('creative-gateway: dependencies installed, node_modules/.bin/creative-gateway linked; next, the build (prepare: tsc, then the console)');
