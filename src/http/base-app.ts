@@ -60,7 +60,7 @@ function checkJsonDepth(raw: Buffer): void {
 }
 
 /**
- * The first string (value or member name) holding a NUL character, as a dotted path ('' for `value`
+ * The first string (value or member name) holding a NUL character, as a path (`images[1]`, `extra.note`) ('' for `value`
  * itself), or undefined. Every JSON body is walked: the path is built only on the way back from a find.
  */
 export function pathOfNul(value: unknown): string | undefined {
@@ -69,7 +69,10 @@ export function pathOfNul(value: unknown): string | undefined {
   for (const name of Object.keys(value)) {
     if (name.includes('\u0000')) return name;
     const found = pathOfNul((value as Record<string, unknown>)[name]);
-    if (found !== undefined) return found === '' ? name : `${name}.${found}`;
+    if (found === undefined) continue;
+    // Spelled as the validator's `param` (openapi-validator.ts paramName): `images[1]`, `metadata.team`.
+    const step = Array.isArray(value) ? `[${name}]` : name;
+    return found === '' ? step : found.startsWith('[') ? `${step}${found}` : `${step}.${found}`;
   }
   return undefined;
 }

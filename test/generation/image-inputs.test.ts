@@ -253,7 +253,7 @@ describe('image inputs on POST /images/generate and the internal createGeneratio
     });
 
     it('plain http is not an input source', async () => {
-      await refused({ images: ['http://example.com/a.png'] }, 400, 'invalid_request', 'images.0');
+      await refused({ images: ['http://example.com/a.png'] }, 400, 'invalid_request', 'images[0]');
     });
   });
 });

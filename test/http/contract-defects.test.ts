@@ -112,7 +112,7 @@ describe('issue #12 examples: classes of contract defects', () => {
         allowed_providers: ['loc\u0000al'],
       });
       expect(member.status).toBe(400);
-      expect(member.body.error.param).toBe('allowed_providers.0');
+      expect(member.body.error.param).toBe('allowed_providers[0]');
     });
   });
 

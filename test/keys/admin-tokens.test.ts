@@ -30,7 +30,7 @@ describe('scoped admin tokens', () => {
     });
 
     it.each([
-      [{ name: 'x', scopes: ['keys:admin'] }, 'scopes.0'],
+      [{ name: 'x', scopes: ['keys:admin'] }, 'scopes[0]'],
       [{ name: 'x', scopes: [] }, 'scopes'],
       [{ name: 'x', scopes: ['keys:read', 'keys:read'] }, 'scopes'],
       [{ scopes: ['keys:read'] }, 'name'],

@@ -3,19 +3,20 @@ import { pathOfNul } from '../../src/http/base-app';
 
 /** Where a JSON body holds a NUL character (refused: PostgreSQL text cannot store it). */
 describe('pathOfNul', () => {
-  it('names the first string or member name holding NUL as a dotted path', () => {
+  it('names the first string or member name holding NUL as a path (`images[1]`, `extra.note`)', () => {
     expect(pathOfNul('a\u0000b')).toBe('');
     expect(pathOfNul({ prompt: 'ok', extra: { note: 'x\u0000' } })).toBe('extra.note');
-    expect(pathOfNul({ images: ['fine', 'bad\u0000'] })).toBe('images.1');
+    expect(pathOfNul({ images: ['fine', 'bad\u0000'] })).toBe('images[1]');
+    expect(pathOfNul({ rules: [{ ok: 'x' }, { term: 'y\u0000' }] })).toBe('rules[1].term');
     expect(pathOfNul({ 'na\u0000me': 1 })).toBe('na\u0000me');
     expect(pathOfNul({ a: { 'b\u0000': 'c' } })).toBe('a.b\u0000');
     expect(pathOfNul({ prompt: 'a lighthouse', n: 2, size: null, tags: [1, true, { x: 'y' }] })).toBeUndefined();
   });
 
   it('finds a NUL put anywhere in a JSON value: following the path reaches a string holding one', () => {
-    // Member names that a dotted path can name unambiguously: not empty, no dot.
+    // Member names that a path can name unambiguously: not empty, no dot or bracket.
     const plainNames = (node: unknown): boolean =>
-      node === null || typeof node !== 'object' || Object.entries(node).every(([name, member]) => name !== '' && !name.includes('.') && plainNames(member));
+      node === null || typeof node !== 'object' || Object.entries(node).every(([name, member]) => name !== '' && !/[.[\]]/.test(name) && plainNames(member));
     const withoutNul = fc.jsonValue().filter((value) => !JSON.stringify(value).includes('\\u0000') && plainNames(value));
     fc.assert(
       fc.property(withoutNul, fc.nat(), (value, pick) => {
@@ -39,7 +40,13 @@ describe('pathOfNul', () => {
         const root = target.length === 0 ? `${value as string}\u0000` : poisoned;
         const found = pathOfNul(root) as string;
         expect(found).toBeDefined();
-        const reached = found === '' ? root : found.split('.').reduce<unknown>((node, step) => (node as Record<string, unknown>)[step], root);
+        const reached =
+          found === ''
+            ? root
+            : found
+                .split(/[.[\]]/)
+                .filter(Boolean)
+                .reduce<unknown>((node, step) => (node as Record<string, unknown>)[step], root);
         expect(typeof reached === 'string' && reached.includes('\u0000')).toBe(true);
       }),
     );
