@@ -48,5 +48,7 @@ const projects = [
 /** @type {import('jest').Config} */
 module.exports = {
   testTimeout: 30000,
+  // After jest's own summary: what was skipped, and why (test/helpers/skip-reasons.ts).
+  reporters: ['default', '<rootDir>/test/helpers/skip-summary-reporter.js'],
   projects: process.env.TEST_SQLITE_ONLY === '1' ? projects.filter((p) => p.displayName !== 'integration-postgres') : projects,
 };

@@ -8,13 +8,14 @@ import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { rangeOf } from '../../console/src/usage-series';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { type ConsoleTab, clean, openConsole, pageProblems } from './console-tab';
+import { describeSkippedBecause } from '../helpers/skip-reasons';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = fs.existsSync(CHROMIUM);
 // CI installs Debian's chromium (.ci/run), so there a missing browser is a failure, not a skip.
 if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run should have installed chromium`);
 if (!available) console.warn(`Skipping the console browser test: no ${CHROMIUM} (apt-get install chromium)`);
-const describeWithBrowser = available ? describe : describe.skip;
+const describeWithBrowser = available ? describe : describeSkippedBecause(`no ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
 
 const BROWSER_ARGS = [
   '--no-sandbox',

@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { type Browser, chromium } from 'playwright-core';
 import { SERVICE_TOKEN, type TestGateway, startTestGateway } from '../helpers/test-gateway';
+import { describeSkippedBecause } from '../helpers/skip-reasons';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = fs.existsSync(CHROMIUM);
 // CI installs Debian's chromium (.ci/run), so there a missing browser is a failure, not a skip.
 if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run should have installed chromium`);
 if (!available) console.warn(`Skipping the /docs browser test: no ${CHROMIUM} (apt-get install chromium)`);
-const describeWithBrowser = available ? describe : describe.skip;
+const describeWithBrowser = available ? describe : describeSkippedBecause(`no ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
 
 const LOOPBACK = ['127.0.0.1', 'localhost', '[::1]'];
 const offLoopback = (url: string) => !url.startsWith('data:') && !LOOPBACK.includes(new URL(url).hostname);

@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import { openDatabase } from '../../src/db/database';
 import { migrateToLatest } from '../../src/db/migrations';
 import { randomBase62 } from '../../src/shared/ids';
+import { describeSkippedBecause } from './skip-reasons';
 
 export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -14,8 +15,10 @@ export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.
  * the tests that need them are skipped (and listed as skipped).
  */
 export const sqliteOnly = process.env.TEST_SQLITE_ONLY === '1';
+/** Why a test that needs PostgreSQL or Redis is skipped. */
+export const SQLITE_ONLY_REASON = 'needs PostgreSQL or Redis: npm run test:sqlite (TEST_SQLITE_ONLY=1) leaves them out';
 /** `describe`, or `describe.skip` when PostgreSQL and Redis are not available. */
-export const describeWithServices = sqliteOnly ? describe.skip : describe;
+export const describeWithServices: jest.Describe = sqliteOnly ? describeSkippedBecause(SQLITE_ONLY_REASON) : describe;
 
 /** The engine the suite runs on: `TEST_DB=postgres` runs the same tests on PostgreSQL. */
 export const testEngine: 'sqlite' | 'postgres' = process.env.TEST_DB === 'postgres' ? 'postgres' : 'sqlite';

@@ -1,3 +1,4 @@
+import { describeSkippedBecause } from './skip-reasons';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,6 +27,7 @@ export function unsupportedNodeOnMachine(): { path: string; version: string } | 
 /** `describe` when this machine has an unsupported Node.js, else `describe.skip` with a warning. */
 export function describeOnUnsupportedNode(what: string): jest.Describe {
   if (unsupportedNodeOnMachine()) return describe;
-  console.warn(`Skipping ${what}: no Node.js older than 22 on this machine (the CI machine's own node is 20)`);
-  return describe.skip;
+  const reason = `no Node.js older than 22 on this machine (the CI machine's own node is 20)`;
+  console.warn(`Skipping ${what}: ${reason}`);
+  return describeSkippedBecause(reason);
 }

@@ -4,7 +4,8 @@ import { migrateToLatest } from '../../src/db/migrations';
 import { RedisLeaseStore } from '../../src/leases/redis-lease-store';
 import { SqlLeaseStore } from '../../src/leases/sql-lease-store';
 import { leaseStoreContract } from '../helpers/lease-store-contract';
-import { createThrowawayDatabase, sqliteOnly, testEngine } from '../helpers/test-database';
+import { describeSkippedBecause } from '../helpers/skip-reasons';
+import { createThrowawayDatabase, SQLITE_ONLY_REASON, sqliteOnly, testEngine } from '../helpers/test-database';
 import { TEST_REDIS_URL, throwawayRedisPrefix } from '../helpers/test-redis';
 
 /** The lease store's semantics (test/unit/memory-lease-store.test.ts) on the engines replicas share; two connections stand for two replicas. */
@@ -31,7 +32,7 @@ describe(`SQL lease store (${testEngine})`, () => {
 });
 
 // Without Redis (npm run test:sqlite) it is left out.
-(sqliteOnly ? describe.skip : describe)('Redis lease store', () => {
+(sqliteOnly ? describeSkippedBecause(SQLITE_ONLY_REASON) : describe)('Redis lease store', () => {
   leaseStoreContract(async () => {
     const prefix = throwawayRedisPrefix();
     const connections = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
