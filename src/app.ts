@@ -54,6 +54,8 @@ export interface GatewayAppDeps {
   clock: Clock;
   logger: Logger;
   adminSecret: string;
+  /** IDEMPOTENCY_LEASE_MS: how long an Idempotency-Key's claim holds without renewal. */
+  idempotencyLeaseMs?: number;
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
   /** LOG_REQUESTS: one info line per request (default true). */

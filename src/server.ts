@@ -282,6 +282,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     clock,
     generation,
     adminSecret: config.adminSecret,
+    idempotencyLeaseMs: config.idempotencyLeaseMs,
     document: loadOpenApiDocument('gateway'),
     keys,
     projects,

@@ -345,6 +345,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       trustedProxies: values.TRUSTED_PROXIES,
       /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
       keyLeaseTtlMs: values.KEY_LEASE_TTL_MS,
+      /** IDEMPOTENCY_LEASE_MS: an Idempotency-Key's claim lapses after this without renewal, and a retry takes it over. */
+      idempotencyLeaseMs: values.IDEMPOTENCY_LEASE_MS,
       /** Durable generations (GENERATION_*): worker lease, poll period, background concurrency, per-key queue cap. */
       generations: {
         /** A claim lapses after this long without renewal (its process died): another worker takes it over. */

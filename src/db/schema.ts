@@ -172,6 +172,10 @@ export interface IdempotencyKeysTable {
   /** Location header of the first response, if any. */
   response_location: string | null;
   created_at: number;
+  /** The request holding a 'running' claim (process and request); null once done. */
+  lease_owner: string | null;
+  /** Until when the claim holds unless renewed; a retry takes over a lapsed one. */
+  lease_expires_at: number;
 }
 
 /** Scoped admin tokens (`hyadm_...`); only the SHA-256 of the secret is stored. */

@@ -11,6 +11,7 @@ import type { CursorCodec } from '../shared/cursor';
 import { newId } from '../shared/ids';
 import type { WebhookSecrets } from '../webhooks/secret-sealing';
 import { generateWebhookSecret } from '../webhooks/signing';
+import { withholdPendingCompletions } from '../maintenance/prompt-retention';
 import type { StoredModerationHook } from './project-policy';
 import { overlapEndOf, type ProjectResource, type ProjectRow, type ProjectStatus, toProjectResource } from './project.model';
 import { toIsoOrNull } from '../shared/clock';
@@ -180,7 +181,7 @@ export class ProjectsService {
   async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext): Promise<ProjectResource> {
     this.checkLists(input);
     let madeSecret: string | undefined;
-    const updated = await this.changeProject(id, 'project.updated', audit, (trx, current, now) => {
+    const updated = await this.changeProject(id, 'project.updated', audit, async (trx, current, now) => {
       const hookChange = input.moderation_hook;
       const currentHook = current.moderation_hook == null ? undefined : (JSON.parse(current.moderation_hook) as StoredModerationHook);
       const hook = hookChange == null ? hookChange : this.hookSettings(hookChange, currentHook);
@@ -192,8 +193,10 @@ export class ProjectsService {
       if (input.allowed_providers !== undefined) changes.allowed_providers = input.allowed_providers === null ? null : JSON.stringify(input.allowed_providers);
       if (input.allowed_models !== undefined) changes.allowed_models = input.allowed_models === null ? null : JSON.stringify(input.allowed_models);
       if (input.prompt_rules !== undefined) changes.prompt_rules = input.prompt_rules === null ? null : storedPromptRules(input.prompt_rules);
-      // A tightening reaches the generations settled before it at the next sweep (src/maintenance/prompt-retention.ts).
+      // A tightening reaches the generations settled before it at the next sweep (src/maintenance/prompt-retention.ts),
+      // and the completion webhooks still to be delivered now: none sent after this change carries a prompt.
       if (input.prompt_retention !== undefined) changes.prompt_retention = input.prompt_retention;
+      if (input.prompt_retention === 'hash' || input.prompt_retention === 'none') await withholdPendingCompletions(trx, id, input.prompt_retention);
       if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
       if (hook === null) {
         Object.assign(changes, {
