@@ -24,7 +24,7 @@ export const gatewayOperations = {
   disableProject: {"method":"delete","path":"/admin/projects/{id}","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
   updateProject: {"method":"patch","path":"/admin/projects/{id}","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
   setProjectQuota: {"method":"post","path":"/admin/projects/{id}/quota","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
-  rotateProjectModerationHookSecret: {"method":"post","path":"/admin/projects/{id}/moderation-hook/rotate-secret","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
+  rotateProjectModerationHookSecret: {"method":"post","path":"/admin/projects/{id}/moderation-hook/rotate-secret","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{"x-idempotent":true}},
   listProjectKeys: {"method":"get","path":"/admin/projects/{id}/keys","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
   listAdminTokens: {"method":"get","path":"/admin/tokens","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},
   createAdminToken: {"method":"post","path":"/admin/tokens","security":[["AdminAccessJwt"],["AdminSecret"]],"extensions":{}},

@@ -422,7 +422,8 @@ export interface paths {
          *     **and** from the project, in one transaction, and is refused (402 `project_quota_exceeded`)
          *     when the project would go over. The project's period follows the same rules as a key's,
          *     anchored at the project's creation. With `moderation_hook`, the response carries the hook's
-         *     secret (`moderation_hook.secret`), shown this once.
+         *     secret (`moderation_hook.secret`), shown this once; a retry with the same `Idempotency-Key`
+         *     replays this response, secret included (stored sealed, as `createKey`'s key).
          */
         post: operations["createProject"];
         delete?: never;
@@ -523,7 +524,9 @@ export interface paths {
          *     with both the new and the old secret (two signatures in `webhook-signature`), so the endpoint
          *     can switch without refusing a call; `moderation_hook.previous_secret_expires_at` says until
          *     when. Takes effect on the next request of every key of the project, on every replica.
-         *     404 `moderation_hook_not_found` when the project has no hook.
+         *     404 `moderation_hook_not_found` when the project has no hook. A retry with the same
+         *     `Idempotency-Key` replays the first rotation's answer (its secret included, stored sealed) and
+         *     rotates nothing again, so the overlap it started is kept.
          */
         post: operations["rotateProjectModerationHookSecret"];
         delete?: never;
@@ -4231,7 +4234,17 @@ export interface operations {
     rotateProjectModerationHookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (Stripe semantics, scoped to the caller, kept 24 h): the same key with
+                 *     the same body replays the first response (with `Idempotent-Replayed: true`) and charges
+                 *     nothing again; another body, or the other form (asynchronous with `Prefer: respond-async`
+                 *     or `wait=N`, synchronous without), is 422 `idempotency_key_reused`; while the first request runs,
+                 *     409 `idempotency_key_in_use`. Rate-limited (429) and failed (5xx) outcomes are not kept.
+                 * @example 5d6c2b0e-7f0a-4b7e-9a53-2f1c3e4d5a6b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Project id (`prj_...`).
@@ -4251,19 +4264,21 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            400: components["responses"]["InvalidRequest"];
+            400: components["responses"]["InvalidRequestReplayable"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["InsufficientScope"];
             /** @description No project with this id, or the project has no moderation hook. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4271,8 +4286,10 @@ export interface operations {
                 };
             };
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminUnavailable"];
         };

@@ -24,6 +24,8 @@ type DirectoryDeps = Pick<ChannelRouterDeps, 'db' | 'writes' | 'clock' | 'logger
 export class ChannelDirectory {
   private directory: { loadedAt: number; channels: Routable[] } | undefined;
   private loading: Promise<Routable[]> | undefined;
+  /** The read that starts once `loading` ends, shared by every caller of `reread` meanwhile. */
+  private next: Promise<Routable[]> | undefined;
   private readonly clients = new Map<string, { version: number; client: ChannelClient | undefined }>();
 
   constructor(private readonly deps: DirectoryDeps) {}
@@ -32,10 +34,35 @@ export class ChannelDirectory {
   async channels(): Promise<Routable[]> {
     const now = this.deps.clock.now();
     if (this.directory && now - this.directory.loadedAt < DIRECTORY_TTL_MS) return this.directory.channels;
-    this.loading ??= this.load().finally(() => {
+    this.loading ??= this.startLoad();
+    return this.loading;
+  }
+
+  /**
+   * The channel list read from the database after this call: for a model that looks unconfigured in
+   * the cached list, which may predate a channel created on another replica. A flood of such
+   * requests costs one read at a time: callers while a read runs share the one that follows it.
+   */
+  async reread(): Promise<Routable[]> {
+    if (!this.loading) {
+      this.loading = this.startLoad();
+      return this.loading;
+    }
+    // The read in flight may have begun before what this caller must see was committed.
+    this.next ??= this.loading
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        this.loading ??= this.startLoad();
+        return this.loading;
+      });
+    return this.next;
+  }
+
+  private startLoad(): Promise<Routable[]> {
+    return this.load().finally(() => {
       this.loading = undefined;
     });
-    return this.loading;
   }
 
   /** Forget the cached list: the next request reads the database (after a change on this replica). */

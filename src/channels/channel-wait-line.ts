@@ -146,7 +146,9 @@ export class ChannelWaitLine {
     const { entry } = scope;
     for (;;) {
       scope.signal.throwIfAborted();
-      const serving = (await this.directory.channels()).filter((r) => servesModel(r.channel, entry));
+      let serving = (await this.directory.channels()).filter((r) => servesModel(r.channel, entry));
+      // The cached list may predate a channel just created on another replica: read it again once.
+      if (serving.length === 0) serving = (await this.directory.reread()).filter((r) => servesModel(r.channel, entry));
       if (serving.length === 0) throw this.unconfigured(entry);
       const enabled = serving.filter((r) => r.channel.status === 'enabled' && r.client !== undefined && !failedOver.has(r.channel.id));
       if (enabled.length === 0) throw this.finalError(entry, lastError);

@@ -30,6 +30,7 @@ import { migration as m0028 } from './0028_usage_blocked';
 import { migration as m0029 } from './0029_moderation_hooks';
 import { migration as m0030 } from './0030_project_prompt_retention';
 import { migration as m0031 } from './0031_moderation_hook_secret_rotation';
+import { migration as m0032 } from './0032_idempotency_key_leases';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -71,6 +72,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0029_moderation_hooks', m0029],
   ['0030_project_prompt_retention', m0030],
   ['0031_moderation_hook_secret_rotation', m0031],
+  ['0032_idempotency_key_leases', m0032],
 ];
 
 /** The migrations for an engine, keyed by name in order. */
