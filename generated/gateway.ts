@@ -2085,6 +2085,8 @@ export interface components {
          *     its secret; `rotateProjectModerationHookSecret` replaces it, the old one still signing for an overlap. The `url` must be https and public: loopback, private, link-local and metadata
          *     addresses are refused (400 `invalid_request`, `param` `moderation_hook.url`) unless the
          *     gateway runs with `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true` (link-local and metadata never).
+         *     Since the endpoint is sent every prompt of the project's keys, setting `url` or changing it
+         *     takes `generations:read` besides `projects:write` (403 `insufficient_scope` naming it).
          * @example {
          *       "url": "https://moderation.example.com/hook",
          *       "timeout_ms": 2000,

@@ -20,12 +20,15 @@ type ProjectHandlers = Pick<
 export function projectHandlers(projects: ProjectsService): ProjectHandlers {
   return {
     createProject: async (request) => {
-      const created = await projects.createProject(request.body, auditContextOf(request));
+      const created = await projects.createProject(request.body, auditContextOf(request), request.principal.scopes);
       return { status: 201, headers: { Location: fillPath(gatewayOperations.getProject.path, { id: created.id }) }, body: created };
     },
     listProjects: async ({ query }) => ({ status: 200, body: await projects.listProjects(query) }),
     getProject: async ({ params }) => ({ status: 200, body: await projects.getProject(params.id) }),
-    updateProject: async (request) => ({ status: 200, body: await projects.updateProject(request.params.id, request.body, auditContextOf(request)) }),
+    updateProject: async (request) => ({
+      status: 200,
+      body: await projects.updateProject(request.params.id, request.body, auditContextOf(request), request.principal.scopes),
+    }),
     disableProject: async (request) => ({ status: 200, body: await projects.disableProject(request.params.id, auditContextOf(request)) }),
     setProjectQuota: async (request) => ({ status: 200, body: await projects.setQuota(request.params.id, request.body, auditContextOf(request)) }),
     rotateProjectModerationHookSecret: async (request) => ({

@@ -1,4 +1,5 @@
 import type { components } from '../../generated/gateway';
+import { type AdminScope, insufficientScope } from '../admin-tokens/admin-token.model';
 import { type AuditContext, REDACTED, updateChange, withAuditEvent } from '../audit/audit-log';
 import type { CatalogModel } from '../config/catalog';
 import { ApiError } from '../errors/api-error';
@@ -34,6 +35,23 @@ export interface ModerationHookSetup {
   secrets: Pick<WebhookSecrets, 'sealForProjectHook'>;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: the same address guard as webhook deliveries. */
   allowPrivateNetworks: boolean;
+}
+
+/**
+ * The scope a hook's address needs besides `projects:write`: the endpoint a hook points at is sent
+ * every prompt of the project's keys, so pointing it somewhere reads prompts, which otherwise takes
+ * `generations:read` (docs/operators/security.md).
+ */
+export const HOOK_URL_SCOPE: AdminScope = 'generations:read';
+
+/**
+ * Refuses (403 `insufficient_scope`) a request that sets a hook's URL or changes it, from an admin
+ * whose scopes lack HOOK_URL_SCOPE. Removing the hook, or changing its deadline or failure mode at the
+ * same URL, sends prompts nowhere new and needs `projects:write` alone.
+ */
+function checkHookScope(scopes: readonly AdminScope[], hook: StoredModerationHook | null | undefined, current: StoredModerationHook | undefined): void {
+  if (hook == null || scopes.includes(HOOK_URL_SCOPE)) return;
+  if (current?.url !== hook.url) throw insufficientScope(HOOK_URL_SCOPE, 'use');
 }
 
 export function projectNotFound(id: string): ApiError {
@@ -118,9 +136,11 @@ export class ProjectsService {
     return row;
   }
 
-  async createProject(input: CreateProjectInput, audit: AuditContext): Promise<ProjectResource> {
+  /** `scopes`: the asking admin's, for the hook's URL (checkHookScope). */
+  async createProject(input: CreateProjectInput, audit: AuditContext, scopes: readonly AdminScope[]): Promise<ProjectResource> {
     this.checkLists(input);
     const hook = input.moderation_hook == null ? null : this.hookSettings(input.moderation_hook);
+    checkHookScope(scopes, hook, undefined);
     const now = this.clock.now();
     const id = newId('prj');
     const hookSecret = hook === null ? null : this.newHookSecret(id);
@@ -178,13 +198,15 @@ export class ProjectsService {
     return this.keys.listKeys({ ...query, projectId: id });
   }
 
-  async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext): Promise<ProjectResource> {
+  /** `scopes`: the asking admin's, for the hook's URL (checkHookScope). */
+  async updateProject(id: string, input: UpdateProjectInput, audit: AuditContext, scopes: readonly AdminScope[]): Promise<ProjectResource> {
     this.checkLists(input);
     let madeSecret: string | undefined;
     const updated = await this.changeProject(id, 'project.updated', audit, async (trx, current, now) => {
       const hookChange = input.moderation_hook;
       const currentHook = current.moderation_hook == null ? undefined : (JSON.parse(current.moderation_hook) as StoredModerationHook);
       const hook = hookChange == null ? hookChange : this.hookSettings(hookChange, currentHook);
+      checkHookScope(scopes, hook, currentHook);
       const changes: Parameters<typeof projects.updateProject>[2] = {};
       if (input.name !== undefined) changes.name = input.name;
       if (input.owner !== undefined) changes.owner = input.owner;
