@@ -1523,6 +1523,7 @@ export interface components {
             usage: {
                 images: number;
                 credits_charged: number;
+                /** @description What the key can still spend this period: its credits left, or for a key in a project the smaller of its own and its project's. */
                 credits_remaining: number;
                 /** @description The price of each image of this request at the model that delivered it (its `price_table` row for the size and quality, else its `credits_per_image`). */
                 credits_per_image: number;
@@ -3233,7 +3234,7 @@ export interface components {
         AcceptRanges: string;
         /** @description Bytes in this body. */
         ImageContentLength: number;
-        /** @description Requests allowed per minute for this key. */
+        /** @description Requests allowed per minute for this key (for a key in a project, the limit of the policy with fewer requests left, the key's or its project's). */
         XRateLimitLimit: number;
         /** @description Requests left in the current window. */
         XRateLimitRemaining: number;
@@ -3257,12 +3258,12 @@ export interface components {
          */
         XRequestId: string;
         /**
-         * @description IETF draft RateLimit-Policy: quota `q` per window `w` seconds.
+         * @description IETF draft RateLimit-Policy: quota `q` per window `w` seconds; `"rpm"` is the key's, and a key in a project with its own limit also gets `"project-rpm"`, counted across the project's keys.
          * @example "rpm";q=30;w=60
          */
         RateLimitPolicy: string;
         /**
-         * @description IETF draft RateLimit: remaining `r` and seconds `t` until one more is allowed.
+         * @description IETF draft RateLimit: remaining `r` and seconds `t` until one more is allowed, for each policy of RateLimit-Policy.
          * @example "rpm";r=29;t=60
          */
         RateLimit: string;

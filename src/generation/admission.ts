@@ -8,7 +8,7 @@ import { projectRateLimited } from '../projects/project-policy';
 import { formatForUpstreamModel } from '../providers/formats';
 import type { ProviderRegistry } from '../providers/registry';
 import { recordRateLimitDecision } from '../ratelimit/rate-limit-context';
-import type { RateLimitDecision, RateLimiter } from '../ratelimit/rate-limiter';
+import { type RateLimitDecision, type RateLimiter, requestsPerMinute } from '../ratelimit/rate-limiter';
 import type { Clock } from '../shared/clock';
 
 export interface GenerationAdmissionDeps {
@@ -68,6 +68,7 @@ export class GenerationAdmission {
     if (project !== null && project.rateLimitRpm !== null) {
       // The limiter's windows are named by owner id; a project's (prj_) never meets a key's (key_).
       const projectDecision = await this.deps.rateLimiter.consume(project.id, project.rateLimitRpm, now);
+      recordRateLimitDecision(projectDecision, 'project');
       if (!projectDecision.allowed) {
         this.deps.metrics.rateLimitRefusals.inc();
         throw projectRateLimited(project, projectDecision.resetSeconds);
@@ -78,7 +79,7 @@ export class GenerationAdmission {
 
   private overLimit(decision: RateLimitDecision): ApiError {
     this.deps.metrics.rateLimitRefusals.inc();
-    return new ApiError('rate_limited', `Rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s.`, {
+    return new ApiError('rate_limited', `Rate limit of ${requestsPerMinute(decision.limit)} reached; retry in ${decision.resetSeconds} s.`, {
       headers: { 'Retry-After': String(decision.resetSeconds) },
     });
   }

@@ -8,7 +8,7 @@ import type { WriteTransactions } from '../db/write-transactions';
 import { ApiError } from '../errors/api-error';
 import { isDatabaseOutage, withChargeOutcome } from '../errors/dependency-errors';
 import type { ModerationColumns } from '../guardrails/project-moderation';
-import type { ClientKey } from '../keys/key.model';
+import { type ClientKey, creditsUsedNow } from '../keys/key.model';
 import { findKeyById, releaseCredits, type Reservation, reserveCredits } from '../keys/keys.repository';
 import { keyRefused } from '../keys/rules/key-refusal';
 import { keyRefusal } from '../keys/rules/key-usability';
@@ -152,7 +152,7 @@ export class Reservations {
       if (reserved.refusedBy === 'project') throw await this.projectRefusal(reserved.projectId, cost, now);
       throw await this.refusal(key, cost, now);
     }
-    return { row: reserved.generation, cost, creditsRemaining: reserved.key.credits_quota - reserved.key.credits_used };
+    return { row: reserved.generation, cost, creditsRemaining: reserved.creditsRemaining };
   }
 
   /**
@@ -205,23 +205,25 @@ export class Reservations {
     }
     const generation = generationOf(row);
     await insertGeneration(trx, generation);
-    if (projectId === null || !projectBook) return { key: row, generation };
+    // What the key can still spend: the smaller of its own book and its project's.
+    const creditsRemaining = Math.min(row.credits_quota - row.credits_used, projectBook ? projectBook.credits_quota - projectBook.credits_used : Infinity);
+    if (projectId === null || !projectBook) return { key: row, generation, creditsRemaining };
     await recordProjectReservation(trx, generation.id, projectId, projectBook.usage_epoch, moderation);
     // The row as stored: its resource names the project (and the project's policy on its prompt), and
     // what the moderation hook decided (a queued generation's first answer, 202, shows it).
-    return { key: row, generation: { ...generation, project_id: projectId, project_usage_epoch: projectBook.usage_epoch, ...moderation } };
+    return { key: row, creditsRemaining, generation: { ...generation, project_id: projectId, project_usage_epoch: projectBook.usage_epoch, ...moderation } };
   }
 
   /** Why the key's project refused a reservation, as the project is now: disabled, else its quota is spent. */
   private async projectRefusal(projectId: string, cost: number, now: number): Promise<ApiError> {
     const project = await findProjectById(this.deps.db, projectId);
     if (!project || project.status !== 'active') return projectDisabled(projectId);
-    const { periodStart } = projectUsageNow(project, now);
+    const { used, periodStart } = projectUsageNow(project, now);
     await this.deps.writes.run((trx) => emitQuotaExhausted(trx, projectQuotaBook(projectId), { used: null, quota: project.credits_quota, periodStart }, now));
     const resetsAt = toIso(periodEnd(periodStart, project.quota_period_days));
     return new ApiError(
       'project_quota_exceeded',
-      `This request needs ${cost} credits, more than is left of project ${projectId}'s quota of ${project.credits_quota}; the quota refills at ${resetsAt}.`,
+      `This request needs ${credits(cost)}; project ${projectId} has ${Math.max(0, project.credits_quota - used)} of its ${project.credits_quota} left this period, which ends at ${resetsAt}.`,
       { details: { period_resets_at: resetsAt } },
     );
   }
@@ -247,11 +249,13 @@ export class Reservations {
     const resetsAt = toIso(periodEnd(periodStart, current.quota_period_days));
     return new ApiError(
       'quota_exceeded',
-      `This request needs ${cost} credits, more than is left of the key's quota of ${current.credits_quota}; the quota refills at ${resetsAt}.`,
+      `This request needs ${credits(cost)}; the key has ${Math.max(0, current.credits_quota - creditsUsedNow(current, now).used)} of its ${current.credits_quota} left this period, which ends at ${resetsAt}.`,
       { details: { period_resets_at: resetsAt } },
     );
   }
 }
+
+const credits = (n: number) => `${n} credit${n === 1 ? '' : 's'}`;
 
 /** A generation waiting for a worker: no lease, not started. */
 const QUEUED_ROW = {

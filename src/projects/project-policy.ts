@@ -1,6 +1,7 @@
 import { ApiError } from '../errors/api-error';
 import type { HookFailureMode } from '../guardrails/moderation-hook';
 import type { PromptRuleSet } from '../guardrails/prompt-rules';
+import { requestsPerMinute } from '../ratelimit/rate-limiter';
 
 /**
  * A key's project as a request carries it (read with the key, cached with it, so a change of the
@@ -95,7 +96,7 @@ export function projectDisabled(projectId: string): ApiError {
 export function projectRateLimited(project: ClientProject, resetSeconds: number): ApiError {
   return new ApiError(
     'project_rate_limited',
-    `Rate limit of ${project.rateLimitRpm} requests per minute of project ${project.id} reached; retry in ${resetSeconds} s.`,
+    `Rate limit of ${requestsPerMinute(project.rateLimitRpm ?? 0)} of project ${project.id} reached; retry in ${resetSeconds} s.`,
     { headers: { 'Retry-After': String(resetSeconds) } },
   );
 }

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { RateLimitDecision, RateLimitHolder } from './rate-limiter';
+import type { RateLimitDecision, RateLimitHolder, RateLimitScope } from './rate-limiter';
 
 /**
  * The request's rate-limit holder as a request-context value: the `x-rate-limited` layer creates it
@@ -15,6 +15,6 @@ export function withRateLimitHolder<T>(holder: RateLimitHolder, run: () => T): T
 }
 
 /** Records a count's decision for the response's headers; outside a rate-limited request, nothing. */
-export function recordRateLimitDecision(decision: RateLimitDecision): void {
-  current.getStore()?.record(decision);
+export function recordRateLimitDecision(decision: RateLimitDecision, scope: RateLimitScope = 'key'): void {
+  current.getStore()?.record(decision, scope);
 }

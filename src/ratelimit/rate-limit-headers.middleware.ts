@@ -1,15 +1,27 @@
 import type { RequestHandler, Response } from 'express';
 import type { Clock } from '../shared/clock';
 import type { ClientKey } from '../keys/key.model';
-import type { RateLimitDecision, RateLimitHolder, RateLimiter } from './rate-limiter';
+import type { RateLimitDecision, RateLimitHolder, RateLimiter, RateLimitScope } from './rate-limiter';
 
-/** IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. */
-function setRateLimitHeaders(res: Response, decision: RateLimitDecision): void {
-  res.setHeader('RateLimit-Policy', `"rpm";q=${decision.limit};w=60`);
-  res.setHeader('RateLimit', `"rpm";r=${decision.remaining};t=${decision.resetSeconds}`);
-  res.setHeader('X-RateLimit-Limit', String(decision.limit));
-  res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
-  res.setHeader('X-RateLimit-Reset', String(decision.resetSeconds));
+/**
+ * IETF draft (httpapi-ratelimit-headers) fields plus the widespread X-RateLimit-* trio. A key in a
+ * project with its own limit gets both policies (`rpm`, the key's; `project-rpm`, counted across the
+ * project's keys), and the trio gives the one that binds: the fewer requests left, so a client that
+ * reads only the trio sees what it can still send.
+ */
+function setRateLimitHeaders(res: Response, key: RateLimitDecision, project: RateLimitDecision | undefined): void {
+  const policies = project ? [['rpm', key] as const, ['project-rpm', project] as const] : [['rpm', key] as const];
+  res.setHeader('RateLimit-Policy', policies.map(([name, d]) => `"${name}";q=${d.limit};w=60`).join(', '));
+  res.setHeader('RateLimit', policies.map(([name, d]) => `"${name}";r=${d.remaining};t=${d.resetSeconds}`).join(', '));
+  const binding = project && bindsBefore(project, key) ? project : key;
+  res.setHeader('X-RateLimit-Limit', String(binding.limit));
+  res.setHeader('X-RateLimit-Remaining', String(binding.remaining));
+  res.setHeader('X-RateLimit-Reset', String(binding.resetSeconds));
+}
+
+/** Whether `a` leaves fewer requests than `b` (or as few, for longer). */
+function bindsBefore(a: RateLimitDecision, b: RateLimitDecision): boolean {
+  return a.remaining < b.remaining || (a.remaining === b.remaining && a.resetSeconds > b.resetSeconds);
 }
 
 /** Responses ended before the count whose rate-limit state is not looked up (see below). */
@@ -43,6 +55,7 @@ type End = (this: Response, ...args: unknown[]) => Response;
 /** A request's rate-limit state: the holder its count records in, and what the response's end needs. */
 class HeaderState implements RateLimitHolder {
   counted: RateLimitDecision | undefined;
+  projectCounted: RateLimitDecision | undefined;
 
   constructor(
     readonly key: ClientKey | undefined,
@@ -51,8 +64,9 @@ class HeaderState implements RateLimitHolder {
     readonly end: Response['end'],
   ) {}
 
-  record(decision: RateLimitDecision): void {
-    this.counted = decision;
+  record(decision: RateLimitDecision, scope: RateLimitScope = 'key'): void {
+    if (scope === 'project') this.projectCounted = decision;
+    else this.counted = decision;
   }
 }
 
@@ -66,17 +80,25 @@ function endWithRateLimitHeaders(this: StatefulResponse, ...args: unknown[]): Re
   const state = this[STATE];
   const end = (state?.end ?? Object.getPrototypeOf(this).end) as End;
   if (!state || this.headersSent) return end.apply(this, args);
-  if (state.counted) {
-    setRateLimitHeaders(this, state.counted);
+  const { key } = state;
+  const project = key?.project ?? null;
+  const projectLimit = project?.rateLimitRpm ?? null;
+  // The project's count comes after the key's: a request the key's limit refused has none, and it is looked up.
+  const projectKnown = state.projectCounted !== undefined || projectLimit === null;
+  if (state.counted && (projectKnown || UNLOOKED_STATUSES.has(this.statusCode))) {
+    setRateLimitHeaders(this, state.counted, state.projectCounted);
     return end.apply(this, args);
   }
-  if (!state.key || UNLOOKED_STATUSES.has(this.statusCode)) return end.apply(this, args);
+  if (!key || UNLOOKED_STATUSES.has(this.statusCode)) return end.apply(this, args);
+  const now = state.clock.now();
   // The headers never fail the response: without an answer from the limiter it goes without them.
-  state.limiter
-    .peek(state.key.id, state.key.rateLimitRpm, state.clock.now())
+  Promise.all([
+    state.counted ?? state.limiter.peek(key.id, key.rateLimitRpm, now),
+    project === null || projectLimit === null ? undefined : state.limiter.peek(project.id, projectLimit, now),
+  ])
     .then(
-      (decision) => {
-        if (!this.headersSent) setRateLimitHeaders(this, decision);
+      ([decision, project]) => {
+        if (!this.headersSent) setRateLimitHeaders(this, decision, project);
       },
       () => undefined,
     )

@@ -13,7 +13,15 @@ export interface RateLimitDecision {
  * and the layer alone writes the headers from it.
  */
 export interface RateLimitHolder {
-  record(decision: RateLimitDecision): void;
+  /** `scope`: the key's own limit, or its project's (counted across the project's keys). */
+  record(decision: RateLimitDecision, scope?: RateLimitScope): void;
+}
+
+export type RateLimitScope = 'key' | 'project';
+
+/** `1 request per minute`, `30 requests per minute`: the refusals' wording. */
+export function requestsPerMinute(limit: number): string {
+  return `${limit} request${limit === 1 ? '' : 's'} per minute`;
 }
 
 /**
