@@ -22,6 +22,14 @@ describe('admin CLI: channels (createChannel, listChannels, getChannel, updateCh
     expect(await help(args)).toMatch(/--credentials-stdin[\s\S]*--api-key-env <VAR>[\s\S]*never taken from the command line/);
   });
 
+  it('channels create -h lists every transport of the provider registry, with an example each', async () => {
+    const text = await help(['channels', 'create', '-h']);
+    expect(text).toContain('Transports (--transport), from the provider registry:');
+    for (const transport of ['visual', 'ark', 'images-api', 'fal', 'bfl', 'openai', 'gemini']) {
+      expect(text).toMatch(new RegExp(`^ {2}${transport}: [\\s\\S]*?e\\.g\\. creative-gateway channels create .*--transport ${transport} `, 'm'));
+    }
+  });
+
   it('channels --help lists every command and exits 0', async () => {
     expect(await help(['channels', '--help'])).toMatch(/create[\s\S]*list[\s\S]*update[\s\S]*get[\s\S]*delete[\s\S]*test/);
   });

@@ -7,6 +7,7 @@ import { ApiCallError, UsageError, callAdminApi } from '../admin-client';
 import { type Clearable, defined, enableDisable, idCommand, integer, orClear, repeatable, requireChange, wholeNumber, withQuery } from '../options';
 import { print, printDeleted, printPage, record } from '../output';
 import type { CommandContext } from '../command-context';
+import { transportsHelp } from './channels-transports';
 
 type Schemas = components['schemas'];
 type Channel = Schemas['Channel'];
@@ -53,7 +54,9 @@ function readCredentials(options: CredentialOptions): Schemas['ChannelCredential
   }
   if (options.apiKeyEnv !== undefined) {
     if (options.accessKeyIdEnv !== undefined || options.secretAccessKeyEnv !== undefined)
-      throw new UsageError('--api-key-env is for ark and images-api; --access-key-id-env/--secret-access-key-env for visual: not both');
+      throw new UsageError(
+        '--api-key-env is for transports whose credential is an api_key; --access-key-id-env/--secret-access-key-env for an access key pair (visual): not both',
+      );
     return { api_key: fromEnv(options.apiKeyEnv) };
   }
   if (options.accessKeyIdEnv !== undefined || options.secretAccessKeyEnv !== undefined) {
@@ -68,11 +71,11 @@ function readCredentials(options: CredentialOptions): Schemas['ChannelCredential
 function channelOptions(command: Command): Command {
   return command
     .option('--credentials-stdin', 'read the credentials as JSON from stdin: {"api_key":"..."} or {"access_key_id":"...","secret_access_key":"..."}')
-    .option('--api-key-env <VAR>', 'read the api_key (ark, images-api) from this environment variable')
+    .option('--api-key-env <VAR>', 'read the api_key (every transport but visual: see Transports below) from this environment variable')
     .option('--access-key-id-env <VAR>', 'read the access_key_id (visual) from this environment variable')
     .option('--secret-access-key-env <VAR>', 'read the secret_access_key (visual) from this environment variable')
     .option('--model <model[=upstream]>', 'a catalog model it serves, optionally with the upstream model id (repeat for more)', repeatable(channelModel))
-    .option('--base-url <url>', "the upstream's base URL (default: the transport's public endpoint; required for images-api)")
+    .option('--base-url <url>', "the upstream's base URL (default: the transport's public endpoint; see Transports below)")
     .option('--priority <n>', 'tier: higher tiers are tried first (-1000..1000)', integer)
     .option('--weight <n>', 'share of traffic within its tier (1..1000)', wholeNumber)
     .option('--max-concurrency <n>', 'calls in flight at once, across replicas ("none" for no cap)', channelLimit)
@@ -146,9 +149,11 @@ export function registerChannelCommands(program: Command, context: CommandContex
       .description('add an upstream account')
       .requiredOption('--name <name>', 'what the account is')
       .requiredOption('--provider <provider>', 'the provider it serves (e.g. jimeng)')
-      .requiredOption('--transport <transport>', 'visual, ark or images-api'),
+      .requiredOption('--transport <transport>', 'its wire format: one of the Transports below'),
   )
     .option('--disabled', 'create it disabled')
+    // The list is read from the provider registry when the help is shown: loading it (and the clients it pulls in) at start would slow every command.
+    .addHelpText('after', () => transportsHelp((require('../../providers/formats') as typeof import('../../providers/formats')).FORMATS))
     .action(async (options: ChannelOptions & { name: string; provider: string; transport: string; disabled?: boolean }, command: Command) => {
       if (options.model === undefined) command.error("error: required option '--model <model[=upstream]>' not specified", { exitCode: 2 });
       const fields = channelFields(options);
