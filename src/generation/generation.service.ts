@@ -8,6 +8,7 @@ import type { WriteTransactions } from '../db/write-transactions';
 import { checkQuality } from '../config/price-table';
 import { ApiError } from '../errors/api-error';
 import type { ModerationColumns, ProjectModeration } from '../guardrails/project-moderation';
+import { asSent } from '../guardrails/prompt-rules';
 import type { ImagesService } from '../images/images.service';
 import type { ImageOwner } from '../images/images.repository';
 import type { CheckedInputs, InputImages, RequestedInputs, StoredInputs } from '../images/inputs/input-images';
@@ -211,7 +212,7 @@ export class GenerationService {
 
   /** The gateway's path: a client key pays, within its rate limit and quota. */
   async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
-    const { outcome, reservation } = await this.keySync.run({ key, input, signal, owner: { kind: 'key', id: key.id }, background: false });
+    const { outcome, reservation } = await this.keySync.run({ key, input: asSent(input), signal, owner: { kind: 'key', id: key.id }, background: false });
     const n = input.n ?? 1;
     // Charged the price of the model that delivered; the rest of the reservation went back to the key.
     return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
@@ -219,13 +220,19 @@ export class GenerationService {
 
   /** See `keyAsync`. */
   async submitForKey(key: ClientKey, input: GenerationInput): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
-    const { row, reservation } = await this.keyAsync.run({ key, input, signal: undefined, owner: { kind: 'key', id: key.id }, background: true });
+    const { row, reservation } = await this.keyAsync.run({
+      key,
+      input: asSent(input),
+      signal: undefined,
+      owner: { kind: 'key', id: key.id },
+      background: true,
+    });
     return { row, creditsRemaining: reservation.creditsRemaining };
   }
 
   /** See `service`. */
   async generateForService(clientId: string, input: GenerationInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
-    return (await this.service.run({ input, signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
+    return (await this.service.run({ input: asSent(input), signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
   }
 
   /**

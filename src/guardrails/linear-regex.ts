@@ -32,21 +32,59 @@ export class PatternError extends Error {}
 type Predicate = (cp: number) => boolean;
 type AssertKind = 'start' | 'end' | 'word' | 'not_word';
 type Node =
-  | { type: 'char'; test: Predicate }
+  | { type: 'char'; test: Predicate; lit?: number }
   | { type: 'seq'; items: Node[] }
   | { type: 'alt'; options: Node[] }
   | { type: 'repeat'; node: Node; min: number; max: number }
   | { type: 'assert'; kind: AssertKind };
 
-/** One code point tested with a native single-character expression: constant time per character. */
+const nativeClasses = new Map<string, Predicate>();
+/** Native classes whose answers on the Basic Multilingual Plane are remembered (64 KiB each). */
+const REMEMBERED_NATIVE_CLASSES = 64;
+
+/**
+ * One code point tested with a native single-character expression (a `\p{…}` property): constant
+ * time per character, its answers on the BMP remembered once asked (an automaton's misses ask often).
+ */
 function nativeClass(source: string): Predicate {
+  const known = nativeClasses.get(source);
+  if (known) return known;
   const re = new RegExp(`^${source}$`, 'u');
-  return (cp) => re.test(String.fromCodePoint(cp));
+  const ask: Predicate = (cp) => re.test(String.fromCodePoint(cp));
+  let predicate = ask;
+  if (nativeClasses.size < REMEMBERED_NATIVE_CLASSES) {
+    const answers = new Int8Array(0x10000);
+    predicate = (cp) => {
+      if (cp > 0xffff) return ask(cp);
+      const answer = answers[cp] as number;
+      if (answer !== 0) return answer > 0;
+      const result = ask(cp);
+      answers[cp] = result ? 1 : -1;
+      return result;
+    };
+  }
+  nativeClasses.set(source, predicate);
+  return predicate;
 }
+
+/** What testing one character against a class costs, in steps: its ranges and escapes. */
+const CLASS_COST = new WeakMap<Predicate, number>();
 
 const isDigit: Predicate = (cp) => cp >= 0x30 && cp <= 0x39;
 const isWord: Predicate = (cp) => isDigit(cp) || (cp >= 0x41 && cp <= 0x5a) || (cp >= 0x61 && cp <= 0x7a) || cp === 0x5f;
-const isSpace = nativeClass('\\s');
+/** `\s`: ECMAScript's WhiteSpace and LineTerminator (Zs is fixed: U+0020, U+00A0, U+1680, U+2000–200A, U+202F, U+205F, U+3000). */
+const isSpace: Predicate = (cp) =>
+  (cp >= 0x09 && cp <= 0x0d) ||
+  cp === 0x20 ||
+  cp === 0xa0 ||
+  cp === 0x1680 ||
+  (cp >= 0x2000 && cp <= 0x200a) ||
+  cp === 0x2028 ||
+  cp === 0x2029 ||
+  cp === 0x202f ||
+  cp === 0x205f ||
+  cp === 0x3000 ||
+  cp === 0xfeff;
 const isLineTerminator: Predicate = (cp) => cp === 0x0a || cp === 0x0d || cp === 0x2028 || cp === 0x2029;
 const not =
   (test: Predicate): Predicate =>
@@ -57,17 +95,24 @@ const CLASS_ESCAPES: Record<string, Predicate> = { d: isDigit, D: not(isDigit), 
 const CONTROL_ESCAPES: Record<string, number> = { n: 0x0a, r: 0x0d, t: 0x09, f: 0x0c, v: 0x0b };
 const SYNTAX_CHARACTERS = new Set('^$\\.*+?()[]{}|/-');
 
+/** upperOf's answers on the BMP: 0 not asked yet, -1 none, else the code point + 1. */
+const UPPER = new Int32Array(0x10000);
+
 /** The single code point upper-cased, when that is one code point (folded text is lower-case). */
 function upperOf(cp: number): number | undefined {
+  const known = cp <= 0xffff ? (UPPER[cp] as number) : 0;
+  if (known !== 0) return known > 0 ? known - 1 : undefined;
   const upper = String.fromCodePoint(cp).toUpperCase();
   const first = upper.codePointAt(0);
-  return first !== undefined && upper.length === String.fromCodePoint(first).length ? first : undefined;
+  const result = first !== undefined && upper.length === String.fromCodePoint(first).length ? first : undefined;
+  if (cp <= 0xffff) UPPER[cp] = result === undefined ? -1 : result + 1;
+  return result;
 }
 
 /** A literal of the pattern as the nodes of its folded form (which may be several code points, or none). */
 function literal(cp: number): Node {
   const folded = codePoints(foldText(String.fromCodePoint(cp)));
-  const items: Node[] = folded.map((f) => ({ type: 'char', test: (x: number) => x === f }));
+  const items: Node[] = folded.map((f) => ({ type: 'char', test: (x: number) => x === f, lit: f }));
   return items.length === 1 ? (items[0] as Node) : { type: 'seq', items };
 }
 
@@ -301,7 +346,9 @@ class Parser {
       const upper = upperOf(cp);
       return upper !== undefined && upper !== cp && contains(upper);
     };
-    return negated ? not(matches) : matches;
+    const predicate = negated ? not(matches) : matches;
+    CLASS_COST.set(predicate, 2 * (1 + ranges.length + tests.length));
+    return predicate;
   }
 }
 
@@ -311,6 +358,8 @@ type Op = (typeof Op)[keyof typeof Op];
 interface State {
   op: Op;
   test?: Predicate;
+  /** The one code point a Char state accepts, when it is a literal. */
+  lit?: number;
   assert?: AssertKind;
   out: number;
   out2: number;
@@ -330,7 +379,7 @@ class Compiler {
   compile(node: Node, next: number): number {
     switch (node.type) {
       case 'char':
-        return this.add({ op: Op.Char, test: node.test, out: next, out2: -1 });
+        return this.add({ op: Op.Char, test: node.test, ...(node.lit !== undefined ? { lit: node.lit } : {}), out: next, out2: -1 });
       case 'assert':
         return this.add({ op: Op.Assert, assert: node.kind, out: next, out2: -1 });
       case 'seq':
@@ -353,10 +402,17 @@ class Compiler {
   }
 }
 
-/** Counts a matcher's work: state visits and character tests (tests use it instead of timings). */
+/**
+ * Counts a matcher's work: characters read, state visits and character tests (tests use it instead
+ * of timings). Past `limit`, the matcher stops with StepBudgetExceeded.
+ */
 export interface StepMeter {
   steps: number;
+  limit?: number;
 }
+
+/** A check stopped by its meter's limit: it did not decide. */
+export class StepBudgetExceeded extends Error {}
 
 export class LinearPattern {
   private constructor(
@@ -369,6 +425,23 @@ export class LinearPattern {
     const compiler = new Compiler();
     const start = compiler.compile(new Parser(source).parse(), 0);
     return new LinearPattern(compiler.states, start);
+  }
+
+  /** The pattern that matches exactly these code points (a blocked term, already folded): one state each, no limit. */
+  static literal(text: readonly number[]): LinearPattern {
+    const states: State[] = [{ op: Op.Match, out: -1, out2: -1 }];
+    let next = 0;
+    for (let i = text.length - 1; i >= 0; i -= 1) {
+      const lit = text[i] as number;
+      states.push({ op: Op.Char, test: (cp) => cp === lit, lit, out: next, out2: -1 });
+      next = states.length - 1;
+    }
+    return new LinearPattern(states, next);
+  }
+
+  /** The automaton, for PatternSet. */
+  get program(): { readonly states: readonly State[]; readonly start: number } {
+    return { states: this.states, start: this.start };
   }
 
   get stateCount(): number {
@@ -443,4 +516,298 @@ export class LinearPattern {
 /** The code points of a text; of folded text, the form patterns are matched against. */
 export function codePoints(text: string): number[] {
   return Array.from(text, (c) => c.codePointAt(0) as number);
+}
+
+const END = 0;
+const WORD = 1;
+const OTHER = 2;
+/** What surrounds a position: the character before (START at the text's start) or after (END at its end). */
+const START = 0;
+
+/** One state of the lazily built DFA: the NFA states still to be closed, and what the last character was. */
+interface DfaState {
+  readonly kernel: Int32Array;
+  readonly before: number;
+  /** The closure before a word character, another character, and the text's end. */
+  readonly closures: Array<Closure | undefined>;
+  /** Cached transitions: on ASCII by code point, on the rest in a map. */
+  ascii: Array<DfaState | undefined> | undefined;
+  other: Map<number, DfaState> | undefined;
+  /** The next state on any non-ASCII character its closure's literals do not name (see Closure.literals). */
+  otherwise: DfaState | undefined;
+}
+interface Closure {
+  readonly chars: Int32Array;
+  /**
+   * When every character state of the closure is a literal: its non-ASCII literals. Any other
+   * non-ASCII character then leads to the same state, built once (CJK text against terms costs
+   * one step a character, not one transition per distinct character).
+   */
+  readonly literals: ReadonlySet<number> | null;
+  /** The lowest pattern index whose match state the closure reaches; -1 for none. */
+  readonly match: number;
+}
+
+/**
+ * What building a transition costs, in steps (one step: reading a character through a cached
+ * transition): each NFA state the closure visits, each state of the new kernel (sorted, hashed,
+ * compared, kept), and the rest (the look-up, the transition's entry). Measured by
+ * scripts/bench-guardrails.mjs so that a step costs about the same whatever the set.
+ */
+const VISIT_STEPS = 2;
+const KERNEL_STEPS = 4;
+const MISS_STEPS = 24;
+
+/** The most DFA states one set keeps, and the most NFA state numbers they hold; past either, the cache starts again. */
+export const DFA_CACHE = { states: 2000, ints: 500_000 } as const;
+
+/**
+ * Several patterns matched at once, as one automaton: its NFA states are turned into DFA states
+ * lazily, as the text reaches them, and the DFA states and their transitions are kept between
+ * checks (RE2's lazy DFA). Once a set has seen prompts like the next one, a check reads each
+ * character with one cached transition; a transition not yet built costs the NFA states it closes
+ * over and the character tests it makes, all counted by the meter. The cache is bounded
+ * (DFA_CACHE): a set whose DFA would be larger starts it again, still correct, at NFA cost.
+ * `^`, `$`, `\b` and `\B` are decided when a state is closed, from the kinds of character on both
+ * sides (the DFA state remembers the kind before; the closure is kept per kind after).
+ */
+export class PatternSet {
+  private readonly op: Uint8Array;
+  private readonly out: Int32Array;
+  private readonly out2: Int32Array;
+  private readonly lit: Int32Array;
+  private readonly cost: Uint16Array;
+  private readonly tests: Array<Predicate | undefined>;
+  private readonly asserts: Array<AssertKind | undefined>;
+  private readonly matchOf: Int32Array;
+  private readonly starts: Int32Array;
+  private readonly seen: Int32Array;
+  private epoch = 0;
+  /** DFA states by a hash of their kernel and kind. */
+  private cache = new Map<number, DfaState[]>();
+  private cacheStates = 0;
+  private cachedInts = 0;
+  /** Scratch: the closure's stack (the kernel, the starts, then at most two pushes per state visited) and the next kernel. */
+  private readonly stack: Int32Array;
+  private readonly scratch: Int32Array;
+
+  /**
+   * `whole`: each pattern must match the whole text (allow-lists); otherwise anywhere. A pattern's
+   * index in `patterns` is what `run` answers.
+   */
+  constructor(
+    patterns: readonly LinearPattern[],
+    private readonly whole: boolean,
+  ) {
+    const size = patterns.reduce((sum, pattern) => sum + pattern.stateCount, 0);
+    this.op = new Uint8Array(size);
+    this.out = new Int32Array(size);
+    this.out2 = new Int32Array(size);
+    this.lit = new Int32Array(size).fill(-1);
+    this.cost = new Uint16Array(size);
+    this.tests = new Array<Predicate | undefined>(size);
+    this.asserts = new Array<AssertKind | undefined>(size);
+    this.matchOf = new Int32Array(size).fill(-1);
+    this.starts = new Int32Array(patterns.length);
+    this.seen = new Int32Array(size);
+    this.stack = new Int32Array(3 * size + patterns.length + 1);
+    this.scratch = new Int32Array(size);
+    let offset = 0;
+    patterns.forEach((pattern, index) => {
+      const { states, start } = pattern.program;
+      states.forEach((state, i) => {
+        const s = offset + i;
+        this.op[s] = state.op;
+        this.out[s] = state.out < 0 ? -1 : offset + state.out;
+        this.out2[s] = state.out2 < 0 ? -1 : offset + state.out2;
+        if (state.lit !== undefined) this.lit[s] = state.lit;
+        this.tests[s] = state.test;
+        this.cost[s] = state.test ? Math.min(0xffff, CLASS_COST.get(state.test) ?? 1) : 1;
+        this.asserts[s] = state.assert;
+        if (state.op === Op.Match) this.matchOf[s] = index;
+      });
+      this.starts[index] = offset + start;
+      offset += states.length;
+    });
+  }
+
+  get stateCount(): number {
+    return this.op.length;
+  }
+
+  /**
+   * The lowest index of the patterns that match `text` at the first position where any does (for
+   * `whole`: of those that match all of it); -1 when none does. Throws StepBudgetExceeded past the
+   * meter's limit. `text` is folded text (foldText), read as code points.
+   */
+  run(text: string, meter: StepMeter): number {
+    const limit = meter.limit ?? Infinity;
+    let steps = meter.steps;
+    let state = this.intern(this.whole ? this.starts : new Int32Array(0), START);
+    try {
+      for (let i = 0; i < text.length; i += 1) {
+        let cp = text.charCodeAt(i);
+        if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < text.length) {
+          const low = text.charCodeAt(i + 1);
+          if (low >= 0xdc00 && low <= 0xdfff) {
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+            i += 1;
+          }
+        }
+        steps += 1;
+        let next = cp < 0x80 ? state.ascii?.[cp] : state.other?.get(cp);
+        if (next === undefined) {
+          const kind = cp < 0x80 && isWord(cp) ? WORD : OTHER;
+          const closure = this.closure(state, kind, limit - steps);
+          steps += closure.cost;
+          const { match, literals } = closure.value;
+          if (match >= 0) return match;
+          if (cp >= 0x80 && literals !== null && !literals.has(cp)) {
+            next = state.otherwise ??= this.intern(new Int32Array(0), OTHER);
+          } else {
+            const built = this.advance(state, closure.value, cp, kind, limit - steps - MISS_STEPS);
+            steps += MISS_STEPS + built.cost;
+            next = built.state;
+          }
+        }
+        if (steps > limit) throw new StepBudgetExceeded();
+        state = next;
+        if (this.whole && state.kernel.length === 0) return -1;
+      }
+      const end = this.closure(state, END, limit - steps);
+      steps += end.cost;
+      if (steps > limit) throw new StepBudgetExceeded();
+      return end.value.match;
+    } finally {
+      meter.steps = steps;
+    }
+  }
+
+  /** The DFA state of these NFA states after a character of kind `before`, from the cache or new. */
+  private intern(kernel: Int32Array, before: number): DfaState {
+    let hash = (0x811c9dc5 ^ before) | 0;
+    for (let i = 0; i < kernel.length; i += 1) hash = Math.imul(hash ^ (kernel[i] as number), 0x01000193);
+    const bucket = this.cache.get(hash);
+    if (bucket) {
+      for (const known of bucket) if (known.before === before && sameInts(known.kernel, kernel)) return known;
+    }
+    if (this.cacheStates >= DFA_CACHE.states || this.cachedInts + kernel.length > DFA_CACHE.ints) {
+      this.cache = new Map();
+      this.cacheStates = 0;
+      this.cachedInts = 0;
+    }
+    const state: DfaState = { kernel, before, closures: [undefined, undefined, undefined], ascii: undefined, other: undefined, otherwise: undefined };
+    const fresh = this.cache.get(hash);
+    if (fresh) fresh.push(state);
+    else this.cache.set(hash, [state]);
+    this.cacheStates += 1;
+    this.cachedInts += kernel.length + 1;
+    return state;
+  }
+
+  /** The states reachable from the kernel (and, searching, every pattern's start) without reading, before a character of kind `after`. */
+  private closure(state: DfaState, after: number, allowed: number): { value: Closure; cost: number } {
+    const known = state.closures[after];
+    if (known) return { value: known, cost: 0 };
+    const epoch = this.nextEpoch();
+    const { stack, seen, op, out, out2 } = this;
+    let top = 0;
+    for (let i = state.kernel.length - 1; i >= 0; i -= 1) stack[top++] = state.kernel[i] as number;
+    if (!this.whole) for (let i = this.starts.length - 1; i >= 0; i -= 1) stack[top++] = this.starts[i] as number;
+    const chars: number[] = [];
+    let match = -1;
+    let cost = 0;
+    const wordBefore = state.before === WORD;
+    const wordAfter = after === WORD;
+    while (top > 0) {
+      const s = stack[--top] as number;
+      if (seen[s] === epoch) continue;
+      seen[s] = epoch;
+      cost += VISIT_STEPS;
+      // Stopped part-way, nothing cached: the check is refused anyway.
+      if (cost > allowed) throw new StepBudgetExceeded();
+      switch (op[s]) {
+        case Op.Char:
+          chars.push(s);
+          break;
+        case Op.Split:
+          stack[top++] = out2[s] as number;
+          stack[top++] = out[s] as number;
+          break;
+        case Op.Assert: {
+          const kind = this.asserts[s];
+          const holds = kind === 'start' ? state.before === START : kind === 'end' ? after === END : (wordBefore !== wordAfter) === (kind === 'word');
+          if (holds) stack[top++] = out[s] as number;
+          break;
+        }
+        default:
+          if (!this.whole || after === END) {
+            const index = this.matchOf[s] as number;
+            if (match < 0 || index < match) match = index;
+          }
+      }
+    }
+    let literals: Set<number> | null = new Set();
+    for (const c of chars) {
+      const lit = this.lit[c] as number;
+      if (lit < 0) {
+        literals = null;
+        break;
+      }
+      if (lit >= 0x80) literals.add(lit);
+    }
+    const value: Closure = { chars: Int32Array.from(chars), literals, match };
+    state.closures[after] = value;
+    this.cachedInts += chars.length;
+    return { value, cost };
+  }
+
+  /** The next DFA state from `state` on `cp`, built from its closure, and cached on `state`. */
+  private advance(state: DfaState, closure: Closure, cp: number, kind: number, allowed: number): { state: DfaState; cost: number } {
+    const epoch = this.nextEpoch();
+    const { scratch, seen, lit: lits, out } = this;
+    let size = 0;
+    let cost = 0;
+    for (const s of closure.chars) {
+      const lit = lits[s] as number;
+      let accepts: boolean;
+      if (lit >= 0) {
+        accepts = lit === cp;
+        cost += 1;
+      } else {
+        accepts = (this.tests[s] as Predicate)(cp);
+        cost += this.cost[s] as number;
+      }
+      if (cost > allowed) throw new StepBudgetExceeded();
+      const target = out[s] as number;
+      if (accepts && seen[target] !== epoch) {
+        seen[target] = epoch;
+        scratch[size++] = target;
+      }
+    }
+    // Sorting, hashing, comparing and keeping the new kernel.
+    cost += KERNEL_STEPS * size;
+    if (cost > allowed) throw new StepBudgetExceeded();
+    const sorted = scratch.slice(0, size).sort();
+    const next = this.intern(sorted, kind);
+    if (cp < 0x80) (state.ascii ??= new Array<DfaState | undefined>(0x80))[cp] = next;
+    else (state.other ??= new Map()).set(cp, next);
+    this.cachedInts += 1;
+    return { state: next, cost };
+  }
+
+  private nextEpoch(): number {
+    this.epoch += 1;
+    if (this.epoch === 0x7fffffff) {
+      this.seen.fill(0);
+      this.epoch = 1;
+    }
+    return this.epoch;
+  }
+}
+
+function sameInts(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -1,14 +1,15 @@
 import { randomBase62 } from '../shared/ids';
-import { LinearPattern, PatternError, type StepMeter, codePoints } from './linear-regex';
-import { foldText } from './text-fold';
+import { LinearPattern, PatternError, PatternSet, StepBudgetExceeded, type StepMeter, codePoints } from './linear-regex';
+import { foldText, skeletonOf, withoutInvisible } from './text-fold';
 
 /**
  * Prompt rules (issue 38 §2): what a project or a key refuses before anything is reserved or sent.
  * A rule set is a list of rules, each with its own id:
  * - `max_length`: at most `max` characters (Unicode code points of the prompt as sent);
  * - `blocked_term`: refused when the term appears anywhere in the prompt, both folded (text-fold.ts:
- *   case, width, accents and invisible characters do not matter); a substring, so a whole word is a
- *   pattern with `\b`;
+ *   case, width, accents and invisible characters do not matter), or both reduced to their
+ *   confusables skeleton (look-alike letters of other scripts do not matter either); a substring, so
+ *   a whole word is a pattern with `\b`;
  * - `blocked_pattern`: refused when the regular expression matches anywhere (linear-regex.ts);
  * - `allow_list`: allow-list mode, the prompt must match one of `patterns` whole.
  * A key's set adds to its project's (`mergePromptRules`). A refusal names the rule's id and kind,
@@ -28,7 +29,11 @@ export type PromptRule =
 export type PromptRuleKind = PromptRule['kind'];
 export type PromptRuleSet = readonly PromptRule[];
 
-export type PromptCheck = { allowed: true } | { allowed: false; ruleId: string; kind: PromptRuleKind };
+/**
+ * A check's verdict. `too_costly`: the check ran out of its step budget before deciding
+ * (PROMPT_RULE_LIMITS.checkSteps), and a prompt the rules could not clear is refused.
+ */
+export type PromptCheck = { allowed: true } | { allowed: false; ruleId: string; kind: PromptRuleKind } | { allowed: false; ruleId: null; kind: 'too_costly' };
 
 /** A problem with one field of a rule set as an admin sent it; `param` is its path (`prompt_rules[2].pattern`). */
 export interface RuleFieldError {
@@ -44,9 +49,35 @@ export const PROMPT_RULE_LIMITS = {
   termLength: 200,
   patternLength: 500,
   allowListPatterns: 100,
-  /** Compiled states of one set's patterns together: a check costs at most prompt length × this. */
+  /** Compiled states of one set's patterns together. */
   setStates: 20_000,
+  /** The longest prompt the gateway takes (code points), for which checkSteps is measured. */
+  promptLength: 32_000,
+  /**
+   * The work one check may do, in steps (PatternSet counts them; folding counts FOLD_STEPS_* per
+   * character it reads and writes): measured to stay under 5 ms on the reference machine
+   * (scripts/bench-guardrails.mjs, docs/guardrails.md). Past it the prompt is refused.
+   */
+  checkSteps: 300_000,
 } as const;
+
+/**
+ * What folding costs, in steps per character it writes: ASCII is only lower-cased (an eighth of a
+ * step); other text is normalised twice and case-mapped (FOLD), or looked up (SKELETON), dearer than
+ * a DFA step. Measured by scripts/bench-guardrails.mjs.
+ */
+const ALL_ASCII = /^[\x00-\x7f]*$/;
+const ASCII_STEPS = 1 / 8;
+export const FOLD_STEPS = 6;
+export const SKELETON_STEPS = 2;
+/** Folding works on pieces of this many UTF-16 units (up to twice as many to reach a safe cut), so that a check out of budget stops early. */
+const FOLD_CHUNK = 256;
+/**
+ * The most one charge adds past the budget before the check stops: a fold piece of 2 × FOLD_CHUNK
+ * units, which folding expands at most 18-fold (U+FDFA; checked over every code point by the unit
+ * tests), charged FOLD_STEPS a unit written.
+ */
+export const MAX_OVERSHOOT_STEPS = Math.ceil(FOLD_STEPS * 2 * FOLD_CHUNK * 18 + (2 * FOLD_CHUNK) / 8);
 
 const ID_SHAPE = /^gr_[A-Za-z0-9_]{1,60}$/;
 const KINDS: readonly PromptRuleKind[] = ['max_length', 'blocked_term', 'blocked_pattern', 'allow_list'];
@@ -161,26 +192,66 @@ export function mergePromptRules(project: PromptRuleSet, key: PromptRuleSet): Pr
   return [...project, ...key].filter((rule) => rule.kind !== 'max_length' || rule === strictest);
 }
 
-/** A rule set ready to check prompts: terms folded and patterns compiled once (cache it with the set). */
+/** What a pattern of the search set stands for: the rule that refuses the prompt when it matches. */
+interface SearchRule {
+  id: string;
+  kind: 'blocked_term' | 'blocked_pattern';
+}
+
+/**
+ * A rule set ready to check prompts: terms folded and patterns compiled once (cache it with the
+ * set). Every blocked term (in both its folded form and its skeleton) and every blocked pattern is
+ * one automaton (PatternSet), read once over the folded prompt and once over its skeleton when that
+ * differs; each allow-list is another, matched whole against the folded prompt.
+ */
 export class CompiledPromptRules {
   private readonly lengths: Array<{ id: string; max: number }> = [];
-  private readonly terms: Array<{ id: string; folded: string }> = [];
-  private readonly patterns: Array<{ id: string; pattern: LinearPattern }> = [];
-  private readonly allowLists: Array<{ id: string; patterns: LinearPattern[] }> = [];
+  private readonly searchRules: SearchRule[] = [];
+  private readonly search: PatternSet | null;
+  private readonly hasTerms: boolean;
+  private readonly allowLists: Array<{ id: string; set: PatternSet }> = [];
 
   /** Throws PatternError for a pattern that does not compile (a set that skipped validation). */
   constructor(rules: PromptRuleSet) {
+    const terms: Array<{ rule: SearchRule; pattern: LinearPattern }> = [];
+    const patterns: Array<{ rule: SearchRule; pattern: LinearPattern }> = [];
     for (const rule of rules) {
       if (rule.kind === 'max_length') this.lengths.push({ id: rule.id, max: rule.max });
-      else if (rule.kind === 'blocked_term') this.terms.push({ id: rule.id, folded: foldText(rule.term) });
-      else if (rule.kind === 'blocked_pattern') this.patterns.push({ id: rule.id, pattern: LinearPattern.compile(rule.pattern) });
-      else this.allowLists.push({ id: rule.id, patterns: rule.patterns.map((source) => LinearPattern.compile(source)) });
+      else if (rule.kind === 'blocked_term') {
+        const folded = foldText(rule.term);
+        const skeleton = skeletonOf(folded);
+        const ref: SearchRule = { id: rule.id, kind: 'blocked_term' };
+        terms.push({ rule: ref, pattern: LinearPattern.literal(codePoints(folded)) });
+        if (skeleton !== folded) terms.push({ rule: ref, pattern: LinearPattern.literal(codePoints(skeleton)) });
+      } else if (rule.kind === 'blocked_pattern')
+        patterns.push({ rule: { id: rule.id, kind: 'blocked_pattern' }, pattern: LinearPattern.compile(rule.pattern) });
+      else
+        this.allowLists.push({
+          id: rule.id,
+          set: new PatternSet(
+            rule.patterns.map((source) => LinearPattern.compile(source)),
+            true,
+          ),
+        });
     }
+    // Terms first: at one position, a term is named before a pattern.
+    const all = [...terms, ...patterns];
+    this.searchRules = all.map((entry) => entry.rule);
+    this.search =
+      all.length > 0
+        ? new PatternSet(
+            all.map((entry) => entry.pattern),
+            false,
+          )
+        : null;
+    this.hasTerms = terms.length > 0;
   }
 
   /**
-   * The first rule the prompt breaks, cheapest kinds first: length, terms, patterns, allow-lists.
-   * `meter` counts the pattern matchers' steps (tests bound the work with it).
+   * The first rule the prompt breaks: length first, then terms and patterns (the one whose match
+   * ends first in the prompt), then allow-lists. A check does at most PROMPT_RULE_LIMITS.checkSteps
+   * steps (`meter.limit` instead, when given) and refuses the prompt as `too_costly` past them;
+   * `meter` counts the steps (tests bound the work with it).
    */
   check(prompt: string, meter?: StepMeter): PromptCheck {
     if (this.lengths.length > 0) {
@@ -188,17 +259,75 @@ export class CompiledPromptRules {
       const over = this.lengths.find((rule) => length > rule.max);
       if (over) return { allowed: false, ruleId: over.id, kind: 'max_length' };
     }
-    if (this.terms.length === 0 && this.patterns.length === 0 && this.allowLists.length === 0) return { allowed: true };
-    const folded = foldText(prompt);
-    const term = this.terms.find((rule) => folded.includes(rule.folded));
-    if (term) return { allowed: false, ruleId: term.id, kind: 'blocked_term' };
-    const text = codePoints(folded);
-    const pattern = this.patterns.find((rule) => rule.pattern.search(text, meter));
-    if (pattern) return { allowed: false, ruleId: pattern.id, kind: 'blocked_pattern' };
-    const allowList = this.allowLists.find((rule) => !rule.patterns.some((p) => p.matchesWhole(text, meter)));
-    if (allowList) return { allowed: false, ruleId: allowList.id, kind: 'allow_list' };
-    return { allowed: true };
+    if (this.search === null && this.allowLists.length === 0) return { allowed: true };
+    const budget: StepMeter = { steps: meter?.steps ?? 0, limit: meter?.limit ?? PROMPT_RULE_LIMITS.checkSteps };
+    try {
+      const folded = foldWithin(prompt, foldText, FOLD_STEPS, budget);
+      if (this.search !== null) {
+        let found = this.search.run(folded, budget);
+        if (found < 0 && this.hasTerms) {
+          const skeleton = foldWithin(folded, skeletonOf, SKELETON_STEPS, budget);
+          if (skeleton !== folded) found = this.search.run(skeleton, budget);
+        }
+        const rule = found >= 0 ? this.searchRules[found] : undefined;
+        if (rule) return { allowed: false, ruleId: rule.id, kind: rule.kind };
+      }
+      const allowList = this.allowLists.find((rule) => rule.set.run(folded, budget) < 0);
+      if (allowList) return { allowed: false, ruleId: allowList.id, kind: 'allow_list' };
+      return { allowed: true };
+    } catch (error) {
+      if (error instanceof StepBudgetExceeded) return { allowed: false, ruleId: null, kind: 'too_costly' };
+      throw error;
+    } finally {
+      if (meter) meter.steps = budget.steps;
+    }
   }
+}
+
+/**
+ * Where `text` may be cut for folding piece by piece: before a letter, digit, punctuation, symbol
+ * or space (Hangul's vowel and final jamo and emoji excepted), which never composes with what comes
+ * before it, so each piece folds as it would inside the whole.
+ */
+const SAFE_CUT = /(?![\u1160-\u11ff\ud7b0-\ud7ff]|\p{Extended_Pictographic})[\p{L}\p{N}\p{P}\p{S}\p{Zs}]/gu;
+
+/** `fold` applied to `text` piece by piece, each piece charged to the budget (`weight` steps per non-ASCII character written) before the next is folded. */
+function foldWithin(text: string, fold: (text: string) => string, weight: number, budget: StepMeter): string {
+  const limit = budget.limit ?? Infinity;
+  const pieces: string[] = [];
+  let from = 0;
+  while (from < text.length) {
+    SAFE_CUT.lastIndex = from + FOLD_CHUNK;
+    const cut = from + FOLD_CHUNK < text.length ? SAFE_CUT.exec(text) : null;
+    let to = Math.min(text.length, cut === null ? Infinity : cut.index, from + 2 * FOLD_CHUNK);
+    // Without a safe cut near (a long run of marks or emoji), cut anyway, between two code points.
+    if (to < text.length && (text.charCodeAt(to) & 0xfc00) === 0xdc00) to += 1;
+    const piece = text.slice(from, to);
+    const folded = fold(piece);
+    budget.steps += Math.ceil(ALL_ASCII.test(piece) ? ASCII_STEPS * (piece.length + folded.length) : weight * folded.length + ASCII_STEPS * piece.length);
+    if (budget.steps > limit) throw new StepBudgetExceeded();
+    pieces.push(folded);
+    from = to;
+  }
+  return pieces.length === 1 ? (pieces[0] as string) : pieces.join('');
+}
+
+/**
+ * The request as the gateway checks, stores and sends it: its prompt without the invisible
+ * characters prompt rules ignore (text-fold.ts's withoutInvisible, the one function for both), so
+ * nothing the rules did not see reaches the upstream.
+ */
+export function asSent<T extends { prompt: string }>(input: T): T {
+  const prompt = withoutInvisible(input.prompt);
+  return prompt === input.prompt ? input : { ...input, prompt };
+}
+
+/** What a refused request is told (400 prompt_blocked): the rule's id and kind, never the text that matched. */
+export function promptRefusalMessage(verdict: Extract<PromptCheck, { allowed: false }>): string {
+  if (verdict.kind === 'too_costly') {
+    return 'The prompt could not be checked against the prompt rules of this key or its project within their work budget, so it is refused: shorten the prompt, or ask the operator to simplify the rules.';
+  }
+  return `The prompt breaks prompt rule ${verdict.ruleId} (${verdict.kind}) of this key or its project.`;
 }
 
 /** Checks one prompt against a rule set (compile the set once with CompiledPromptRules to check many). */

@@ -6,7 +6,7 @@ import { modelNotFound, unknownModelMessage } from '../errors/unknown-model';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
-import { CompiledPromptRules, mergePromptRules, type PromptRuleSet, validatePromptRules } from '../guardrails/prompt-rules';
+import { CompiledPromptRules, mergePromptRules, type PromptRuleSet, promptRefusalMessage, validatePromptRules } from '../guardrails/prompt-rules';
 import { type ClientProject, projectConcurrencyLimited, projectDisabled } from '../projects/project-policy';
 
 /**
@@ -139,7 +139,7 @@ export function effectivePromptRules(keyRules: PromptRuleSet | null, projectRule
 export function checkPromptRules(policy: Pick<ClientKeyPolicy, 'promptRules'>, prompt: string): void {
   const verdict = policy.promptRules?.check(prompt);
   if (verdict && !verdict.allowed) {
-    throw new ApiError('prompt_blocked', `The prompt breaks prompt rule ${verdict.ruleId} (${verdict.kind}) of this key or its project.`, { param: 'prompt' });
+    throw new ApiError('prompt_blocked', promptRefusalMessage(verdict), { param: 'prompt' });
   }
 }
 
