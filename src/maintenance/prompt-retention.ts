@@ -101,15 +101,20 @@ export function withheldEventPayload(payload: string, policy: Exclude<PromptRete
  * When a project's policy tightens, in the transaction that changes it: the completion events of its
  * generations that still have a delivery to make are rewritten as `policy` leaves them, so no delivery
  * after the change carries a prompt (the sweep does the rest: the rows, and the events already sent).
- * Answers how many events it rewrote.
+ * Answers how many such events it found.
  */
 export async function withholdPendingCompletions(trx: Kysely<Database>, projectId: string, policy: Exclude<PromptRetention, 'full'>): Promise<number> {
+  // From the deliveries still to be made (few, by the dispatcher's index), to their events and generations.
+  const prefix = completionEventKey('');
   const rows = await trx
-    .selectFrom('events as ev')
-    .innerJoin('generations as g', (join) => join.on(sql<boolean>`ev.dedupe_key = ${sql.lit(completionEventKey(''))} || g.id`))
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as ev', 'ev.id', 'd.event_id')
+    .innerJoin('generations as g', (join) => join.on(sql<boolean>`g.id = substr(ev.dedupe_key, ${sql.lit(prefix.length + 1)})`))
     .select(['ev.id', 'ev.payload', 'g.request'])
+    .where('d.status', '=', 'pending')
+    .where('d.signing_key_id', 'is not', null)
+    .where('ev.dedupe_key', 'like', `${prefix}%`)
     .where('g.project_id', '=', projectId)
-    .where((eb) => eb.exists(eb.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'ev.id').where('d.status', '=', 'pending')))
     .execute();
   for (const row of rows) {
     const payload = withheldEventPayload(row.payload, policy, promptsOf(row.request));
