@@ -1,9 +1,9 @@
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
+import { PastingShell, curlRecorder } from '../helpers/pasting-shell';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WALK_THROUGH_HEADING = '\n## Walk-through with curl\n';
@@ -27,7 +27,7 @@ const EXPECTED: Array<{ what: string; codes: number[]; shows: RegExp[] }> = [
       /^Retry-After: \d+/im,
       /"code":"rate_limited"/,
       /"code":"quota_exceeded"/,
-      /refills at \d{4}-/,
+      /"period_resets_at":"\d{4}-/,
       /"credits_quota":100,"credits_used":0/,
     ],
   },
@@ -39,58 +39,6 @@ const EXPECTED: Array<{ what: string; codes: number[]; shows: RegExp[] }> = [
     shows: [/"code":"invalid_api_key"/, /^200$/m, /"status":"disabled"/, /"code":"key_disabled"/],
   },
 ];
-
-/**
- * Stands first on the shell's PATH as `curl`: runs the real one unchanged and appends the HTTP status of
- * each call (its last status line) to $CURL_CODES, so the test sees every call's status whatever it prints.
- */
-const curlRecorder = (realCurl: string) => `#!/bin/bash
-headers=$(mktemp)
-${JSON.stringify(realCurl)} -D "$headers" "$@"
-status=$?
-grep -a '^HTTP/' "$headers" | tail -n 1 | cut -d' ' -f2 >> "$CURL_CODES"
-rm -f "$headers"
-exit $status
-`;
-
-/** One bash, as a terminal the reader pastes into: variables carry over from block to block. */
-class PastingShell {
-  private output = '';
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly exited: Promise<number>;
-
-  constructor(cwd: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn('bash', ['--noprofile', '--norc'], { cwd, env });
-    this.child.stdout.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.child.stderr.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
-    // One stream in order; a command that fails ends the shell (the reader would see its error), and says which.
-    this.child.stdin.write(`exec 2>&1; set -e; trap 'echo "failed ($?): $BASH_COMMAND"' ERR\n`);
-  }
-
-  /** Runs the script file as pasted; its exit status (the shell's, when a command failed) and what it printed. */
-  async paste(file: string): Promise<{ status: number; output: string }> {
-    const start = this.output.length;
-    const marker = `block-done-${randomBytes(6).toString('hex')}`;
-    this.child.stdin.write(`source ${JSON.stringify(file)}; echo "${marker} $?"\n`);
-    const status = await new Promise<number>((resolve) => {
-      const onData = () => {
-        const done = new RegExp(`${marker} (\\d+)`).exec(this.output.slice(start));
-        if (!done) return;
-        this.child.stdout.off('data', onData);
-        resolve(Number(done[1]));
-      };
-      this.child.stdout.on('data', onData);
-      void this.exited.then(resolve);
-    });
-    return { status, output: this.output.slice(start).replace(new RegExp(`${marker} \\d+\\n?`), '') };
-  }
-
-  close(): Promise<number> {
-    this.child.stdin.end();
-    return this.exited;
-  }
-}
 
 /**
  * Issue #39 §14, §23: the README's walk-through pasted block by block into one shell, in a fresh directory
@@ -167,6 +115,8 @@ describe("the README's walk-through, pasted in order", () => {
     expect(fs.readdirSync(directory).sort()).toEqual(['data', 'node_modules']);
     const ignored = fs.readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n');
     expect(ignored).toContain('data/');
+    // The key's secret is readable by its owner only, whatever the umask.
+    expect(fs.statSync(path.join(directory, 'data', 'key.json')).mode & 0o777).toBe(0o600);
     for (const image of ['out.png', 'harbour.png']) {
       expect(
         fs
