@@ -27,6 +27,8 @@ export async function startFakeUpstreams(pollIntervalMs = 200): Promise<FakeUpst
   for (const fake of fakes) Object.assign(env, fake.env);
   // One poll interval for all (each fake's own is a test's).
   env.UPSTREAM_POLL_INTERVAL_MS = String(pollIntervalMs);
+  // The fakes listen on loopback and hand out image URLs there: a private upstream, refused by default.
+  env.CHANNEL_ALLOW_PRIVATE_UPSTREAMS = 'true';
   return { fakes, env, missing, close: async () => void (await Promise.all(fakes.map((fake) => fake.close()))) };
 }
 

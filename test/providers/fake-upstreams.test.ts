@@ -12,7 +12,8 @@ describe('npm run fake-upstreams', () => {
 
   beforeAll(async () => {
     upstreams = await startFakeUpstreams(5);
-    t = await startTestGateway(upstreams.env);
+    // Exactly the printed environment, over the test gateway's (which allows private upstreams itself).
+    t = await startTestGateway({ CHANNEL_ALLOW_PRIVATE_UPSTREAMS: 'false', ...upstreams.env });
   });
   afterAll(async () => {
     await t?.close();
@@ -32,7 +33,7 @@ describe('npm run fake-upstreams', () => {
     const { key } = await t.createKey({ allowed_providers: [...new Set(upstreams.fakes.map((fake) => fake.provider))] });
     for (const fake of upstreams.fakes) {
       const res = await t.api.client(key, { prompt: `a lighthouse over ${fake.format}`, model: fake.model, size: fake.size });
-      expect([fake.format, res.status]).toEqual([fake.format, 200]);
+      expect([fake.format, res.status, res.body.error?.message]).toEqual([fake.format, 200, undefined]);
     }
   }, 60_000);
 });
