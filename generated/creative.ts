@@ -263,6 +263,8 @@ export interface components {
             transport: string | null;
             upstream_model: string;
             credits_per_image: number;
+            price?: components["schemas"]["Price"];
+            credit_price?: components["schemas"]["Price"];
             default_size: string;
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
@@ -285,6 +287,7 @@ export interface components {
             };
         };
         InternalGenerationRequest: {
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
             prompt: string;
             model: string;
             provider?: components["schemas"]["ProviderName"];
@@ -435,6 +438,72 @@ export interface components {
          * @example jimeng
          */
         ProviderName: string;
+        PriceTerm: {
+            /**
+             * @description What is counted: images delivered; megapixels of each output or input image (rounded up per
+             *     image); seconds of video; tokens the upstream reports (per million); upstream calls.
+             * @enum {string}
+             */
+            meter: "image" | "output_megapixel" | "input_megapixel" | "video_second" | "input_token" | "output_token" | "call";
+            /** @description Money per unit: per image, megapixel, second, million tokens or call. */
+            rate: number;
+            /**
+             * @description Fits requests of this quality only (a term without one fits requests without one).
+             * @enum {string}
+             */
+            quality?: "low" | "medium" | "high" | "standard" | "hd";
+            /** @description `image`: fits outputs of at most this many pixels. */
+            max_pixels?: number;
+            /** @description Megapixel meters: pixels per megapixel (default 1,000,000). */
+            megapixel?: number;
+            /** @description Megapixel meters: each image's megapixels already paid by its `image` term. */
+            included_megapixels?: number;
+            /** @description `video_second`: fits this output resolution only (`720p`). */
+            resolution?: string;
+            /** @description `video_second`: fits with (true) or without (false) audio only. */
+            audio?: boolean;
+            /** @description A label for people. */
+            tier?: string;
+        };
+        /**
+         * @description A price as a sum of metered terms (docs/operators/pricing.md): each term a rate times a
+         *     quantity the gateway measures. Within one meter the first term that fits prices a quantity (a
+         *     term naming a quality fits that quality only, one without fits requests without one); when none
+         *     fits, the meter's last term if it names neither a quality nor a size; else the meter costs nothing. `price` is the upstream's own, in its money;
+         *     `credit_price` is what a key pays, in credits (`CREDITS_PER_USD` × the markup). A generation
+         *     reserves the most its request can cost and is charged what it delivered, never more than it
+         *     reserved; the sum is rounded up to a whole credit once per generation.
+         * @example {
+         *       "currency": "USD",
+         *       "source": "https://docs.bfl.ai/quick_start/pricing",
+         *       "terms": [
+         *         {
+         *           "meter": "image",
+         *           "rate": 0.03
+         *         },
+         *         {
+         *           "meter": "output_megapixel",
+         *           "rate": 0.015,
+         *           "megapixel": 1048576,
+         *           "included_megapixels": 1
+         *         },
+         *         {
+         *           "meter": "input_megapixel",
+         *           "rate": 0.015,
+         *           "megapixel": 1048576
+         *         }
+         *       ]
+         *     }
+         */
+        Price: {
+            /** @enum {string} */
+            currency: "USD" | "credits";
+            terms: components["schemas"]["PriceTerm"][];
+            /** @description The least one upstream call costs. */
+            minimum_per_call?: number;
+            /** @description Where the upstream publishes this price. */
+            source?: string;
+        };
         /**
          * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive but
          *     `max_ratio` with `max_ratio_exclusive`). A size outside them is refused with 400
@@ -467,9 +536,10 @@ export interface components {
             side_multiple?: number;
         };
         /**
-         * @description The input images (references, edits) a model takes, as its upstream documents them (all
-         *     bounds inclusive). Absent on a model that takes none. An input outside them is refused with
-         *     a 4xx before anything is charged.
+         * @description The input images (references, edits) a model takes, as its upstream documents them within the
+         *     gateway's own bounds (at most 16 images, 15 MiB and 36,000,000 pixels each: a model whose
+         *     upstream takes 50 MB inputs shows 15728640 here); all bounds inclusive. Absent on a model that
+         *     takes none. An input outside them is refused with a 4xx before anything is charged.
          * @example {
          *       "max_images": 14,
          *       "formats": [
@@ -537,7 +607,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "moderation_hook_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "invalid_console_session" | "csrf_token_invalid" | "sso_sign_in_failed" | "sso_no_access" | "sso_issuer_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "moderation_hook_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
         /**
          * Format: date-time
          * @description RFC 3339 date-time (the gateway answers in UTC, `2026-11-22T18:30:00.000Z`). Accepted:

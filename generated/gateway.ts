@@ -1186,6 +1186,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/sso/issuers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console's single sign-on issuers
+         * @description The OpenID Providers `CONSOLE_OIDC_ISSUERS` configures, for the console's sign-in page (empty
+         *     without it: token sign-in only). Each has the path that starts its sign-in.
+         */
+        get: operations["listConsoleSsoIssuers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/sso/{issuer}/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start a console single sign-on
+         * @description Redirects the browser to the issuer's authorization endpoint (authorization code with PKCE
+         *     S256, a `state` and a `nonce`), after keeping the sign-in's state in the database for 10
+         *     minutes and in a `__Host-cgw_sso` cookie (`SameSite=Lax`, so the issuer's redirect back brings
+         *     it) that ties the callback to this browser. The redirect URI is
+         *     `<PUBLIC_BASE_URL or this request's origin>/console/sso/callback`: register it at the issuer.
+         */
+        get: operations["startConsoleSignIn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/sso/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Finish a console single sign-on
+         * @description Where the issuer sends the browser back. The `state` must be one this gateway issued, not yet
+         *     used and not older than 10 minutes, and the browser's `__Host-cgw_sso` cookie's; the code is
+         *     exchanged at the issuer's token endpoint with the PKCE verifier; the ID token must be signed
+         *     by a key of the issuer's JWKS (fetched again when it names a key not seen yet: a rotation) and
+         *     carry the issuer as `iss`, the client id in `aud`, an `exp` not past and the sign-in's `nonce`.
+         *     Its groups claim is mapped to admin scopes; none is a refusal (403 `sso_no_access`, audited as
+         *     `console_session.refused`). Then a session row is written (audited as `console_session.created`),
+         *     the `__Host-cgw_session` (`HttpOnly; Secure; SameSite=Strict`) and `__Host-cgw_csrf` cookies are
+         *     set and the browser is sent to `/console`. Any other failure is 400 `sso_sign_in_failed` with
+         *     the reason; the state is used up either way, so a replayed callback is refused.
+         */
+        get: operations["completeConsoleSignIn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/sso/sign-out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the console session
+         * @description Revokes the caller's console session (every replica refuses its cookie from then on; audited as
+         *     `console_session.revoked`), clears the cookies, and answers the issuer's end-session URL
+         *     (RP-initiated logout, with the ID token as `id_token_hint` and `/console` as
+         *     `post_logout_redirect_uri`: register it at the issuer), or null when the issuer has none. The
+         *     console sends the browser there. Needs the `X-CSRF-Token` header like every state-changing call.
+         */
+        post: operations["signOutConsoleSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1543,6 +1641,7 @@ export interface components {
          *     stream of events).
          */
         OpenAIImageRequest: {
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
             prompt: string;
             model: string;
             /** @default 1 */
@@ -1604,6 +1703,7 @@ export interface components {
              * @description A PNG with alpha, the size of the first image (models with `input_limits.mask` only).
              */
             mask?: string;
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
             prompt: string;
             model: string;
             /** @description Number of images, 1 to 4 (default 1). */
@@ -1784,11 +1884,17 @@ export interface components {
             owned_by: string;
             /** @description The size used when a request has none (`size` omitted or `auto`). */
             default_size?: string;
-            /** @description Credits per image delivered, where no `price_table` row fits. */
+            /** @description Credits per image delivered, where no `price_table` row fits (a model priced by megapixel: one image at `default_size`). */
             credits_per_image?: number;
             price_table?: components["schemas"]["PriceTable"];
+            /** @description The upstream's price in its own money, with its source; absent for models priced in credits only. */
+            price?: components["schemas"]["Price"];
+            /** @description What a generation on this model costs a key, in credits: every meter it is charged on. */
+            credit_price?: components["schemas"]["Price"];
             size_bounds?: components["schemas"]["SizeBounds"];
             input_limits?: components["schemas"]["InputImageLimits"];
+            /** @description The longest `prompt` it takes, in characters (Unicode code points): 4,000 unless its upstream documents more (OpenAI's GPT image models: 32,000). Longer is 400 `invalid_request`, `param` `prompt`. */
+            max_prompt_chars?: number;
             /** @description The models a request for this one continues on, in order, when every channel of it fails on the provider's side: those of its chain this key may use. Absent when there are none. */
             fallbacks?: components["schemas"]["ModelFallbacks"];
             status: components["schemas"]["ModelStatus"];
@@ -1963,12 +2069,18 @@ export interface components {
             data: components["schemas"]["UsageReportRow"][];
             next_cursor: string | null;
         };
+        ConsoleSsoIssuer: {
+            id: string;
+            name: string;
+            /** @description Where the console sends the browser to sign in with this issuer. */
+            sign_in_path: string;
+        };
         AdminIdentity: {
-            /** @description `root` for the admin secret, the admin token's id, or `access:<email>` for an Access JWT (what audit events name). */
+            /** @description `root` for the admin secret, the admin token's id, `access:<email>` for an Access JWT, or `sso:<issuer id>:<sub>:<email>` for a console session (what audit events name). */
             actor: string;
             /** @enum {string} */
-            kind: "admin_secret" | "admin_token" | "access";
-            /** @description The admin token's name, or the Access JWT's email; null for the admin secret. */
+            kind: "admin_secret" | "admin_token" | "access" | "console_session";
+            /** @description The admin token's name, the Access JWT's email, or a console session's email (its `sub` without one); null for the admin secret. */
             name: string | null;
             scopes: components["schemas"]["AdminScope"][];
             /**
@@ -2019,14 +2131,15 @@ export interface components {
          *     `admin_token.created`, `admin_token.revoked`, `webhook_endpoint.created`,
          *     `webhook_endpoint.updated`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`,
          *     `webhook_endpoint.test_sent`, `channel.created`, `channel.updated`, `channel.deleted`,
-         *     `channel.tested`, `generation.canceled` (a channel's credentials never appear: a replacement reads
+         *     `channel.tested`, `generation.canceled`, `console_session.created`, `console_session.refused`,
+         *     `console_session.revoked` (a channel's credentials never appear: a replacement reads
          *     `credentials: [redacted]`).
          */
         AuditAction: string;
         AuditEvent: {
             id: string;
             created_at: components["schemas"]["Timestamp"];
-            /** @description `root` (the admin secret), the admin token id, or `access:<email>` (an Access JWT). */
+            /** @description `root` (the admin secret), the admin token id, `access:<email>` (an Access JWT), or `sso:<issuer id>:<sub>:<email>` (a console session). */
             actor: string;
             action: components["schemas"]["AuditAction"];
             /** @description The id of what was changed. */
@@ -2258,7 +2371,7 @@ export interface components {
          */
         Fallback: boolean;
         GenerateImageRequest: {
-            /** @description What to draw. */
+            /** @description What to draw. At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
             prompt: string;
             /** @description Model id from the catalog, e.g. `local-1` or `jimeng-4.5`. */
             model: string;
@@ -2350,7 +2463,7 @@ export interface components {
          * @description Stable machine-readable error code.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "moderation_hook_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
+        ErrorCode: "invalid_request" | "missing_api_key" | "invalid_api_key" | "key_disabled" | "key_expired" | "invalid_admin_secret" | "quota_exceeded" | "provider_not_allowed" | "not_found" | "key_not_found" | "model_not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "provider_error" | "provider_unavailable" | "provider_timeout" | "content_policy_violation" | "prompt_blocked" | "output_moderated" | "provider_busy" | "idempotency_key_in_use" | "idempotency_key_reused" | "missing_service_token" | "invalid_service_token" | "generation_not_found" | "not_ready" | "insufficient_scope" | "invalid_admin_token" | "admin_token_revoked" | "admin_token_expired" | "admin_token_not_found" | "invalid_access_jwt" | "access_jwks_unavailable" | "invalid_console_session" | "csrf_token_invalid" | "sso_sign_in_failed" | "sso_no_access" | "sso_issuer_unavailable" | "dependency_unavailable" | "overloaded" | "invalid_signature" | "image_not_found" | "image_expired" | "range_not_satisfiable" | "image_storage_unavailable" | "channel_not_found" | "channel_read_only" | "ip_not_allowed" | "model_not_allowed" | "concurrency_limited" | "webhook_endpoint_not_found" | "too_many_queued_generations" | "generation_finished" | "image_input_invalid" | "image_input_unsupported" | "image_input_not_found" | "image_input_too_large" | "image_input_unreachable" | "image_input_public_url_required" | "project_not_found" | "moderation_hook_not_found" | "project_quota_exceeded" | "project_disabled" | "project_provider_not_allowed" | "project_model_not_allowed" | "project_rate_limited" | "project_concurrency_limited" | "moderation_blocked" | "moderation_unavailable";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -2423,6 +2536,72 @@ export interface components {
             /** @description A label for people, e.g. the model's `2K` tier. */
             tier?: string;
         }[];
+        PriceTerm: {
+            /**
+             * @description What is counted: images delivered; megapixels of each output or input image (rounded up per
+             *     image); seconds of video; tokens the upstream reports (per million); upstream calls.
+             * @enum {string}
+             */
+            meter: "image" | "output_megapixel" | "input_megapixel" | "video_second" | "input_token" | "output_token" | "call";
+            /** @description Money per unit: per image, megapixel, second, million tokens or call. */
+            rate: number;
+            /**
+             * @description Fits requests of this quality only (a term without one fits requests without one).
+             * @enum {string}
+             */
+            quality?: "low" | "medium" | "high" | "standard" | "hd";
+            /** @description `image`: fits outputs of at most this many pixels. */
+            max_pixels?: number;
+            /** @description Megapixel meters: pixels per megapixel (default 1,000,000). */
+            megapixel?: number;
+            /** @description Megapixel meters: each image's megapixels already paid by its `image` term. */
+            included_megapixels?: number;
+            /** @description `video_second`: fits this output resolution only (`720p`). */
+            resolution?: string;
+            /** @description `video_second`: fits with (true) or without (false) audio only. */
+            audio?: boolean;
+            /** @description A label for people. */
+            tier?: string;
+        };
+        /**
+         * @description A price as a sum of metered terms (docs/operators/pricing.md): each term a rate times a
+         *     quantity the gateway measures. Within one meter the first term that fits prices a quantity (a
+         *     term naming a quality fits that quality only, one without fits requests without one); when none
+         *     fits, the meter's last term if it names neither a quality nor a size; else the meter costs nothing. `price` is the upstream's own, in its money;
+         *     `credit_price` is what a key pays, in credits (`CREDITS_PER_USD` × the markup). A generation
+         *     reserves the most its request can cost and is charged what it delivered, never more than it
+         *     reserved; the sum is rounded up to a whole credit once per generation.
+         * @example {
+         *       "currency": "USD",
+         *       "source": "https://docs.bfl.ai/quick_start/pricing",
+         *       "terms": [
+         *         {
+         *           "meter": "image",
+         *           "rate": 0.03
+         *         },
+         *         {
+         *           "meter": "output_megapixel",
+         *           "rate": 0.015,
+         *           "megapixel": 1048576,
+         *           "included_megapixels": 1
+         *         },
+         *         {
+         *           "meter": "input_megapixel",
+         *           "rate": 0.015,
+         *           "megapixel": 1048576
+         *         }
+         *       ]
+         *     }
+         */
+        Price: {
+            /** @enum {string} */
+            currency: "USD" | "credits";
+            terms: components["schemas"]["PriceTerm"][];
+            /** @description The least one upstream call costs. */
+            minimum_per_call?: number;
+            /** @description Where the upstream publishes this price. */
+            source?: string;
+        };
         /**
          * @description The output sizes a model takes, as its upstream documents them (all bounds inclusive but
          *     `max_ratio` with `max_ratio_exclusive`). A size outside them is refused with 400
@@ -2455,9 +2634,10 @@ export interface components {
             side_multiple?: number;
         };
         /**
-         * @description The input images (references, edits) a model takes, as its upstream documents them (all
-         *     bounds inclusive). Absent on a model that takes none. An input outside them is refused with
-         *     a 4xx before anything is charged.
+         * @description The input images (references, edits) a model takes, as its upstream documents them within the
+         *     gateway's own bounds (at most 16 images, 15 MiB and 36,000,000 pixels each: a model whose
+         *     upstream takes 50 MB inputs shows 15728640 here); all bounds inclusive. Absent on a model that
+         *     takes none. An input outside them is refused with a 4xx before anything is charged.
          * @example {
          *       "max_images": 14,
          *       "formats": [
@@ -2717,7 +2897,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Missing or wrong admin credential (a client key is never accepted here); `invalid_access_jwt` when a Cloudflare Access JWT is the credential and fails a check. */
+        /** @description Missing or wrong admin credential (a client key is never accepted here); `invalid_access_jwt` when a Cloudflare Access JWT is the credential and fails a check; `invalid_console_session` when a console session's cookie is unknown, signed out or past its lifetime. */
         AdminUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -5325,6 +5505,185 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             404: components["responses"]["ConsoleFileNotFound"];
+        };
+    };
+    listConsoleSsoIssuers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The issuers, in the configured order. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "corp",
+                     *           "name": "Corp SSO",
+                     *           "sign_in_path": "/console/sso/corp/sign-in"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["ConsoleSsoIssuer"][];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+        };
+    };
+    startConsoleSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The issuer's `id` in `CONSOLE_OIDC_ISSUERS`.
+                 * @example corp
+                 */
+                issuer: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the issuer's authorization endpoint. */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description The authorization request. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            /** @description No issuer of that id is configured (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    completeConsoleSignIn: {
+        parameters: {
+            query?: {
+                state?: string;
+                code?: string;
+                iss?: string;
+                session_state?: string;
+                error?: string;
+                error_description?: string;
+                error_uri?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in; to the console. */
+            303: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description `/console` */
+                    Location?: string;
+                    /** @description The session and CSRF cookies (and the sign-in cookie cleared). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The sign-in failed (`sso_sign_in_failed`, the reason in the message), or a malformed request (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The person's groups map to no admin scope (`sso_no_access`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The issuer could not be reached (`sso_issuer_unavailable`), or the database is unavailable (`dependency_unavailable`). */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    signOutConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description The session and CSRF cookies cleared. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "end_session_url": "https://login.example.com/oidc/session/end?id_token_hint=eyJ...&post_logout_redirect_uri=https%3A%2F%2Fgateway.example.com%2Fconsole"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uri */
+                        end_session_url: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            /** @description The `X-CSRF-Token` header is missing or is not the session's (`csrf_token_invalid`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["AdminUnavailable"];
         };
     };
     getLiveness: {

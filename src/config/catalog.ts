@@ -2,6 +2,8 @@ import { type InputImageLimits, type SizeBounds, sizeOutOfBounds, UPSTREAM_FAMIL
 import { inputLimits } from './input-limits';
 import { type PriceRow, parsePriceTable } from './price-table';
 import { FORMATS } from '../providers/formats';
+import { DEFAULT_CONVERSION, priceEntry } from '../pricing/catalog-prices';
+import { type CreditConversion, parsePrice, type Price } from '../pricing/price';
 
 export type { InputImageLimits, SizeBounds };
 
@@ -13,9 +15,16 @@ export interface CatalogModel {
   provider: string;
   /** The model id the provider's upstream understands. */
   upstream_model: string;
+  /** Credits per image where no `price_table` row fits; derived from `price` for a model priced in money. */
   credits_per_image: number;
   /** Credits per image by size and quality (price-table.ts); `credits_per_image` where no row fits. */
   price_table?: PriceRow[];
+  /** The upstream's price in its own money and meters, with its source (src/pricing/price.ts). */
+  price?: Price;
+  /** This model's markup over `price`, instead of PRICE_MARKUP. */
+  markup?: number;
+  /** What keys are charged, in credits (src/pricing/catalog-prices.ts priceEntry): derived, never written. */
+  credit_price?: Price;
   /** Used when the request has no `size`. */
   default_size: string;
   /** For providers with several upstream APIs (jimeng: `visual` or `ark`). */
@@ -62,12 +71,23 @@ export type ModelCatalog = ReadonlyMap<string, CatalogModel>;
  * with the size bounds and input limits its model table documents.
  */
 export const DEFAULT_CATALOG: CatalogModel[] = FORMATS.flatMap((descriptor) =>
-  (descriptor.catalog ?? []).map((row) => ({
-    ...row,
-    ...(row.price_table ? { price_table: row.price_table.map((r) => ({ ...r })) } : {}),
-    ...upstreamLimitsOf(row.upstream_model),
-  })),
+  (descriptor.catalog ?? []).map((row) =>
+    priceEntry(
+      {
+        ...row,
+        credits_per_image: row.credits_per_image ?? 0,
+        ...(row.price_table ? { price_table: row.price_table.map((r) => ({ ...r })) } : {}),
+        ...upstreamLimitsOf(row.upstream_model),
+      },
+      DEFAULT_CONVERSION,
+    ),
+  ),
 );
+
+/** The catalog with every model's credits worked out at `conversion` (CREDITS_PER_USD, PRICE_MARKUP). */
+export function priceCatalog(models: readonly CatalogModel[], conversion: CreditConversion): CatalogModel[] {
+  return models.map((entry) => priceEntry(entry, conversion));
+}
 
 function options(value: unknown, where: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where}: "upstream_options" must be an object`);
@@ -114,9 +134,19 @@ function sizeBounds(value: unknown, where: string): SizeBounds {
   };
 }
 
+/**
+ * A catalog entry as MODEL_CATALOG takes it: without the credits derived from a money price (a model
+ * is priced by `price` or by `credits_per_image`, never both), so that it parses back to itself.
+ */
+export function asWritten(entry: CatalogModel): Partial<CatalogModel> {
+  const { credit_price: _credits, ...all } = entry;
+  const { credits_per_image: _perImage, price_table: _table, ...priced } = all;
+  return entry.price ? priced : all;
+}
+
 /** A catalog entry as written in MODEL_CATALOG: what `parseCatalog` derives from the upstream table left out. */
 function writtenForm(entry: CatalogModel): Record<string, unknown> {
-  const { size_bounds: _bounds, input_limits: _inputs, ...written } = entry;
+  const { size_bounds: _bounds, input_limits: _inputs, ...written } = asWritten(entry);
   const derived = upstreamLimitsOf(entry.upstream_model);
   return {
     ...written,
@@ -151,7 +181,12 @@ export function extendCatalog(raw: unknown, base: readonly CatalogModel[] = DEFA
     if ((remove as string[]).includes(name)) throw new Error(`models[${index}]: ${name} is also in "remove"`);
     const over = merged.get(name);
     // A changed upstream model brings its own table's bounds unless the entry sets them.
-    const kept = over && 'upstream_model' in entry ? { ...over, size_bounds: undefined, input_limits: undefined } : over;
+    const bounded = over && 'upstream_model' in entry ? { ...over, size_bounds: undefined, input_limits: undefined } : over;
+    // Credits given for a model priced in money replace its price.
+    const kept =
+      bounded && ('credits_per_image' in entry || 'price_table' in entry) && !('price' in entry)
+        ? { ...bounded, price: undefined, markup: undefined }
+        : bounded;
     merged.set(name, { ...kept, ...entry });
   }
   const entries = [...merged.values()].map((entry) => Object.fromEntries(Object.entries(entry).filter(([, value]) => value !== undefined)));
@@ -228,10 +263,16 @@ function parseModels(raw: unknown): CatalogModel[] {
     const model = text('model');
     if (seen.has(model)) throw new Error(`${where}: model "${model}" appears twice`);
     seen.add(model);
+    const price = e.price === undefined ? undefined : parsePrice(e.price, where);
     const credits = e.credits_per_image;
-    if (typeof credits !== 'number' || !Number.isInteger(credits) || credits < 0) {
-      throw new Error(`${where}: "credits_per_image" must be an integer >= 0`);
+    if (price && (credits !== undefined || e.price_table !== undefined))
+      throw new Error(`${where}: a model is priced by "price" or by "credits_per_image" (and "price_table"), not both`);
+    if (!price && (typeof credits !== 'number' || !Number.isInteger(credits) || credits < 0)) {
+      throw new Error(`${where}: "credits_per_image" must be an integer >= 0 (or give "price")`);
     }
+    const markup = e.markup;
+    if (markup !== undefined && (typeof markup !== 'number' || !Number.isFinite(markup) || markup <= 0))
+      throw new Error(`${where}: "markup" must be a number > 0 (1.2 adds 20%)`);
     const defaultSize = e.default_size === undefined ? '1024x1024' : text('default_size');
     if (!/^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$/.test(defaultSize)) throw new Error(`${where}: "default_size" must look like 1024x1024`);
     const upstreamModel = e.upstream_model === undefined ? model : text('upstream_model');
@@ -245,12 +286,14 @@ function parseModels(raw: unknown): CatalogModel[] {
     const [width, height] = defaultSize.split('x').map(Number) as [number, number];
     const outside = bounds.size_bounds && sizeOutOfBounds(width, height, bounds.size_bounds);
     if (outside) throw new Error(`${where}: "default_size" ${defaultSize} is outside the model's size bounds (${outside})`);
-    return {
+    const parsed: CatalogModel = {
       model,
       provider: text('provider'),
       upstream_model: upstreamModel,
-      credits_per_image: credits,
+      credits_per_image: price ? 0 : (credits as number),
       default_size: defaultSize,
+      ...(price ? { price } : {}),
+      ...(markup === undefined ? {} : { markup: markup as number }),
       ...(e.transport === undefined ? {} : { transport: text('transport') }),
       ...(family === undefined ? {} : { upstream_family: family }),
       ...(e.upstream_options === undefined ? {} : { upstream_options: options(e.upstream_options, where) }),
@@ -259,5 +302,6 @@ function parseModels(raw: unknown): CatalogModel[] {
       ...inputs,
       ...(e.fallbacks === undefined ? {} : { fallbacks: fallbackNames(e.fallbacks, where, model) }),
     };
+    return priceEntry(parsed, DEFAULT_CONVERSION);
   });
 }

@@ -4,6 +4,8 @@ import { FORMATS, formatOfEntry } from '../providers/formats';
 import { envMeta } from './env-types';
 import { DEFAULT_CATALOG } from './catalog';
 import type { PriceRow } from './price-table';
+import { creditPriceOf } from '../pricing/catalog-prices';
+import { describePrice } from '../pricing/describe-price';
 
 /** Where `npm run gen` writes the reference, relative to the repository. */
 export const CONFIG_REFERENCE_PATH = 'docs/operators/configuration-reference.md';
@@ -33,6 +35,12 @@ function priceText(row: PriceRow, byQuality: boolean): string {
   return conditions.length > 0 ? `${row.credits} (${conditions.join(', ')})` : `${row.credits} otherwise`;
 }
 
+/** The address in a price's source (its first https URL, else the host-and-path it names). */
+function sourceUrl(source: string | undefined): string {
+  const found = source?.match(/https:\/\/\S+/)?.[0] ?? source?.match(/[a-z0-9.-]+\.(?:ai|com)\/\S*/)?.[0];
+  return found === undefined ? '' : found.startsWith('https://') ? found : `https://${found}`;
+}
+
 /** The built-in catalog's rows (each format's descriptor's `catalog`). */
 function catalogRows(): string[] {
   return DEFAULT_CATALOG.map((entry) => {
@@ -42,13 +50,15 @@ function catalogRows(): string[] {
       ? `${table.map((row) => priceText(row, byQuality)).join('; ')}; ${entry.credits_per_image} where no row fits`
       : String(entry.credits_per_image);
     const transport = formatOfEntry(entry)?.format;
+    const credits = entry.price && !table ? describePrice(creditPriceOf(entry)) : price;
     const cells = [
       `\`${entry.model}\``,
       `\`${entry.provider}\``,
       transport === undefined ? '' : `\`${transport}\``,
       `\`${entry.upstream_model}\``,
       entry.default_size,
-      price,
+      entry.price ? `${describePrice(entry.price)} ([source](${sourceUrl(entry.price.source)}))` : 'none recorded',
+      credits,
     ];
     return `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
   });
@@ -81,10 +91,12 @@ export function renderConfigReference(): string {
     '',
     "The models `MODEL_CATALOG` starts from (each wire format's descriptor lists its own): a model serves once a",
     'channel of its provider does (an environment account or the channels API); `GET /v1/models` says which do.',
-    "Credits are per image delivered; a price table prices the request's size and quality (first fitting row).",
+    "Upstream prices are the upstream's own, in its money, from the source named; credits follow from them at",
+    '`CREDITS_PER_USD` (100 here) and `PRICE_MARKUP` (1), see [pricing](pricing.md). A price table prices the',
+    "request's size and quality (first fitting row).",
     '',
-    '| model | provider | transport | upstream model | default size | credits per image |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| model | provider | transport | upstream model | default size | upstream price | credits |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...catalogRows(),
     '',
   ].join('\n');

@@ -6,7 +6,6 @@ export type { AccessJwtConfig, GatewayConfig, ServiceToken } from './gateway-con
 export { ConfigError } from './config-error';
 export { describeConfig } from './describe-config';
 export { dataDirectory } from './dev-secrets';
-export { DEFAULT_IMAGE_HOSTS } from './env-schema';
 export { maskUrl } from './env-types';
 
 type Env = Record<string, string | undefined>;
@@ -18,7 +17,7 @@ export function databaseUrlFromEnv(env: Env = process.env): string {
 
 /** The catalog MODEL_CATALOG / MODEL_CATALOG_FILE make of `env` (for `creative-gateway catalog`, which needs nothing else). */
 export function catalogFromEnv(env: Env): CatalogModel[] {
-  return readCatalog(readEnv(envSchema.pick({ MODEL_CATALOG: true, MODEL_CATALOG_FILE: true }), env));
+  return readCatalog(readEnv(envSchema.pick({ MODEL_CATALOG: true, MODEL_CATALOG_FILE: true, CREDITS_PER_USD: true, PRICE_MARKUP: true }), env));
 }
 
 /**

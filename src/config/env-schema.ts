@@ -1,14 +1,11 @@
 import { z } from 'zod';
-import { boolean, cidrList, databaseUrl, envMeta, httpUrl, integer, list, minLength, oneOf, redisUrl, sealingKeys, text, declareVariable } from './env-types';
-import { FORMATS, RESULT_HOSTS } from '../providers/formats';
+import { boolean, cidrList, databaseUrl, decimal, envMeta, httpUrl, integer, list, minLength, oneOf, redisUrl, sealingKeys, text, declareVariable } from './env-types';
+import { FORMATS } from '../providers/formats';
 import { ConfigError } from './config-error';
 
 const declare = declareVariable;
 
 const GENERATED = 'generated outside production';
-
-/** Hosts upstream images may come from unless IMAGE_FETCH_ALLOWED_HOSTS says otherwise: every format's result hosts. */
-export const DEFAULT_IMAGE_HOSTS = RESULT_HOSTS.join(',');
 
 /**
  * Every environment variable the gateway reads, one declaration each. configSchema (gateway-config.ts) turns the parsed
@@ -48,10 +45,17 @@ export const envSchema = z.object({
     description: 'a file holding the `MODEL_CATALOG` JSON (when `MODEL_CATALOG` is unset)',
     defaultText: 'built in',
   }),
+  CREDITS_PER_USD: declare(decimal(0.001, 1_000_000).default(100), {
+    description:
+      'credits per US dollar of a model priced in money (every built-in model but `local-1` and the Jimeng ones): 100 makes a credit one cent ([pricing](pricing.md))',
+  }),
+  PRICE_MARKUP: declare(decimal(0.01, 1000).default(1), {
+    description: "factor on every money price (1.2 adds 20%); a catalog model's own `markup` replaces it ([pricing](pricing.md))",
+  }),
   LOCAL_PROVIDER_MODE: declare(text.default('render'), { description: '`tiny` makes the local provider answer a fixed 1x1 PNG (benchmarks)' }),
   BODY_LIMIT_BYTES: declare(integer(1024, 10_485_760).default(65_536), {
     description:
-      'largest request body (413 past it; a larger `Content-Length` is refused before the body is read); operations that take image inputs (`POST /images/generate`, `POST /v1/images/edits`, the internal generation) take up to 72 MiB',
+      'largest request body (413 past it; a larger `Content-Length` is refused before the body is read); the generation operations (`POST /images/generate`, `POST /v1/images/generations`, `POST /v1/images/edits`, the internal generation) take up to 72 MiB, so a long prompt is refused as a prompt (400), not as a body',
   }),
   BODY_TIMEOUT_MS: declare(integer(100, 600_000).default(10_000), {
     description: 'a request body must have fully arrived this long after its headers, else 408 `request_timeout` and the connection is closed',
@@ -171,6 +175,18 @@ export const envSchema = z.object({
     description: 'the AUD tag(s) of the Access application in front of the admin API and console, comma-separated',
     defaultText: '`CF_ACCESS_AUD`',
   }),
+  CONSOLE_OIDC_ISSUERS: declare(text.optional(), {
+    description:
+      'console single sign-on: a JSON array of OpenID Connect issuers, each `{id, name, issuer, client_id, client_secret?, scopes?, groups_claim?, scope_map}` ([security](security.md#single-sign-on)); discovery runs at startup and its failure, or an unknown scope in `scope_map`, stops it',
+    secret: true,
+    defaultText: 'none (token sign-in only)',
+  }),
+  CONSOLE_SESSION_IDLE_MINUTES: declare(integer(1, 1440).default(60), {
+    description: 'a console single sign-on session unused this long ends (the person signs in again)',
+  }),
+  CONSOLE_SESSION_MAX_HOURS: declare(integer(1, 720).default(12), {
+    description: 'a console single sign-on session ends this long after its sign-in, however much it is used',
+  }),
 
   // Providers configured from the environment.
   PROVIDER_TIMEOUT_MS: declare(integer(100, 600_000).default(60_000), { description: 'default deadline of one generation at a provider (see Providers)' }),
@@ -210,9 +226,13 @@ export const envSchema = z.object({
   }),
   IMAGE_MAX_BYTES: declare(integer(1024, 512 * 1024 * 1024).default(20 * 1024 * 1024), { description: 'largest image taken from an upstream' }),
   IMAGE_FETCH_TIMEOUT_MS: declare(integer(100, 600_000).default(30_000), { description: 'deadline of one image download (it also ends with the request)' }),
-  IMAGE_FETCH_ALLOWED_HOSTS: declare(text.default(DEFAULT_IMAGE_HOSTS), {
+  IMAGE_STORE_TIMEOUT_MS: declare(integer(100, 600_000).default(10_000), {
     description:
-      "comma-separated hosts or `*.domain` any provider's image URLs may point at besides its own base URL's host; empty allows only the base URLs' hosts",
+      'deadline of one image store operation (a put with its retries, the start of a read, a delete); past it the operation is aborted and a URL generation answers 503 `image_storage_unavailable`, nothing charged',
+  }),
+  IMAGE_FETCH_ALLOWED_HOSTS: declare(text.default(''), {
+    description:
+      "comma-separated hosts or `*.domain` (https only) every provider's image URLs may point at besides its own documented result hosts and its base URL's host (`PROVIDER_<NAME>_IMAGE_HOSTS`: one provider's)",
     keepEmpty: true,
   }),
   IMAGE_S3_BUCKET: declare(text.optional(), {
@@ -299,8 +319,8 @@ export const accountSchema = z.object(Object.fromEntries(FORMATS.flatMap((descri
 export const namedVariables: Readonly<Record<string, z.ZodType>> = { ...envSchema.shape, ...accountSchema.shape };
 
 /**
- * PROVIDER_<NAME>_<SETTING>: the guard around each provider, one family per configured provider
- * name (`local`, `jimeng`, the OpenAI-compatible one's).
+ * PROVIDER_<NAME>_<SETTING>: the guard around each provider and the hosts its images may come from,
+ * one family per configured provider name (`local`, `jimeng`, the OpenAI-compatible one's).
  */
 export const providerSchema = z.object({
   TIMEOUT_MS: declare(integer(100, 600_000).optional(), {
@@ -314,6 +334,11 @@ export const providerSchema = z.object({
   }),
   BREAKER_THRESHOLD: declare(integer(1, 1000).default(5), { description: 'consecutive provider failures that open the circuit (503 with `Retry-After`)' }),
   BREAKER_COOLDOWN_MS: declare(integer(10, 3_600_000).default(30_000), { description: 'open time before one probe call is let through' }),
+  IMAGE_HOSTS: declare(text.optional(), {
+    description:
+      "comma-separated hosts or `*.domain` (https only) this provider's image URLs may point at besides its documented result hosts (`providers.md`) and `IMAGE_FETCH_ALLOWED_HOSTS`",
+    defaultText: 'none',
+  }),
 });
 
 /** The prefix of a provider's PROVIDER_<NAME>_* variables. */

@@ -59,6 +59,15 @@ export function integer(min: number, max: number): EnvType<number> {
   });
 }
 
+export function decimal(min: number, max: number): EnvType<number> {
+  return parsed<number>((raw) => {
+    const value = Number(raw);
+    return raw.trim() !== '' && Number.isFinite(value) && value >= min && value <= max
+      ? { value }
+      : { refused: `must be a number from ${min} to ${max}, got "${raw}"` };
+  });
+}
+
 export const boolean: EnvType<boolean> = parsed<boolean>((raw) => {
   if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return { value: true };
   if (['0', 'false', 'no'].includes(raw.toLowerCase())) return { value: false };

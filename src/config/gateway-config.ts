@@ -1,7 +1,9 @@
+import { readConsoleSso } from '../console-sso/sso-config';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { DEFAULT_CATALOG, extendCatalog, parseCatalog, type CatalogModel } from './catalog';
+import { DEFAULT_CATALOG, extendCatalog, parseCatalog, priceCatalog, type CatalogModel } from './catalog';
+import { DEFAULT_CONVERSION } from '../pricing/catalog-prices';
 import { ConfigError } from './config-error';
 import { dataDirectory, resolveDevSecrets, type ServiceToken } from './dev-secrets';
 import { accountSchema, envSchema, providerPrefix, providerSchema, readEnv, type EnvValues } from './env-schema';
@@ -16,18 +18,26 @@ export type { ServiceToken } from './dev-secrets';
 
 type Env = Record<string, string | undefined>;
 
-/** The model catalog: MODEL_CATALOG, else MODEL_CATALOG_FILE, changing or replacing the built-in one. */
-export function readCatalog(values: Pick<EnvValues, 'MODEL_CATALOG' | 'MODEL_CATALOG_FILE'>): CatalogModel[] {
+/**
+ * The model catalog: MODEL_CATALOG, else MODEL_CATALOG_FILE, changing or replacing the built-in one,
+ * its money prices in credits at CREDITS_PER_USD and PRICE_MARKUP.
+ */
+export function readCatalog(
+  values: Pick<EnvValues, 'MODEL_CATALOG' | 'MODEL_CATALOG_FILE'> & Partial<Pick<EnvValues, 'CREDITS_PER_USD' | 'PRICE_MARKUP'>>,
+): CatalogModel[] {
+  const conversion = { creditsPerUsd: values.CREDITS_PER_USD ?? DEFAULT_CONVERSION.creditsPerUsd, markup: values.PRICE_MARKUP ?? DEFAULT_CONVERSION.markup };
   const inline = values.MODEL_CATALOG;
   const file = values.MODEL_CATALOG_FILE;
-  if (inline === undefined && file === undefined) return DEFAULT_CATALOG;
+  if (inline === undefined && file === undefined) return priceCatalog(DEFAULT_CATALOG, conversion);
   const source = inline !== undefined ? 'MODEL_CATALOG' : `MODEL_CATALOG_FILE (${file})`;
+  let models: CatalogModel[];
   try {
     const raw: unknown = JSON.parse(inline ?? fs.readFileSync(file as string, 'utf8'));
-    return Array.isArray(raw) ? parseCatalog(raw) : extendCatalog(raw);
+    models = Array.isArray(raw) ? parseCatalog(raw) : extendCatalog(raw);
   } catch (error) {
     throw new ConfigError(`${source} is invalid: ${(error as Error).message}`);
   }
+  return priceCatalog(models, conversion);
 }
 
 function bothOrNeither(values: EnvValues, a: keyof EnvValues, b: keyof EnvValues): boolean {
@@ -150,19 +160,13 @@ function readProviders(env: Env, values: EnvValues, catalog: CatalogModel[]) {
     }
     checkCatalogFormat(model);
   }
+  const settings = names.map((name) => [name, readEnv(providerSchema, env, (setting) => `${providerPrefix(name)}${setting}`)] as const);
   const resilience: Record<string, ResilienceSettings> = Object.fromEntries(
-    names.map((name) => {
-      const prefix = providerPrefix(name);
-      return [
-        name,
-        resilienceOf(
-          readEnv(providerSchema, env, (setting) => `${prefix}${setting}`),
-          values.PROVIDER_TIMEOUT_MS,
-        ),
-      ];
-    }),
+    settings.map(([name, own]) => [name, resilienceOf(own, values.PROVIDER_TIMEOUT_MS)]),
   );
   return {
+    /** Per provider name: the hosts its image URLs may point at besides its documented ones (PROVIDER_<NAME>_IMAGE_HOSTS). */
+    imageHosts: Object.fromEntries(settings.map(([name, own]) => [name, splitList(own.IMAGE_HOSTS ?? '').map((host) => host.toLowerCase())])),
     /** Every format's account configured by environment variables (their descriptors name them), in registry order. */
     accounts,
     /** Per provider name: deadline, retries, concurrency, breaker. */
@@ -214,9 +218,10 @@ function readAccessJwt(values: EnvValues) {
   };
 }
 
-function readImageStore(values: EnvValues): { kind: 'directory'; directory: string } | ({ kind: 's3' } & S3ImageStoreSettings) {
+function readImageStore(values: EnvValues): { kind: 'directory'; directory: string; timeoutMs: number } | ({ kind: 's3' } & S3ImageStoreSettings) {
+  const timeoutMs = values.IMAGE_STORE_TIMEOUT_MS;
   if (values.IMAGE_STORE === 'directory') {
-    return { kind: 'directory', directory: path.resolve(values.IMAGE_DIRECTORY ?? path.join(dataDirectory(values.DATABASE_URL), 'images')) };
+    return { kind: 'directory', directory: path.resolve(values.IMAGE_DIRECTORY ?? path.join(dataDirectory(values.DATABASE_URL), 'images')), timeoutMs };
   }
   if (values.IMAGE_S3_BUCKET === undefined) throw new ConfigError('IMAGE_STORE=s3 needs IMAGE_S3_BUCKET');
   const endpoint = values.IMAGE_S3_ENDPOINT;
@@ -230,6 +235,7 @@ function readImageStore(values: EnvValues): { kind: 'directory'; directory: stri
     credentials: bothOrNeither(values, 'IMAGE_S3_ACCESS_KEY_ID', 'IMAGE_S3_SECRET_ACCESS_KEY')
       ? { accessKeyId: values.IMAGE_S3_ACCESS_KEY_ID as string, secretAccessKey: values.IMAGE_S3_SECRET_ACCESS_KEY as string }
       : undefined,
+    timeoutMs,
   };
 }
 
@@ -313,6 +319,12 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       serviceTokens: secrets.serviceTokens,
       /** Cloudflare Access JWTs accepted on the internal API beside service tokens; undefined = not accepted. */
       accessJwt,
+      /** Console single sign-on (CONSOLE_OIDC_ISSUERS); undefined = token sign-in only. */
+      consoleSso: readConsoleSso(
+        values.CONSOLE_OIDC_ISSUERS,
+        { idleMinutes: values.CONSOLE_SESSION_IDLE_MINUTES, maxHours: values.CONSOLE_SESSION_MAX_HOURS },
+        values.NODE_ENV,
+      ),
       /** Stored images and their signed URLs (docs/clients/image-storage.md). */
       images: {
         store,
@@ -323,7 +335,7 @@ export function configSchema(env: Env, announce: (line: string) => void) {
         publicBaseUrl: values.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
         maxBytes: values.IMAGE_MAX_BYTES,
         fetchTimeoutMs: values.IMAGE_FETCH_TIMEOUT_MS,
-        /** Hosts (or `*.domain`) every provider's image URLs may point at, besides its own base URL's host. */
+        /** Hosts (or `*.domain`, https only) every provider's image URLs may point at, besides its documented ones and its own base URL's host. */
         allowedHosts: splitList(values.IMAGE_FETCH_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
       },
       /** Channels (upstream accounts): credential sealing keys and routing settings. */

@@ -1,6 +1,7 @@
 import type { components } from '../../generated/creative';
 import type { ChannelRouter } from '../channels/channel-router';
 import { type CatalogModel, fallbackChain } from '../config/catalog';
+import { creditPriceOf } from '../pricing/catalog-prices';
 import type { ProviderRegistry } from '../providers/registry';
 
 type Schemas = components['schemas'];
@@ -24,6 +25,8 @@ export class CatalogService {
           transport: entry.transport ?? null,
           upstream_model: entry.upstream_model,
           credits_per_image: entry.credits_per_image,
+          ...(entry.price ? { price: entry.price } : {}),
+          credit_price: creditPriceOf(entry),
           default_size: entry.default_size,
           ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
           ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),

@@ -1,8 +1,12 @@
+import { creditPriceOf } from '../pricing/catalog-prices';
 import type { components } from '../../generated/gateway';
-import { type CatalogModel, fallbackChain } from '../config/catalog';
+import { type CatalogModel, fallbackChain, type InputImageLimits } from '../config/catalog';
 import type { ApiKeysTable } from '../db/schema';
 import { ApiError } from '../errors/api-error';
 import { modelNotFound, unknownModelMessage } from '../errors/unknown-model';
+import { effectiveInputLimits } from '../images/inputs/input-limits';
+import { modelSpecOfEntry } from '../providers/formats';
+import { maxPromptChars } from '../providers/model-spec';
 import { CidrSet, parseCidr } from '../shared/cidr';
 import type { ConcurrencyLeases, HeldLease } from './concurrency-leases';
 import { type ModelPermissions, modelRefusal } from './rules/model-permission';
@@ -216,10 +220,19 @@ function openAiModel(
     default_size: entry.default_size,
     credits_per_image: entry.credits_per_image,
     ...(entry.price_table ? { price_table: entry.price_table.map((row) => ({ ...row })) } : {}),
+    ...(entry.price ? { price: entry.price } : {}),
+    credit_price: creditPriceOf(entry),
     ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
-    ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
+    // What the intake takes: the model's own limits within the gateway's (a 50 MB upstream limit is 15 MiB here).
+    ...(entry.input_limits ? { input_limits: publishedInputLimits(entry.input_limits) } : {}),
+    max_prompt_chars: maxPromptChars(modelSpecOfEntry(entry)),
     ...(fallbacks.length > 0 ? { fallbacks } : {}),
   };
+}
+
+function publishedInputLimits(limits: InputImageLimits): OpenAIModel['input_limits'] {
+  const effective = effectiveInputLimits(limits);
+  return { ...effective, formats: [...effective.formats] };
 }
 
 /** `GET /v1/models`: the catalog models this key may use. */

@@ -1,5 +1,6 @@
 import type { EnvVariables } from '../config/env-types';
 import type { PriceRow } from '../config/price-table';
+import type { Price } from '../pricing/price';
 import type { ErrorRule } from './error-table';
 import type { UpstreamModelSpec } from './model-spec';
 import type { WireClient } from './provider';
@@ -33,8 +34,9 @@ export interface ProviderDescriptor {
   /** Sends nothing upstream (the built-in renderer): a cancel or a disconnect costs nothing, a takeover simply runs it again. */
   offline?: true;
   /**
-   * Hosts its result URLs may be on besides the account's own base URL (`*.` matches subdomains):
-   * the default of IMAGE_FETCH_ALLOWED_HOSTS is the union over the formats.
+   * The hosts its documentation says its result URLs are on, over https (`*.` matches subdomains), besides
+   * the account's own base URL's host: its providers' images are downloaded from these only, plus what the
+   * operator adds (IMAGE_FETCH_ALLOWED_HOSTS for every provider, PROVIDER_<NAME>_IMAGE_HOSTS for one).
    */
   resultHosts: readonly string[];
   /** Its models: sizes, parameters, input limits (docs/operators/providers.md lists them with sources). */
@@ -63,7 +65,10 @@ export interface DefaultCatalogRow {
   model: string;
   provider: string;
   upstream_model: string;
-  credits_per_image: number;
+  /** Credits per image, for a model with no upstream price in money (`price` instead where there is one). */
+  credits_per_image?: number;
+  /** The upstream's price in its own money, with its source (src/pricing/price.ts); credits follow from CREDITS_PER_USD. */
+  price?: Price;
   default_size: string;
   /** Needed when its provider has several formats. */
   transport?: string;

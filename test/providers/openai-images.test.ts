@@ -2,8 +2,10 @@ import type { ImageEditParamsBase, ImageGenerateParamsBase } from 'openai/resour
 import { ApiError } from '../../src/errors/api-error';
 import { ImagesApiClient } from '../../src/providers/images-api/images-api-client';
 import { IMAGES_API_ERRORS } from '../../src/providers/images-api/images-api.descriptor';
-import { checkQuality, creditsPerImage } from '../../src/config/price-table';
-import { OPENAI_IMAGE_MODELS, openaiImageModel, proposedPriceTable } from '../../src/providers/openai/models';
+import { checkQuality } from '../../src/config/price-table';
+import { OPENAI_IMAGE_MODELS, openaiImageModel, upstreamPrice } from '../../src/providers/openai/models';
+import { creditPriceOf, DEFAULT_CONVERSION, priceEntry, type PricedEntry } from '../../src/pricing/catalog-prices';
+import { costOf, wholeCredits } from '../../src/pricing/meters';
 import { OpenAIImagesClient } from '../../src/providers/openai/openai-images-client';
 import type { ProviderInputImage, ProviderRequest } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
@@ -153,29 +155,38 @@ describe('OpenAI Images client (gpt-image-1, gpt-image-1-mini, gpt-image-1.5, da
     });
   });
 
-  describe("the price table proposal (1 credit = $0.001), priced by the gateway's own price-table rules", () => {
+  describe("OpenAI's per-image prices as the model's upstream price, in credits at one credit per cent (CREDITS_PER_USD = 100)", () => {
+    const priced = (model: string) =>
+      priceEntry<PricedEntry>({ model, credits_per_image: 0, default_size: '1024x1024', price: upstreamPrice(openaiImageModel(model)!) }, DEFAULT_CONVERSION);
     const price = (model: string, size: string, quality?: string) => {
       const [width, height] = size.split('x').map(Number) as [number, number];
-      return creditsPerImage(
-        { credits_per_image: 0, price_table: proposedPriceTable(openaiImageModel(model)!) },
-        { width, height, ...(quality ? { quality } : {}) },
-      );
+      return wholeCredits(costOf(creditPriceOf(priced(model)), { images: [{ width, height }], quality, calls: 1 }));
     };
 
-    it('by size and quality, as OpenAI prices them; no quality (or auto) at the dearest quality', () => {
+    it('by size and quality, as OpenAI prices them, each rounded up to a whole credit; no quality (or auto) at the dearest quality', () => {
       expect([price('gpt-image-1', '1024x1024', 'low'), price('gpt-image-1', '1536x1024', 'medium'), price('gpt-image-1', '1024x1536', 'high')]).toEqual([
-        11, 63, 250,
+        2, 7, 25,
       ]);
-      expect([price('gpt-image-1-mini', '1024x1024', 'low'), price('gpt-image-1-mini', '1024x1536', 'high')]).toEqual([5, 52]);
-      expect([price('gpt-image-1.5', '1024x1024'), price('gpt-image-1.5', '1536x1024', 'auto')]).toEqual([133, 200]);
-      expect([price('dall-e-3', '1024x1024', 'standard'), price('dall-e-3', '1792x1024', 'hd'), price('dall-e-3', '1024x1792')]).toEqual([40, 120, 120]);
+      expect([price('gpt-image-1-mini', '1024x1024', 'low'), price('gpt-image-1-mini', '1024x1536', 'high')]).toEqual([1, 6]);
+      expect([price('gpt-image-1.5', '1024x1024'), price('gpt-image-1.5', '1536x1024', 'auto')]).toEqual([14, 20]);
+      expect([price('dall-e-3', '1024x1024', 'standard'), price('dall-e-3', '1792x1024', 'hd'), price('dall-e-3', '1024x1792')]).toEqual([4, 12, 12]);
+    });
+
+    it('publishes the same prices as a per-image table, and the dearest default-size image as credits_per_image', () => {
+      const entry = priced('gpt-image-1');
+      expect(entry.credits_per_image).toBe(17);
+      expect(entry.price_table).toEqual(
+        expect.arrayContaining([
+          { quality: 'low', max_pixels: 1024 * 1024, credits: 2 },
+          { max_pixels: 1536 * 1024, credits: 25 },
+        ]),
+      );
     });
 
     it('a quality the model does not price is refused (gpt-image-1 has no hd, dall-e-3 no low)', () => {
-      const entry = (model: string) => ({ model, price_table: proposedPriceTable(openaiImageModel(model)!) });
-      expect(() => checkQuality(entry('gpt-image-1'), 'hd')).toThrow(ApiError);
-      expect(() => checkQuality(entry('dall-e-3'), 'low')).toThrow(ApiError);
-      expect(() => checkQuality(entry('gpt-image-1'), 'auto')).not.toThrow();
+      expect(() => checkQuality(priced('gpt-image-1'), 'hd')).toThrow(ApiError);
+      expect(() => checkQuality(priced('dall-e-3'), 'low')).toThrow(ApiError);
+      expect(() => checkQuality(priced('gpt-image-1'), 'auto')).not.toThrow();
     });
   });
 

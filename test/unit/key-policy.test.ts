@@ -270,13 +270,24 @@ describe('checkModelPermitted', () => {
 });
 
 describe('modelsForKey and modelForKey', () => {
+  /** What a model priced at `credits` per image charges, as /v1/models publishes it. */
+  const inCredits = (credits: number) => ({ currency: 'credits', terms: [{ meter: 'image', rate: credits }] });
   const everything = { allowedProviders: ['local', 'jimeng', 'openai'], policy: policy() };
 
   it('lists the catalog models in catalog order, as OpenAI model objects with size_bounds when known', () => {
     expect(modelsForKey(everything, catalog)).toEqual([
-      { id: 'local-1', object: 'model', created: 0, owned_by: 'local', default_size: '256x256', credits_per_image: 1, size_bounds: bounds },
-      { id: 'seedream', object: 'model', created: 0, owned_by: 'jimeng', default_size: '2048x2048', credits_per_image: 4 },
-      { id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8 },
+      {
+        id: 'local-1',
+        object: 'model',
+        created: 0,
+        owned_by: 'local',
+        default_size: '256x256',
+        credits_per_image: 1,
+        credit_price: inCredits(1),
+        size_bounds: bounds,
+      },
+      { id: 'seedream', object: 'model', created: 0, owned_by: 'jimeng', default_size: '2048x2048', credits_per_image: 4, credit_price: inCredits(4) },
+      { id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8, credit_price: inCredits(8) },
     ]);
     expect(modelsForKey(everything, catalog)[1]).not.toHaveProperty('size_bounds');
   });
@@ -297,6 +308,7 @@ describe('modelsForKey and modelForKey', () => {
       owned_by: 'openai',
       default_size: '1024x1024',
       credits_per_image: 8,
+      credit_price: inCredits(8),
     });
   });
 

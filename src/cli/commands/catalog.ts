@@ -13,12 +13,13 @@ export function registerCatalogCommands(program: Command): void {
     .action(async () => {
       // Loaded here: the other commands never need the configuration schema.
       const { catalogFromEnv } = await import('../../config/config');
+      const { asWritten } = await import('../../config/catalog');
       let catalog;
       try {
         catalog = catalogFromEnv(process.env);
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
-      process.stdout.write(`${JSON.stringify(catalog, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(catalog.map(asWritten), null, 2)}\n`);
     });
 }

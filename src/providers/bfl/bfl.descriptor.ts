@@ -1,13 +1,17 @@
 import { declareVariable, httpUrl, text } from '../../config/env-types';
 import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
-import { BFL_HOSTS, BFL_RESULT_LIFE_MS, BflClient } from './bfl-client';
+import { BFL_RESULT_LIFE_MS, BflClient } from './bfl-client';
 import { BFL_ERRORS } from './bfl-errors';
 import { BFL_MODELS } from './bfl-models';
+
+const BFL_PRICING = 'https://docs.bfl.ai/quick_start/pricing';
+const BFL_MEGAPIXEL = 1024 * 1024;
 
 /**
  * Black Forest Labs' FLUX API (`POST https://api.bfl.ai/v1/{model}`, key as `x-key`): one task per
  * image, polled by the URL BFL answers.
  */
+
 export const BFL: ProviderDescriptor = {
   format: 'bfl',
   title: "Black Forest Labs' FLUX API (`api.bfl.ai/v1/{model}`; API key sent as `x-key`)",
@@ -31,24 +35,42 @@ export const BFL: ProviderDescriptor = {
   },
   defaultBaseUrl: 'https://api.bfl.ai',
   calls: 'one-per-image',
-  // Results are served from delivery.*.bfl.ai hosts (regional names that change), polling URLs from api.*.bfl.ai.
-  resultHosts: BFL_HOSTS,
+  // `result.sample` is on BFL's delivery hosts under bfl.ai (regional names that change: integration guide),
+  // or on the Azure storage host BFL's own examples answer (docs.bfl.ai "Get Result", webhook payloads:
+  // `https://bfldeliveryprod.blob.core.windows.net/results/...`).
+  resultHosts: ['*.bfl.ai', 'bfldeliveryprod.blob.core.windows.net'],
   models: BFL_MODELS,
-  // FLUX.2 [pro] is priced per megapixel by BFL (3 cents the first, 1.5 each further one): a tier per MP, rounded up.
+  // BFL's prices (docs.bfl.ai/quick_start/pricing, 1 BFL credit = $0.01): FLUX1.1 [pro] and Kontext [pro] per image;
+  // FLUX.2 [pro] per megapixel of output (the first 3¢, each further one 1.5¢) and 1.5¢ per megapixel of each input
+  // image (editing "from $0.045"), megapixels of 1024 × 1024 pixels, rounded up per image.
   catalog: [
-    { model: 'flux-pro-1.1', provider: 'bfl', upstream_model: 'flux-pro-1.1', credits_per_image: 4, default_size: '1024x768' },
-    { model: 'flux-kontext-pro', provider: 'bfl', upstream_model: 'flux-kontext-pro', credits_per_image: 4, default_size: '1024x1024' },
+    {
+      model: 'flux-pro-1.1',
+      provider: 'bfl',
+      upstream_model: 'flux-pro-1.1',
+      price: { currency: 'USD', source: BFL_PRICING, terms: [{ meter: 'image', rate: 0.04 }] },
+      default_size: '1024x768',
+    },
+    {
+      model: 'flux-kontext-pro',
+      provider: 'bfl',
+      upstream_model: 'flux-kontext-pro',
+      price: { currency: 'USD', source: BFL_PRICING, terms: [{ meter: 'image', rate: 0.04 }] },
+      default_size: '1024x1024',
+    },
     {
       model: 'flux-2-pro',
       provider: 'bfl',
       upstream_model: 'flux-2-pro',
-      credits_per_image: 8,
-      price_table: [
-        { tier: '1 MP', max_pixels: 1024 * 1024, credits: 3 },
-        { tier: '2 MP', max_pixels: 2 * 1024 * 1024, credits: 5 },
-        { tier: '3 MP', max_pixels: 3 * 1024 * 1024, credits: 6 },
-        { tier: '4 MP', max_pixels: 4 * 1024 * 1024, credits: 8 },
-      ],
+      price: {
+        currency: 'USD',
+        source: BFL_PRICING,
+        terms: [
+          { meter: 'image', rate: 0.03 },
+          { meter: 'output_megapixel', rate: 0.015, megapixel: BFL_MEGAPIXEL, included_megapixels: 1 },
+          { meter: 'input_megapixel', rate: 0.015, megapixel: BFL_MEGAPIXEL },
+        ],
+      },
       default_size: '1024x1024',
     },
   ],

@@ -34,10 +34,38 @@ export const FAL: ProviderDescriptor = {
   // (fal.ai/docs/documentation/model-apis/media-expiration: "https://v3.fal.media/files/...").
   resultHosts: ['fal.media', '*.fal.media'],
   models: FAL_MODELS,
+  // fal bills these apps per output megapixel, each image's rounded up ("Images are billed by rounding up to the
+  // nearest megapixel", each app's page), and Kontext per image.
   catalog: [
-    { model: 'fal-flux-dev', provider: 'fal', upstream_model: 'fal-ai/flux/dev', credits_per_image: 3, default_size: '1024x1024' },
-    { model: 'fal-flux-pro-1.1', provider: 'fal', upstream_model: 'fal-ai/flux-pro/v1.1', credits_per_image: 4, default_size: '1024x1024' },
-    { model: 'fal-flux-kontext-pro', provider: 'fal', upstream_model: 'fal-ai/flux-pro/kontext', credits_per_image: 4, default_size: '1024x1024' },
+    {
+      model: 'fal-flux-dev',
+      provider: 'fal',
+      upstream_model: 'fal-ai/flux/dev',
+      price: {
+        currency: 'USD',
+        source: 'https://fal.ai/models/fal-ai/flux/dev ($0.025 per megapixel, rounded up per image)',
+        terms: [{ meter: 'output_megapixel', rate: 0.025 }],
+      },
+      default_size: '1024x1024',
+    },
+    {
+      model: 'fal-flux-pro-1.1',
+      provider: 'fal',
+      upstream_model: 'fal-ai/flux-pro/v1.1',
+      price: {
+        currency: 'USD',
+        source: 'https://fal.ai/models/fal-ai/flux-pro/v1.1 ($0.04 per megapixel, rounded up per image)',
+        terms: [{ meter: 'output_megapixel', rate: 0.04 }],
+      },
+      default_size: '1024x1024',
+    },
+    {
+      model: 'fal-flux-kontext-pro',
+      provider: 'fal',
+      upstream_model: 'fal-ai/flux-pro/kontext',
+      price: { currency: 'USD', source: 'https://fal.ai/models/fal-ai/flux-pro/kontext ($0.04 per image)', terms: [{ meter: 'image', rate: 0.04 }] },
+      default_size: '1024x1024',
+    },
   ],
   errors: FAL_ERRORS,
   // The handle gives back the request's own status, response and cancel URLs (fal: "do not build these

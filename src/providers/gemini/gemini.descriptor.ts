@@ -4,6 +4,8 @@ import { GeminiClient } from './gemini-client';
 import { GEMINI_ERRORS } from './gemini-errors';
 import { GEMINI_MODEL_SPECS } from './gemini-models';
 
+const GEMINI_PRICING = 'https://ai.google.dev/gemini-api/docs/pricing (image output, per image by size tier)';
+
 /** The Gemini API's public root (the official SDK's default base URL; the client adds `/v1beta`). */
 const GEMINI_API = 'https://generativelanguage.googleapis.com';
 
@@ -41,13 +43,19 @@ export const GEMINI: ProviderDescriptor = {
   // Images come back inline (base64), never as URLs to fetch.
   resultHosts: [],
   models: GEMINI_MODEL_SPECS,
-  // Credits at the catalog's scale (about US$0.01 each, rounded up) of Google's per-image prices by size tier:
+  // Google's per-image prices by size tier (output tokens, a fixed count per tier, at the model's rate):
   // 2.5 Flash Image $0.039; 3 Pro Image $0.134 at 1K and 2K, $0.24 at 4K; 3.1 Flash Image $0.067 / $0.101 / $0.151.
   catalog: [
-    { model: 'gemini-2.5-flash-image', provider: 'google', upstream_model: 'gemini-2.5-flash-image', credits_per_image: 4, default_size: '1024x1024' },
+    {
+      model: 'gemini-2.5-flash-image',
+      provider: 'google',
+      upstream_model: 'gemini-2.5-flash-image',
+      price: { currency: 'USD', source: GEMINI_PRICING, terms: [{ meter: 'image', rate: 0.039 }] },
+      default_size: '1024x1024',
+    },
     // The largest output of the 1K and 2K tiers: the widest aspect ratio each model documents.
-    byTier('gemini-3-pro-image', [14, 1200 * 896], [14, 2400 * 1792], 24),
-    byTier('gemini-3.1-flash-image', [7, 384 * 3072], [11, 768 * 6144], 16),
+    byTier('gemini-3-pro-image', [0.134, 1200 * 896], [0.134, 2400 * 1792], 0.24),
+    byTier('gemini-3.1-flash-image', [0.067, 384 * 3072], [0.101, 768 * 6144], 0.151),
   ],
   errors: GEMINI_ERRORS,
   createClient(account, settings) {
@@ -55,18 +63,21 @@ export const GEMINI: ProviderDescriptor = {
   },
 };
 
-/** A catalog row priced by Google's size tiers: credits up to each tier's largest output, 4K the rest. */
-function byTier(model: string, oneK: [credits: number, maxPixels: number], twoK: [credits: number, maxPixels: number], fourK: number): DefaultCatalogRow {
+/** A catalog row priced by Google's size tiers: USD per image up to each tier's largest output, 4K the rest. */
+function byTier(model: string, oneK: [usd: number, maxPixels: number], twoK: [usd: number, maxPixels: number], fourK: number): DefaultCatalogRow {
   return {
     model,
     provider: 'google',
     upstream_model: model,
-    credits_per_image: fourK,
-    price_table: [
-      { tier: '1K', max_pixels: oneK[1], credits: oneK[0] },
-      { tier: '2K', max_pixels: twoK[1], credits: twoK[0] },
-      { tier: '4K', credits: fourK },
-    ],
+    price: {
+      currency: 'USD',
+      source: GEMINI_PRICING,
+      terms: [
+        { meter: 'image', tier: '1K', max_pixels: oneK[1], rate: oneK[0] },
+        { meter: 'image', tier: '2K', max_pixels: twoK[1], rate: twoK[0] },
+        { meter: 'image', tier: '4K', rate: fourK },
+      ],
+    },
     default_size: '1024x1024',
   };
 }

@@ -1,4 +1,4 @@
-import type { PriceRow } from '../../config/price-table';
+import type { Price, PricedQuality } from '../../pricing/price';
 import type { ImageOptionRule, ImageOptions, InputImageLimits, SizeBounds } from '../model-spec';
 
 /**
@@ -13,7 +13,7 @@ import type { ImageOptionRule, ImageOptions, InputImageLimits, SizeBounds } from
 /** The two endpoints: `POST /images/generations` (JSON) and `POST /images/edits` (multipart). */
 export type OpenAIImagesEndpoint = 'generations' | 'edits';
 
-/** USD per image by quality and size, from OpenAI's pricing (the `source`): a proposal for the gateway's price table. */
+/** USD per image by quality and size, from OpenAI's pricing (the `source`): the model's upstream price (upstreamPrice). */
 export interface OpenAIPriceProposal {
   source: string;
   usd_per_image: Readonly<Record<string, Readonly<Record<string, number>>>>;
@@ -173,24 +173,31 @@ export function openaiImageModel(upstreamModel: string): OpenAIImageModel | unde
 }
 
 /** The proposal's credit: a thousandth of a US dollar, so every OpenAI per-image price is a whole number of credits. */
-export const USD_PER_CREDIT = 0.001;
 
 /**
- * A model's price table (config/price-table.ts) from its USD prices: per quality, one row per output
- * pixel count (the dearer size where two share it); then rows without a quality, for requests without
- * one (or `auto`: the upstream may pick any), at the dearest quality's prices.
+ * A model's upstream price (src/pricing/price.ts) from its USD prices per image: per quality, one
+ * image term per output pixel count (the dearer size where two share it); then terms without a
+ * quality, for requests without one (or `auto`: the upstream may pick any), at the dearest quality's prices.
+ * OpenAI bills GPT image outputs in tokens, a fixed count per size and quality, so a price per image
+ * by size and quality is exactly what it bills for the output.
  */
-export function proposedPriceTable(row: OpenAIImageModel): PriceRow[] {
-  const credits = (usd: number) => Math.round(usd / USD_PER_CREDIT);
-  const rowsOf = (prices: Record<string, number>) => {
+export function upstreamPrice(row: OpenAIImageModel): Price {
+  const termsOf = (prices: Record<string, number>) => {
     const byPixels = new Map<number, number>();
     for (const [size, usd] of Object.entries(prices)) {
       const [width, height] = size.split('x').map(Number) as [number, number];
-      byPixels.set(width * height, Math.max(byPixels.get(width * height) ?? 0, credits(usd)));
+      byPixels.set(width * height, Math.max(byPixels.get(width * height) ?? 0, usd));
     }
-    return [...byPixels.entries()].sort(([a], [b]) => a - b).map(([max_pixels, price]) => ({ max_pixels, credits: price }));
+    return [...byPixels.entries()].sort(([a], [b]) => a - b).map(([max_pixels, rate]) => ({ meter: 'image' as const, max_pixels, rate }));
   };
   const qualities = Object.entries(row.price.usd_per_image);
   const dearest = qualities.reduce((best, entry) => (Math.max(...Object.values(entry[1])) > Math.max(...Object.values(best[1])) ? entry : best));
-  return [...qualities.flatMap(([quality, prices]) => rowsOf(prices).map((r) => ({ quality: quality as PriceRow['quality'], ...r }))), ...rowsOf(dearest[1])];
+  return {
+    currency: 'USD',
+    source: row.price.source,
+    terms: [
+      ...qualities.flatMap(([quality, prices]) => termsOf(prices).map((term) => ({ ...term, quality: quality as PricedQuality }))),
+      ...termsOf(dearest[1]),
+    ],
+  };
 }

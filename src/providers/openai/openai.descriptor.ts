@@ -2,7 +2,7 @@ import { declareVariable, httpUrl, text } from '../../config/env-types';
 import { apiKeyConnection, type ProviderDescriptor } from '../descriptor';
 import type { UpstreamModelSpec } from '../model-spec';
 import { OPENAI_ERRORS, OpenAIImagesClient } from './openai-images-client';
-import { OPENAI_IMAGE_MODELS, proposedPriceTable } from './models';
+import { OPENAI_IMAGE_MODELS, upstreamPrice } from './models';
 
 /** The rows of models.ts as the gateway's size, input and calls rules (models.ts keeps the fields each endpoint takes). */
 export const OPENAI_MODELS: readonly UpstreamModelSpec[] = OPENAI_IMAGE_MODELS.map((row) => ({
@@ -13,6 +13,7 @@ export const OPENAI_MODELS: readonly UpstreamModelSpec[] = OPENAI_IMAGE_MODELS.m
   params: { image_options: row.image_options },
   ...(row.inputs ? { inputs: row.inputs } : {}),
   max_images_per_call: row.max_images_per_call,
+  max_prompt_chars: row.max_prompt_chars,
 }));
 
 /**
@@ -43,18 +44,14 @@ export const OPENAI: ProviderDescriptor = {
   // Every image comes back as base64 (dall-e-3 is asked for b64_json): no result host is fetched.
   resultHosts: [],
   models: OPENAI_MODELS,
-  // Priced from OpenAI's per-image prices by quality and size (models.ts proposedPriceTable); without a quality, the dearest.
-  catalog: OPENAI_IMAGE_MODELS.map((row) => {
-    const price_table = proposedPriceTable(row);
-    return {
-      model: row.model,
-      provider: 'openai',
-      upstream_model: row.model,
-      credits_per_image: Math.max(...price_table.map((r) => r.credits)),
-      price_table,
-      default_size: '1024x1024',
-    };
-  }),
+  // Priced at OpenAI's per-image prices by quality and size (models.ts upstreamPrice); without a quality, the dearest.
+  catalog: OPENAI_IMAGE_MODELS.map((row) => ({
+    model: row.model,
+    provider: 'openai',
+    upstream_model: row.model,
+    price: upstreamPrice(row),
+    default_size: '1024x1024',
+  })),
   modelIds: /^(gpt-image-|dall-e-)/,
   errors: OPENAI_ERRORS,
   createClient(account, settings) {
