@@ -17,7 +17,7 @@ import { checkPromptRules, holdConcurrencySlot } from '../keys/key-policy';
 import type { ClientKey } from '../keys/key.model';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { modelSpecOfEntry } from '../providers/formats';
-import { imageOptionsFor } from '../providers/model-spec';
+import { checkPromptLength, imageOptionsFor } from '../providers/model-spec';
 import type { ProviderImageOptions } from '../providers/provider';
 import type { ProviderRegistry } from '../providers/registry';
 import { checkSize } from '../providers/upstream-models';
@@ -394,6 +394,7 @@ function storedRequestFor(entry: CatalogModel, input: GenerationInput, backgroun
   const [width, height] = (input.size ?? entry.default_size).split('x').map(Number) as [number, number];
   // Refused here, before the reservation: a size, quality or output option the upstream would refuse is never charged nor sent.
   checkSize(entry.model, width, height, entry.size_bounds);
+  checkPromptLength(entry.model, input.prompt, modelSpecOfEntry(entry));
   checkQuality(entry, input.quality);
   const quality = input.quality !== undefined && input.quality !== 'auto' ? input.quality : undefined;
   const withInputs = (input.images?.length ?? 0) > 0 || input.mask !== undefined;

@@ -96,6 +96,37 @@ export interface UpstreamModelSpec {
    * ceil(n / this) calls (dall-e-3: 1). No limit when absent.
    */
   max_images_per_call?: number;
+  /** Longest prompt it takes, in characters (Unicode code points); DEFAULT_MAX_PROMPT_CHARS when absent. */
+  max_prompt_chars?: number;
+}
+
+/** The longest prompt of a model whose upstream documents no limit, in characters. */
+export const DEFAULT_MAX_PROMPT_CHARS = 4000;
+/**
+ * The longest prompt any model takes (OpenAI's GPT image models: 32,000): the spec's `maxLength` of
+ * every `prompt` (test/unit/prompt-limits.test.ts checks they agree), and what bounds a multipart
+ * text field.
+ */
+export const LARGEST_PROMPT_CHARS = 32_000;
+
+/** The longest prompt `spec`'s model takes, in characters. */
+export function maxPromptChars(spec: Pick<UpstreamModelSpec, 'max_prompt_chars'> | undefined): number {
+  return spec?.max_prompt_chars ?? DEFAULT_MAX_PROMPT_CHARS;
+}
+
+/**
+ * 400 invalid_request (param `prompt`) for a prompt longer than the model takes, checked before anything
+ * is charged. Characters are Unicode code points, as the spec's `maxLength` counts them.
+ */
+export function checkPromptLength(model: string, prompt: string, spec: Pick<UpstreamModelSpec, 'max_prompt_chars'> | undefined): void {
+  const max = maxPromptChars(spec);
+  // Code points are never more than UTF-16 units: most prompts need no count.
+  if (prompt.length <= max) return;
+  let chars = 0;
+  for (const _ of prompt) chars += 1;
+  if (chars > max) {
+    throw new ApiError('invalid_request', `prompt: ${chars} characters; model ${model} takes at most ${max}.`, { param: 'prompt' });
+  }
 }
 
 /** The row of `table` for an upstream id, or for its declared family (which wins). */

@@ -108,8 +108,8 @@ export class InputImages {
     usedBefore: number,
     signal?: AbortSignal,
   ): Promise<CheckedInput> {
-    const { maxBytes, why } = inputByteLimit(limits, usedBefore);
-    const tooLarge = () => new ApiError('image_input_too_large', `${param}: larger than ${maxBytes} bytes (${why}).`, { param });
+    const { maxBytes, refusal } = inputByteLimit(limits, usedBefore);
+    const tooLarge = () => refusal(param);
     let bytes: Buffer;
     let storedId: string | undefined;
     switch (source.kind) {

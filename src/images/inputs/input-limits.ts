@@ -41,13 +41,54 @@ export function checkInputCounts(model: string, limits: InputImageLimits | undef
   if (hasMask && !limits.mask) throw unsupported(`Model ${model} takes no mask.`, 'mask');
 }
 
-/** The most bytes the input named `param` may have, given what the request's earlier inputs used. */
-export function inputByteLimit(limits: InputImageLimits, usedBefore: number): { maxBytes: number; why: string } {
-  const perImage = Math.min(limits.max_bytes, GATEWAY_INPUT_LIMITS.maxImageBytes);
+/**
+ * A model's input limits as a client meets them: its own within the gateway's bounds. `GET /v1/models`
+ * shows these, and the intake checks them.
+ */
+export function effectiveInputLimits(limits: InputImageLimits): InputImageLimits {
+  return {
+    ...limits,
+    formats: [...limits.formats],
+    max_images: Math.min(limits.max_images, GATEWAY_INPUT_LIMITS.maxImages),
+    max_bytes: Math.min(limits.max_bytes, GATEWAY_INPUT_LIMITS.maxImageBytes),
+    max_pixels: Math.min(limits.max_pixels ?? GATEWAY_INPUT_LIMITS.maxPixels, GATEWAY_INPUT_LIMITS.maxPixels),
+  };
+}
+
+const bytes = (n: number) => (n % MIB === 0 ? `${n} bytes (${n / MIB} MiB)` : `${n} bytes`);
+
+/**
+ * 413 image_input_too_large for one input over the gateway's own bound: the same words for a file
+ * cut while it streams and for a data URI, URL or stored image of a model that takes more.
+ */
+export function inputOverGatewayBound(param: string): ApiError {
+  return new ApiError('image_input_too_large', `${param}: larger than ${bytes(GATEWAY_INPUT_LIMITS.maxImageBytes)}, the most any input image may have.`, {
+    param,
+  });
+}
+
+/** 413 image_input_too_large for the input that takes a request's inputs past the gateway's total bound, in whatever form they came. */
+export function inputsOverTotal(param: string): ApiError {
+  return new ApiError(
+    'image_input_too_large',
+    `${param}: the request's inputs pass ${bytes(GATEWAY_INPUT_LIMITS.maxTotalBytes)}, the most all inputs and the mask of one request may have together.`,
+    { param },
+  );
+}
+
+/** The most bytes the input named `param` may have, given what the request's earlier inputs used, and its refusal past them. */
+export function inputByteLimit(limits: InputImageLimits, usedBefore: number): { maxBytes: number; refusal: (param: string) => ApiError } {
+  const perImage = effectiveInputLimits(limits).max_bytes;
   const left = GATEWAY_INPUT_LIMITS.maxTotalBytes - usedBefore;
-  return left < perImage
-    ? { maxBytes: Math.max(0, left), why: `all inputs of a request together may have at most ${GATEWAY_INPUT_LIMITS.maxTotalBytes} bytes` }
-    : { maxBytes: perImage, why: `the most the model takes per image is ${perImage} bytes` };
+  if (left < perImage) return { maxBytes: Math.max(0, left), refusal: inputsOverTotal };
+  if (perImage === GATEWAY_INPUT_LIMITS.maxImageBytes) return { maxBytes: perImage, refusal: inputOverGatewayBound };
+  return {
+    maxBytes: perImage,
+    refusal: (param) =>
+      new ApiError('image_input_too_large', `${param}: larger than ${bytes(perImage)}, the most this model takes per input image (input_limits.max_bytes).`, {
+        param,
+      }),
+  };
 }
 
 /**
@@ -59,7 +100,7 @@ export function checkInputImage(model: string, limits: InputImageLimits, param: 
     throw new ApiError('image_input_invalid', `${param}: the bytes are not a PNG, JPEG, WebP, GIF, BMP or TIFF image (or its header is damaged).`, { param });
   const { width, height, format } = header;
   const pixels = width * height;
-  const maxPixels = Math.min(limits.max_pixels ?? Number.POSITIVE_INFINITY, GATEWAY_INPUT_LIMITS.maxPixels);
+  const maxPixels = effectiveInputLimits(limits).max_pixels ?? GATEWAY_INPUT_LIMITS.maxPixels;
   if (pixels > maxPixels)
     throw new ApiError('image_input_too_large', `${param}: ${width} x ${height} is ${pixels} pixels; the most an input may have here is ${maxPixels}.`, {
       param,

@@ -5,7 +5,8 @@ import { ApiError } from '../../errors/api-error';
 import { jsonBody, refuseNul } from '../../http/base-app';
 import type { OpenApiDocument } from '../../http/openapi-document';
 import { type DeclaredLayer, operationsOf } from '../../http/spec-router';
-import { GATEWAY_INPUT_LIMITS } from './input-limits';
+import { LARGEST_PROMPT_CHARS } from '../../providers/model-spec';
+import { GATEWAY_INPUT_LIMITS, inputOverGatewayBound, inputsOverTotal } from './input-limits';
 
 /** The files of a multipart request, by the body object the validator and the handler see. */
 export interface UploadedFiles {
@@ -26,8 +27,8 @@ export function uploadedFiles(body: object): UploadedFiles | undefined {
 
 const IMAGE_FIELDS = new Set(['image', 'image[]']);
 const MAX_FIELDS = 50;
-/** A text field's largest value: prompts are at most 4000 characters (up to 4 bytes each in UTF-8). */
-const MAX_FIELD_BYTES = 16 * 1024;
+/** A text field's largest value: the longest prompt any model takes, up to 4 bytes a character in UTF-8. */
+const MAX_FIELD_BYTES = 4 * LARGEST_PROMPT_CHARS;
 
 /**
  * The `x-image-inputs` layer: bodies of operations that take image inputs, which may be far larger
@@ -97,7 +98,7 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
       uploads.set(body, files);
       resolve(body);
     };
-    parser.on('file', (name, stream, info) => {
+    parser.on('file', (name, stream) => {
       // A body that ends inside a file part errors the file's stream too: unhandled, it would end the process.
       stream.on('error', (error: Error) => fail(new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}.`)));
       const isImage = IMAGE_FIELDS.has(name);
@@ -120,23 +121,13 @@ function readMultipart(req: Request): Promise<Record<string, unknown>> {
         size += chunk.length;
         total += chunk.length;
         if (total > GATEWAY_INPUT_LIMITS.maxTotalBytes) {
-          fail(
-            new ApiError('image_input_too_large', `${param}: all input files together may have at most ${GATEWAY_INPUT_LIMITS.maxTotalBytes} bytes.`, {
-              param,
-            }),
-          );
+          fail(inputsOverTotal(param));
           return;
         }
         chunks.push(chunk);
       });
       stream.on('limit', () => {
-        fail(
-          new ApiError(
-            'image_input_too_large',
-            `${param} (${info.filename ?? 'unnamed'}): larger than ${GATEWAY_INPUT_LIMITS.maxImageBytes} bytes, the most any input may have.`,
-            { param },
-          ),
-        );
+        fail(inputOverGatewayBound(param));
       });
       stream.on('end', () => {
         pending -= 1;
