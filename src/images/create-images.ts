@@ -18,7 +18,7 @@ export async function createImageStore(store: GatewayConfig['images']['store']):
     const { S3ImageStore } = await import('./s3-image-store');
     return new S3ImageStore(settings);
   }
-  return new DirectoryImageStore(store.directory);
+  return new DirectoryImageStore(store.directory, store.timeoutMs);
 }
 
 /** Each provider's image URLs may point at its own configured base URL's host, or at the operator's allow-list. */

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { StoredImageContentType } from './image-bytes';
-import { type ByteRange, type ImageStore, assertImageId } from './image-store';
+import { type ByteRange, DEFAULT_IMAGE_STORE_TIMEOUT_MS, type ImageStore, assertImageId, withinDeadline } from './image-store';
 
 export interface S3ImageStoreSettings {
   bucket: string;
@@ -14,6 +14,8 @@ export interface S3ImageStoreSettings {
   forcePathStyle: boolean;
   /** When absent, the SDK's default chain (environment, profile, instance role). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** IMAGE_STORE_TIMEOUT_MS: the deadline of one operation, its retries included. */
+  timeoutMs?: number;
 }
 
 /** The object readiness asks for; not an image id, so no image is ever stored under it. */
@@ -23,9 +25,11 @@ const READINESS_PROBE_KEY = 'readiness-probe';
 export class S3ImageStore implements ImageStore {
   readonly description: string;
   private readonly client: S3Client;
+  private readonly timeoutMs: number;
 
   constructor(private readonly settings: S3ImageStoreSettings) {
     this.description = `s3 ${settings.endpoint ?? 'aws'}/${settings.bucket}/${settings.prefix}`;
+    this.timeoutMs = settings.timeoutMs ?? DEFAULT_IMAGE_STORE_TIMEOUT_MS;
     this.client = new S3Client({
       region: settings.region,
       forcePathStyle: settings.forcePathStyle,
@@ -33,6 +37,10 @@ export class S3ImageStore implements ImageStore {
       ...(settings.credentials ? { credentials: settings.credentials } : {}),
       // The generation fails (and is released) rather than waiting on a sick bucket for minutes.
       maxAttempts: 3,
+      // Per attempt: a connection that does not open, an answer that does not come (a bucket that
+      // accepts and never answers), or a socket silent this long (an object body that stops
+      // mid-way) fails the attempt; withinDeadline bounds the attempts together.
+      requestHandler: { connectionTimeout: this.timeoutMs, requestTimeout: this.timeoutMs, throwOnRequestTimeout: true, socketTimeout: this.timeoutMs },
     });
   }
 
@@ -41,30 +49,40 @@ export class S3ImageStore implements ImageStore {
     return `${this.settings.prefix}${id}`;
   }
 
-  async put(id: string, bytes: Buffer, contentType: StoredImageContentType): Promise<void> {
-    await this.client.send(
-      new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id), Body: bytes, ContentType: contentType, ContentLength: bytes.length }),
+  async put(id: string, bytes: Buffer, contentType: StoredImageContentType, signal?: AbortSignal): Promise<void> {
+    const key = this.keyOf(id);
+    await withinDeadline('put', this.timeoutMs, signal, (abortSignal) =>
+      this.client.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: contentType, ContentLength: bytes.length }), {
+        abortSignal,
+      }),
     );
   }
 
-  async read(id: string, range?: ByteRange): Promise<Readable | undefined> {
+  async read(id: string, range?: ByteRange, signal?: AbortSignal): Promise<Readable | undefined> {
+    const key = this.keyOf(id);
     try {
-      const answer = await this.client.send(
-        new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id), ...(range ? { Range: `bytes=${range.first}-${range.last}` } : {}) }),
-      );
-      const body = answer.Body;
-      if (body instanceof Readable) return body;
-      if (body === undefined) return Readable.from([]);
-      return Readable.from(Buffer.from(await body.transformToByteArray()));
+      return await withinDeadline('read', this.timeoutMs, signal, async (abortSignal) => {
+        const answer = await this.client.send(
+          new GetObjectCommand({ Bucket: this.settings.bucket, Key: key, ...(range ? { Range: `bytes=${range.first}-${range.last}` } : {}) }),
+          { abortSignal },
+        );
+        const body = answer.Body;
+        if (body instanceof Readable) return body;
+        if (body === undefined) return Readable.from([]);
+        return Readable.from(Buffer.from(await body.transformToByteArray()));
+      });
     } catch (error) {
       if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
       throw error;
     }
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, signal?: AbortSignal): Promise<void> {
+    const key = this.keyOf(id);
     // S3 answers 204 for a key that is not there, so racing sweepers are harmless.
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.keyOf(id) }));
+    await withinDeadline('delete', this.timeoutMs, signal, (abortSignal) =>
+      this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key }), { abortSignal }),
+    );
   }
 
   /**
