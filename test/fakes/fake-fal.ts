@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
 import { type ReceivedImage, decodeDataUri, fetchInputImage } from './input-images';
 import { AccountCounters, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
 
@@ -18,7 +19,13 @@ import { AccountCounters, imageFileUrl, readBody, sendJson, serveImageFile, toke
  *   as the app's own server does) or a content checker flags; platform errors as `{detail, error_type}`.
  * - `PUT …/requests/{id}/cancel`: a queued request is removed (202 CANCELLATION_REQUESTED), a running
  *   one is signalled (202, and runs on), a finished one answers 400 ALREADY_COMPLETED.
- * - Images are served from `/files/…` on the fake's own host, standing for fal's CDN.
+ * - Images are served from `/files/…` on the fake's own host, standing for fal's CDN, each a real PNG
+ *   of the size the app made (Kontext: its own about-1 MP size for the ratio, not a size asked).
+ * - A reference image (`image_url`, `image_urls`) is read as fal's runners read it, once the request
+ *   runs: a data URI is decoded; a URL is downloaded from the internet, so one on a loopback, private
+ *   or `localhost` address cannot be, and the request fails then (after it was queued and accepted)
+ *   with fal's 422 `file_download_error` (docs.fal.ai, model-apis/errors). A public URL is handed to
+ *   `fetchPublic` (there is no internet here: a test maps it to what it serves).
  * Prompt tokens: [queued:K] K status polls say IN_QUEUE (default 1); [running:K] then K say
  * IN_PROGRESS (default 1); [hold] stays IN_QUEUE until releaseHeld(); [error:TYPE:STATUS] the result is
  * a model error of that type and status; [platform:TYPE:STATUS] a platform error; [nsfw] the output is
@@ -85,6 +92,37 @@ interface QueuedRequest {
   result?: { status: number; body: unknown };
 }
 
+export interface FakeFalOptions {
+  apiKey: string;
+  /** How a public (internet) reference URL is downloaded; by default fetched, which fails without internet. */
+  fetchPublic?: (url: string) => Promise<ReceivedImage | undefined>;
+}
+
+/** Whether fal's runners, on the internet, could reach `url`'s host: not a loopback, private or link-local address, nor `localhost`. */
+function reachableFromInternet(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return false;
+  }
+  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) return false;
+  if (isIP(host) === 4) {
+    const [a, b] = host.split('.').map(Number) as [number, number];
+    return !(
+      a === 127 ||
+      a === 10 ||
+      a === 0 ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 169 && b === 254) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
+  }
+  if (isIP(host) === 6) return !/^(::1?$|f[cd]|fe[89ab]|::ffff:)/i.test(host);
+  return true;
+}
+
 export interface FakeFal {
   /** The queue's base URL, as FAL_BASE_URL / a channel's base_url take it. */
   url: string;
@@ -131,7 +169,18 @@ function schemaFailure(schema: AppSchema, body: Record<string, unknown>, images:
   if (schema.imageUrl) {
     if (typeof body.image_url !== 'string') return modelError('missing', ['body', 'image_url'], 'Field required');
     const image = images[0];
-    if (!image) return modelError('file_download_error', ['body', 'image_url'], 'Failed to download the file. Please check if the URL is accessible.');
+    if (!image)
+      return {
+        detail: [
+          {
+            loc: ['body', 'image_url'],
+            msg: 'Failed to download the file. Please check if the URL is accessible.',
+            type: 'file_download_error',
+            url: 'https://docs.fal.ai/errors#file_download_error',
+            input: body.image_url,
+          },
+        ],
+      };
     if (!image.format || !['png', 'jpeg', 'webp'].includes(image.format))
       return modelError(
         'image_load_error',
@@ -151,7 +200,7 @@ function outputSize(schema: AppSchema, body: Record<string, unknown>): [number, 
   return PRESETS.landscape_4_3!;
 }
 
-export async function startFakeFal(options: { apiKey: string }, port = 0): Promise<FakeFal> {
+export async function startFakeFal(options: FakeFalOptions, port = 0): Promise<FakeFal> {
   const submits: FakeFalSubmit[] = [];
   const statusPolls = new Map<string, number>();
   const cancelled: string[] = [];
@@ -192,7 +241,7 @@ export async function startFakeFal(options: { apiKey: string }, port = 0): Promi
       const nsfw = token(request.prompt, 'nsfw') !== undefined;
       const images = Array.from({ length: n }, (_, i) => {
         made.push(request.prompt);
-        return { url: imageFileUrl(req, request.prompt, `${request.id}-${i}`), width, height, content_type: 'image/png' };
+        return { url: imageFileUrl(req, request.prompt, `${request.id}-${i}`, { width, height }), width, height, content_type: 'image/png' };
       });
       request.result = {
         status: 200,
@@ -278,7 +327,8 @@ export async function startFakeFal(options: { apiKey: string }, port = 0): Promi
       if (submitStatus) return sendJson(res, Number(submitStatus), { detail: `fake ${submitStatus}` });
       const references =
         typeof body.image_url === 'string' ? [body.image_url] : Array.isArray(body.image_urls) ? (body.image_urls as unknown[]).map(String) : [];
-      const images = await Promise.all(references.map((ref) => (ref.startsWith('data:') ? Promise.resolve(decodeDataUri(ref)) : fetchInputImage(ref))));
+      const download = (ref: string) => (reachableFromInternet(ref) ? (options.fetchPublic ?? fetchInputImage)(ref) : Promise.resolve(undefined));
+      const images = await Promise.all(references.map((ref) => (ref.startsWith('data:') ? Promise.resolve(decodeDataUri(ref)) : download(ref))));
       const id = randomUUID();
       const request: QueuedRequest = {
         id,

@@ -1,9 +1,17 @@
+import { solidPng } from './solid-images';
+
 /** Fake upstreams take their behaviour from tokens in the prompt, e.g. "a cat [code:50411]". */
 export function token(prompt: string, name: string): string | undefined {
   return new RegExp(`\\[${name}(?::([^\\]]*))?\\]`).exec(prompt)?.[1] ?? (prompt.includes(`[${name}]`) ? '' : undefined);
 }
 
 export const TINY_PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgYGAAAAAEAAH2FzhVAAAAAElFTkSuQmCC';
+
+/** `WxH` (Ark also writes `W×H`) as numbers; undefined for anything else. */
+export function sizeOf(text: unknown): { width: number; height: number } | undefined {
+  const match = /^(\d+)[x×](\d+)$/.exec(String(text));
+  return match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
+}
 
 export function readBody(req: import('node:http').IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -26,14 +34,19 @@ export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * Image files the fakes serve from their own host, as real upstreams hand out URLs to their
  * storage. The prompt token [image:KIND] picks a misbehaving file: `html` (an HTML page with status
  * 200), `huge` (a PNG header then 4 MiB, streamed without Content-Length), `redirect` (302 to
- * another host), `missing` (404), `foreign` (the tiny PNG, on a URL naming another host). Without
- * it, the tiny PNG.
+ * another host), `missing` (404), `foreign` (a good PNG, on a URL naming another host). Without
+ * it, a PNG of `size` (the size the upstream made; 1x1 when the caller gives none).
  */
-export function imageFileUrl(req: import('node:http').IncomingMessage, prompt: string, name: string): string {
+export function imageFileUrl(
+  req: import('node:http').IncomingMessage,
+  prompt: string,
+  name: string,
+  size: { width: number; height: number } = { width: 1, height: 1 },
+): string {
   const kind = token(prompt, 'image') ?? 'png';
   // `foreign`: a good PNG, but named by another host (localhost instead of 127.0.0.1).
   const host = kind === 'foreign' ? String(req.headers.host).replace('127.0.0.1', 'localhost') : req.headers.host;
-  return `http://${host}/files/${kind}-${name}.png`;
+  return `http://${host}/files/${kind}-${name}-${size.width}x${size.height}.png`;
 }
 
 /** Answers GET /files/... (see imageFileUrl); false when the request is something else. */
@@ -64,7 +77,8 @@ export function serveImageFile(req: import('node:http').IncomingMessage, res: im
     res.writeHead(404, { 'Content-Type': 'text/plain' });
     res.end('no such file');
   } else {
-    const png = Buffer.from(TINY_PNG_B64, 'base64');
+    const size = /-(\d+)x(\d+)\.png$/.exec(req.url ?? '');
+    const png = size ? solidPng(Number(size[1]), Number(size[2])) : Buffer.from(TINY_PNG_B64, 'base64');
     res.writeHead(200, { 'Content-Type': 'image/png', 'Content-Length': png.length });
     res.end(png);
   }

@@ -9,7 +9,7 @@ import { until } from '../helpers/until';
 /**
  * The `fal` wire format through the gateway, to the fake queue (test/fakes/fake-fal.ts): its
  * environment account (FAL_KEY) and an API channel, synchronous and asynchronous generations, a
- * reference image fetched by fal from the gateway's signed URL, and a client's cancel forwarded to the
+ * reference image sent inline (the gateway's own URL is a loopback one here), and a client's cancel forwarded to the
  * request's cancel_url. Both engines (the providers folder runs on SQLite and on PostgreSQL + Redis).
  */
 const ENV_KEY = 'fal-env-id:fal-env-secret';
@@ -22,7 +22,7 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
 
   beforeAll(async () => {
     fal = await startFakeFal({ apiKey: ENV_KEY });
-    // Kontext's reference image goes by the gateway's signed URL: its public address, set to the port it listens on.
+    // A loopback PUBLIC_BASE_URL (tests allow private upstreams): fal, on the internet, could not download from it.
     const port = await freePort();
     t = await startTestGateway({
       PORT: String(port),
@@ -96,15 +96,16 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     }
   });
 
-  it("Kontext: the reference image as the gateway's signed URL, which fal fetched (the exact bytes); the size as aspect_ratio", async () => {
+  it("Kontext on a private install (the gateway's URL is a loopback one fal could not download): the reference image goes as a data URI, fal reads the exact bytes; the size fal made is delivered", async () => {
     const png = testPng(48, 32, { shade: 9 });
     const prompt = 'make it blue';
-    const res = await t.api.client(key.key, { prompt, model: 'fal-flux-kontext-pro', size: '1248x832', images: [dataUri(png)] });
+    const res = await t.api.client(key.key, { prompt, model: 'fal-flux-kontext-pro', size: '1280x720', images: [dataUri(png)] });
     expect(res.status).toBe(200);
     const [submit] = submitsOf(prompt);
-    expect(submit!.body).toMatchObject({ aspect_ratio: '3:2', num_images: 1, image_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/images\/img_/) });
-    expect(submit!.images[0]).toMatchObject({ via: 'url', format: 'png' });
+    expect(submit!.body).toMatchObject({ aspect_ratio: '16:9', num_images: 1, image_url: `data:image/png;base64,${png.toString('base64')}` });
+    expect(submit!.images[0]).toMatchObject({ via: 'data-uri', format: 'png' });
     expect(submit!.images[0]!.bytes.equals(png)).toBe(true);
+    expect(res.body.data[0]).toMatchObject({ width: 1392, height: 752 });
   });
 
   it('Kontext without a reference image: refused before anything is sent, nothing charged', async () => {

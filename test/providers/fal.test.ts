@@ -1,4 +1,4 @@
-import { decodeHandle, encodeHandle, FalClient } from '../../src/providers/fal/fal-client';
+import { decodeHandle, encodeHandle, FalClient, inputReference } from '../../src/providers/fal/fal-client';
 import type { ProviderRequest } from '../../src/providers/provider';
 import { UpstreamError } from '../../src/providers/upstream-errors';
 import { type FakeFal, startFakeFal } from '../fakes/fake-fal';
@@ -81,18 +81,34 @@ describe('fal client (queue: submit, status_url, response_url, cancel_url)', () 
     expect(images).toEqual([expect.objectContaining({ width: 1440, height: 1024 })]);
   });
 
-  it("FLUX.1 Kontext [pro]: the reference image as image_url (the gateway's signed URL, else a data URI), the size as aspect_ratio; the size fal reports is the one recorded", async () => {
+  it('FLUX.1 Kontext [pro]: the reference image as image_url, the size as aspect_ratio; the size fal reports is the one recorded', async () => {
     const before = fal.submits.length;
-    const ref = `${fal.url}/files/png-reference.png`;
-    const images = await run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1280, height: 720, inputImages: [input(ref)] });
+    const images = await run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1280, height: 720, inputImages: [input()] });
     const submit = fal.submits[before]!;
-    expect(submit.body).toEqual({ prompt: 'a lighthouse', num_images: 1, aspect_ratio: '16:9', image_url: ref });
-    expect(submit.images[0]).toMatchObject({ via: 'url', format: 'png' });
+    expect(submit.body).toEqual({ prompt: 'a lighthouse', num_images: 1, aspect_ratio: '16:9', image_url: `data:image/png;base64,${png.toString('base64')}` });
+    expect(submit.images[0]).toMatchObject({ via: 'data-uri', format: 'png', width: 32, height: 16 });
     expect(images).toEqual([expect.objectContaining({ width: 1392, height: 752 })]);
+  });
 
-    await run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1024, height: 1024, inputImages: [input()] });
-    expect(fal.submits[before + 1]!.body.image_url).toBe(`data:image/png;base64,${png.toString('base64')}`);
-    expect(fal.submits[before + 1]!.images[0]).toMatchObject({ via: 'data-uri', format: 'png', width: 32, height: 16 });
+  it("the gateway's signed URL only when fal can download it (https, a public address); else the bytes as a data URI", async () => {
+    const dataUri = `data:image/png;base64,${png.toString('base64')}`;
+    const cases: Array<[string, string]> = [
+      ['https://gateway.example.com/images/img_1?expires=1&signature=s', 'https://gateway.example.com/images/img_1?expires=1&signature=s'],
+      ['http://gateway.example.com/images/img_1?expires=1&signature=s', dataUri],
+      ['https://localhost:8080/images/img_1', dataUri],
+      ['https://127.0.0.1:8080/images/img_1', dataUri],
+      ['https://10.0.0.5/images/img_1', dataUri],
+      ['https://[::1]:8080/images/img_1', dataUri],
+    ];
+    expect(cases.map(([url]) => inputReference(input(url)))).toEqual(cases.map(([, sent]) => sent));
+  });
+
+  it("the gateway's loopback URL (a private install) is not sent: fal could not download it, and the request succeeds with the bytes inline", async () => {
+    const before = fal.submits.length;
+    const loopback = `${fal.url}/files/png-reference-32x16.png`;
+    const images = await run({ upstreamModel: 'fal-ai/flux-pro/kontext', width: 1024, height: 1024, inputImages: [input(loopback)] });
+    expect(fal.submits[before]!.body.image_url).toBe(`data:image/png;base64,${png.toString('base64')}`);
+    expect(images).toEqual([expect.objectContaining({ width: 1024, height: 1024 })]);
   });
 
   it('Kontext without its one reference image, or at a size that is no documented ratio, is refused before anything is sent', async () => {

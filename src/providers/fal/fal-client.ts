@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../errors/api-error';
+import { urlProblem } from '../../shared/safe-url';
 import { failureOf, kindOf } from '../error-table';
 import { seedFor } from '../model-spec';
 import type { ProviderImage, ProviderInputImage, ProviderRequest, WireClient } from '../provider';
@@ -158,9 +159,14 @@ export function falError(provider: string, status: number, answer: FalErrorAnswe
   return accepted ? afterAcceptance(error) : error;
 }
 
-/** An input as `image_url(s)` takes it: the gateway's signed URL, else a data URI. */
-function inputReference(image: ProviderInputImage): string {
-  return image.url ?? `data:${image.mimeType};base64,${image.bytes.toString('base64')}`;
+/**
+ * An input as `image_url(s)` takes it: the gateway's signed URL when fal can download it (https on a
+ * public address: fal's runners fetch it from the internet, whatever the gateway's own network
+ * allows), else a data URI, which fal's apps take inline (docs.fal.ai, model-apis/fal-cdn, "Data URIs").
+ */
+export function inputReference(image: ProviderInputImage): string {
+  if (image.url !== undefined && image.url.startsWith('https://') && urlProblem(image.url, false) === undefined) return image.url;
+  return `data:${image.mimeType};base64,${image.bytes.toString('base64')}`;
 }
 
 function sizeFields(app: FalApp | undefined, request: ProviderRequest): Record<string, unknown> {
