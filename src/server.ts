@@ -235,7 +235,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
       images,
       channels: channels.router,
       leases,
-      onUnsettled: (generationId, errorCode, mayAppear) => releaseRetries.retry(generationId, errorCode, mayAppear),
+      onUnsettled: (generationId, errorCode, mayAppear, unbilled) => releaseRetries.retry(generationId, errorCode, mayAppear, unbilled),
       ...(database.operationBudgetMs !== undefined ? { databaseBudgetMs: database.operationBudgetMs } : {}),
       webhooks: { secrets: webhooks.secrets, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, poke: () => webhooks.dispatcher.poke() },
       // Projects' moderation hooks go through the webhooks' address guard, with their setting.

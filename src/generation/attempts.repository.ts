@@ -42,6 +42,16 @@ export async function insertAttempts(db: Db, rows: GenerationAttemptsTable[]): P
   }
 }
 
+/** The seq a takeover numbers its attempts from: after every row an earlier run of the generation wrote. */
+export async function nextAttemptSeq(db: Db, generationId: string): Promise<number> {
+  const row = await db
+    .selectFrom('generation_attempts')
+    .select((eb) => eb.fn.max('seq').as('last'))
+    .where('generation_id', '=', generationId)
+    .executeTakeFirst();
+  return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+}
+
 export async function listAttempts(db: Db, generationId: string): Promise<GenerationAttemptsTable[]> {
   return db.selectFrom('generation_attempts').selectAll().where('generation_id', '=', generationId).orderBy('seq').execute();
 }

@@ -23,9 +23,15 @@ import { callsOf, chainOf, onModel, type StoredGenerationRequest } from './durab
  * - images the upstream says it billed beyond those it delivered (Ark's `usage.generated_images`)
  *   are the loss too, on a succeeded generation as on a failed one (`billed_undelivered` when no
  *   other reason applies).
+ * - a call that reached the upstream and ended without a usable answer (a 200 whose body is not a
+ *   valid answer, a proxy's 504, a connection cut after the request was written): the failover
+ *   sends to another channel only what provably reached nothing, so such a call ends the request
+ *   (its attempt `failed` with `provider_error`), and the upstream may have made and billed its
+ *   images: the loss (`no_usable_answer` when no other reason applies).
  * Every upstream call is therefore either charged to a key or listed as a loss, never silently dropped.
  */
-export type UnbilledReason = 'partial_failure' | 'not_stored' | 'provider_timeout' | 'abandoned' | 'settled_elsewhere' | 'task_expired' | 'billed_undelivered';
+export type UnbilledReason =
+  'partial_failure' | 'not_stored' | 'provider_timeout' | 'no_usable_answer' | 'abandoned' | 'settled_elsewhere' | 'task_expired' | 'billed_undelivered';
 
 /** Images one upstream call makes: one on one-image-per-call transports, else the whole request. */
 function imagesPerCall(stored: StoredGenerationRequest): number {
@@ -77,7 +83,7 @@ export function creditsOf(images: number, generation: { credits: number; images:
 /**
  * What the upstream made (or may have made) for a run that is not charged: the images of its
  * succeeded calls and of its expired tasks, of calls cut by a timeout (the upstream may finish and
- * bill them), and those it billed beyond what it delivered.
+ * bill them), of calls that reached it and got no usable answer, and those it billed beyond what it delivered.
  */
 export function unbilledOf(
   stored: StoredGenerationRequest,
@@ -91,6 +97,7 @@ export function unbilledOf(
   const last = attempts.length > 0 ? modelOf(attempts[attempts.length - 1]!) : stored.entry.model;
   let made = 0;
   let cut = 0;
+  let unusable = 0;
   let images = 0;
   // Per model of the chain (attempts without one are the requested model's): each made at most `n`.
   for (const model of new Set([...attempts.map(modelOf), ...(expired.length > 0 ? [last] : [])])) {
@@ -101,9 +108,15 @@ export function unbilledOf(
       stage,
       own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index),
     );
+    // Not failed over, so not provably refused (content refusals have codes of their own).
+    const unanswered = imagesOfCalls(
+      stage,
+      own.filter((a) => a.outcome === 'failed' && a.error_code === 'provider_error').map((a) => a.image_index),
+    );
     made += succeeded;
     cut += timedOut;
-    images += Math.min(succeeded + timedOut, stored.request.n);
+    unusable += unanswered;
+    images += Math.min(succeeded + timedOut + unanswered, stored.request.n);
   }
   images += losses.billedUndelivered ?? 0;
   if (images === 0) return undefined;
@@ -115,6 +128,8 @@ export function unbilledOf(
         ? 'partial_failure'
         : cut > 0
           ? 'provider_timeout'
-          : 'billed_undelivered';
+          : unusable > 0
+            ? 'no_usable_answer'
+            : 'billed_undelivered';
   return { images, reason };
 }

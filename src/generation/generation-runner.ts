@@ -19,7 +19,7 @@ import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, chainOf, interrupted, onModel, storedRequestOf, unacknowledgedCalls } from './durable';
 import { listGenerationTasks, recordFallback } from './durable.repository';
-import { insertAttempts } from './attempts.repository';
+import { insertAttempts, nextAttemptSeq } from './attempts.repository';
 import { LeaseLost } from './lease';
 import { findGeneration } from './generations.repository';
 import {
@@ -53,9 +53,10 @@ export interface GenerationRunnerDeps {
   completionWebhooks: CompletionWebhooks | undefined;
   /**
    * Called when a failed generation could not be settled either, to release it once the database
-   * takes writes; `mayAppear`: its reservation may still commit, so a row not there yet is looked for again.
+   * takes writes; `mayAppear`: its reservation may still commit, so a row not there yet is looked for again;
+   * `unbilled`: what the upstream made for it, booked with the release (images made just before an outage).
    */
-  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean) => void;
+  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean, unbilled?: Unbilled) => void;
   /** PostgreSQL: the longest one database operation may take; a batched statement's queue counts in it. */
   databaseBudgetMs?: number;
 }
@@ -84,6 +85,8 @@ interface Run {
   started: number;
   /** The upstream calls it sent or resumes; none for a chain that sends nothing upstream. */
   journal: GenerationTaskJournal | undefined;
+  /** Where its attempt rows are numbered from: 0, or after the rows of a takeover's predecessors. */
+  firstSeq: number;
 }
 
 /** Where the channel phase stopped: the model it was on (the stored request as that model takes it) and what it had made. */
@@ -94,6 +97,8 @@ interface Progress {
   losses: UpstreamLosses;
   /** Whether the attempts are in the database already (a settlement wrote them before the run was found settled elsewhere). */
   attemptsWritten: boolean;
+  /** The upstream made every image asked for: a failure after it (storing them, settling) leaves them made and not stored. */
+  imagesMade?: boolean;
 }
 
 /** What the channel phase came to; settle() has one settlement per kind. */
@@ -154,12 +159,13 @@ export class GenerationRunner {
     );
     const started = clock.now();
     const tasks = row.runs > 1 ? await listGenerationTasks(db, row.id) : [];
+    const firstSeq = row.runs > 1 ? await nextAttemptSeq(db, row.id) : 0;
     const first = onModel(stored, (chain[startAt] as CatalogModel).model);
     // The local provider sends nothing upstream: a takeover simply runs it again.
     const journal = chain.every(sendsNothingUpstream)
       ? undefined
       : new GenerationTaskJournal(db, writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
-    const run: Run = { row, stored, signal, started, journal };
+    const run: Run = { row, stored, signal, started, journal, firstSeq };
     return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
   }
 
@@ -173,20 +179,37 @@ export class GenerationRunner {
         'provider_error',
         'The generation was interrupted while an upstream call was in flight; it is not sent again, so it was not charged.',
       );
-      const lost = imagesOfCalls(first, unacknowledgedCalls(first, tasks));
-      return { kind: 'unresumable', ...none, error, code: 'abandoned', unbilled: lost > 0 ? { images: lost, reason: 'abandoned' } : undefined };
+      // Its accepted tasks are not polled either: the upstream makes and bills them as it does the unacknowledged calls.
+      const sent = [...unacknowledgedCalls(first, tasks), ...tasks.filter((task) => task.task_id !== null).map((task) => Number(task.image_index))];
+      const lost = imagesOfCalls(first, sent);
+      return {
+        kind: 'unresumable',
+        ...none,
+        attempts: predecessorAttempts(run, first, tasks, sent, 'abandoned'),
+        error,
+        code: 'abandoned',
+        unbilled: lost > 0 ? { images: lost, reason: 'abandoned' } : undefined,
+      };
     }
     if (journal && journal.expired.length > 0) {
       // The upstream no longer keeps the task (descriptor resume.lifeMs): polling it would only find
       // it gone. Its accepted tasks were billed and are never delivered: the operator's loss.
       const [expired] = journal.expired;
       const error = new TaskExpired(expired!, tasks.find((task) => Number(task.image_index) === expired)?.task_id ?? 'unknown', taskLifeOf(first.entry)!);
-      return { kind: 'unresumable', ...none, error, code: error.code, unbilled: unbilledOf(first, [], false, { expiredCalls: [...journal.sent] }) };
+      return {
+        kind: 'unresumable',
+        ...none,
+        attempts: predecessorAttempts(run, first, tasks, journal.expired, error.code),
+        error,
+        code: error.code,
+        unbilled: unbilledOf(first, [], false, { expiredCalls: [...journal.sent] }),
+      };
     }
     // Moves with the run's fallbacks: the model whose calls, charges and losses count.
     let stage = first;
     let attempts: GenerationAttemptsTable[] = [];
     let losses = noLosses;
+    let imagesMade = false;
     try {
       // A takeover's result is its own images: what an earlier run stored before it died is withdrawn first.
       if (row.runs > 1) await writes.run((trx) => withdrawEarlierOutputs(trx, row.id, clock.now()));
@@ -201,8 +224,10 @@ export class GenerationRunner {
         stage = onModel(stored, next.model);
       };
       const result = await this.deps.channels.generate(row.id, stages, signal, journal, onFallback);
-      ({ attempts, losses } = result);
+      ({ losses } = result);
+      attempts = run.firstSeq === 0 ? result.attempts : result.attempts.map((attempt) => ({ ...attempt, seq: attempt.seq + run.firstSeq }));
       if (!result.ok) return stopOf(run, result.error, { stage, attempts, losses, attemptsWritten: false });
+      imagesMade = true;
       // Stored before success is recorded: an image the client cannot get is never charged.
       const images = await this.deps.images.persist(
         {
@@ -215,9 +240,9 @@ export class GenerationRunner {
         },
         signal,
       );
-      return { kind: 'produced', entry: result.entry, images, stage, attempts, losses, attemptsWritten: false };
+      return { kind: 'produced', entry: result.entry, images, stage, attempts, losses, attemptsWritten: false, imagesMade };
     } catch (error) {
-      return stopOf(run, error, { stage, attempts, losses, attemptsWritten: false });
+      return stopOf(run, error, { stage, attempts, losses, attemptsWritten: false, imagesMade });
     }
   }
 
@@ -343,13 +368,7 @@ export class GenerationRunner {
    * settlement came first (a cancel on any replica, the sweeper): the run's own error is then not
    * what its client is told, since the books say otherwise.
    */
-  private async writeFailure(
-    run: Run,
-    progress: Progress,
-    error: unknown,
-    code: string,
-    unbilled: Unbilled | undefined,
-  ): Promise<FailureWritten> {
+  private async writeFailure(run: Run, progress: Progress, error: unknown, code: string, unbilled: Unbilled | undefined): Promise<FailureWritten> {
     const { row, stored, signal, journal } = run;
     const { stage, attempts } = progress;
     const { clock, metrics, writes, completionWebhooks } = this.deps;
@@ -388,7 +407,7 @@ export class GenerationRunner {
     } catch (settleError) {
       // The row stays active: released by a retry when the database is back, or by a takeover.
       this.deps.logger.error({ err: settleError, generation_id: row.id }, 'could not settle a failed generation');
-      this.deps.onUnsettled?.(row.id, code);
+      this.deps.onUnsettled?.(row.id, code, false, canceled || disconnected ? undefined : unbilled);
       if (!progress.attemptsWritten) await this.recordAttempts(row.id, attempts);
       return {};
     }
@@ -432,6 +451,34 @@ export class GenerationRunner {
   }
 }
 
+/**
+ * The calls a takeover's predecessor sent and nobody will finish (its process died; they are neither
+ * resumed nor sent again): listed as the generation's attempts, failed with `errorCode`, numbered
+ * before the run's own. Only calls the journal names a channel for: a synchronous run marks none.
+ */
+function predecessorAttempts(
+  run: Run,
+  stage: StoredGenerationRequest,
+  tasks: readonly GenerationTasksTable[],
+  indexes: readonly number[],
+  errorCode: string,
+): GenerationAttemptsTable[] {
+  const ended = tasks.filter((task) => indexes.includes(Number(task.image_index)));
+  return ended.map((task, i) => ({
+    generation_id: run.row.id,
+    seq: run.firstSeq + i,
+    image_index: Number(task.image_index),
+    channel_id: task.channel_id,
+    outcome: 'failed',
+    error_code: errorCode,
+    // How long the call took is unknown: its process died before it learnt.
+    latency_ms: 0,
+    started_at: Number(task.sent_at),
+    model: stage.entry.model,
+    upstream_usage: null,
+  }));
+}
+
 /** What writing a failure came to: a client that disconnected, or a row another settlement had ended first. */
 interface FailureWritten {
   disconnected?: ClientDisconnected;
@@ -462,8 +509,8 @@ function errorCodeOf(error: unknown): string {
 }
 
 /** Where a run stopped short of a delivery: its lease lost, deferred, or failed. */
-function stopOf(run: Run, error: unknown, { stage, attempts, losses, attemptsWritten }: Progress): RunOutcome {
-  const progress = { stage, attempts, losses, attemptsWritten };
+function stopOf(run: Run, error: unknown, { stage, attempts, losses, attemptsWritten, imagesMade }: Progress): RunOutcome {
+  const progress = { stage, attempts, losses, attemptsWritten, imagesMade };
   if (error instanceof LeaseLost) return { kind: 'leaseLost', error, ...progress };
   // Queued work (mark_sends: submitted asynchronously, run only by workers) that met an outage
   // before any channel attempt, so before any upstream call: run again later, not failed.
@@ -472,9 +519,10 @@ function stopOf(run: Run, error: unknown, { stage, attempts, losses, attemptsWri
 }
 
 /** What a failed generation records besides its message: its error's code, and what the upstream billed that it did not deliver. */
-function failureOf(run: Run, { attempts, losses }: Progress, error: unknown): [code: string, unbilled: Unbilled | undefined] {
+function failureOf(run: Run, { attempts, losses, imagesMade }: Progress, error: unknown): [code: string, unbilled: Unbilled | undefined] {
   const code = errorCodeOf(error);
-  return [code, unbilledOf(run.stored, attempts, code === 'image_storage_unavailable', losses)];
+  // Made and then lost to the image store or the database (storing them, settling): not stored.
+  return [code, unbilledOf(run.stored, attempts, imagesMade === true || code === 'image_storage_unavailable', losses)];
 }
 
 function messageOf(error: unknown): string {

@@ -36,6 +36,7 @@ import { GenerationSteps, type Undo } from './generation-steps';
 import type { GenerationWorker } from './generation-worker';
 import { countQueuedGenerations, findGeneration } from './generations.repository';
 import { LeaseLost } from './lease';
+import type { Unbilled } from './settlement.repository';
 import { Reservations } from './reservations';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
@@ -61,7 +62,7 @@ export interface GenerationDeps {
    * Called when a failed generation could not be settled either, to release it once the database
    * takes writes; `mayAppear`: its reservation may still commit, so a row not there yet is looked for again.
    */
-  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean) => void;
+  onUnsettled?: (generationId: string, errorCode: string, mayAppear?: boolean, unbilled?: Unbilled) => void;
   /** PostgreSQL: the longest one database operation may take; a batched statement's queue counts in it. */
   databaseBudgetMs?: number;
   images: ImagesService;

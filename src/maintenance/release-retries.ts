@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema';
 import { findGeneration } from '../generation/generations.repository';
+import type { Unbilled } from '../generation/settlement.repository';
 import type { Clock } from '../shared/clock';
 import { releasePendingGeneration } from './sweeper';
 
@@ -33,8 +34,9 @@ export class ReleaseRetries {
    * `mayAppear`: the generation's reservation was sent to a database that did not answer; it may
    * commit after the database is back, so a row not found yet is looked for a few times more (a
    * hung server runs what it had received as soon as it resumes, before later connections' work).
+   * `unbilled`: what the upstream made for the failed run, booked as the operator's loss with the release.
    */
-  retry(generationId: string, errorCode: string, mayAppear = false): void {
+  retry(generationId: string, errorCode: string, mayAppear = false, unbilled?: Unbilled): void {
     if (this.timers.has(generationId) || this.timers.size >= MAX_WAITING) return;
     const started = Date.now();
     let lookupsLeft = mayAppear ? ABSENT_LOOKUPS : 1;
@@ -43,7 +45,7 @@ export class ReleaseRetries {
         const generation = await findGeneration(this.db, generationId);
         if (
           (generation?.status === 'queued' || generation?.status === 'running') &&
-          (await releasePendingGeneration(this.db, generation, errorCode, this.clock.now()))
+          (await releasePendingGeneration(this.db, generation, errorCode, this.clock.now(), undefined, unbilled))
         ) {
           this.logger.info({ generation_id: generationId }, 'released the credits of a generation that could not be settled');
         }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Database, GenerationsTable } from '../db/schema';
 import { pruneSettledTasks } from '../generation/durable.repository';
 import { findStalePendingGenerations } from '../generation/generations.repository';
-import { failGeneration } from '../generation/settlement.repository';
+import { failGeneration, type Unbilled } from '../generation/settlement.repository';
 import { pruneOldGenerations } from './generation-retention';
 import { applyPromptRetention, type PromptRetention } from './prompt-retention';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency/idempotency.middleware';
@@ -47,7 +47,8 @@ export interface SweepDeps {
 /**
  * Fails a generation that is still pending and gives its credits back, in one transaction. The
  * row is claimed by a conditional UPDATE first, so whoever runs this (the sweeper on any replica,
- * a retried release) releases the credits once. False when it was no longer pending.
+ * a retried release) releases the credits once. False when it was no longer pending. `unbilled`:
+ * what its run knew the upstream had made (a retried release of a run that failed in an outage).
  */
 export async function releasePendingGeneration(
   db: Kysely<Database>,
@@ -55,9 +56,10 @@ export async function releasePendingGeneration(
   errorCode: string,
   now: number,
   onSettled?: SweepDeps['onSettled'],
+  unbilled?: Unbilled,
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const failed = await failGeneration(trx, generation, { errorCode, latencyMs: null, completedAt: now });
+    const failed = await failGeneration(trx, generation, { errorCode, latencyMs: null, completedAt: now, ...(unbilled ? { unbilled } : {}) });
     if (failed) await onSettled?.(trx, generation.id);
     return failed;
   });

@@ -26,7 +26,12 @@ describe('cancel of a running synchronous generation, committed on another repli
       CHANNEL_QUEUE_TIMEOUT_MS: '60000',
     });
     ({ t, ark, books } = booksGateway);
-    other = await startTestGateway({ DATABASE_URL: t.databaseUrl, MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG), ARK_API_KEY: 'ark-books', ARK_BASE_URL: ark.url });
+    other = await startTestGateway({
+      DATABASE_URL: t.databaseUrl,
+      MODEL_CATALOG: JSON.stringify(BOOKS_CATALOG),
+      ARK_API_KEY: 'ark-books',
+      ARK_BASE_URL: ark.url,
+    });
   });
   afterAll(async () => {
     await other?.close();

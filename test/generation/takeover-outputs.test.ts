@@ -133,4 +133,62 @@ describe('a takeover of a run that died while storing its images (fake visual AP
     // The tasks were polled, never submitted again.
     expect(visual.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(0);
   });
+
+  it('a takeover that may not resend what its predecessor sent: every call of the dead run listed in attempts and its images booked; nothing charged', async () => {
+    const { id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100 });
+    const entry = DEFAULT_CATALOG.find((m) => m.model === 'jimeng-4.0')!;
+    const prompt = 'sent then died';
+    const stored: StoredGenerationRequest = {
+      entry,
+      keep_base64: true,
+      mark_sends: true,
+      request: { prompt, upstreamModel: entry.upstream_model, transport: 'visual', n: 2, width: 1024, height: 1024, responseFormat: 'url' },
+    };
+    const creditsBefore = await t.api.creditsUsed(keyId);
+    const now = t.clock.now();
+    const id = newSortableId('gen', now);
+    const channelId = VISUAL.environment!.channelId!;
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        const found = (await findKeyById(trx, keyId))!;
+        const reservation = (await reserveCredits(trx, { id: keyId, keyHash: found.key_hash }, 2 * entry.credits_per_image, now))!;
+        await insertGeneration(
+          trx,
+          generationRow(id, {
+            key_id: keyId,
+            client_id: null,
+            model: entry.model,
+            provider: entry.provider,
+            images: 2,
+            credits: 2 * entry.credits_per_image,
+            usage_epoch: reservation.usage_epoch,
+            period_started_at: reservation.period_started_at,
+            request: JSON.stringify(stored),
+            status: 'running',
+            lease_owner: 'replica-that-died',
+            lease_expires_at: Date.now() - 1000,
+            created_at: now,
+            started_at: now,
+            runs: 1,
+          }),
+        );
+        // Image 0's submit was sent and never answered; image 1's task was accepted.
+        await trx.insertInto('generation_tasks').values({ generation_id: id, image_index: 0, channel_id: channelId, task_id: null, sent_at: now }).execute();
+        await recordTaskAccepted(trx, { generation_id: id, image_index: 1, channel_id: channelId, task_id: visual.acceptTask(prompt), sent_at: now });
+      });
+
+    await until(async () => (await generation(id)).status === 'failed', 'the takeover to fail the generation');
+    const row = await generation(id);
+    expect(row.error_code).toBe('abandoned');
+    expect({ images: Number(row.unbilled_images), reason: row.unbilled_reason }).toEqual({ images: 2, reason: 'abandoned' });
+    expect(await t.api.creditsUsed(keyId)).toBe(creditsBefore);
+    const internal = await t.internal.service('get', `/api/v1/creative/generations/${id}`);
+    expect(internal.status).toBe(200);
+    expect(internal.body.attempts).toEqual([
+      expect.objectContaining({ image_index: 0, channel_id: channelId, outcome: 'failed', error_code: 'abandoned' }),
+      expect.objectContaining({ image_index: 1, channel_id: channelId, outcome: 'failed', error_code: 'abandoned' }),
+    ]);
+    expect(visual.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(0);
+  });
 });

@@ -117,7 +117,10 @@ describe('accepted upstream tasks past their life (fake visual API)', () => {
     // Neither polled nor submitted again: the takeover does not even go to the channel.
     expect(polls(taskId)).toBe(0);
     expect(submits(prompt)).toBe(0);
-    expect(await db().selectFrom('generation_attempts').selectAll().where('generation_id', '=', id).execute()).toEqual([]);
+    // The dead replica's call is listed, failed, on the channel that accepted it.
+    expect(await db().selectFrom('generation_attempts').selectAll().where('generation_id', '=', id).execute()).toEqual([
+      expect.objectContaining({ seq: 0, image_index: 0, channel_id: VISUAL.environment!.channelId!, outcome: 'failed', error_code: 'provider_error' }),
+    ]);
     expect(await creditsUsed(keyId)).toBe(creditsBefore);
   });
 

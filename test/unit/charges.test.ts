@@ -105,18 +105,28 @@ describe('creditsOf', () => {
 describe('unbilledOf (a failed run is never charged; what the upstream made is the operator loss)', () => {
   const visual = stored(3, { transport: 'visual' });
 
+  // A refusal (a 503, a 500) proves nothing was accepted: its attempt is failed over, whether or not another channel was left.
   it('row "a request fails part-way (n=3, the third call 503)": the images the other calls made, partial_failure', () => {
-    expect(unbilledOf(visual, [ok(0), ok(1), failed(2, 'provider_error')], false)).toEqual({ images: 2, reason: 'partial_failure' });
+    expect(unbilledOf(visual, [ok(0), ok(1), failed(2, 'provider_error', 'failed_over')], false)).toEqual({ images: 2, reason: 'partial_failure' });
   });
 
   it('nothing made and nothing cut: no loss', () => {
     expect(unbilledOf(visual, [], false)).toBeUndefined();
-    expect(unbilledOf(visual, [failed(0, 'provider_error'), failed(0, 'provider_unavailable', 'failed_over')], false)).toBeUndefined();
+    expect(unbilledOf(visual, [failed(0, 'provider_error', 'failed_over'), failed(0, 'provider_unavailable', 'failed_over')], false)).toBeUndefined();
+    // A content refusal made nothing.
+    expect(unbilledOf(visual, [failed(0, 'content_policy_violation')], false)).toBeUndefined();
+  });
+
+  it('a call that reached the upstream and got no usable answer (a 200 whose body is not a valid answer, a 504): its images, no_usable_answer', () => {
+    expect(unbilledOf(visual, [failed(0, 'provider_error')], false)).toEqual({ images: 1, reason: 'no_usable_answer' });
+    expect(unbilledOf(stored(4, { provider: 'openai' }), [failed(0, 'provider_error')], false)).toEqual({ images: 4, reason: 'no_usable_answer' });
+    // With images made by the other calls: counted together, partial_failure.
+    expect(unbilledOf(visual, [ok(0), failed(1, 'provider_error')], false)).toEqual({ images: 2, reason: 'partial_failure' });
   });
 
   it('row "images made but not stored": every image made, not_stored (before partial_failure)', () => {
     expect(unbilledOf(visual, [ok(0), ok(1), ok(2)], true)).toEqual({ images: 3, reason: 'not_stored' });
-    expect(unbilledOf(visual, [ok(0), failed(1, 'provider_error')], true)).toEqual({ images: 1, reason: 'not_stored' });
+    expect(unbilledOf(visual, [ok(0), failed(1, 'provider_error', 'failed_over')], true)).toEqual({ images: 1, reason: 'not_stored' });
   });
 
   it('row "calls cut by a deadline": the timed-out calls, which the upstream may finish and bill, provider_timeout', () => {
@@ -129,7 +139,7 @@ describe('unbilledOf (a failed run is never charged; what the upstream made is t
   });
 
   it('made and cut together: counted together, reason partial_failure', () => {
-    expect(unbilledOf(visual, [ok(0), failed(1, 'provider_timeout'), failed(2, 'provider_error')], false)).toEqual({
+    expect(unbilledOf(visual, [ok(0), failed(1, 'provider_timeout'), failed(2, 'provider_error', 'failed_over')], false)).toEqual({
       images: 2,
       reason: 'partial_failure',
     });
