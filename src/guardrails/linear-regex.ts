@@ -533,8 +533,9 @@ interface DfaState {
   /** Cached transitions: on ASCII by code point, on the rest in a map. */
   ascii: Array<DfaState | undefined> | undefined;
   other: Map<number, DfaState> | undefined;
-  /** The next state on any non-ASCII character its closure's literals do not name (see Closure.literals). */
+  /** The next state on any non-ASCII character its closure's literals (`otherLiterals`) do not name (see Closure.literals). */
   otherwise: DfaState | undefined;
+  otherLiterals: ReadonlySet<number> | undefined;
 }
 interface Closure {
   readonly chars: Int32Array;
@@ -550,13 +551,17 @@ interface Closure {
 
 /**
  * What building a transition costs, in steps (one step: reading a character through a cached
- * transition): each NFA state the closure visits, each state of the new kernel (sorted, hashed,
- * compared, kept), and the rest (the look-up, the transition's entry). Measured by
+ * transition): each NFA state the closure visits, each character state tested (and each distinct
+ * class asked, by its size), each state of the new kernel (sorted, hashed, compared, kept), and the
+ * rest (the look-up, the transition's entry). Measured by
  * scripts/bench-guardrails.mjs so that a step costs about the same whatever the set.
  */
 const VISIT_STEPS = 2;
+const TEST_STEPS = 2;
 const KERNEL_STEPS = 4;
-const MISS_STEPS = 24;
+const MISS_STEPS = 48;
+/** A character read through a state's `otherwise` (a set look-up beside the step). */
+const OTHERWISE_STEPS = 1;
 
 /** The most DFA states one set keeps, and the most NFA state numbers they hold; past either, the cache starts again. */
 export const DFA_CACHE = { states: 2000, ints: 500_000 } as const;
@@ -576,8 +581,13 @@ export class PatternSet {
   private readonly out: Int32Array;
   private readonly out2: Int32Array;
   private readonly lit: Int32Array;
-  private readonly cost: Uint16Array;
-  private readonly tests: Array<Predicate | undefined>;
+  /** A non-literal character state's predicate, by index into `predicates` (-1 for literals): a repeated class is one predicate. */
+  private readonly predicateOf: Int32Array;
+  private readonly predicates: Predicate[] = [];
+  private readonly predicateCost: number[] = [];
+  /** Per transition built: each predicate's answer (1 yes, 2 no) and the epoch it was asked in. */
+  private answers = new Uint8Array(0);
+  private answeredIn = new Int32Array(0);
   private readonly asserts: Array<AssertKind | undefined>;
   private readonly matchOf: Int32Array;
   private readonly starts: Int32Array;
@@ -604,8 +614,8 @@ export class PatternSet {
     this.out = new Int32Array(size);
     this.out2 = new Int32Array(size);
     this.lit = new Int32Array(size).fill(-1);
-    this.cost = new Uint16Array(size);
-    this.tests = new Array<Predicate | undefined>(size);
+    this.predicateOf = new Int32Array(size).fill(-1);
+    const predicateIndex = new Map<Predicate, number>();
     this.asserts = new Array<AssertKind | undefined>(size);
     this.matchOf = new Int32Array(size).fill(-1);
     this.starts = new Int32Array(patterns.length);
@@ -621,14 +631,24 @@ export class PatternSet {
         this.out[s] = state.out < 0 ? -1 : offset + state.out;
         this.out2[s] = state.out2 < 0 ? -1 : offset + state.out2;
         if (state.lit !== undefined) this.lit[s] = state.lit;
-        this.tests[s] = state.test;
-        this.cost[s] = state.test ? Math.min(0xffff, CLASS_COST.get(state.test) ?? 1) : 1;
+        else if (state.test) {
+          let index = predicateIndex.get(state.test);
+          if (index === undefined) {
+            index = this.predicates.length;
+            predicateIndex.set(state.test, index);
+            this.predicates.push(state.test);
+            this.predicateCost.push(CLASS_COST.get(state.test) ?? 1);
+          }
+          this.predicateOf[s] = index;
+        }
         this.asserts[s] = state.assert;
         if (state.op === Op.Match) this.matchOf[s] = index;
       });
       this.starts[index] = offset + start;
       offset += states.length;
     });
+    this.answers = new Uint8Array(this.predicates.length);
+    this.answeredIn = new Int32Array(this.predicates.length);
   }
 
   get stateCount(): number {
@@ -655,7 +675,12 @@ export class PatternSet {
           }
         }
         steps += 1;
-        let next = cp < 0x80 ? state.ascii?.[cp] : state.other?.get(cp);
+        let next: DfaState | undefined;
+        if (cp < 0x80) next = state.ascii?.[cp];
+        else if (state.otherwise !== undefined && !(state.otherLiterals as ReadonlySet<number>).has(cp)) {
+          next = state.otherwise;
+          steps += OTHERWISE_STEPS;
+        } else next = state.other?.get(cp);
         if (next === undefined) {
           const kind = cp < 0x80 && isWord(cp) ? WORD : OTHER;
           const closure = this.closure(state, kind, limit - steps);
@@ -663,7 +688,10 @@ export class PatternSet {
           const { match, literals } = closure.value;
           if (match >= 0) return match;
           if (cp >= 0x80 && literals !== null && !literals.has(cp)) {
-            next = state.otherwise ??= this.intern(new Int32Array(0), OTHER);
+            next = this.intern(new Int32Array(0), OTHER);
+            state.otherwise = next;
+            state.otherLiterals = literals;
+            steps += OTHERWISE_STEPS;
           } else {
             const built = this.advance(state, closure.value, cp, kind, limit - steps - MISS_STEPS);
             steps += MISS_STEPS + built.cost;
@@ -696,7 +724,15 @@ export class PatternSet {
       this.cacheStates = 0;
       this.cachedInts = 0;
     }
-    const state: DfaState = { kernel, before, closures: [undefined, undefined, undefined], ascii: undefined, other: undefined, otherwise: undefined };
+    const state: DfaState = {
+      kernel,
+      before,
+      closures: [undefined, undefined, undefined],
+      ascii: undefined,
+      other: undefined,
+      otherwise: undefined,
+      otherLiterals: undefined,
+    };
     const fresh = this.cache.get(hash);
     if (fresh) fresh.push(state);
     else this.cache.set(hash, [state]);
@@ -765,18 +801,24 @@ export class PatternSet {
   /** The next DFA state from `state` on `cp`, built from its closure, and cached on `state`. */
   private advance(state: DfaState, closure: Closure, cp: number, kind: number, allowed: number): { state: DfaState; cost: number } {
     const epoch = this.nextEpoch();
-    const { scratch, seen, lit: lits, out } = this;
+    const { scratch, seen, lit: lits, out, predicateOf, answers, answeredIn } = this;
     let size = 0;
     let cost = 0;
-    for (const s of closure.chars) {
+    const chars = closure.chars;
+    for (let i = 0; i < chars.length; i += 1) {
+      const s = chars[i] as number;
       const lit = lits[s] as number;
       let accepts: boolean;
-      if (lit >= 0) {
-        accepts = lit === cp;
-        cost += 1;
-      } else {
-        accepts = (this.tests[s] as Predicate)(cp);
-        cost += this.cost[s] as number;
+      cost += TEST_STEPS;
+      if (lit >= 0) accepts = lit === cp;
+      else {
+        const p = predicateOf[s] as number;
+        if (answeredIn[p] !== epoch) {
+          answeredIn[p] = epoch;
+          answers[p] = (this.predicates[p] as Predicate)(cp) ? 1 : 2;
+          cost += this.predicateCost[p] as number;
+        }
+        accepts = answers[p] === 1;
       }
       if (cost > allowed) throw new StepBudgetExceeded();
       const target = out[s] as number;
@@ -800,6 +842,7 @@ export class PatternSet {
     this.epoch += 1;
     if (this.epoch === 0x7fffffff) {
       this.seen.fill(0);
+      this.answeredIn.fill(0);
       this.epoch = 1;
     }
     return this.epoch;

@@ -1,6 +1,6 @@
 import { randomBase62 } from '../shared/ids';
 import { LinearPattern, PatternError, PatternSet, StepBudgetExceeded, type StepMeter, codePoints } from './linear-regex';
-import { foldText, skeletonOf, withoutInvisible } from './text-fold';
+import { foldText, foldWithSkeleton, withoutInvisible } from './text-fold';
 
 /**
  * Prompt rules (issue 38 §2): what a project or a key refuses before anything is reserved or sent.
@@ -58,26 +58,29 @@ export const PROMPT_RULE_LIMITS = {
    * character it reads and writes): measured to stay under 5 ms on the reference machine
    * (scripts/bench-guardrails.mjs, docs/guardrails.md). Past it the prompt is refused.
    */
-  checkSteps: 300_000,
+  checkSteps: 250_000,
 } as const;
 
 /**
- * What folding costs, in steps per character it writes: ASCII is only lower-cased (an eighth of a
- * step); other text is normalised twice and case-mapped (FOLD), or looked up (SKELETON), dearer than
- * a DFA step. Measured by scripts/bench-guardrails.mjs.
+ * What folding costs, in steps per UTF-16 unit it writes: ASCII is only lower-cased (an eighth of a
+ * step a unit read or written); other text is normalised twice and case-mapped (FOLD_STEPS, and as
+ * much again for each unit an expansion adds: U+FDFA writes 18), or looked up (SKELETON_STEPS). Set
+ * by scripts/bench-guardrails.mjs so that a step costs about the same as a DFA step.
  */
 const ALL_ASCII = /^[\x00-\x7f]*$/;
 const ASCII_STEPS = 1 / 8;
-export const FOLD_STEPS = 6;
-export const SKELETON_STEPS = 2;
+export const FOLD_STEPS = 4;
+export const SKELETON_STEPS = 1;
 /** Folding works on pieces of this many UTF-16 units (up to twice as many to reach a safe cut), so that a check out of budget stops early. */
 const FOLD_CHUNK = 256;
 /**
  * The most one charge adds past the budget before the check stops: a fold piece of 2 × FOLD_CHUNK
  * units, which folding expands at most 18-fold (U+FDFA; checked over every code point by the unit
- * tests), charged FOLD_STEPS a unit written.
+ * tests), charged FOLD_STEPS for each unit written and each the expansion added, twice when its
+ * capitals are read again for the skeleton, and the skeleton's SKELETON_STEPS a unit (a prototype
+ * writes at most 6 for one).
  */
-export const MAX_OVERSHOOT_STEPS = Math.ceil(FOLD_STEPS * 2 * FOLD_CHUNK * 18 + (2 * FOLD_CHUNK) / 8);
+export const MAX_OVERSHOOT_STEPS = Math.ceil(2 * FOLD_STEPS * 2 * FOLD_CHUNK * (18 + 17) + SKELETON_STEPS * 6 * 18 * 2 * FOLD_CHUNK + (2 * FOLD_CHUNK) / 8);
 
 const ID_SHAPE = /^gr_[A-Za-z0-9_]{1,60}$/;
 const KINDS: readonly PromptRuleKind[] = ['max_length', 'blocked_term', 'blocked_pattern', 'allow_list'];
@@ -218,8 +221,7 @@ export class CompiledPromptRules {
     for (const rule of rules) {
       if (rule.kind === 'max_length') this.lengths.push({ id: rule.id, max: rule.max });
       else if (rule.kind === 'blocked_term') {
-        const folded = foldText(rule.term);
-        const skeleton = skeletonOf(folded);
+        const { folded, skeleton } = foldWithSkeleton(rule.term);
         const ref: SearchRule = { id: rule.id, kind: 'blocked_term' };
         terms.push({ rule: ref, pattern: LinearPattern.literal(codePoints(folded)) });
         if (skeleton !== folded) terms.push({ rule: ref, pattern: LinearPattern.literal(codePoints(skeleton)) });
@@ -262,13 +264,10 @@ export class CompiledPromptRules {
     if (this.search === null && this.allowLists.length === 0) return { allowed: true };
     const budget: StepMeter = { steps: meter?.steps ?? 0, limit: meter?.limit ?? PROMPT_RULE_LIMITS.checkSteps };
     try {
-      const folded = foldWithin(prompt, foldText, FOLD_STEPS, budget);
+      const { folded, skeleton } = foldWithin(prompt, this.hasTerms, budget);
       if (this.search !== null) {
         let found = this.search.run(folded, budget);
-        if (found < 0 && this.hasTerms) {
-          const skeleton = foldWithin(folded, skeletonOf, SKELETON_STEPS, budget);
-          if (skeleton !== folded) found = this.search.run(skeleton, budget);
-        }
+        if (found < 0 && skeleton !== null && skeleton !== folded) found = this.search.run(skeleton, budget);
         const rule = found >= 0 ? this.searchRules[found] : undefined;
         if (rule) return { allowed: false, ruleId: rule.id, kind: rule.kind };
       }
@@ -291,10 +290,15 @@ export class CompiledPromptRules {
  */
 const SAFE_CUT = /(?![\u1160-\u11ff\ud7b0-\ud7ff]|\p{Extended_Pictographic})[\p{L}\p{N}\p{P}\p{S}\p{Zs}]/gu;
 
-/** `fold` applied to `text` piece by piece, each piece charged to the budget (`weight` steps per non-ASCII character written) before the next is folded. */
-function foldWithin(text: string, fold: (text: string) => string, weight: number, budget: StepMeter): string {
+/**
+ * `text` folded (and, `withSkeleton`, its skeleton) piece by piece, each piece charged to the budget
+ * before the next is folded: FOLD_STEPS for each unit written (and each an expansion added),
+ * SKELETON_STEPS for each unit of the skeleton, an eighth of a step a unit for ASCII.
+ */
+function foldWithin(text: string, withSkeleton: boolean, budget: StepMeter): { folded: string; skeleton: string | null } {
   const limit = budget.limit ?? Infinity;
-  const pieces: string[] = [];
+  const folds: string[] = [];
+  const skeletons: string[] = [];
   let from = 0;
   while (from < text.length) {
     SAFE_CUT.lastIndex = from + FOLD_CHUNK;
@@ -303,13 +307,22 @@ function foldWithin(text: string, fold: (text: string) => string, weight: number
     // Without a safe cut near (a long run of marks or emoji), cut anyway, between two code points.
     if (to < text.length && (text.charCodeAt(to) & 0xfc00) === 0xdc00) to += 1;
     const piece = text.slice(from, to);
-    const folded = fold(piece);
-    budget.steps += Math.ceil(ALL_ASCII.test(piece) ? ASCII_STEPS * (piece.length + folded.length) : weight * folded.length + ASCII_STEPS * piece.length);
+    if (ALL_ASCII.test(piece)) {
+      const folded = piece.toLowerCase();
+      folds.push(folded);
+      if (withSkeleton) skeletons.push(folded);
+      budget.steps += Math.ceil(ASCII_STEPS * 2 * piece.length);
+    } else {
+      const { folded, skeleton, foldedTwice } = withSkeleton ? foldWithSkeleton(piece) : { folded: foldText(piece), skeleton: '', foldedTwice: false };
+      const foldCost = FOLD_STEPS * (folded.length + Math.max(0, folded.length - piece.length)) + ASCII_STEPS * piece.length;
+      budget.steps += Math.ceil((foldedTwice ? 2 : 1) * foldCost + SKELETON_STEPS * skeleton.length);
+      folds.push(folded);
+      if (withSkeleton) skeletons.push(skeleton);
+    }
     if (budget.steps > limit) throw new StepBudgetExceeded();
-    pieces.push(folded);
     from = to;
   }
-  return pieces.length === 1 ? (pieces[0] as string) : pieces.join('');
+  return { folded: folds.join(''), skeleton: withSkeleton ? skeletons.join('') : null };
 }
 
 /**

@@ -81,6 +81,32 @@ const ASTRAL_PROTOTYPES = new Map<number, string>();
 })();
 
 /**
+ * Capital letters outside ASCII that look like a Latin capital (Greek `Β` `Ε` `Η`, Cyrillic `Ѕ`
+ * `І`), by that capital: folding would first make them lower-case letters that look like nothing
+ * Latin (`β`, `ε`), so they are read before folding (UTS #39 maps `I` and `l` alike; here a capital
+ * reads as `I`).
+ */
+const CAPITAL_LOOK_ALIKES = new Map<string, string>();
+for (const [from, to] of Object.entries(confusableData as Record<string, string>)) {
+  const cp = from.codePointAt(0) as number;
+  if (cp > 0x7f && /^\p{Lu}$/u.test(from) && /^[A-Za-z]$/.test(to)) CAPITAL_LOOK_ALIKES.set(from, to === 'l' ? 'I' : to.toUpperCase());
+}
+const CAPITAL_LOOK_ALIKE = new RegExp(`[${[...CAPITAL_LOOK_ALIKES.keys()].join('')}]`, 'gu');
+
+/**
+ * The text folded (foldText) and its confusables skeleton (skeletonOf), the capitals above read
+ * before folding. The skeleton is the folded string itself when nothing in it looks like something else.
+ */
+export function foldWithSkeleton(text: string): { folded: string; skeleton: string; foldedTwice: boolean } {
+  const folded = foldText(text);
+  const decomposed = text.normalize('NFKD');
+  CAPITAL_LOOK_ALIKE.lastIndex = 0;
+  if (!CAPITAL_LOOK_ALIKE.test(decomposed)) return { folded, skeleton: skeletonOf(folded), foldedTwice: false };
+  const read = decomposed.replace(CAPITAL_LOOK_ALIKE, (c) => CAPITAL_LOOK_ALIKES.get(c) ?? c);
+  return { folded, skeleton: skeletonOf(foldText(read)), foldedTwice: true };
+}
+
+/**
  * The confusables skeleton of folded text (UTS #39's skeleton, tailored as above): Cyrillic `а`,
  * Greek `ο`, small capital `ᴀ` and the like read as the Latin letter they look like (folded).
  * Blocked terms are matched on this form as well as on the folded one. Text without a character

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { LinearPattern, MAX_PATTERN_STATES, PatternError, type StepMeter, codePoints } from '../../src/guardrails/linear-regex';
+import { LinearPattern, MAX_PATTERN_STATES, PatternError, PatternSet, type StepMeter, codePoints } from '../../src/guardrails/linear-regex';
 import { foldText } from '../../src/guardrails/text-fold';
 
 /**
@@ -69,6 +69,33 @@ describe('LinearPattern against V8', () => {
         const expected = v8(source, input, true);
         fc.pre(expected !== 'refused' && !compileError(source)?.includes('too large'));
         return LinearPattern.compile(source).matchesWhole(codePoints(input)) === expected;
+      }),
+      { numRuns: 1500 },
+    );
+  });
+});
+
+describe('PatternSet: several patterns as one lazily built DFA', () => {
+  const usable = fc.array(patternArbitrary, { minLength: 1, maxLength: 4 }).filter((sources) => sources.every((source) => compileError(source) === undefined));
+  /** The lowest index of the patterns V8 finds in `input` (whole: that match all of it), at the first position any does; -1 for none. */
+  const firstByV8 = (sources: string[], input: string, whole: boolean): number => {
+    if (whole) return sources.findIndex((source) => v8(source, input, true) === true);
+    for (let end = 0; end <= input.length; end += 1) {
+      const found = sources.findIndex((source) => v8(`(?:${source})(?<=^[^]{${end}})`, input, false) === true);
+      if (found >= 0) return found;
+    }
+    return -1;
+  };
+
+  it('answers what each pattern alone answers, warm or cold, searching or matching whole', () => {
+    fc.assert(
+      fc.property(usable, fc.array(inputArbitrary, { minLength: 1, maxLength: 4 }), fc.boolean(), (sources, inputs, whole) => {
+        const set = new PatternSet(
+          sources.map((source) => LinearPattern.compile(source)),
+          whole,
+        );
+        // The same set over several texts: later runs reuse (and extend) the states the earlier ones built.
+        return inputs.every((input) => set.run(input, { steps: 0 }) === firstByV8(sources, input, whole));
       }),
       { numRuns: 1500 },
     );
