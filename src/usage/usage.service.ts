@@ -33,7 +33,7 @@ import {
 type Schemas = components['schemas'];
 export type UsageReport = Schemas['UsageReport'];
 export type UsageReportRow = Schemas['UsageReportRow'];
-export type UsageReportQuery = operations['getUsageReport']['parameters']['query'];
+export type UsageReportQuery = NonNullable<operations['getUsageReport']['parameters']['query']>;
 
 const DEFAULT_LIMIT = 100;
 
