@@ -1,8 +1,8 @@
-import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { redactUpstreamText } from '../providers/redaction';
 import { randomBase62 } from '../shared/ids';
-import { guardedLookup, urlProblem } from '../shared/safe-url';
+import { type OutboundError, outboundRequest } from '../shared/outbound';
+import { urlProblem } from '../shared/safe-url';
 import { signedHeaders } from '../webhooks/signing';
 
 /**
@@ -119,50 +119,22 @@ function parseVerdict(text: string, prompt: string): Pick<ModerationOutcome, 'de
 
 type Exchange = { status: number; text: string } | { error: string };
 
-/** One POST; the body read up to MAX_ANSWER_BYTES; `timeoutMs` for connecting, sending and reading alike. */
-function exchange(rawUrl: string, headers: Record<string, string>, body: string, timeoutMs: number, network: ModerationHookNetwork): Promise<Exchange> {
-  const deadline = AbortSignal.timeout(timeoutMs);
-  return new Promise((resolve) => {
-    let settled = false;
-    const settle = (result: Exchange) => {
-      if (settled) return;
-      settled = true;
-      resolve(result);
-    };
-    const fail = (error: Error) =>
-      settle({ error: deadline.aborted ? `the hook did not answer within ${timeoutMs} ms` : `the hook could not be reached: ${error.message.slice(0, 300)}` });
-    const request = https.request(
-      rawUrl,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'creative-gateway-moderation',
-          ...headers,
-          'content-length': String(Buffer.byteLength(body)),
-        },
-        lookup: guardedLookup(network.allowPrivateNetworks),
-        signal: deadline,
-        ...(network.ca ? { ca: network.ca } : {}),
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        let total = 0;
-        response.on('data', (chunk: Buffer) => {
-          total += chunk.length;
-          if (total > MAX_ANSWER_BYTES) {
-            settle({ error: `the hook answered more than ${MAX_ANSWER_BYTES} bytes` });
-            response.destroy();
-            return;
-          }
-          chunks.push(chunk);
-        });
-        response.on('end', () => settle({ status: response.statusCode ?? 0, text: Buffer.concat(chunks, total).toString('utf8') }));
-        response.on('error', fail);
-        response.on('close', () => fail(new Error('the answer was cut off')));
-      },
-    );
-    request.on('error', fail);
-    request.end(body);
-  });
+/** One POST through the guarded outbound agent (shared/outbound.ts); the body read up to MAX_ANSWER_BYTES; `timeoutMs` for connecting, sending and reading alike. */
+async function exchange(rawUrl: string, headers: Record<string, string>, body: string, timeoutMs: number, network: ModerationHookNetwork): Promise<Exchange> {
+  try {
+    const answer = await outboundRequest(new URL(rawUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'creative-gateway-moderation', ...headers },
+      body,
+      policy: { allowPrivate: network.allowPrivateNetworks, ...(network.ca ? { ca: network.ca } : {}) },
+      signal: AbortSignal.timeout(timeoutMs),
+      maxBytes: MAX_ANSWER_BYTES,
+    });
+    return { status: answer.status, text: answer.body.toString('utf8') };
+  } catch (error) {
+    const failure = error as OutboundError;
+    if (failure.kind === 'too_large') return { error: `the hook answered more than ${MAX_ANSWER_BYTES} bytes` };
+    if (failure.kind === 'aborted') return { error: `the hook did not answer within ${timeoutMs} ms` };
+    return { error: `the hook could not be reached: ${failure.message.slice(0, 300)}` };
+  }
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { BUILT_IN_PROVIDERS } from '../providers/formats';
+import { BUILT_IN_PROVIDERS, resultHostsOf } from '../providers/formats';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/config';
 import type { Database } from '../db/schema';
@@ -21,13 +21,24 @@ export async function createImageStore(store: GatewayConfig['images']['store']):
   return new DirectoryImageStore(store.directory, store.timeoutMs);
 }
 
-/** Each provider's image URLs may point at its own configured base URL's host, or at the operator's allow-list. */
+/**
+ * Each provider's image URLs may point at its documented result hosts (its descriptors' `resultHosts`),
+ * the operator's hosts for every provider (IMAGE_FETCH_ALLOWED_HOSTS) and for it (PROVIDER_<NAME>_IMAGE_HOSTS),
+ * all over https, and at its environment accounts' own base URL hosts (with their scheme).
+ */
 export function imageHostsByProvider(config: GatewayConfig): Map<string, HostAllowList> {
   const { providers, images } = config;
-  const hostOf = (url: string | undefined) => (url ? [new URL(url).host] : []);
-  const own: Record<string, string[]> = Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, []]));
-  for (const account of providers.accounts) own[account.provider] = [...(own[account.provider] ?? []), ...hostOf(account.baseUrl)];
-  return new Map(Object.entries(own).map(([name, hosts]) => [name, new HostAllowList([...hosts, ...images.allowedHosts])]));
+  const own: Record<string, Set<string>> = Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, new Set<string>()]));
+  for (const account of providers.accounts) {
+    own[account.provider] ??= new Set();
+    if (account.baseUrl) own[account.provider]!.add(new URL(account.baseUrl).host);
+  }
+  return new Map(
+    Object.entries(own).map(([name, hosts]) => [
+      name,
+      new HostAllowList([...resultHostsOf(name), ...images.allowedHosts, ...(providers.imageHosts[name] ?? [])], hosts),
+    ]),
+  );
 }
 
 export async function createImagesService(
@@ -40,7 +51,7 @@ export async function createImagesService(
     store: await createImageStore(images.store),
     signer: new ImageUrlSigner(images.signingKey),
     retentionMs: images.retentionMs,
-    limits: { maxBytes: images.maxBytes, timeoutMs: images.fetchTimeoutMs },
+    limits: { maxBytes: images.maxBytes, timeoutMs: images.fetchTimeoutMs, allowPrivate: config.channels.allowPrivateUpstreams },
     hostsByProvider: imageHostsByProvider(config),
     publicBaseUrl: images.publicBaseUrl,
     upstreamsArePrivate: config.channels.allowPrivateUpstreams,

@@ -110,5 +110,7 @@ export function formatForUpstreamModel(provider: string, upstreamModel: string):
   );
 }
 
-/** Hosts upstream result URLs may be on, over every format (IMAGE_FETCH_ALLOWED_HOSTS's default). */
-export const RESULT_HOSTS: readonly string[] = [...new Set(FORMATS.flatMap((descriptor) => descriptor.resultHosts))];
+/** The documented hosts (https) `provider`'s result URLs may be on: its formats' `resultHosts`. */
+export function resultHostsOf(provider: string): readonly string[] {
+  return [...new Set(formatsOf(provider).flatMap((descriptor) => descriptor.resultHosts))];
+}

@@ -1,60 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { isIP, type LookupFunction } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
-import { BLOCKED_ADDRESS_CODE, guardedLookup, isBlockedAddress } from '../shared/safe-url';
+import type { Dispatcher } from 'undici';
+import { configureOutbound, errorCode, outboundDispatcher, outboundOrigin } from '../shared/outbound';
 
 /**
- * The upstream hop: one process-wide undici Agent (a keep-alive pool per origin, no cap on connections:
- * each generation in flight holds one, and the channel limits cap them), driven through its dispatch
- * API so that an answer is collected as raw chunks and parsed once, with no Response/stream objects.
+ * The upstream hop: the process-wide guarded agents (shared/outbound.ts: a keep-alive pool per origin,
+ * no cap on connections: each generation in flight holds one, and the channel limits cap them), driven
+ * through undici's dispatch API so that an answer is collected as raw chunks and parsed once, with no
+ * Response/stream objects.
  *
  * The connect phase has its own timeout (UPSTREAM_CONNECT_TIMEOUT_MS), shorter than any attempt's
  * deadline, so that "never reached" is told apart from "sent and no answer": only the first may go to
- * another channel (docs/operators/channels.md).
+ * another channel (docs/operators/channels.md). The connector checks the address connected to, so a
+ * name that resolved to a public address when the channel was saved and points inside now is refused
+ * too (docs/operators/channels.md).
  */
-let connectTimeoutMs = 3000;
-let keepAliveMs = 10_000;
-let agent: Agent | undefined;
-/** The pool of calls that may reach public addresses only (API channels without CHANNEL_ALLOW_PRIVATE_UPSTREAMS). */
-let publicAgent: Agent | undefined;
-
-/** Set from configuration at startup; the next call uses a new Agent (the old one closes when idle). */
 export function configureUpstreamHttp(settings: { connectTimeoutMs: number; keepAliveMs: number }): void {
-  if (settings.connectTimeoutMs === connectTimeoutMs && settings.keepAliveMs === keepAliveMs && agent) return;
-  connectTimeoutMs = settings.connectTimeoutMs;
-  keepAliveMs = settings.keepAliveMs;
-  const previous = [agent, publicAgent];
-  agent = undefined;
-  publicAgent = undefined;
-  for (const old of previous) void old?.close().catch(() => undefined);
-}
-
-/**
- * Each pool connects through the guarded lookup (safe-url.ts): the public one refuses loopback and
- * private addresses too, both refuse link-local and metadata ones. The check is on the address
- * connected to, so a name that resolved to a public address when the channel was saved and points
- * inside now is refused too (docs/operators/channels.md).
- */
-function dispatcher(publicOnly: boolean): Agent {
-  if (publicOnly) {
-    publicAgent ??= newAgent(guardedLookup(false));
-    return publicAgent;
-  }
-  agent ??= newAgent(guardedLookup(true));
-  return agent;
-}
-
-function newAgent(lookup: LookupFunction): Agent {
-  return new Agent({
-    connect: { timeout: connectTimeoutMs, lookup },
-    // An idle connection closes after keepAliveMs, whatever the upstream's Keep-Alive hint allows: after a burst
-    // of slow generations (one connection each) the sockets and their memory go back (BENCHMARKS.md, target 4).
-    keepAliveTimeout: keepAliveMs,
-    keepAliveMaxTimeout: keepAliveMs,
-    // Long generations: no headers/body timeouts of undici's own; each attempt's AbortSignal bounds the call.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  });
+  configureOutbound(settings);
 }
 
 export interface UpstreamAnswer {
@@ -116,8 +77,8 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * POSTs `body` to `url` and resolves with the whole answer. Rejects with the signal's reason when aborted.
- * `publicOnly`: connect to public addresses only; link-local and metadata addresses are refused whatever it
- * says (safe-url.ts). A literal address never reaches the lookup, so it is checked here.
+ * `publicOnly`: connect to public addresses only; link-local, metadata and NAT64 addresses are refused whatever
+ * it says (shared/outbound.ts).
  * The content type is JSON unless `headers` names another (`content-type`, lower case).
  */
 export function post(
@@ -144,11 +105,6 @@ export function send(
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);
-      return;
-    }
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(literal) !== 0 && isBlockedAddress(literal, !publicOnly)) {
-      reject(new UpstreamHttpError(`${literal} is a blocked address`, BLOCKED_ADDRESS_CODE, true));
       return;
     }
     let requestSent = false;
@@ -209,9 +165,9 @@ export function send(
         finish(new UpstreamHttpError(error.message, code, !requestSent, { cause: error }));
       },
     } as Dispatcher.DispatchHandler;
-    dispatcher(publicOnly).dispatch(
+    outboundDispatcher({ allowPrivate: !publicOnly }).dispatch(
       {
-        origin: url.origin,
+        origin: outboundOrigin(url),
         path: url.pathname + url.search,
         method,
         ...(body === undefined ? { headers } : { body, headers: { 'content-type': 'application/json', ...headers } }),
@@ -245,14 +201,6 @@ export function encodeMultipart(parts: readonly MultipartPart[]): { body: Buffer
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`, 'utf8'));
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
-}
-
-function errorCode(error: Error): string | undefined {
-  const own = (error as { code?: unknown }).code;
-  if (typeof own === 'string' && own !== 'UND_ERR_SOCKET') return own;
-  const cause = (error as { cause?: { code?: unknown } }).cause;
-  if (typeof cause?.code === 'string') return cause.code;
-  return typeof own === 'string' ? own : undefined;
 }
 
 function parseHeaders(raw: Buffer[] | string[] | null): Record<string, string | string[] | undefined> {

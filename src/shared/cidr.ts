@@ -26,6 +26,41 @@ export function normalizeIp(address: string): string {
   return mapped ? (mapped[1] as string) : address;
 }
 
+/** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail read as the last two); undefined for anything else. */
+function ipv6Groups(address: string): number[] | undefined {
+  if (isIP(address) !== 6) return undefined;
+  let text = address.toLowerCase();
+  const dotted = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const groups = (part: string) => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));
+  const [head = '', tail] = text.split('::');
+  if (tail === undefined) return groups(head);
+  const before = groups(head);
+  const after = groups(tail);
+  return [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after];
+}
+
+/**
+ * The IPv4 address an IPv6 spelling carries in its last 32 bits, for the forms that reach that IPv4
+ * host: IPv4-mapped `::ffff:0:0/96`, IPv4-compatible `::/96`, IPv4-translated `::ffff:0:0:0/96`
+ * (RFC 2765) and the NAT64 well-known prefix `64:ff9b::/96` (RFC 6052). Undefined for any other
+ * address (IPv4 ones included). A local-use NAT64 prefix (`64:ff9b:1::/48`) places the IPv4 address
+ * where its operator chose, so it cannot be read back: callers refuse that whole range.
+ */
+export function embeddedIpv4(address: string): string | undefined {
+  const g = ipv6Groups(address);
+  if (!g || g.length !== 8) return undefined;
+  const zero = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  const carries =
+    (zero(0, 5) && g[5] === 0xffff) || (zero(0, 4) && g[4] === 0xffff && g[5] === 0) || zero(0, 6) || (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6));
+  if (!carries) return undefined;
+  const [high, low] = [g[6] as number, g[7] as number];
+  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+}
+
 /** A set of CIDRs to test addresses against (IPv4 and IPv6). */
 export class CidrSet {
   private readonly list = new BlockList();

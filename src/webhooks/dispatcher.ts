@@ -5,7 +5,7 @@ import { capabilitiesOf } from '../db/storage-capabilities';
 import type { Clock } from '../shared/clock';
 import type { Db } from '../events/outbox';
 import { emitExpiryEvents } from '../events/key-events';
-import { type PostResult, postJson } from '../shared/safe-url';
+import { type PostResult, postJson } from '../shared/outbound';
 import type { WebhookSecrets } from './secret-sealing';
 import { signedHeaders } from './signing';
 

@@ -78,6 +78,11 @@ describe('channel base_url: no private upstreams by default (CHANNEL_ALLOW_PRIVA
     'http://[::1]:8080',
     'http://[fd00:ec2::254]/latest',
     'http://localhost:9/v1',
+    // Documentation ranges: reserved, refused as the other non-public ranges are.
+    'http://192.0.2.10/v1',
+    'http://198.51.100.7/api/v3',
+    'http://203.0.113.10/api/v3',
+    'http://[2001:db8::1]/v1',
   ];
 
   it.each(privateUrls)('createChannel refuses %s (400, param base_url)', async (url) => {
@@ -98,7 +103,7 @@ describe('channel base_url: no private upstreams by default (CHANNEL_ALLOW_PRIVA
   });
 
   it('updateChannel refuses them too, even with credentials; a public address is accepted', async () => {
-    const created = await t.api.admin('post', '/admin/channels', arkBody('http://203.0.113.10/api/v3'));
+    const created = await t.api.admin('post', '/admin/channels', arkBody('http://93.184.216.34/api/v3'));
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     for (const url of ['http://169.254.169.254/latest', 'http://127.0.0.1:1']) {
@@ -106,9 +111,9 @@ describe('channel base_url: no private upstreams by default (CHANNEL_ALLOW_PRIVA
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'base_url' });
     }
-    const moved = await t.api.admin('patch', `/admin/channels/${id}`, { base_url: 'http://198.51.100.7/api/v3', credentials: { api_key: KEY } });
+    const moved = await t.api.admin('patch', `/admin/channels/${id}`, { base_url: 'http://1.1.1.1/api/v3', credentials: { api_key: KEY } });
     expect(moved.status).toBe(200);
-    expect((await t.api.admin('get', `/admin/channels/${id}`)).body.base_url).toBe('http://198.51.100.7/api/v3');
+    expect((await t.api.admin('get', `/admin/channels/${id}`)).body.base_url).toBe('http://1.1.1.1/api/v3');
   });
 });
 
@@ -196,6 +201,13 @@ describe('channel base_url: CHANNEL_ALLOW_PRIVATE_UPSTREAMS=true keeps metadata 
     'http://[::a9fe:a9fe]/',
     'http://100.100.100.200/latest',
     'http://[fe80::1]:8080',
+    // IPv6 spellings of 100.100.100.200 (IPv4-mapped, -compatible, -translated, NAT64) and NAT64 itself.
+    'http://[::ffff:100.100.100.200]/latest',
+    'http://[::6464:64c8]/latest',
+    'http://[::ffff:0:6464:64c8]/latest',
+    'http://[64:ff9b::6464:64c8]/latest',
+    'http://[64:ff9b::a00:1]/v1',
+    'http://[64:ff9b:1::a00:1]/v1',
   ])('createChannel refuses %s all the same (400, param base_url)', async (url) => {
     const res = await t.api.admin('post', '/admin/channels', arkBody(url));
     expect(res.status).toBe(400);

@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
+import { trustOutboundCaForTests } from '../../src/shared/outbound';
 import type { FakeImagesApi } from '../fakes/fake-images-api';
 import { startArkGateway } from '../helpers/ark-gateway';
 import { closedPort } from '../helpers/channels';
@@ -31,7 +32,6 @@ describe('project moderation hooks', () => {
   const received: Array<{ path: string; verified: Record<string, unknown> | undefined }> = [];
   /** The secret the endpoint verifies with, per project (by the path's `?p=` tag). */
   const secrets = new Map<string, string>();
-  let savedCa: unknown;
 
   beforeAll(async () => {
     endpoint = https.createServer(tls, (req, res) => {
@@ -59,17 +59,14 @@ describe('project moderation hooks', () => {
     });
     await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
     base = `https://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
-    // The gateway's calls go through Node's global https agent: it trusts this run's self-signed certificate.
-    savedCa = https.globalAgent.options.ca;
-    https.globalAgent.options.ca = tls.cert;
+    // The gateway's outbound calls trust this run's self-signed certificate.
+    trustOutboundCaForTests(tls.cert);
     // The endpoint listens on loopback: allowed as webhooks' private networks are in development.
     ({ t, ark } = await startArkGateway({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', PROVIDER_JIMENG_RETRY_BASE_DELAY_MS: '5' } }));
   });
   afterAll(async () => {
     await t.close();
-    // Deleted, not set to undefined: the agent's options override a request's own, `ca` included (the client's test passes one).
-    if (savedCa === undefined) delete https.globalAgent.options.ca;
-    else https.globalAgent.options.ca = savedCa as string;
+    trustOutboundCaForTests(undefined);
     endpoint.closeAllConnections();
     await new Promise((resolve) => endpoint.close(resolve));
   });

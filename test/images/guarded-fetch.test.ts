@@ -1,6 +1,6 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { GuardedFetchError, getGuarded } from '../../src/shared/safe-url';
+import { GuardedFetchError, getGuarded } from '../../src/shared/outbound';
 import { selfSigned } from '../helpers/self-signed-tls';
 import { testPng } from '../helpers/test-images';
 

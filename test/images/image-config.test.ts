@@ -76,7 +76,7 @@ describe('image settings', () => {
     expect(loadConfig({ ...production, IMAGE_URL_SIGNING_KEY: 'k'.repeat(32) }, quiet).images.signingKey).toBe('k'.repeat(32));
   });
 
-  it("by default admits the upstreams' image hosts: Ark's TOS buckets (volces.com) and the visual API's byteimg.com", () => {
+  it("admits jimeng's documented image hosts: Ark's TOS buckets (volces.com) and the visual API's byteimg.com", () => {
     const hosts = imageHostsByProvider(loadConfig(base(), quiet));
     expect(hosts.get('jimeng')?.allows('p3-aiop-sign.byteimg.com')).toBe(true);
     expect(hosts.get('jimeng')?.allows('p26-aiop-sign.byteimg.com')).toBe(true);
@@ -103,6 +103,23 @@ describe('image settings', () => {
     expect(hosts.get('openai-compatible')?.allows('img.cdn.example.org')).toBe(true);
     expect(hosts.get('local')?.allows('ark.example.net')).toBe(false);
   });
+
+  it("each provider's documented result hosts are its own, https only; PROVIDER_<NAME>_IMAGE_HOSTS adds to one provider", () => {
+    const hosts = imageHostsByProvider(loadConfig(base(), quiet));
+    const bfl = hosts.get('bfl')!;
+    const fal = hosts.get('fal')!;
+    expect(['bfldeliveryprod.blob.core.windows.net', 'delivery-eu1.bfl.ai', 'delivery.us1.bfl.ai'].map((host) => bfl.allows(host))).toEqual([true, true, true]);
+    expect(bfl.allows('bfldeliveryprodeu4.blob.core.windows.net')).toBe(false);
+    expect(bfl.allows('delivery-eu1.bfl.ai', 'http:')).toBe(false);
+    expect(['fal.media', 'v3.fal.media', 'v3b.fal.media'].map((host) => fal.allows(host))).toEqual([true, true, true]);
+    expect(fal.allows('v3.fal.media', 'http:')).toBe(false);
+    // Another provider's CDN is not fal's, nor fal's anyone else's.
+    expect(['delivery-eu1.bfl.ai', 'p3-aiop-sign.byteimg.com', 'storage.googleapis.com'].map((host) => fal.allows(host))).toEqual([false, false, false]);
+    expect(hosts.get('jimeng')!.allows('v3.fal.media')).toBe(false);
+    const extended = imageHostsByProvider(loadConfig({ ...base(), PROVIDER_BFL_IMAGE_HOSTS: 'bfldeliveryprodeu4.blob.core.windows.net' }, quiet));
+    expect(extended.get('bfl')!.allows('bfldeliveryprodeu4.blob.core.windows.net')).toBe(true);
+    expect(extended.get('fal')!.allows('bfldeliveryprodeu4.blob.core.windows.net')).toBe(false);
+  });
 });
 
 describe('HostAllowList and sniffing', () => {
@@ -115,6 +132,10 @@ describe('HostAllowList and sniffing', () => {
     expect(list.allows('volces.com')).toBe(false);
     expect(list.allows('evilvolces.com')).toBe(false);
     expect(list.allows('x.volces.com:8443')).toBe(false);
+    // https only, but for an account's own host, which keeps its base URL's scheme.
+    expect(list.allows('img.example.com', 'http:')).toBe(false);
+    const own = list.with('10.0.0.5:9000');
+    expect([own.allows('10.0.0.5:9000', 'http:'), own.allows('10.0.0.5:9000', 'https:'), own.allows('10.0.0.5:9000', 'ftp:')]).toEqual([true, true, false]);
   });
 
   it('recognises PNG, JPEG and WebP by their bytes, and nothing else', () => {

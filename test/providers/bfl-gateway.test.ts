@@ -1,13 +1,14 @@
 import { BflClient, submitBody } from '../../src/providers/bfl/bfl-client';
 import { storedRequestOf } from '../../src/generation/durable';
 import { newSortableId } from '../../src/shared/ids';
+import { routeOutboundForTests } from '../../src/shared/outbound';
 import { type FakeBfl, startFakeBfl } from '../fakes/fake-bfl';
 import { generationRow } from '../helpers/generation-rows';
 import { dataUri, testPng } from '../helpers/test-images';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
 
-/** BFL's result host as the real API names it; this test's fetch maps it back to the fake. */
+/** BFL's result host as the real API names it; this test routes the gateway's downloads from it back to the fake. */
 const DELIVERY_HOST = 'delivery-eu1.bfl.ai';
 const ENV_KEY = 'bfl-env-key-0001';
 const API_KEY = 'bfl-api-key-0002';
@@ -29,12 +30,10 @@ describe('bfl through the gateway (fake BFL)', () => {
     envBfl = await startFakeBfl({ apiKey: ENV_KEY, deliveryHost: DELIVERY_HOST });
     apiBfl = await startFakeBfl({ apiKey: API_KEY });
     // The gateway's image download of BFL's delivery host, pointed back at the fake that signed it.
-    const realFetch = globalThis.fetch;
-    jest.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
-      const url = new URL(input instanceof Request ? input.url : input);
-      if (url.host !== DELIVERY_HOST) return realFetch(input, init);
+    routeOutboundForTests((url) => {
+      if (url.host !== DELIVERY_HOST) return undefined;
       downloaded.push(url.href);
-      return realFetch(`${envBfl.url}${url.pathname}${url.search}`, init);
+      return envBfl.url;
     });
     t = await startTestGateway({
       BFL_API_KEY: ENV_KEY,
@@ -47,7 +46,7 @@ describe('bfl through the gateway (fake BFL)', () => {
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['bfl'], credits_quota: 100_000 }));
   });
   afterAll(async () => {
-    jest.restoreAllMocks();
+    routeOutboundForTests(undefined);
     await t.close();
     await envBfl.close();
     await apiBfl.close();
@@ -75,7 +74,7 @@ describe('bfl through the gateway (fake BFL)', () => {
       expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining(`${t.gateway.url}/images/img_`), width: 1024, height: 768 });
       const [submit] = submitsOf(envBfl, 'a harbour at dawn [pending:2]');
       expect(submit).toMatchObject({ model: 'flux-pro-1.1', body: { prompt: 'a harbour at dawn [pending:2]', width: 1024, height: 768, seed: 3 } });
-      // Admitted by the default IMAGE_FETCH_ALLOWED_HOSTS (*.bfl.ai), fetched once, within its 10 minutes.
+      // Admitted by BFL's documented result hosts (*.bfl.ai), fetched once, within its 10 minutes.
       expect(downloaded.filter((url) => url.includes(submit!.id))).toEqual([
         expect.stringMatching(new RegExp(`^https://${DELIVERY_HOST}/results/${submit!.id}/sample\\.jpeg\\?se=`)),
       ]);

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { DEFAULT_CATALOG } from '../../src/config/catalog';
+import { routeOutboundForTests } from '../../src/shared/outbound';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';
@@ -14,17 +15,15 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
   let key: string;
   let keyId: string;
 
-  /** Image URLs the gateway downloaded (this process's fetch, pointed back at the fake for IMAGE_HOST). */
+  /** Image URLs the gateway downloaded (routed back to the fake for IMAGE_HOST). */
   const downloaded: string[] = [];
 
   beforeAll(async () => {
     fake = await startFakeVisual(credentials, 0, { imageHost: IMAGE_HOST });
-    const realFetch = globalThis.fetch;
-    jest.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
-      const url = new URL(input instanceof Request ? input.url : input);
-      if (url.host !== IMAGE_HOST) return realFetch(input, init);
+    routeOutboundForTests((url) => {
+      if (url.host !== IMAGE_HOST) return undefined;
       downloaded.push(url.href);
-      return realFetch(`${fake.url}${url.pathname}${url.search}`, init);
+      return fake.url;
     });
     t = await startTestGateway({
       VOLC_ACCESS_KEY_ID: credentials.accessKeyId,
@@ -51,7 +50,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     ({ key, id: keyId } = await t.createKey({ allowed_providers: ['jimeng'], credits_quota: 100000 }));
   });
   afterAll(async () => {
-    jest.restoreAllMocks();
+    routeOutboundForTests(undefined);
     await t.close();
     await fake.close();
   });

@@ -1,4 +1,4 @@
-import { CidrSet, normalizeIp, parseCidr } from '../../src/shared/cidr';
+import { CidrSet, embeddedIpv4, normalizeIp, parseCidr } from '../../src/shared/cidr';
 
 /**
  * CIDR parsing and matching (key allowed_ips, TRUSTED_PROXIES). X-Forwarded-For hops and the
@@ -122,5 +122,40 @@ describe('CidrSet', () => {
 
   it('of() throws on a malformed entry, naming it', () => {
     expect(() => CidrSet.of(['10.0.0.0/8', '10.0.0.0/40'])).toThrow('not a CIDR: 10.0.0.0/40');
+  });
+});
+
+/** The IPv4 address an IPv6 spelling reaches (the address guard checks both: src/shared/safe-url.ts). */
+describe('embeddedIpv4', () => {
+  it.each([
+    ['::ffff:100.100.100.200', '100.100.100.200'],
+    ['::ffff:6464:64c8', '100.100.100.200'],
+    ['::FFFF:6464:64C8', '100.100.100.200'],
+    ['0:0:0:0:0:ffff:6464:64c8', '100.100.100.200'],
+    ['::6464:64c8', '100.100.100.200'],
+    ['::100.100.100.200', '100.100.100.200'],
+    ['::ffff:0:6464:64c8', '100.100.100.200'],
+    ['::ffff:0:100.100.100.200', '100.100.100.200'],
+    ['64:ff9b::6464:64c8', '100.100.100.200'],
+    ['64:ff9b::169.254.169.254', '169.254.169.254'],
+    ['64:ff9b:0:0:0:0:a9fe:a9fe', '169.254.169.254'],
+    ['::1', '0.0.0.1'],
+    ['::', '0.0.0.0'],
+  ])('%s carries %s', (address, ipv4) => {
+    expect(embeddedIpv4(address)).toBe(ipv4);
+  });
+
+  it.each([
+    '100.100.100.200',
+    '2606:4700::1111',
+    'fd00:ec2::254',
+    '64:ff9b:1::a00:1',
+    '64:ff9b:0:1::6464:64c8',
+    '::1:ffff:6464:64c8',
+    'fe80::1%eth0',
+    'not an address',
+    '',
+  ])('%j carries none', (address) => {
+    expect(embeddedIpv4(address)).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describeConfig, loadConfig } from '../../src/config/config';
 import { accountSchema, envSchema, namedVariables, providerSchema, readEnv } from '../../src/config/env-schema';
 import { envMeta } from '../../src/config/env-types';
-import { BUILT_IN_PROVIDERS, RESULT_HOSTS } from '../../src/providers/formats';
+import { BUILT_IN_PROVIDERS } from '../../src/providers/formats';
 
 const quiet = () => undefined;
 const database = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-config-schema-')), 'gw.db');
@@ -48,7 +48,7 @@ describe('configuration schema', () => {
       dependencyStartupTimeoutMs: 30_000,
       readinessFailureWindowMs: 3000,
       accessJwt: undefined,
-      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: [...RESULT_HOSTS] },
+      images: { retentionMs: 168 * 3_600_000, publicBaseUrl: undefined, maxBytes: 20 * 1024 * 1024, fetchTimeoutMs: 30_000, allowedHosts: [] },
       channels: { queueTimeoutMs: 2000, queueMaxWaiters: 100, probeIntervalMs: 0, pollIntervalMs: 1000, allowPrivateUpstreams: false },
       generations: { leaseMs: 30_000, pollMs: 1000, workerConcurrency: 16, maxQueuedPerKey: 50 },
       webhooks: {
@@ -61,7 +61,12 @@ describe('configuration schema', () => {
         expiryScanIntervalMs: 60_000,
       },
     });
-    expect(config.images.allowedHosts).toEqual(expect.arrayContaining(['*.byteimg.com', '*.volces.com', 'fal.media', '*.fal.media']));
+    // Each provider's documented result hosts are its own (create-images.ts), not a default every provider shares.
+    expect(config.images.allowedHosts).toEqual([]);
+    expect(config.providers.imageHosts).toEqual(Object.fromEntries(BUILT_IN_PROVIDERS.map((name) => [name, []])));
+    expect(
+      loadConfig({ ...given(), PROVIDER_BFL_IMAGE_HOSTS: 'BFLDELIVERYPRODEU4.blob.core.windows.net, *.cdn.example' }, quiet).providers.imageHosts.bfl,
+    ).toEqual(['bfldeliveryprodeu4.blob.core.windows.net', '*.cdn.example']);
     expect(config.providers.connectTimeoutMs).toBe(3000);
     // The same defaults for every built-in provider (formats.ts BUILT_IN_PROVIDERS).
     const defaults = { timeoutMs: 60_000, maxAttempts: 3, retryBaseDelayMs: 500, maxConcurrent: 16, breakerThreshold: 5, breakerCooldownMs: 30_000 };

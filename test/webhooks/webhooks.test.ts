@@ -2,7 +2,7 @@ import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
 import { retryDelayMs } from '../../src/webhooks/dispatcher';
 import { emitChannelAutoDisabled } from '../../src/events/channel-events';
-import { postJson } from '../../src/shared/safe-url';
+import { postJson } from '../../src/shared/outbound';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { until } from '../helpers/until';

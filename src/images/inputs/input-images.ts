@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors/api-error';
 import type { ProviderInputImage } from '../../providers/provider';
 import type { InputImageFormat, InputImageLimits } from '../../providers/upstream-models';
-import { GuardedFetchError, getGuarded } from '../../shared/safe-url';
+import { GuardedFetchError, getGuarded } from '../../shared/outbound';
 import { type ImageHeader, MIME_TYPES, readImageHeader } from '../image-bytes';
 import type { ImageOwner } from '../images.repository';
 import type { ImagesService } from '../images.service';

@@ -25,10 +25,10 @@ export interface BflClientOptions {
 }
 
 /**
- * Where BFL's answers may send the gateway besides the account's own origin: the polling URLs of its
- * regions and the delivery hosts of its results, all under bfl.ai ("allow the wildcard
- * delivery.*.bfl.ai (or all of *.bfl.ai) rather than individual regional hostnames, which can
- * change", same page). `*.` matches subdomains, as IMAGE_FETCH_ALLOWED_HOSTS does.
+ * Where BFL's polling URLs may send the gateway (with the key) besides the account's own origin: its
+ * regions' API hosts, all under bfl.ai ("allow the wildcard delivery.*.bfl.ai (or all of *.bfl.ai)
+ * rather than individual regional hostnames, which can change", same page). `*.` matches subdomains.
+ * Result samples carry no key: the images service downloads them from the descriptor's `resultHosts`.
  */
 export const BFL_HOSTS: readonly string[] = ['*.bfl.ai'];
 
@@ -192,11 +192,14 @@ export class BflClient implements WireClient {
     }
   }
 
-  /** The task's image: its signed URL, fetched and stored by the gateway at once (it lives 10 minutes). */
+  /**
+   * The task's image: its signed URL, fetched and stored by the gateway at once (it lives 10 minutes),
+   * only from the provider's result hosts (the descriptor's, and the operator's) or the account's own
+   * host: the images service checks it, as for every provider.
+   */
   private image(result: BflResultAnswer, request: ProviderRequest): ProviderImage {
     const sample = result.result?.sample;
     if (typeof sample !== 'string') throw upstream.failed(this.options.provider, `task ${String(result.id)} is Ready without result.sample`);
-    this.trusted(sample, 'result.sample');
     return { url: sample, width: request.width, height: request.height };
   }
 
