@@ -93,7 +93,7 @@ export const envSchema = z.object({
     defaultText: 'none',
   }),
   KEY_LEASE_TTL_MS: declare(integer(300, 3_600_000).default(30_000), { description: 'a `max_concurrent` slot held by a process that died frees after this' }),
-  IDEMPOTENCY_LEASE_MS: declare(integer(300, 3_600_000).default(10_000), {
+  IDEMPOTENCY_LEASE_MS: declare(integer(300, 3_600_000).default(30_000), {
     description:
       "an `Idempotency-Key`'s claim while its request runs, renewed every third of it: a claim nobody renews (its process died, or its removal after a database outage failed) is taken over by a retry after this",
   }),

@@ -23,7 +23,7 @@ import { openResponse, sealResponse } from './response-sealing';
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 /** A claim's lease when the gateway does not say (it passes IDEMPOTENCY_LEASE_MS). */
-const DEFAULT_LEASE_MS = 10_000;
+const DEFAULT_LEASE_MS = 30_000;
 
 /** Outcomes worth replaying. 429 and 5xx are not kept: a retry should run again (nothing was charged). */
 function keepable(status: number): boolean {
