@@ -22,10 +22,11 @@ describe('slow and oversized request bodies cannot hold connections', () => {
   afterAll(() => t.close());
 
   it.each([
-    ['an unauthenticated client', '/v1/images/generations', {}, 65_536],
+    ['an unauthenticated client', '/generations/gen_1/cancel', {}, 65_536],
     ['the admin', '/admin/keys', admin, 65_536],
-    // Operations that take image inputs (x-image-inputs) have the larger limit of GATEWAY_INPUT_LIMITS.maxBodyBytes.
+    // The generation operations (x-image-inputs) have the larger limit of GATEWAY_INPUT_LIMITS.maxBodyBytes.
     ['an unauthenticated client of an operation with image inputs', '/images/generate', {}, 75_497_472],
+    ['an unauthenticated client of OpenAI generations', '/v1/images/generations', {}, 75_497_472],
     ['an unauthenticated client of OpenAI edits', '/v1/images/edits', {}, 75_497_472],
   ])('a Content-Length over the body limit from %s is 413 before any body byte is sent, and the connection closes', async (_who, path, headers, limit) => {
     const connection = await rawConnection(t.gateway.url, postHead(path, limit + 1, headers));
