@@ -545,6 +545,11 @@ interface Closure {
    * one step a character, not one transition per distinct character).
    */
   readonly literals: ReadonlySet<number> | null;
+  /**
+   * For a closure of more than INDEX_FROM literal states: its literal states by code point, and
+   * the others, so a transition tests only the literals it names (a thousand terms' first letters).
+   */
+  readonly index: { byLiteral: Map<number, number[]>; classes: Int32Array } | null;
   /** The lowest pattern index whose match state the closure reaches; -1 for none. */
   readonly match: number;
 }
@@ -556,10 +561,13 @@ interface Closure {
  * rest (the look-up, the transition's entry). Measured by
  * scripts/bench-guardrails.mjs so that a step costs about the same whatever the set.
  */
-const VISIT_STEPS = 2;
-const TEST_STEPS = 2;
-const KERNEL_STEPS = 4;
+const VISIT_STEPS = 5;
+const TEST_STEPS = 3;
+const KERNEL_STEPS = 8;
 const MISS_STEPS = 48;
+/** Closures with more literal states than this are indexed by literal, at this many steps a character state. */
+const INDEX_FROM = 16;
+const INDEX_STEPS = 2;
 /** A character read through a state's `otherwise` (a set look-up beside the step). */
 const OTHERWISE_STEPS = 1;
 
@@ -792,9 +800,28 @@ export class PatternSet {
       }
       if (lit >= 0x80) literals.add(lit);
     }
-    const value: Closure = { chars: Int32Array.from(chars), literals, match };
+    let index: Closure['index'] = null;
+    let literalCount = 0;
+    for (const c of chars) if ((this.lit[c] as number) >= 0) literalCount += 1;
+    if (literalCount > INDEX_FROM) {
+      const byLiteral = new Map<number, number[]>();
+      const classes: number[] = [];
+      for (const c of chars) {
+        const lit = this.lit[c] as number;
+        if (lit < 0) classes.push(c);
+        else {
+          const list = byLiteral.get(lit);
+          if (list) list.push(c);
+          else byLiteral.set(lit, [c]);
+        }
+      }
+      index = { byLiteral, classes: Int32Array.from(classes) };
+      cost += INDEX_STEPS * chars.length;
+      if (cost > allowed) throw new StepBudgetExceeded();
+    }
+    const value: Closure = { chars: Int32Array.from(chars), literals, index, match };
     state.closures[after] = value;
-    this.cachedInts += chars.length;
+    this.cachedInts += 2 * chars.length;
     return { value, cost };
   }
 
@@ -804,7 +831,8 @@ export class PatternSet {
     const { scratch, seen, lit: lits, out, predicateOf, answers, answeredIn } = this;
     let size = 0;
     let cost = 0;
-    const chars = closure.chars;
+    const named = closure.index?.byLiteral.get(cp);
+    const chars = closure.index === null ? closure.chars : named === undefined ? closure.index.classes : [...named, ...closure.index.classes];
     for (let i = 0; i < chars.length; i += 1) {
       const s = chars[i] as number;
       const lit = lits[s] as number;
