@@ -77,9 +77,8 @@ export async function sweepOnce(deps: SweepDeps): Promise<SweepResult> {
       if (stale.length < 500) break;
     }
   }
-  // A 'running' idempotency record outlives any request only when its process died.
-  const runningBefore = now - Math.max(...Object.values(deps.staleAfterMs));
-  const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, runningBefore);
+  // A 'running' idempotency record whose lease lapsed is renewed by nobody: its request is gone.
+  const idempotencyPruned = await pruneIdempotencyRecords(deps.db, now - IDEMPOTENCY_TTL_MS, now);
   // Before the image pass: the input images of a withheld prompt expire here, and their bytes go in that pass.
   const promptsWithheld = await applyPromptRetention(deps.db, deps.promptRetention ?? 'full', now);
   const imagesDeleted = (await deps.images?.sweep()) ?? 0;

@@ -32,6 +32,8 @@ describe('a real gateway process: crash safety and graceful shutdown', () => {
       // A dead process's generations are taken over once their lease lapses: short here.
       GENERATION_LEASE_MS: '1000',
       GENERATION_POLL_MS: '100',
+      // And a dead request's Idempotency-Key claim.
+      IDEMPOTENCY_LEASE_MS: '1000',
     };
   });
   afterAll(async () => {
