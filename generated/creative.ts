@@ -287,7 +287,7 @@ export interface components {
             };
         };
         InternalGenerationRequest: {
-            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. Characters a reader does not see (tag characters, variation selectors, zero-width characters) are removed before it is checked, stored and sent upstream. */
             prompt: string;
             model: string;
             provider?: components["schemas"]["ProviderName"];

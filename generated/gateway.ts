@@ -1641,7 +1641,7 @@ export interface components {
          *     stream of events).
          */
         OpenAIImageRequest: {
-            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. Characters a reader does not see (tag characters, variation selectors, zero-width characters) are removed before it is checked, stored and sent upstream. */
             prompt: string;
             model: string;
             /** @default 1 */
@@ -1703,7 +1703,7 @@ export interface components {
              * @description A PNG with alpha, the size of the first image (models with `input_limits.mask` only).
              */
             mask?: string;
-            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
+            /** @description At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. Characters a reader does not see (tag characters, variation selectors, zero-width characters) are removed before it is checked, stored and sent upstream. */
             prompt: string;
             model: string;
             /** @description Number of images, 1 to 4 (default 1). */
@@ -2371,7 +2371,10 @@ export interface components {
          */
         Fallback: boolean;
         GenerateImageRequest: {
-            /** @description What to draw. At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged. */
+            /**
+             * @description What to draw. At most the model's `max_prompt_chars` (GET /v1/models/{model}): 4,000 characters unless its upstream documents more (OpenAI's GPT image models: 32,000); longer is 400 `invalid_request`, `param` `prompt`, before anything is charged.
+             *     Characters a reader does not see are removed before the prompt is checked, stored and sent upstream: tag characters (U+E0000–E007F), variation selectors, zero-width and other default-ignorable characters, and the interlinear annotation controls (U+FFF9–FFFB); an emoji keeps its joiners and one presentation selector (docs/guardrails.md).
+             */
             prompt: string;
             /** @description Model id from the catalog, e.g. `local-1` or `jimeng-4.5`. */
             model: string;
