@@ -285,9 +285,28 @@ describe('modelsForKey and modelForKey', () => {
         credits_per_image: 1,
         credit_price: inCredits(1),
         size_bounds: bounds,
+        max_prompt_chars: 4000,
       },
-      { id: 'seedream', object: 'model', created: 0, owned_by: 'jimeng', default_size: '2048x2048', credits_per_image: 4, credit_price: inCredits(4) },
-      { id: 'dall-e', object: 'model', created: 0, owned_by: 'openai', default_size: '1024x1024', credits_per_image: 8, credit_price: inCredits(8) },
+      {
+        id: 'seedream',
+        object: 'model',
+        created: 0,
+        owned_by: 'jimeng',
+        default_size: '2048x2048',
+        credits_per_image: 4,
+        credit_price: inCredits(4),
+        max_prompt_chars: 4000,
+      },
+      {
+        id: 'dall-e',
+        object: 'model',
+        created: 0,
+        owned_by: 'openai',
+        default_size: '1024x1024',
+        credits_per_image: 8,
+        credit_price: inCredits(8),
+        max_prompt_chars: 4000,
+      },
     ]);
     expect(modelsForKey(everything, catalog)[1]).not.toHaveProperty('size_bounds');
   });
@@ -309,6 +328,7 @@ describe('modelsForKey and modelForKey', () => {
       default_size: '1024x1024',
       credits_per_image: 8,
       credit_price: inCredits(8),
+      max_prompt_chars: 4000,
     });
   });
 
