@@ -2,7 +2,7 @@
 // takes on this machine, for the worst cases the gateway accepts (docs/guardrails.md, "What a check costs").
 // Transpiles src/guardrails/ (and what it imports) with TypeScript into a temporary folder and loads it: no build needed.
 // Prints one row per case: the steps the check counted, its median and worst CPU time over the runs, and its verdict.
-// Options: --runs N (default 15), --json (the rows as JSON, for bench.mjs).
+// Options: --runs N (default 15), --length N (the prompts' length; default the longest the gateway takes), --json (the rows as JSON).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -50,7 +50,7 @@ try {
 }
 const { CompiledPromptRules, PROMPT_RULE_LIMITS, validatePromptRules, mergePromptRules } = rules;
 
-const MAX_PROMPT = PROMPT_RULE_LIMITS.promptLength;
+const MAX_PROMPT = Number(flag('length') ?? PROMPT_RULE_LIMITS.promptLength);
 
 /** Patterns of about `states` states each, every one a different shape of repetition. */
 function heavyPatterns(count, shape) {
