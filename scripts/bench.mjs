@@ -4,7 +4,7 @@
 // Options: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 3), BENCH_SKIP_MILLION=1,
 // BENCH_SKIP_PG=1, BENCH_CPU_PROF=1 (profiles to bench-profiles/), BENCH_NODE_FLAGS (extra node flags for the gateway),
 // BENCH_THREADS=1 (prints each measured process's CPU per request by thread), BENCH_STDOUT=<prefix> (keeps the gateways' stdout).
-// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, hop-matrix, overload, slow, slow-pg, analytics), --rounds N, --seconds S,
+// Flags: --only ROW[,ROW] (rows: sqlite10k, sqlite1m, postgres, upstream, upstream-pg, openai-compat, hop-matrix, overload, slow, slow-pg, analytics, guardrails), --rounds N, --seconds S,
 // --analytics-keys N, --analytics-generations N, --analytics-days N (the analytics row's scale; default 100,000 / 10,000,000 / 90),
 // --inflight N, --delay MS and --slow-targets gateway,gateway-async,express (the slow-generations rows), --ab PATH (another build's dist/src/main.js measured in the
 // sqlite10k and upstream rounds too, for paired A/B; BENCH_AB_NODE_FLAGS gives that process node flags, BENCH_AB_ENV (JSON) extra environment, sqlite10k and upstream rows), --report-only. Each run merges its rows into bench-results/latest.json
@@ -31,7 +31,7 @@ const SECONDS = Number(flag('seconds') ?? process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FIXED_RATE = 1000;
 const ROUNDS = Number(flag('rounds') ?? process.env.BENCH_ROUNDS ?? 3);
-const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'hop-matrix', 'overload', 'slow', 'slow-pg', 'analytics'];
+const ALL_ROWS = ['sqlite10k', 'sqlite1m', 'postgres', 'upstream', 'upstream-pg', 'openai-compat', 'hop-matrix', 'overload', 'slow', 'slow-pg', 'analytics', 'guardrails'];
 const ONLY = new Set((flag('only') ?? ALL_ROWS.join(',')).split(','));
 for (const row of ONLY) if (!ALL_ROWS.includes(row)) throw new Error(`--only: unknown row ${row} (rows: ${ALL_ROWS.join(', ')})`);
 if (process.env.BENCH_SKIP_MILLION) ONLY.delete('sqlite1m');
@@ -1315,6 +1315,12 @@ async function main() {
       { startProcess, stop, gatewayEnv, scratchDatabase, median, adminSecret: ADMIN_SECRET },
     );
     results.analytics = analytics;
+    save();
+  }
+  if (ONLY.has('guardrails')) {
+    // One prompt-rule check of the largest accepted sets against the longest prompts (docs/guardrails.md, "What a check costs").
+    results.guardrails = JSON.parse(execFileSync(process.execPath, ['scripts/bench-guardrails.mjs', '--json'], { cwd: root, encoding: 'utf8' }));
+    console.table(results.guardrails);
     save();
   }
   if (ONLY.has('sqlite10k') || ONLY.has('sqlite1m') || ONLY.has('postgres')) {
