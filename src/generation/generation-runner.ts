@@ -14,7 +14,7 @@ import type { ImagesService } from '../images/images.service';
 import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
-import { creditsOf, heldFor, imagesOfCalls, unbilledOf } from './charges';
+import { creditsOf, deliveredCharge, heldFor, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, chainOf, interrupted, onModel, storedRequestOf, unacknowledgedCalls } from './durable';
@@ -34,7 +34,7 @@ import {
   type Unbilled,
 } from './settlement.repository';
 import type { GenerationOutcome } from './generation-outcome';
-import { imageOwnerOf, withdrawEarlierOutputs } from '../images/images.repository';
+import { imageOwnerOf, withdrawOtherOutputs } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
 import type { ProviderImage } from '../providers/provider';
 
@@ -103,8 +103,8 @@ interface Progress {
 
 /** What the channel phase came to; settle() has one settlement per kind. */
 type RunOutcome =
-  /** Images made and stored: charged the price of `entry`, the model that delivered. */
-  | ({ kind: 'produced'; entry: CatalogModel; images: ProviderImage[] } & Progress)
+  /** Images made and stored (`imageIds`, their rows): charged the price of `entry`, the model that delivered. */
+  | ({ kind: 'produced'; entry: CatalogModel; images: ProviderImage[]; imageIds: readonly string[] } & Progress)
   /** A takeover that may not run at all: a call it can neither resume nor send again, or a task the upstream no longer keeps. */
   | ({ kind: 'unresumable'; error: ApiError; code: string; unbilled: Unbilled | undefined } & Progress)
   /** Canceled or taken over (on any replica) while it ran: it delivers nothing. */
@@ -211,8 +211,6 @@ export class GenerationRunner {
     let losses = noLosses;
     let imagesMade = false;
     try {
-      // A takeover's result is its own images: what an earlier run stored before it died is withdrawn first.
-      if (row.runs > 1) await writes.run((trx) => withdrawEarlierOutputs(trx, row.id, clock.now()));
       // Read back by id on every run: a takeover sends exactly the inputs the request gave.
       const inputs = stored.inputs ? await this.deps.inputs.resolve(stored.inputs) : {};
       const stages = chain.map((entry) => ({ entry, request: { ...onModel(stored, entry.model).request, ...inputs } }));
@@ -229,6 +227,7 @@ export class GenerationRunner {
       if (!result.ok) return stopOf(run, result.error, { stage, attempts, losses, attemptsWritten: false });
       imagesMade = true;
       // Stored before success is recorded: an image the client cannot get is never charged.
+      let imageIds: string[] = [];
       const images = await this.deps.images.persist(
         {
           generationId: row.id,
@@ -237,10 +236,13 @@ export class GenerationRunner {
           images: result.images,
           responseFormat: stored.request.responseFormat,
           keepBase64: stored.keep_base64,
+          onStored: (ids) => {
+            imageIds = ids;
+          },
         },
         signal,
       );
-      return { kind: 'produced', entry: result.entry, images, stage, attempts, losses, attemptsWritten: false, imagesMade };
+      return { kind: 'produced', entry: result.entry, images, imageIds, stage, attempts, losses, attemptsWritten: false, imagesMade };
     } catch (error) {
       return stopOf(run, error, { stage, attempts, losses, attemptsWritten: false, imagesMade });
     }
@@ -269,8 +271,8 @@ export class GenerationRunner {
     const { entry, stage, attempts, losses } = produced;
     const latencyMs = elapsedMs(clock, run.started);
     const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
-    // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
-    const credits = heldFor(stage, row).credits;
+    // What was delivered, priced on the model that delivered it, within what that model holds of the reservation.
+    const { credits, overrun } = deliveredCharge(stage, heldFor(stage, row), produced.images);
     // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
     // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
     const loss = unbilledOf(
@@ -286,9 +288,9 @@ export class GenerationRunner {
     let settled: boolean;
     let hooked = false;
     try {
-      // Without a completion webhook or a new price (most requests) there is no event to write: one statement on PostgreSQL.
+      // Without a completion webhook, a new price or a predecessor (most requests) there is nothing else to write: one statement on PostgreSQL.
       settled =
-        stored.webhook === undefined && delivered === undefined
+        stored.webhook === undefined && delivered === undefined && row.runs === 1
           ? await this.settleBatched({ id: row.id, outcome, attempts })
           : await writes.run(async (trx) => {
               let done: boolean;
@@ -298,6 +300,8 @@ export class GenerationRunner {
                 await insertAttempts(trx, attempts);
                 done = await completeGeneration(trx, row.id, outcome);
               }
+              // A takeover's result is its own images: what an earlier run stored before it died is withdrawn with the settlement.
+              if (done && row.runs > 1) await withdrawOtherOutputs(trx, row.id, produced.imageIds, outcome.completedAt);
               hooked = done && (await completionWebhooks?.emit(trx, row.id)) === true;
               return done;
             });
@@ -312,13 +316,20 @@ export class GenerationRunner {
       // settled in stands, and no image leaves the gateway. A cancel charged the calls it found sent;
       // what else the upstream made is the operator's loss.
       this.deps.logger.warn({ generation_id: row.id }, 'generation finished after it had been settled elsewhere');
-      await this.withdraw(row.id, stored, attempts, losses);
+      await this.withdraw(row.id, produced.imageIds, stored, attempts, losses);
       return this.settle(run, stopOf(run, signal.aborted ? signal.reason : new LeaseLost(row.id, true), { ...produced, attemptsWritten: true }));
     }
     // Recorded with the settlement when it re-priced, else after it.
     if (loss && delivered) metrics.unbilledImages.inc({ reason: loss.reason }, loss.images);
     else if (loss) await this.recordLoss(row.id, loss);
     if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
+    if (overrun > 0) {
+      metrics.unbilledCredits.inc({ model: entry.model, reason: 'over_reservation' }, overrun);
+      this.deps.logger.warn(
+        { generation_id: row.id, model: entry.model, credits, overrun },
+        'delivered more than the reservation covers: the difference is unbilled',
+      );
+    }
     metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
     return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images: produced.images, credits };
   }
@@ -391,6 +402,8 @@ export class GenerationRunner {
           ...(canceled || disconnected ? { status: 'canceled' as const, chargedCredits } : unbilled ? { unbilled } : {}),
         });
         if (settled && !(canceled || disconnected) && unbilled) metrics.unbilledImages.inc({ reason: unbilled.reason }, unbilled.images);
+        // What an earlier run of a taken-over generation stored is no result of it.
+        if (settled && row.runs > 1) await withdrawOtherOutputs(trx, row.id, [], clock.now());
         if (!settled) {
           endedElsewhere = (await findGeneration(trx, row.id))?.status === 'canceled' ? 'canceled' : 'settled';
           // Canceled elsewhere before this synchronous run sent all it would: the cancel charged every image.
@@ -433,11 +446,20 @@ export class GenerationRunner {
     }
   }
 
-  /** A finished run whose generation had been settled elsewhere: its stored images go, and a loss the settlement did not charge is listed. */
-  private async withdraw(id: string, stored: StoredGenerationRequest, attempts: readonly GenerationAttemptsTable[], losses: UpstreamLosses): Promise<void> {
+  /**
+   * A finished run whose generation had been settled elsewhere: its stored images go (its own only:
+   * another run of the generation may have delivered), and a loss the settlement did not charge is listed.
+   */
+  private async withdraw(
+    id: string,
+    imageIds: readonly string[],
+    stored: StoredGenerationRequest,
+    attempts: readonly GenerationAttemptsTable[],
+    losses: UpstreamLosses,
+  ): Promise<void> {
     const { writes, clock, metrics, logger } = this.deps;
     try {
-      await this.deps.images.withdraw(id);
+      await this.deps.images.withdraw(id, imageIds);
       const ended = await findGeneration(this.deps.db, id);
       const made = unbilledOf(stored, attempts, false, losses);
       if (ended && ended.status !== 'canceled' && made) {

@@ -63,21 +63,29 @@ export async function purgeImageTombstones(db: Db, before: number): Promise<void
 }
 
 /**
- * Ends the retention of the output images a generation's earlier runs stored (a takeover: the process
- * that ran it died while or after storing them, before its settlement): they are not its result, their
- * URLs answer 410 and the sweeper deletes whatever bytes reached the store. Its inputs stay.
+ * Ends the retention of a generation's output images other than `kept` (the result of the run that
+ * settles it): what another run of it stored (a takeover's predecessor that died while or after storing
+ * them) is not its result. Their URLs answer 410 and the sweeper deletes whatever bytes reached the store.
+ * Its inputs stay.
  */
-export async function withdrawEarlierOutputs(db: Db, generationId: string, now: number): Promise<void> {
-  await db
+export async function withdrawOtherOutputs(db: Db, generationId: string, kept: readonly string[], now: number): Promise<void> {
+  let query = db
     .updateTable('stored_images')
     .set({ expires_at: now })
     .where('generation_id', '=', generationId)
     .where('role', '=', 'output')
-    .where('expires_at', '>', now)
-    .execute();
+    .where('expires_at', '>', now);
+  if (kept.length > 0) query = query.where('id', 'not in', kept);
+  await query.execute();
 }
 
-/** Ends the retention of a generation's images now (withdrawn): served as expired, swept with the others. */
-export async function expireGenerationImages(db: Db, generationId: string, now: number): Promise<void> {
-  await db.updateTable('stored_images').set({ expires_at: now }).where('generation_id', '=', generationId).where('expires_at', '>', now).execute();
+/**
+ * Ends the retention of a generation's images now (withdrawn): served as expired, swept with the
+ * others. `imageIds`: only those (one run's, when another run of the generation may have delivered).
+ */
+export async function expireGenerationImages(db: Db, generationId: string, now: number, imageIds?: readonly string[]): Promise<void> {
+  if (imageIds !== undefined && imageIds.length === 0) return;
+  let query = db.updateTable('stored_images').set({ expires_at: now }).where('generation_id', '=', generationId).where('expires_at', '>', now);
+  if (imageIds !== undefined) query = query.where('id', 'in', imageIds);
+  await query.execute();
 }

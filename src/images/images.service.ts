@@ -60,6 +60,8 @@ export interface PersistRequest {
    * nothing; a caller that answers later (the asynchronous API's worker) sets this.
    */
   keepBase64?: boolean;
+  /** Told the ids of the image rows stored, once their rows exist: what this run withdraws if it does not deliver them. */
+  onStored?: (imageIds: string[]) => void;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -112,7 +114,7 @@ export class ImagesService {
     const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
     // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
     if (!kept) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
-    const rows = await this.keep(request.generationId, request.owner, taken, sizeOf);
+    const rows = await this.keep(request.generationId, request.owner, taken, sizeOf, request.onStored);
     return rows.map((row, i) => ({ ...(request.responseFormat === 'b64_json' ? { b64Json: base64(i) } : { url: this.signedUrl(row) }), ...sizeOf(i) }));
   }
 
@@ -121,12 +123,14 @@ export class ImagesService {
     owner: ImageOwner,
     taken: TakenImage[],
     sizeOf: (i: number) => { width: number; height: number },
+    onStored?: (imageIds: string[]) => void,
   ): Promise<StoredImagesTable[]> {
     return this.storeImages(
       generationId,
       owner,
       taken.map(({ bytes, contentType }, position) => ({ bytes, contentType, role: 'output', position, ...sizeOf(position) })),
       'The generated images could not be stored; nothing was charged. Try again later.',
+      onStored,
     );
   }
 
@@ -135,7 +139,13 @@ export class ImagesService {
     return this.storeImages(generationId, owner, images, 'The input images could not be stored; nothing was charged. Try again later.');
   }
 
-  private async storeImages(generationId: string, owner: ImageOwner, images: StoredImageBytes[], refusal: string): Promise<StoredImagesTable[]> {
+  private async storeImages(
+    generationId: string,
+    owner: ImageOwner,
+    images: StoredImageBytes[],
+    refusal: string,
+    onStored?: (imageIds: string[]) => void,
+  ): Promise<StoredImagesTable[]> {
     const { clock, retentionMs, store, writes, logger } = this.deps;
     const now = clock.now();
     const rows: StoredImagesTable[] = images.map(({ bytes, contentType, role, position, width, height }) => ({
@@ -156,6 +166,7 @@ export class ImagesService {
     // Rows first: the sweeper then knows every object that may exist, even if a put below fails.
     // One multi-row INSERT is atomic by itself: on PostgreSQL it goes without BEGIN/COMMIT (one round trip).
     await writes.single((db) => insertStoredImages(db, rows));
+    onStored?.(rows.map((row) => row.id));
     try {
       await Promise.all(rows.map((row, i) => store.put(row.id, (images[i] as StoredImageBytes).bytes, row.content_type as StoredImageContentType)));
     } catch (error) {
@@ -258,11 +269,12 @@ export class ImagesService {
 
   /**
    * Takes back the images of a generation that will not deliver them (settled elsewhere while it
-   * ran): their URLs answer 410 from now on and the sweeper deletes the bytes.
+   * ran): their URLs answer 410 from now on and the sweeper deletes the bytes. `imageIds`: only
+   * those (a run's own: another run of the generation may have delivered its own).
    */
-  async withdraw(generationId: string): Promise<void> {
+  async withdraw(generationId: string, imageIds?: readonly string[]): Promise<void> {
     const now = this.deps.clock.now();
-    await this.deps.writes.run((trx) => expireGenerationImages(trx, generationId, now));
+    await this.deps.writes.run((trx) => expireGenerationImages(trx, generationId, now, imageIds));
   }
 
   /** The stored bytes; 410 when the store no longer has them (swept meanwhile). */
