@@ -199,6 +199,8 @@ describe('key policy: max_concurrent, allowed_ips, allowed_models, metadata, ale
         max_images: 4,
         formats: ['png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff'],
         max_bytes: 10_000_000,
+        // The gateway's own bound on every input, where the model states none.
+        max_pixels: 36_000_000,
         mask: true,
         delivery: 'inline',
       });
