@@ -1,6 +1,7 @@
 import type { components } from '../../generated/creative';
 import type { ChannelRouter } from '../channels/channel-router';
 import { type CatalogModel, fallbackChain } from '../config/catalog';
+import { effectiveInputLimits } from '../images/inputs/input-limits';
 import { creditPriceOf } from '../pricing/catalog-prices';
 import type { ProviderRegistry } from '../providers/registry';
 
@@ -29,7 +30,8 @@ export class CatalogService {
           credit_price: creditPriceOf(entry),
           default_size: entry.default_size,
           ...(entry.size_bounds ? { size_bounds: entry.size_bounds } : {}),
-          ...(entry.input_limits ? { input_limits: { ...entry.input_limits, formats: [...entry.input_limits.formats] } } : {}),
+          // As the intake takes them (and GET /v1/models shows them): the model's own within the gateway's.
+          ...(entry.input_limits ? { input_limits: { ...effectiveInputLimits(entry.input_limits), formats: [...entry.input_limits.formats] } } : {}),
           ...(fallbacks.length > 0 ? { fallbacks } : {}),
           status,
         };
