@@ -61,6 +61,22 @@ export function readImageHeader(bytes: Buffer): ImageHeader | undefined {
   return { format, ...size };
 }
 
+/** How much base64 is decoded first to find a header: PNG and WebP name their size in their first 30 bytes, most JPEGs within 64 KiB. */
+const BASE64_HEADER_PREFIX = 4 * 16_384;
+
+/**
+ * `readImageHeader` of base64 bytes, decoding only the start where the header is (the whole of them
+ * only for a JPEG whose frame header comes later, after large metadata).
+ */
+export function readBase64ImageHeader(base64: string): ImageHeader | undefined {
+  if (base64.length > BASE64_HEADER_PREFIX) {
+    const start = Buffer.from(base64.slice(0, BASE64_HEADER_PREFIX), 'base64');
+    const header = readImageHeader(start);
+    if (header || sniffImageFormat(start) === undefined) return header;
+  }
+  return readImageHeader(Buffer.from(base64, 'base64'));
+}
+
 type HeaderReader = (bytes: Buffer) => { width: number; height: number; alpha?: boolean } | undefined;
 
 const HEADER_READERS: Record<InputImageFormat, HeaderReader> = {

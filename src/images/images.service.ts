@@ -10,7 +10,7 @@ import { fillPath } from '../http/operation-path';
 import type { ProviderImage } from '../providers/provider';
 import type { Clock } from '../shared/clock';
 import { newSortableId } from '../shared/ids';
-import { type ImageContentType, type StoredImageContentType, sniffImageType } from './image-bytes';
+import { type ImageContentType, type ImageHeader, type StoredImageContentType, readBase64ImageHeader, readImageHeader, sniffImageType } from './image-bytes';
 import { type FetchLimits, HostAllowList, fetchUpstreamImage } from './image-fetch';
 import type { ByteRange, ImageStore } from './image-store';
 import type { ImageUrlSigner } from './image-url-signer';
@@ -80,6 +80,8 @@ export interface StoredImageBytes {
 interface TakenImage {
   bytes: Buffer;
   contentType: ImageContentType;
+  /** The size its header declares: what is delivered, whatever size was asked or the upstream reported. */
+  header?: ImageHeader;
 }
 
 /**
@@ -111,7 +113,10 @@ export class ImagesService {
     const kept = !(request.responseFormat === 'b64_json' && !request.keepBase64);
     const taken = await Promise.all(request.images.map((image) => this.take(request.provider, image, signal, !kept)));
     const base64 = (i: number) => request.images[i]?.b64Json ?? (taken[i] as TakenImage).bytes.toString('base64');
-    const sizeOf = (i: number) => ({ width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 });
+    const sizeOf = (i: number) => {
+      const header = (taken[i] as TakenImage).header;
+      return header ? { width: header.width, height: header.height } : { width: request.images[i]?.width ?? 0, height: request.images[i]?.height ?? 0 };
+    };
     // The client of a synchronous b64_json request already holds the bytes: checked, not kept.
     if (!kept) return taken.map((_, i) => ({ b64Json: base64(i), ...sizeOf(i) }));
     const rows = await this.keep(request.generationId, request.owner, taken, sizeOf, request.onStored);
@@ -224,7 +229,7 @@ export class ImagesService {
         if (Buffer.byteLength(image.b64Json, 'base64') > limits.maxBytes) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
         const contentType = sniffImageType(Buffer.from(image.b64Json.slice(0, 32), 'base64'));
         if (!contentType) throw refuse('it is not a PNG, JPEG or WebP image');
-        return { bytes: EMPTY, contentType };
+        return { bytes: EMPTY, contentType, header: readBase64ImageHeader(image.b64Json) };
       }
       bytes = Buffer.from(image.b64Json, 'base64');
     } else if (image.url !== undefined) {
@@ -238,7 +243,7 @@ export class ImagesService {
     if (bytes.length > limits.maxBytes) throw refuse(`it is larger than ${limits.maxBytes} bytes`);
     const contentType = sniffImageType(bytes);
     if (!contentType) throw refuse('it is not a PNG, JPEG or WebP image');
-    return { bytes, contentType };
+    return { bytes, contentType, header: readImageHeader(bytes) };
   }
 
   /** The gateway's own URL for a stored image, valid until the image expires. */

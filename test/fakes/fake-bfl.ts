@@ -2,14 +2,17 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, sniff } from './input-images';
-import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } from './scenario';
+import { AccountCounters, readBody, sendJson, token, answering } from './scenario';
+import { solidJpeg, solidPng } from './solid-images';
 
 /**
  * A local stand-in for Black Forest Labs' API, kept apart from the gateway's tables on purpose.
  * Sources: BFL's API reference (docs.bfl.ai/api-reference, generated from api.bfl.ai/openapi.json),
  * docs.bfl.ai/api_integration/errors, docs.bfl.ai/api_integration/integration_guidelines and
  * help.bfl.ai "FLUX.2 Technical Specifications".
- * - `POST /v1/{model}` with `x-key` answers `{id, polling_url, cost}`; the polling URL is the fake's
+ * - `POST /v1/{model}` with `x-key` answers `{id, polling_url, cost, input_mp, output_mp}` (`cost` in
+ *   credits of US$0.01: FLUX1.1 [pro] and Kontext [pro] 4 an image; FLUX.2 [pro] 3 for the first output
+ *   megapixel and 1.5 for each further one and each input one, bfl.ai/pricing); the polling URL is the fake's
  *   own `GET /v1/get_result?id=…` (BFL's names the region that took the task: a client must poll it
  *   as given). No key: 403 "Not authenticated" (FastAPI's refusal of a missing `x-key`); a wrong one:
  *   401 (BFL does not document which of 401 / 403 it answers). A model it does not serve: 404.
@@ -21,7 +24,9 @@ import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } f
  *   document is refused too, so a test sees the gateway send it.
  * - `GET /v1/get_result?id=` (with `x-key`) answers `{id, status, result, progress, details}`:
  *   `Pending`, then `Ready` with `result.sample`, a signed URL on `/results/{id}/sample.{jpeg|png}`
- *   (`se` expiry 10 minutes on, `sig` its HMAC) that serves the image bytes; a wrong or expired
+ *   (`se` expiry 10 minutes on, `sig` its HMAC) that serves the image: a real JPEG or PNG of the size
+ *   the model made (FLUX1.1 [pro] and FLUX.2 [pro] `width` x `height`; Kontext its own about-1 MP size
+ *   for the ratio, e.g. 1392 x 752 for 16:9, not the gateway's nominal one); a wrong or expired
  *   signature answers 403. An unknown id: `Task not found`.
  * Prompt tokens: [pending:K] K polls say Pending (default 1); [hold] Pending until releaseHeld();
  * [moderated:request] / [moderated:content] the task ends `Request Moderated` / `Content Moderated`;
@@ -68,9 +73,18 @@ export interface FakeBflOptions {
   deliveryHost?: string;
 }
 
-/** A tiny JPEG's leading bytes and frame (what `output_format: jpeg` makes). */
-const TINY_JPEG_B64 =
-  '/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAP//////////////////////////////////////////////////////////////////////////////////////wgALCAABAAEBAREA/8QAFBABAAAAAAAAAAAAAAAAAAAAAP/aAAgBAQABPxA=';
+/** What Kontext makes for each ratio: about 1 MP, its sides multiples of 16 (the fake's own table). */
+const KONTEXT_OUTPUT: Record<string, [number, number]> = {
+  '21:9': [1568, 672],
+  '16:9': [1392, 752],
+  '4:3': [1184, 880],
+  '3:2': [1248, 832],
+  '1:1': [1024, 1024],
+  '2:3': [832, 1248],
+  '3:4': [880, 1184],
+  '9:16': [752, 1392],
+  '9:21': [672, 1568],
+};
 
 interface ModelSchema {
   fields: readonly string[];
@@ -78,8 +92,15 @@ interface ModelSchema {
   maxImages: number;
   /** Why its size fields are refused, or undefined. */
   size(body: Record<string, unknown>): { field: string; msg: string } | undefined;
+  /** The size it makes for an accepted body. */
+  output(body: Record<string, unknown>): [number, number];
+  /** What a task costs, in credits. */
+  cost(output: [number, number], inputMp: number): number;
   defaultFormat: 'jpeg' | 'png';
 }
+
+const sideOf = (value: unknown, fallback: number) => (Number.isInteger(value) ? (value as number) : fallback);
+const megapixels = ([w, h]: [number, number]) => Math.round((w * h) / 10_000) / 100;
 
 const inputFields = (count: number) => Array.from({ length: count }, (_, i) => (i === 0 ? 'input_image' : `input_image_${i + 1}`));
 const COMMON = ['prompt', 'seed', 'output_format', 'webhook_url', 'webhook_secret', 'safety_tolerance'];
@@ -108,6 +129,8 @@ const MODELS: Record<string, ModelSchema> = {
     maxImages: 0,
     defaultFormat: 'jpeg',
     size: (body) => sideRefusal(body, { defaults: [1024, 768], min: 256, max: 1440, multiple: 32 }),
+    output: (body) => [sideOf(body.width, 1024), sideOf(body.height, 768)],
+    cost: () => 4,
   },
   // FLUX.1 Kontext [pro]: aspect_ratio "between 21:9 and 9:21" (default 1:1), input_image … _4.
   'flux-kontext-pro': {
@@ -120,6 +143,8 @@ const MODELS: Record<string, ModelSchema> = {
       const ratio = match ? Number(match[1]) / Number(match[2]) : Number.NaN;
       return ratio >= 9 / 21 && ratio <= 21 / 9 ? undefined : { field: 'aspect_ratio', msg: 'Aspect ratio must be between 21:9 and 9:21' };
     },
+    output: (body) => KONTEXT_OUTPUT[String(body.aspect_ratio ?? '1:1')] ?? [1024, 1024],
+    cost: () => 4,
   },
   // FLUX.2 [pro]: sides ≥ 64 and multiples of 16, at most 4 MP (2048²); input_image … _8.
   'flux-2-pro': {
@@ -127,6 +152,8 @@ const MODELS: Record<string, ModelSchema> = {
     maxImages: 8,
     defaultFormat: 'jpeg',
     size: (body) => sideRefusal(body, { defaults: [1024, 1024], min: 64, multiple: 16, maxPixels: 2048 * 2048 }),
+    output: (body) => [sideOf(body.width, 1024), sideOf(body.height, 1024)],
+    cost: (output, inputMp) => 3 + 1.5 * Math.max(0, Math.ceil(megapixels(output)) - 1) + 1.5 * Math.ceil(inputMp),
   },
 };
 
@@ -135,6 +162,8 @@ interface Task {
   prompt: string;
   seed: number;
   format: 'jpeg' | 'png';
+  width: number;
+  height: number;
   polls: number;
   /** [hold]: Pending until releaseHeld(). */
   held: boolean;
@@ -173,7 +202,9 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
           return res.end('<Error><Code>AuthenticationFailed</Code></Error>');
         }
         downloads.push(id);
-        const bytes = Buffer.from(sample[2] === 'png' ? TINY_PNG_B64 : TINY_JPEG_B64, 'base64');
+        const task = tasks.get(id);
+        const [width, height] = task ? [task.width, task.height] : [1024, 1024];
+        const bytes = sample[2] === 'png' ? solidPng(width, height) : solidJpeg(width, height);
         res.writeHead(200, { 'Content-Type': `image/${sample[2]}`, 'Content-Length': bytes.length });
         return res.end(bytes);
       }
@@ -274,10 +305,28 @@ export async function startFakeBfl(options: FakeBflOptions, port = 0): Promise<F
 
       const id = randomUUID();
       const format = body.output_format === 'png' || body.output_format === 'jpeg' ? body.output_format : schema.defaultFormat;
-      tasks.set(id, { id, prompt, seed: Number(body.seed ?? 0), format, polls: 0, held: token(prompt, 'hold') !== undefined, finished: counters.start() });
+      const [width, height] = schema.output(body);
+      const inputMp = images.reduce((sum, image) => sum + megapixels([image.width ?? 0, image.height ?? 0]), 0);
+      tasks.set(id, {
+        id,
+        prompt,
+        seed: Number(body.seed ?? 0),
+        format,
+        width,
+        height,
+        polls: 0,
+        held: token(prompt, 'hold') !== undefined,
+        finished: counters.start(),
+      });
       submits.push({ id, model, body, images });
       const origin = token(prompt, 'foreign-polling') !== undefined ? foreignOrigin : ownOrigin;
-      return sendJson(res, 200, { id, polling_url: `${origin}/v1/get_result?id=${id}`, cost: 4, input_mp: 0, output_mp: 1 });
+      return sendJson(res, 200, {
+        id,
+        polling_url: `${origin}/v1/get_result?id=${id}`,
+        cost: schema.cost([width, height], inputMp),
+        input_mp: Math.round(inputMp * 100) / 100,
+        output_mp: megapixels([width, height]),
+      });
     }),
   );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));

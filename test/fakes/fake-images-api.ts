@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, decodeDataUri, fetchInputImage } from './input-images';
-import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
+import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, sizeOf, token, answering } from './scenario';
+import { solidPngB64 } from './solid-images';
 
 /**
  * A local stand-in for an OpenAI-style images API: Volcengine Ark (`flavour: 'ark'`, one image
@@ -11,14 +12,18 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * [hold:TAG] waits for releaseHeld(TAG) (or releaseHeld()); [echo:CODE:STATUS] an error answer whose message
  * echoes the Authorization header and the key (a hostile or careless upstream); [empty] no images; [image:KIND] a misbehaving
  * image file (scenario.ts serveImageFile); [b64:html] / [b64:huge] a base64 answer that is not an image / is 1 MB;
- * [billed:N] Ark's `usage.generated_images` is N; [quote-prompt:CODE:STATUS] an error answer whose message quotes the prompt. Image URLs point at the fake itself (GET /files/...).
+ * [billed:N] Ark's `usage.generated_images` is N; [quote-prompt:CODE:STATUS] an error answer whose message quotes the prompt;
+ * [extra-images:K] K images more than asked (`n`, or Ark's one). Image URLs point at the fake itself (GET /files/...).
+ * Every image is a real PNG of the size made (`size`, Ark's `1K`/`2K`/`4K` as squares, `adaptive` the input's).
  */
-/** The base64 image of an answer: the tiny PNG, or a misbehaving one ([b64:html], [b64:huge]). */
-function b64Image(kind: string | undefined): string {
+/** The base64 image of an answer: a PNG of the size made, or a misbehaving one ([b64:html], [b64:huge]). */
+function b64Image(kind: string | undefined, size: { width: number; height: number }): string {
   if (kind === 'html') return Buffer.from('<html><body>not an image</body></html>').toString('base64');
   if (kind === 'huge') return Buffer.concat([Buffer.from(TINY_PNG_B64, 'base64'), Buffer.alloc(1024 * 1024)]).toString('base64');
-  return TINY_PNG_B64;
+  return solidPngB64(size.width, size.height);
 }
+
+const SIZE_WORDS: Record<string, number> = { '1K': 1024, '2K': 2048, '4K': 4096 };
 
 /**
  * Ark's documented models (BytePlus "Image generation API", docs.byteplus.com/en/docs/ModelArk/1541523;
@@ -273,9 +278,16 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
       // `adaptive`: the output follows the input image, and the answer names its size as the doc writes it (`2048×2048`).
       const first = images[0];
       const madeSize = size === 'adaptive' && first?.width !== undefined && first.height !== undefined ? `${first.width}×${first.height}` : size;
-      const count = token(prompt, 'empty') !== undefined ? 0 : options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
+      const side = SIZE_WORDS[madeSize];
+      const pixels = sizeOf(madeSize) ?? (side ? { width: side, height: side } : { width: 1024, height: 1024 });
+      const asked = options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
+      // [deliver:N]: N images whatever was asked (an upstream that makes fewer than `n`).
+      const delivering = token(prompt, 'deliver');
+      const count = token(prompt, 'empty') !== undefined ? 0 : delivering !== undefined ? Number(delivering) : asked + Number(token(prompt, 'extra-images') ?? 0);
       const data = Array.from({ length: count }, (_, i) => ({
-        ...(body.response_format === 'b64_json' ? { b64_json: b64Image(token(prompt, 'b64')) } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
+        ...(body.response_format === 'b64_json'
+          ? { b64_json: b64Image(token(prompt, 'b64'), pixels) }
+          : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`, pixels) }),
         ...(options.flavour === 'ark' ? { size: madeSize } : { revised_prompt: prompt }),
       }));
       for (let i = 0; i < count; i += 1) made.push(prompt);

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sniff } from './input-images';
-import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token, answering } from './scenario';
+import { imageFileUrl, sendJson, serveImageFile, sizeOf, token, answering } from './scenario';
+import { solidJpeg, solidPngB64 } from './solid-images';
 
 /**
  * A local stand-in for OpenAI's Images API (`POST /v1/images/generations`, JSON, and `POST /v1/images/edits`,
@@ -17,6 +18,7 @@ import { TINY_PNG_B64, imageFileUrl, sendJson, serveImageFile, token, answering 
  * Failures per prompt token: [fail:CODE] or [fail:CODE:STATUS], CODE one of FAILURES (rate_limit_exceeded
  * answers with Retry-After: 7). Every error body is `{error:{message,type,param,code}}`. [hold]: the call
  * is answered only after releaseHeld() (a call whose client closes the connection first is listed in `abandoned` at once).
+ * [extra-images:K]: K images more than `n`. Images are real ones of the size made (PNG, JPEG for `output_format: jpeg`).
  */
 
 /** Each model's documented sizes, fields and values (SDK `ImageGenerateParamsBase` / `ImageEditParamsBase`). */
@@ -298,12 +300,16 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
         );
       }
       const model = String(fields.model);
-      const count = fields.n === undefined ? 1 : Number(fields.n);
+      // [extra-images:K]: K images more than `n` asked for (a misbehaving upstream or proxy).
+      const count = (fields.n === undefined ? 1 : Number(fields.n)) + Number(token(prompt, 'extra-images') ?? 0);
       const size = fields.size === undefined || fields.size === 'auto' ? '1024x1024' : String(fields.size);
+      const pixels = sizeOf(size) ?? { width: 1024, height: 1024 };
+      // The images are real ones of the size made, in the format asked (PNG by default; WebP is answered as PNG here).
+      const b64 = fields.output_format === 'jpeg' ? solidJpeg(pixels.width, pixels.height).toString('base64') : solidPngB64(pixels.width, pixels.height);
       for (let i = 0; i < count; i += 1) made.push(prompt);
       if (model === 'dall-e-3') {
         const data = Array.from({ length: count }, (_, i) => ({
-          ...(fields.response_format === 'b64_json' ? { b64_json: TINY_PNG_B64 } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`) }),
+          ...(fields.response_format === 'b64_json' ? { b64_json: b64 } : { url: imageFileUrl(req, prompt, `${Date.now()}-${i}`, pixels) }),
           revised_prompt: prompt,
         }));
         return sendJson(res, 200, { created: Math.floor(Date.now() / 1000), data });
@@ -315,7 +321,7 @@ export async function startFakeOpenAIImages(options: { apiKey: string }, port = 
       sendJson(res, 200, {
         created: Math.floor(Date.now() / 1000),
         background: fields.background === 'transparent' ? 'transparent' : 'opaque',
-        data: Array.from({ length: count }, () => ({ b64_json: TINY_PNG_B64 })),
+        data: Array.from({ length: count }, () => ({ b64_json: b64 })),
         output_format: String(fields.output_format ?? 'png'),
         quality: fields.quality === undefined || fields.quality === 'auto' ? 'medium' : String(fields.quality),
         size,

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, fetchInputImage } from './input-images';
 import { expectedVolcSignature } from './volc-signature';
-import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
+import { AccountCounters, delay, imageFileUrl, readBody, sendJson, serveImageFile, token, answering } from './scenario';
+import { solidPngB64 } from './solid-images';
 
 /**
  * A local stand-in for visual.volcengineapi.com (CVSync2AsyncSubmitTask / GetResult), with
@@ -11,7 +12,8 @@ import { AccountCounters, TINY_PNG_B64, delay, imageFileUrl, readBody, sendJson,
  * prompt's first K tasks only); [busy:K] the first K
  * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
  * not_found; [garbage] a non-JSON body; [slow:MS] answers late; [fail-from:K] the K-th and later
- * submits of that prompt fail with 50500 (the earlier ones make their images).
+ * submits of that prompt fail with 50500 (the earlier ones make their images). Each image is a real PNG
+ * of the task's `width` x `height` (1024 x 1024 when it sent none).
  */
 export interface FakeVisual {
   url: string;
@@ -125,8 +127,8 @@ export async function startFakeVisual(
       time_elapsed: '1ms',
     });
 
-  const resultUrl = (req: http.IncomingMessage, prompt: string, name: string) => {
-    const url = imageFileUrl(req, prompt, name);
+  const resultUrl = (req: http.IncomingMessage, prompt: string, name: string, size: { width: number; height: number }) => {
+    const url = imageFileUrl(req, prompt, name, size);
     // Like the real API's signed URLs (…~tplv-…-image.image?rk3s=…&x-expires=…), on the named host.
     return options.imageHost ? url.replace(/^http:\/\/[^/]+/, `https://${options.imageHost}`) + '?rk3s=fake&x-expires=9999999999' : url;
   };
@@ -285,12 +287,13 @@ export async function startFakeVisual(
         }
         task.finished();
         const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
+        const made = Number.isInteger(task.width) && Number.isInteger(task.height) ? { width: task.width, height: task.height } : { width: 1024, height: 1024 };
         return sendJson(res, 200, {
           code: 10000,
           data: {
             status: 'done',
-            image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id))] : null,
-            binary_data_base64: returnUrl ? [] : [TINY_PNG_B64],
+            image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id), made)] : null,
+            binary_data_base64: returnUrl ? [] : [solidPngB64(made.width, made.height)],
           },
           message: 'Success',
           request_id: 'fake',
