@@ -241,6 +241,22 @@ describe('bfl through the gateway (fake BFL)', () => {
       expect(submitsOf(envBfl, 'through the api channel')).toHaveLength(0);
     });
 
+    it('Kontext 16:9 (asked 1280x720): the image BFL made is 1392x752, and that is the size the answer, the generation and the stored image carry', async () => {
+      const res = await generate({ prompt: 'a wide kontext harbour', model: 'flux-kontext-pro', size: '1280x720' });
+      expect(res.status).toBe(200);
+      expect(submitsOf(apiBfl, 'a wide kontext harbour')[0]!.body).toMatchObject({ aspect_ratio: '16:9' });
+      expect(res.body.data[0]).toMatchObject({ width: 1392, height: 752 });
+      const read = await t.api.send('get', `/generations/${res.body.id}`, { headers: auth() });
+      expect(read.body.data[0]).toMatchObject({ width: 1392, height: 752 });
+      const stored = await t.gateway.database.db
+        .selectFrom('stored_images')
+        .select(['width', 'height'])
+        .where('generation_id', '=', res.body.id as string)
+        .where('role', '=', 'output')
+        .execute();
+      expect(stored.map((row) => [Number(row.width), Number(row.height)])).toEqual([[1392, 752]]);
+    });
+
     it('HTTP 402 (insufficient credits): the channel is disabled, and the request served by the environment account', async () => {
       apiBfl.failSubmitsWith(402);
       try {
