@@ -197,6 +197,30 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
     });
   });
 
+  it("an OpenAI-compatible upstream answering more images than n: at most n are delivered, n charged, the rest booked as the operator's loss", async () => {
+    const before = await creditsUsed();
+    for (const response_format of ['url', 'b64_json'] as const) {
+      const res = await t.api.client(key, { prompt: `two, answered four [extra-images:2] ${response_format}`, model: 'flux-dev', n: 2, response_format });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toHaveLength(2);
+      expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 * res.body.usage.credits_per_image });
+      // A synchronous b64_json answer keeps nothing; a URL one stores the n images it delivered.
+      const stored = await t.gateway.database.db
+        .selectFrom('stored_images')
+        .select('position')
+        .where('generation_id', '=', res.body.id as string)
+        .execute();
+      expect(stored.map((image) => image.position).sort()).toEqual(response_format === 'url' ? [0, 1] : []);
+      const row = await t.gateway.database.db
+        .selectFrom('generations')
+        .selectAll()
+        .where('id', '=', res.body.id as string)
+        .executeTakeFirstOrThrow();
+      expect({ images: Number(row.images), unbilled: Number(row.unbilled_images) }).toEqual({ images: 2, unbilled: 2 });
+    }
+    expect((await creditsUsed()) - before).toBe(4 * 2);
+  });
+
   it('OpenAI content_policy_violation maps to ours', async () => {
     const res = await t.api.client(key, { prompt: 'x [error:content_policy_violation:400]', model: 'flux-dev' });
     expect(res.status).toBe(400);

@@ -48,6 +48,28 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     );
   });
 
+  it("an answer with more images than n (n + 2) delivers n, charged for n; the images beyond are the operator's loss", async () => {
+    const before = await creditsUsed();
+    const res = await t.api.client(key, { prompt: 'two asked, four answered [extra-images:2]', model: 'gpt-image-1', n: 2, size: '1024x1024', quality: 'low' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(2);
+    // Charged for the n images delivered, at the request's price per image.
+    expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 * res.body.usage.credits_per_image });
+    expect((await creditsUsed()) - before).toBe(res.body.usage.credits_charged);
+    const row = await t.gateway.database.db
+      .selectFrom('generations')
+      .selectAll()
+      .where('id', '=', res.body.id as string)
+      .executeTakeFirstOrThrow();
+    expect(Number(row.unbilled_images)).toBe(2);
+    const stored = await t.gateway.database.db
+      .selectFrom('stored_images')
+      .select('position')
+      .where('generation_id', '=', res.body.id as string)
+      .execute();
+    expect(stored.map((image) => image.position).sort()).toEqual([0, 1]);
+  });
+
   it('SDK generate on gpt-image-1: n images in one call, no response_format or seed sent, charged the quality and size row', async () => {
     const before = await creditsUsed();
     const calls = environment.requests.length;

@@ -112,11 +112,16 @@ export class ImagesApiClient {
     );
     const answer = (json ?? {}) as ImagesAnswer;
     if (status !== 200 || answer.error) throw imagesApiError(this.options, status, answer, retryAfterMs);
-    const data = Array.isArray(answer.data) ? answer.data : [];
+    const answered = Array.isArray(answer.data) ? answer.data : [];
+    // At most the `n` this call asked for: an image beyond it is one nobody pays for.
+    const data = answered.slice(0, n);
     // Read before an answer is judged: a call that delivers no usable image may still have been billed.
     if (this.options.readsUsage && typeof answer.usage?.generated_images === 'number') {
       const field = request.responseFormat === 'b64_json' ? 'b64_json' : 'url';
       request.onBilled?.(answer.usage.generated_images, data.filter((item) => typeof item[field] === 'string' && item[field] !== '').length);
+    } else if (answered.length > n) {
+      // An upstream that reports no bill made (and presumably bills) every image it answered.
+      request.onBilled?.(answered.length, n);
     }
     if (data.length === 0) throw upstream.failed(provider, 'the answer has no images');
     const images = data.map((item) => {

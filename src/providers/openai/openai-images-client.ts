@@ -206,7 +206,11 @@ export class OpenAIImagesClient implements WireClient {
     if (!Array.isArray(body.data) || body.data.length === 0) throw upstream.failed(provider, 'the answer has no images');
     const [width, height] = (/^\d+x\d+$/.test(body.size ?? '') ? body.size! : String(fields.size)).split('x').map(Number) as [number, number];
     const usage = tokenUsage(body.usage);
-    return body.data.map((item, index) => {
+    // At most the `n` this call asked for: an image beyond it is one nobody pays for. The upstream made
+    // (and bills) every image it answered: the ones not delivered are the operator's loss.
+    const asked = Number(fields.n);
+    if (body.data.length > asked) request.onBilled?.(body.data.length, asked);
+    return body.data.slice(0, asked).map((item, index) => {
       if (!item.b64_json) throw upstream.failed(provider, 'an image has no b64_json');
       return { b64Json: item.b64_json, width, height, ...(index === 0 && usage ? { usage } : {}) };
     });
