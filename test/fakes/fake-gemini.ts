@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ReceivedImage, decodeDataUri } from './input-images';
-import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } from './scenario';
+import { AccountCounters, readBody, sendJson, token, answering } from './scenario';
+import { solidPngB64 } from './solid-images';
 
 /**
  * A local stand-in for the Gemini API's `POST /v1beta/models/{model}:generateContent` with image
@@ -13,9 +14,16 @@ import { AccountCounters, TINY_PNG_B64, readBody, sendJson, token, answering } f
  * `imageSize` values the model does not list, more reference images than it takes, and bytes that are
  * no image; errors are `{error: {code, message, status, details}}`; an image is one `inlineData` part.
  * Prompt tokens: [block:REASON] promptFeedback.blockReason; [finish:REASON] a candidate ending so,
- * with no image; [error:STATUS:HTTP] that error; [busy] 429 RESOURCE_EXHAUSTED with a RetryInfo of
- * 7 s ([busy:K]: the first K calls of the prompt only); [unavailable:K] the first K calls of the prompt
- * answer 503 UNAVAILABLE; [textonly] a text answer without an image; [hold] waits for releaseHeld().
+ * with no image; [error:STATUS:HTTP] that error; [busy] 429 RESOURCE_EXHAUSTED as Google answers an
+ * exhausted per-minute quota: a QuotaFailure naming it, a Help link and a RetryInfo of 7 s ([busy:K]: the
+ * first K calls of the prompt only); [quota-day] the same for an exhausted per-day quota (its quotaId
+ * `…PerDay…`, ai.google.dev/gemini-api/docs/rate-limits: requests per day reset at midnight Pacific
+ * time); [unavailable:K] the first K calls of the prompt answer 503 UNAVAILABLE; [textonly] a text
+ * answer without an image; [hold] waits for releaseHeld().
+ * The image is a real PNG of the documented output size for the aspect ratio and size tier asked (the
+ * fake's own table). The 3.x models think: as Google documents for them (image-generation, "Thinking
+ * process"), their answer first holds thought parts (`thought: true`), a text and up to two interim
+ * images, smaller drafts here, then the final image, which carries the `thoughtSignature`.
  */
 const RATIOS_2_5 = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
 const RATIOS_3_1 = [...RATIOS_2_5, '1:4', '4:1', '1:8', '8:1'];
@@ -23,11 +31,13 @@ interface ModelRules {
   ratios: string[];
   imageSizes: string[];
   maxImages: number;
+  /** Whether it thinks (the 3.x image models): thought parts come before the image. */
+  thinks: boolean;
 }
-const PRO: ModelRules = { ratios: RATIOS_2_5, imageSizes: ['1K', '2K', '4K'], maxImages: 14 };
-const FLASH_3_1: ModelRules = { ratios: RATIOS_3_1, imageSizes: ['1K', '2K', '4K'], maxImages: 14 };
+const PRO: ModelRules = { ratios: RATIOS_2_5, imageSizes: ['1K', '2K', '4K'], maxImages: 14, thinks: true };
+const FLASH_3_1: ModelRules = { ratios: RATIOS_3_1, imageSizes: ['1K', '2K', '4K'], maxImages: 14, thinks: true };
 const MODELS: Record<string, ModelRules> = {
-  'gemini-2.5-flash-image': { ratios: RATIOS_2_5, imageSizes: [], maxImages: 3 },
+  'gemini-2.5-flash-image': { ratios: RATIOS_2_5, imageSizes: [], maxImages: 3, thinks: false },
   'gemini-3-pro-image': PRO,
   'gemini-3-pro-image-preview': PRO,
   'gemini-3.1-flash-image': FLASH_3_1,
@@ -57,6 +67,57 @@ const GENERATION_CONFIG = [
   'seed',
   'thinkingConfig',
 ];
+/** Per aspect ratio, the outputs (ai.google.dev/gemini-api/docs/image-generation, one table per model): 2.5 Flash Image's one size, then 1K, 2K, 4K. */
+const OUTPUTS_2_5: Record<string, [number, number]> = {
+  '1:1': [1024, 1024],
+  '2:3': [832, 1248],
+  '3:2': [1248, 832],
+  '3:4': [864, 1184],
+  '4:3': [1184, 864],
+  '4:5': [896, 1152],
+  '5:4': [1152, 896],
+  '9:16': [768, 1344],
+  '16:9': [1344, 768],
+  '21:9': [1536, 672],
+};
+const OUTPUTS_1K_3: Record<string, [number, number]> = {
+  '1:1': [1024, 1024],
+  '2:3': [848, 1264],
+  '3:2': [1264, 848],
+  '3:4': [896, 1200],
+  '4:3': [1200, 896],
+  '4:5': [928, 1152],
+  '5:4': [1152, 928],
+  '9:16': [768, 1376],
+  '16:9': [1376, 768],
+  '21:9': [1584, 672],
+  '1:4': [512, 2048],
+  '4:1': [2048, 512],
+  '1:8': [384, 3072],
+  '8:1': [3072, 384],
+};
+const TIER_SCALE: Record<string, number> = { '1K': 1, '2K': 2, '4K': 4 };
+
+function outputSize(model: string, imageConfig: Record<string, unknown>): [number, number] {
+  const ratio = String(imageConfig.aspectRatio ?? '1:1');
+  if (model.startsWith('gemini-2.5')) return OUTPUTS_2_5[ratio] ?? [1024, 1024];
+  const [w, h] = OUTPUTS_1K_3[ratio] ?? [1024, 1024];
+  const scale = TIER_SCALE[String(imageConfig.imageSize ?? '1K')] ?? 1;
+  return [w * scale, h * scale];
+}
+
+const quotaExhausted = (quotaId: string, metric: string, model: string, retryDelay: string) => [
+  {
+    '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+    violations: [{ quotaMetric: `generativelanguage.googleapis.com/${metric}`, quotaId, quotaDimensions: { location: 'global', model }, quotaValue: '10' }],
+  },
+  {
+    '@type': 'type.googleapis.com/google.rpc.Help',
+    links: [{ description: 'Learn more about Gemini API quotas', url: 'https://ai.google.dev/gemini-api/docs/rate-limits' }],
+  },
+  { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay },
+];
+
 /** The Gemini API's inline request limit. */
 const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
 
@@ -188,18 +249,42 @@ export async function startFakeGemini(options: { apiKey: string }, port = 0): Pr
         return googleError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
       const busy = token(prompt, 'busy');
       if (busy !== undefined && nth <= Number(busy || Infinity)) {
-        return googleError(res, 429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', [
-          { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' },
-        ]);
+        return googleError(
+          res,
+          429,
+          'RESOURCE_EXHAUSTED',
+          'You exceeded your current quota, please check your plan and billing details. Please retry in 7s.',
+          quotaExhausted('GenerateRequestsPerMinutePerProjectPerModel', 'generate_content_paid_tier_requests', model, '7s'),
+        );
+      }
+      if (token(prompt, 'quota-day') !== undefined) {
+        return googleError(
+          res,
+          429,
+          'RESOURCE_EXHAUSTED',
+          'You exceeded your current quota, please check your plan and billing details. Please retry in 41.3s.',
+          quotaExhausted('GenerateRequestsPerDayPerProjectPerModel-FreeTier', 'generate_content_free_tier_requests', model, '41s'),
+        );
       }
       const block = token(prompt, 'block');
       if (block) return sendJson(res, 200, { promptFeedback: { blockReason: block }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 } });
       const finish = token(prompt, 'finish');
       if (finish) return sendJson(res, 200, { candidates: [{ content: { role: 'model', parts: [] }, finishReason: finish, index: 0 }] });
       const textOnly = token(prompt, 'textonly') !== undefined;
-      const responseParts: Array<Record<string, unknown>> = [{ text: 'Here is the image.' }];
+      const [width, height] = outputSize(model, imageConfig);
+      const responseParts: Array<Record<string, unknown>> = [];
+      if (rules.thinks) {
+        // Thoughts: a text, then two interim drafts (smaller than the final image here, so a client that takes them shows).
+        responseParts.push({ text: '**Composing the scene**\nTrying the layout first.', thought: true });
+        for (const draft of [2, 3])
+          responseParts.push({ inlineData: { mimeType: 'image/png', data: solidPngB64(Math.ceil(width / draft), Math.ceil(height / draft)) }, thought: true });
+      }
+      responseParts.push({ text: 'Here is the image.' });
       if (!textOnly) {
-        responseParts.push({ inlineData: { mimeType: 'image/png', data: TINY_PNG_B64 } });
+        responseParts.push({
+          inlineData: { mimeType: 'image/png', data: solidPngB64(width, height) },
+          ...(rules.thinks ? { thoughtSignature: 'c2lnbmF0dXJl' } : {}),
+        });
         made.push(prompt);
       }
       sendJson(res, 200, {

@@ -75,6 +75,16 @@ describe('Gemini through the gateway: its environment account (GEMINI_API_KEY)',
     }
   });
 
+  it('3 Pro thinks: its thought parts (interim drafts) are never delivered; the final image is, at the size its bytes say', async () => {
+    const prompt = 'a thoughtful harbour';
+    const res = await t.api.client(key.key, { prompt, model: 'gemini-3-pro-image', size: '1376x768', response_format: 'b64_json' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(1);
+    const bytes = Buffer.from(res.body.data[0].b64_json as string, 'base64');
+    expect({ width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) }).toEqual({ width: 1376, height: 768 });
+    expect(res.body.data[0]).toMatchObject({ width: 1376, height: 768 });
+  });
+
   it('the OpenAI-compatible path, b64_json: the inline bytes come back as they were', async () => {
     const res = await t.api.client(
       key.key,
@@ -368,6 +378,18 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     const res = await generate(prompt);
     expect(res.status).toBe(200);
     expect(callsOf(healthy, prompt)).toBe(2);
+  });
+
+  it('account (row 5): an exhausted per-day quota (429 with a QuotaFailure whose quotaId is …PerDay…) is one call, not three, and disables the channel until a probe passes', async () => {
+    const only = await channel(healthy);
+    const prompt = 'out of today [quota-day]';
+    const res = await generate(prompt);
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('provider_error');
+    expect(callsOf(healthy, prompt)).toBe(1);
+    const disabled = await channelOf(only.id);
+    expect(disabled.status).toBe('auto_disabled');
+    expect(disabled.disabled_reason).toContain('per-day quota');
   });
 
   it("busy (row 5): 429 RESOURCE_EXHAUSTED is 503 provider_busy with Google's RetryInfo as Retry-After, not a provider failure", async () => {

@@ -117,10 +117,32 @@ describe('Gemini client (generateContent with image output)', () => {
     expect(error.countsAgainstProvider).toBe(false);
   });
 
-  it('RESOURCE_EXHAUSTED is busy, with the RetryInfo delay', async () => {
+  it('RESOURCE_EXHAUSTED of a per-minute quota is busy, with the RetryInfo delay', async () => {
     const error = await failure({ prompt: 'x [busy]' });
     expect(error).toMatchObject({ code: 'provider_busy', retryable: true });
     expect(error.traits.retryAfterMs).toBe(7000);
+  });
+
+  it("RESOURCE_EXHAUSTED of a per-day quota (its QuotaFailure's quotaId) is the account's problem until the reset: not retried, the channel disabled", async () => {
+    const error = await failure({ prompt: 'x [quota-day]' });
+    expect(error).toMatchObject({ code: 'provider_error', retryable: false });
+    expect(error.traits).toMatchObject({ safeElsewhere: true, statusCode: 429 });
+    expect(error.traits.accountProblem).toContain('per-day quota');
+    expect(error.traits.accountProblem).toContain('midnight Pacific time');
+  });
+
+  it("a thinking model's thought parts (interim drafts) are skipped: the final image is the one returned", async () => {
+    const images = await run({ upstreamModel: 'gemini-3-pro-image', width: 1376, height: 768 });
+    expect(images).toHaveLength(1);
+    const bytes = Buffer.from(images[0]!.b64Json!, 'base64');
+    // The final image's own header: 1376 x 768 (the drafts are smaller).
+    expect([bytes.readUInt32BE(16), bytes.readUInt32BE(20)]).toEqual([1376, 768]);
+  });
+
+  it('an answer whose only images are thoughts has no image: a failed (billed) call', async () => {
+    const error = await failure({ upstreamModel: 'gemini-3-pro-image', width: 1024, height: 1024, prompt: 'only thoughts [textonly]' });
+    expect(error).toMatchObject({ code: 'provider_error', retryable: false });
+    expect(error.message).toContain('no image');
   });
 
   it("an invalid key (400 API_KEY_INVALID) and PERMISSION_DENIED are the account's problem, safe to send elsewhere", async () => {

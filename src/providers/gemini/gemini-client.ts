@@ -25,12 +25,24 @@ interface GeminiPart {
   text?: string;
   inlineData?: { mimeType?: string; data?: string };
   inline_data?: { mime_type?: string; data?: string };
+  /** A part of the model's thinking: the 3.x image models' interim drafts come as image parts marked so. */
+  thought?: boolean;
+}
+
+interface GeminiErrorDetail {
+  '@type'?: string;
+  /** google.rpc.ErrorInfo */
+  reason?: string;
+  /** google.rpc.RetryInfo */
+  retryDelay?: string;
+  /** google.rpc.QuotaFailure */
+  violations?: Array<{ quotaId?: string; quotaMetric?: string }>;
 }
 
 interface GeminiAnswer {
   candidates?: Array<{ content?: { parts?: GeminiPart[] }; finishReason?: string; finishMessage?: string }>;
   promptFeedback?: { blockReason?: string; blockReasonMessage?: string };
-  error?: { code?: number; message?: string; status?: string; details?: Array<{ '@type'?: string; reason?: string; retryDelay?: string }> };
+  error?: { code?: number; message?: string; status?: string; details?: GeminiErrorDetail[] };
 }
 
 /** The version segment the official SDK puts after the root (googleapis/js-genai `GOOGLE_AI_API_DEFAULT_VERSION`). */
@@ -49,11 +61,24 @@ function retryDelayMs(answer: GeminiAnswer): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
+/**
+ * `quota.PerDay` when a QuotaFailure names an exhausted per-day quota (its `quotaId`, e.g.
+ * `GenerateRequestsPerDayPerProjectPerModel-FreeTier`, ai.google.dev/gemini-api/docs/troubleshooting):
+ * unlike a per-minute one, it does not free within the request's life.
+ */
+function quotaCodes(answer: GeminiAnswer): string[] {
+  const quotaIds = (answer.error?.details ?? [])
+    .filter((d) => d['@type']?.endsWith('google.rpc.QuotaFailure'))
+    .flatMap((d) => d.violations ?? [])
+    .map((v) => v.quotaId ?? '');
+  return quotaIds.some((id) => id.includes('PerDay')) ? ['quota.PerDay'] : [];
+}
+
 /** The codes a failed answer is looked up by (gemini-errors.ts), most specific first. */
 function errorCodes(httpStatus: number, answer: GeminiAnswer): string[] {
   const reasons = (answer.error?.details ?? []).map((d) => d.reason).filter((r): r is string => typeof r === 'string' && r.length > 0);
   const status = answer.error?.status;
-  return [...reasons, ...(status ? [status] : []), `http_${httpStatus}`];
+  return [...quotaCodes(answer), ...reasons, ...(status ? [status] : []), `http_${httpStatus}`];
 }
 
 function kindOfCodes(codes: readonly string[]) {
@@ -62,8 +87,10 @@ function kindOfCodes(codes: readonly string[]) {
 
 /** Our error for a non-200 answer (or one carrying `error`), by Gemini's error table; else by its HTTP status. */
 export function geminiError(provider: string, httpStatus: number, answer: GeminiAnswer, retryAfterMs: number | undefined): UpstreamError {
-  const detail = `HTTP ${httpStatus} ${answer.error?.status ?? ''} ${answer.error?.message ?? ''}`.replace(/\s+/g, ' ').trim();
-  const kind = kindOfCodes(errorCodes(httpStatus, answer));
+  const codes = errorCodes(httpStatus, answer);
+  const daily = codes.includes('quota.PerDay') ? ' (a per-day quota is exhausted: the account is unusable until it resets, at midnight Pacific time)' : '';
+  const detail = `HTTP ${httpStatus} ${answer.error?.status ?? ''} ${answer.error?.message ?? ''}${daily}`.replace(/\s+/g, ' ').trim();
+  const kind = kindOfCodes(codes);
   if (kind) return failureOf(kind, provider, detail, { status: httpStatus, retryAfterMs: retryAfterMs ?? retryDelayMs(answer) });
   return upstream.failed(provider, detail, { safeElsewhere: refusedWithStatus(httpStatus) });
 }
@@ -137,12 +164,15 @@ export class GeminiClient implements WireClient {
     const refused = refusal(provider, answer);
     if (refused) throw refused;
     const candidate = answer.candidates?.[0];
+    // Thought parts are the model's interim drafts (the 3.x models think before the final image): never delivered.
     const image = (candidate?.content?.parts ?? [])
+      .filter((part) => part.thought !== true)
       .map((part) => part.inlineData?.data ?? part.inline_data?.data)
       .find((data) => typeof data === 'string' && data.length > 0);
     // The call ran (and is billed) but made no image, e.g. the model answered in text only, or NO_IMAGE.
     if (!image) throw upstream.failed(provider, `the answer has no image (finishReason ${candidate?.finishReason ?? 'none'})`);
-    // One image per call: a second one would be an image nobody asked (or pays) for.
+    // One image per call: a second one would be an image nobody asked (or pays) for. Its size is read
+    // from its bytes when it is stored (images.service.ts); the asked one stands until then.
     return [{ b64Json: image, width: request.width, height: request.height }];
   }
 }
