@@ -283,7 +283,8 @@ export async function startFakeImagesApi(options: FakeImagesApiOptions, port = 0
       const asked = options.flavour === 'ark' ? 1 : Number(body.n ?? 1);
       // [deliver:N]: N images whatever was asked (an upstream that makes fewer than `n`).
       const delivering = token(prompt, 'deliver');
-      const count = token(prompt, 'empty') !== undefined ? 0 : delivering !== undefined ? Number(delivering) : asked + Number(token(prompt, 'extra-images') ?? 0);
+      const count =
+        token(prompt, 'empty') !== undefined ? 0 : delivering !== undefined ? Number(delivering) : asked + Number(token(prompt, 'extra-images') ?? 0);
       const data = Array.from({ length: count }, (_, i) => ({
         ...(body.response_format === 'b64_json'
           ? { b64_json: b64Image(token(prompt, 'b64'), pixels) }
