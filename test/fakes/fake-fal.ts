@@ -96,6 +96,11 @@ export interface FakeFalOptions {
   apiKey: string;
   /** How a public (internet) reference URL is downloaded; by default fetched, which fails without internet. */
   fetchPublic?: (url: string) => Promise<ReceivedImage | undefined>;
+  /**
+   * The host its image URLs name, as fal's CDN (`v3.fal.media`, https): the test routes it back to this
+   * fake. Unset: the fake's own host (what the account's own host serves is taken too).
+   */
+  cdnHost?: string;
 }
 
 /** Whether fal's runners, on the internet, could reach `url`'s host: not a loopback, private or link-local address, nor `localhost`. */
@@ -241,7 +246,9 @@ export async function startFakeFal(options: FakeFalOptions, port = 0): Promise<F
       const nsfw = token(request.prompt, 'nsfw') !== undefined;
       const images = Array.from({ length: n }, (_, i) => {
         made.push(request.prompt);
-        return { url: imageFileUrl(req, request.prompt, `${request.id}-${i}`, { width, height }), width, height, content_type: 'image/png' };
+        const file = imageFileUrl(req, request.prompt, `${request.id}-${i}`, { width, height });
+        const url = options.cdnHost ? file.replace(/^http:\/\/[^/]+/, `https://${options.cdnHost}`) : file;
+        return { url, width, height, content_type: 'image/png' };
       });
       request.result = {
         status: 200,

@@ -1,5 +1,6 @@
 import { openDatabase } from '../../src/db/database';
 import { decodeHandle } from '../../src/providers/fal/fal-client';
+import { routeOutboundForTests } from '../../src/shared/outbound';
 import { type FakeFal, startFakeFal } from '../fakes/fake-fal';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { dataUri, testPng } from '../helpers/test-images';
@@ -13,15 +14,23 @@ import { until } from '../helpers/until';
  * request's cancel_url. Both engines (the providers folder runs on SQLite and on PostgreSQL + Redis).
  */
 const ENV_KEY = 'fal-env-id:fal-env-secret';
+/** fal's CDN as its results name it; this test routes the gateway's downloads from it back to the fake. */
+const CDN_HOST = 'v3.fal.media';
 const API_KEY = 'fal-api-id:fal-api-secret';
 
 describe('fal through the gateway: its environment account (FAL_KEY)', () => {
   let fal: FakeFal;
   let t: TestGateway;
   let key: { id: string; key: string };
+  const downloaded: string[] = [];
 
   beforeAll(async () => {
-    fal = await startFakeFal({ apiKey: ENV_KEY });
+    fal = await startFakeFal({ apiKey: ENV_KEY, cdnHost: CDN_HOST });
+    routeOutboundForTests((url) => {
+      if (url.host !== CDN_HOST) return undefined;
+      downloaded.push(url.href);
+      return fal.url;
+    });
     // A loopback PUBLIC_BASE_URL (tests allow private upstreams): fal, on the internet, could not download from it.
     const port = await freePort();
     t = await startTestGateway({
@@ -34,6 +43,7 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     key = await t.createKey({ allowed_providers: ['fal'], credits_quota: 1000 });
   });
   afterAll(async () => {
+    routeOutboundForTests(undefined);
     await t.close();
     await fal.close();
   });
@@ -51,7 +61,14 @@ describe('fal through the gateway: its environment account (FAL_KEY)', () => {
     for (const image of res.body.data as Array<{ url: string }>) expect(image.url).toContain('/images/img_');
     expect(submitsOf(prompt)).toHaveLength(1);
     expect(submitsOf(prompt)[0]!.body).toEqual({ prompt, num_images: 2, image_size: { width: 1024, height: 768 }, seed: 5 });
-    expect((await creditsUsed()) - before).toBe(6);
+    // From fal's documented CDN (https://v3.fal.media), once each.
+    const requestId = submitsOf(prompt)[0]!.requestId;
+    expect(downloaded.filter((url) => url.includes(requestId))).toEqual([
+      expect.stringMatching(new RegExp(`^https://${CDN_HOST}/files/png-${requestId}-0-1024x768\\.png$`)),
+      expect.stringMatching(new RegExp(`^https://${CDN_HOST}/files/png-${requestId}-1-1024x768\\.png$`)),
+    ]);
+    // fal bills per megapixel, each image rounded up: two 1024×768 images are 1 MP each, $0.05 at $0.025, 5 credits.
+    expect((await creditsUsed()) - before).toBe(5);
   });
 
   it('the OpenAI-compatible path, b64_json: the CDN bytes come back inline', async () => {
