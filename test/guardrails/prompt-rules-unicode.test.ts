@@ -68,6 +68,18 @@ describe('prompt rules and the characters a reader does not see', () => {
     expect([stored.status, stored.body.prompt]).toEqual([200, 'a red balloon']);
   });
 
+  it('refuses a prompt the rules cannot clear within their work budget, as blocked, naming no rule', async () => {
+    // Twelve patterns whose automaton changes state on almost every character: accepted when set, too costly for a long prompt.
+    const key = await keyWith(
+      Array.from({ length: 12 }, (_, i) => ({ kind: 'blocked_pattern', pattern: `[a-z ]{0,99}${String.fromCharCode(0x61 + i)}q[a-z ]{0,99}z{0,90}!` })),
+    );
+    const sent = ark.requests.length;
+    const res = await generate(key, 'ab '.repeat(2000).slice(0, 4000));
+    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, 'prompt_blocked', 'prompt']);
+    expect(res.body.error.message).toContain('within their work budget');
+    expect(ark.requests.length).toBe(sent);
+  });
+
   it('keeps what draws an emoji (its joiners and one presentation selector) and drops the rest', async () => {
     const key = await keyWith([{ id: 'gr_no_lighthouse', kind: 'blocked_term', term: 'lighthouse' }]);
     const res = await generate(key, `an astronaut 👩\u200d🚀 and a heart ❤\ufe0f\ufe0f\ufe0f with\u200b a kite${tags('lighthouse')}`);
