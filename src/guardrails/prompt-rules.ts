@@ -54,9 +54,9 @@ export const PROMPT_RULE_LIMITS = {
   /** The longest prompt the gateway takes (code points), for which checkSteps is measured. */
   promptLength: 32_000,
   /**
-   * The work one check may do, in steps (PatternSet counts them; folding counts FOLD_STEPS_* per
-   * character it reads and writes): measured to stay under 5 ms on the reference machine
-   * (scripts/bench-guardrails.mjs, docs/guardrails.md). Past it the prompt is refused.
+   * The work one check may do, in steps (PatternSet counts them; folding counts FOLD_STEPS and
+   * SKELETON_STEPS per unit it writes), chosen for about 5 ms of CPU on the reference machine
+   * (scripts/bench-guardrails.mjs; the numbers in docs/guardrails.md). Past it the prompt is refused.
    */
   checkSteps: 250_000,
 } as const;
