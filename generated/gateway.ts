@@ -1623,7 +1623,7 @@ export interface components {
                 credits_charged: number;
                 /** @description What the key can still spend this period: its credits left, or for a key in a project the smaller of its own and its project's. */
                 credits_remaining: number;
-                /** @description The price of each image of this request at the model that delivered it (its `price_table` row for the size and quality, else its `credits_per_image`). */
+                /** @description The credits charged per image delivered (`credits_charged` / `images`): the model's price per image, or with a price by megapixel, seconds or tokens their average (docs/operators/pricing.md). */
                 credits_per_image: number;
             };
         };

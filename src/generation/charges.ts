@@ -1,4 +1,5 @@
-import { creditsPerImage } from '../config/price-table';
+import { creditPriceOf } from '../pricing/catalog-prices';
+import { costOf, type Pixels, wholeCredits } from '../pricing/meters';
 import type { UpstreamLosses } from '../channels/channel-failover';
 import type { GenerationAttemptsTable } from '../db/schema';
 import { sendsNothingUpstream } from '../providers/formats';
@@ -54,24 +55,71 @@ export function imagesSentAtCancel(stored: StoredGenerationRequest, status: 'que
   return stored.mark_sends ? imagesOfCalls(stored, markedCalls) : stored.request.n;
 }
 
-/** The price of each image of the request on its model (price-table.ts). */
-function priceOf(stored: StoredGenerationRequest): number {
-  return creditsPerImage(stored.entry, stored.request);
+/** The inputs a model's upstream bills by their megapixels: the request's input images (not a mask). */
+function inputPixels(stage: StoredGenerationRequest): Pixels[] {
+  return (stage.inputs?.images ?? []).map(({ width, height }) => ({ width, height }));
 }
 
-/** What a request reserves: `n` times the highest price of the models it may run on. */
+/**
+ * The most a request can cost on the model of `stage` (src/pricing): every image it asked for at its
+ * size and quality, and its input images, in whole credits.
+ */
+export function boundOf(stage: StoredGenerationRequest): number {
+  const { n, width, height, quality } = stage.request;
+  return wholeCredits(
+    costOf(creditPriceOf(stage.entry), {
+      images: Array.from({ length: n }, () => ({ width, height })),
+      quality,
+      inputImages: inputPixels(stage),
+      calls: callsOf(stage),
+    }),
+  );
+}
+
+/** What a request reserves: the most it can cost on the dearest model it may run on. */
 export function reservedCredits(stored: StoredGenerationRequest): number {
-  return stored.request.n * Math.max(...chainOf(stored).map((entry) => priceOf(onModel(stored, entry.model))));
+  return Math.max(...chainOf(stored).map((entry) => boundOf(onModel(stored, entry.model))));
 }
 
 /**
  * The credits a generation holds for the model it runs on (`stage`: its stored request there,
  * onModel): all it reserved, unless it has fallbacks and so reserved for the dearest of its chain;
- * then `n` times this model's price. What creditsOf divides for a cancel, a disconnect or a success.
+ * then the most a request costs on this model. What creditsOf divides for a cancel, a disconnect or a success.
  */
 export function heldFor(stage: StoredGenerationRequest, generation: { credits: number; images: number }): { credits: number; images: number } {
   if (stage.fallbacks === undefined || stage.fallbacks.length === 0) return generation;
-  return { credits: Math.min(generation.credits, stage.request.n * priceOf(stage)), images: generation.images };
+  return { credits: Math.min(generation.credits, boundOf(stage)), images: generation.images };
+}
+
+/**
+ * What a success costs: the measured quantities of what was delivered (at most `n` images, at their
+ * own pixels; the input images; the tokens the upstream reported), priced on the delivering model,
+ * never more than it holds. `overrun` is what they cost beyond that: the operator's loss.
+ */
+export function deliveredCharge(
+  stage: StoredGenerationRequest,
+  held: { credits: number },
+  delivered: readonly (Pixels & { usage?: { inputTokens: number; outputTokens: number } | undefined })[],
+): { credits: number; overrun: number } {
+  const images = delivered.slice(0, stage.request.n);
+  const reported = delivered.filter((image) => image.usage !== undefined);
+  const cost = wholeCredits(
+    costOf(creditPriceOf(stage.entry), {
+      images: images.map(({ width, height }) => ({ width, height })),
+      quality: stage.request.quality,
+      inputImages: inputPixels(stage),
+      ...(reported.length > 0
+        ? {
+            tokens: {
+              input: reported.reduce((sum, image) => sum + (image.usage?.inputTokens ?? 0), 0),
+              output: reported.reduce((sum, image) => sum + (image.usage?.outputTokens ?? 0), 0),
+            },
+          }
+        : {}),
+      calls: callsOf(stage),
+    }),
+  );
+  return { credits: Math.min(cost, held.credits), overrun: Math.max(0, cost - held.credits) };
 }
 
 /** The credits of `images` of a generation that reserved `credits` for `of` images. */

@@ -14,7 +14,7 @@ import type { ImagesService } from '../images/images.service';
 import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
-import { creditsOf, heldFor, imagesOfCalls, unbilledOf } from './charges';
+import { creditsOf, deliveredCharge, heldFor, imagesOfCalls, unbilledOf } from './charges';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, chainOf, interrupted, onModel, storedRequestOf, unacknowledgedCalls } from './durable';
@@ -271,8 +271,8 @@ export class GenerationRunner {
     const { entry, stage, attempts, losses } = produced;
     const latencyMs = elapsedMs(clock, run.started);
     const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
-    // The price of the model that delivered: what it reserved, unless a dearer one of its chain set the reservation.
-    const credits = heldFor(stage, row).credits;
+    // What was delivered, priced on the model that delivered it, within what that model holds of the reservation.
+    const { credits, overrun } = deliveredCharge(stage, heldFor(stage, row), produced.images);
     // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
     // before it that a timeout cut may have made (those models delivered nothing, or it would not have fallen back).
     const loss = unbilledOf(
@@ -323,6 +323,13 @@ export class GenerationRunner {
     if (loss && delivered) metrics.unbilledImages.inc({ reason: loss.reason }, loss.images);
     else if (loss) await this.recordLoss(row.id, loss);
     if (row.key_id !== null) metrics.creditsCharged.inc({ model: entry.model }, credits);
+    if (overrun > 0) {
+      metrics.unbilledCredits.inc({ model: entry.model, reason: 'over_reservation' }, overrun);
+      this.deps.logger.warn(
+        { generation_id: row.id, model: entry.model, credits, overrun },
+        'delivered more than the reservation covers: the difference is unbilled',
+      );
+    }
     metrics.generationSeconds.observe({ provider: entry.provider, outcome: 'succeeded' }, latencyMs / 1000);
     return { id: row.id, created: Math.floor(row.created_at / 1000), entry, requestedModel: stored.entry.model, images: produced.images, credits };
   }

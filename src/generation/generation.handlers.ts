@@ -67,10 +67,14 @@ async function submitAsync(
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await resources.resource(row);
-  // Every image of a generation has one price, the delivering model's: settled, the row holds it, and the
-  // rest of what it reserved (for a dearer model of its chain) went back to the key.
+  // Settled, the row holds what the delivered images cost on the delivering model; the rest of what it
+  // reserved went back to the key.
   if (resource.status === 'succeeded') {
-    return { done: resource, creditsRemaining: submitted.creditsRemaining + submitted.row.credits - row.credits, creditsPerImage: row.credits / row.images };
+    return {
+      done: resource,
+      creditsRemaining: submitted.creditsRemaining + submitted.row.credits - row.credits,
+      creditsPerImage: row.credits / Math.max(1, resource.usage.images),
+    };
   }
   if (resource.status === 'failed' && resource.error && resource.error.code in ERROR_CODES) {
     throw new ApiError(resource.error.code as ErrorCode, resource.error.message);

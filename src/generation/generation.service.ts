@@ -212,11 +212,15 @@ export class GenerationService {
   }
 
   /** The gateway's path: a client key pays, within its rate limit and quota. */
-  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal): Promise<KeyGenerationOutcome> {
-    const { outcome, reservation } = await this.keySync.run({ key, input: asSent(input), signal, owner: { kind: 'key', id: key.id }, background: false });
-    const n = input.n ?? 1;
-    // Charged the price of the model that delivered; the rest of the reservation went back to the key.
-    return { ...outcome, creditsPerImage: outcome.credits / n, creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits };
+  async generateForKey(key: ClientKey, input: GenerationInput, signal: AbortSignal, requestId?: string): Promise<KeyGenerationOutcome> {
+    const asked = { key, input: asSent(input), signal, owner: { kind: 'key', id: key.id }, background: false, requestId } as const;
+    const { outcome, reservation } = await this.keySync.run(asked).catch((error: unknown) => this.refused(asked, error));
+    // Charged what was delivered, priced on the model that delivered it; the rest of the reservation went back to the key.
+    return {
+      ...outcome,
+      creditsPerImage: outcome.credits / Math.max(1, outcome.images.length),
+      creditsRemaining: reservation.creditsRemaining + reservation.cost - outcome.credits,
+    };
   }
 
   /** See `keyAsync`. */

@@ -1,7 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
-import { traceRequest } from '../telemetry/http-spans';
 import { assignRequestId } from './request-id';
 import { logRequest } from './request-logger';
 import { countRequest } from './request-metrics';
@@ -22,7 +21,6 @@ export function requestContext(deps: { logger: Logger; metrics: GatewayMetrics; 
       if (logged) logRequest(deps.logger, req, res, startedNs);
       countRequest(deps.metrics, listener, req, res);
     });
-    // With tracing, the rest of the request runs inside its server span (next called there).
-    if (!traceRequest(req, res, next)) next();
+    next();
   };
 }

@@ -31,6 +31,12 @@ export class GatewayMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly unbilledCredits = new Counter({
+    name: 'creative_gateway_unbilled_credits_total',
+    help: "Credits the delivered quantities cost beyond what the generation reserved (a larger image than asked, tokens past the bound): the operator's loss, by model and reason (src/generation/charges.ts deliveredCharge).",
+    labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly overloadRefusals = new Counter({
     name: 'creative_gateway_overload_refusals_total',
     help: 'Generation requests refused with 503 overloaded (SHED_EVENT_LOOP_DELAY_MS, SHED_DATABASE_WAIT_MS, ADMISSION_DATABASE_WAIT_MS).',

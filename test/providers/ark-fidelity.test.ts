@@ -1,4 +1,4 @@
-import { DEFAULT_CATALOG } from '../../src/config/catalog';
+import { asWritten, DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { dataUri, testPng } from '../helpers/test-images';
@@ -20,7 +20,7 @@ describe('Ark fidelity per model (fake Ark)', () => {
       ARK_API_KEY: 'ark-test-key',
       ARK_BASE_URL: `${ark.url}/api/v3`,
       MODEL_CATALOG: JSON.stringify([
-        ...DEFAULT_CATALOG,
+        ...DEFAULT_CATALOG.map(asWritten),
         {
           model: 'seedream-4.0',
           provider: 'jimeng',

@@ -122,6 +122,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       owned_by: 'jimeng',
       default_size: '2048x2048',
       credits_per_image: 4,
+      credit_price: { currency: 'credits', terms: [{ meter: 'image', rate: 4 }] },
       size_bounds: { min_pixels: 3_686_400, max_pixels: 16_777_216, min_ratio: 1 / 16, max_ratio: 16 },
       input_limits: SEEDREAM_4_INPUT_LIMITS,
       max_prompt_chars: 4000,
@@ -137,6 +138,7 @@ describe('jimeng-4.5 through Volcengine Ark, and an OpenAI-compatible provider (
       owned_by: 'selfhosted',
       default_size: '1024x1024',
       credits_per_image: 2,
+      credit_price: { currency: 'credits', terms: [{ meter: 'image', rate: 2 }] },
       max_prompt_chars: 4000,
       status: 'available',
     });

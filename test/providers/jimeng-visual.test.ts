@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { DEFAULT_CATALOG } from '../../src/config/catalog';
+import { asWritten, DEFAULT_CATALOG } from '../../src/config/catalog';
 import { routeOutboundForTests } from '../../src/shared/outbound';
 import { type FakeVisual, startFakeVisual } from '../fakes/fake-volc-visual';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
@@ -35,7 +35,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
       PROVIDER_JIMENG_BREAKER_THRESHOLD: '1000',
       // The default jimeng models, plus one with upstream_options (scale) from the catalog.
       MODEL_CATALOG: JSON.stringify([
-        ...DEFAULT_CATALOG,
+        ...DEFAULT_CATALOG.map(asWritten),
         {
           model: 'jimeng-4.0-loose',
           provider: 'jimeng',

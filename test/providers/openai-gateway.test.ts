@@ -42,8 +42,9 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
     expect(model.status).toBe(200);
     expect(model.body.price_table).toEqual(
       expect.arrayContaining([
-        { quality: 'low', max_pixels: 1024 * 1024, credits: 11 },
-        { quality: 'high', max_pixels: 1536 * 1024, credits: 250 },
+        // OpenAI's $0.011 and $0.25 at a cent a credit, rounded up (docs/operators/pricing.md).
+        { quality: 'low', max_pixels: 1024 * 1024, credits: 2 },
+        { quality: 'high', max_pixels: 1536 * 1024, credits: 25 },
       ]),
     );
   });
@@ -88,7 +89,8 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
         fields: { model: 'gpt-image-1', prompt: 'two lighthouses', n: 2, size: '1536x1024', quality: 'low' },
       }),
     ]);
-    expect((await creditsUsed()) - before).toBe(2 * 16);
+    // $0.016 each at a cent a credit, rounded up per image.
+    expect((await creditsUsed()) - before).toBe(2 * 2);
   });
 
   it('dall-e-3 takes one image per call: n = 2 is two calls of n = 1, each asking for b64_json', async () => {
@@ -98,7 +100,7 @@ describe('OpenAI GPT image models and dall-e-3 through the gateway (fake OpenAI)
       headers: { Authorization: `Bearer ${key}` },
     });
     expect(res.status).toBe(200);
-    expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 * 120 });
+    expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 2 * 12 });
     const sent = environment.requests.slice(calls);
     expect(sent).toHaveLength(2);
     for (const request of sent)

@@ -1,4 +1,4 @@
-import { DEFAULT_CATALOG } from '../../src/config/catalog';
+import { asWritten, DEFAULT_CATALOG } from '../../src/config/catalog';
 import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api';
 import { addChannel as createChannel } from '../helpers/channels';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
@@ -10,7 +10,7 @@ import { until } from '../helpers/until';
 
 /** Models of their own, so each scenario's accounts serve only its requests. */
 const CATALOG = [
-  ...DEFAULT_CATALOG,
+  ...DEFAULT_CATALOG.map(asWritten),
   ...['probe', 'cool'].map((name) => ({
     model: `seedream-${name}`,
     provider: 'jimeng',
