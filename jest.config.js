@@ -9,8 +9,12 @@
 const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { module: { type: 'commonjs' } }] },
-  transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose)/)'],
+  transform: {
+    '^.+\\.(t|j)sx?$': ['@swc/jest', { module: { type: 'commonjs' } }],
+    // The OTLP exporter loads node:http with import(), which jest's CommonJS runtime cannot run: made a require.
+    '/@opentelemetry/otlp-exporter-base/.+\\.cjs$': ['@swc/jest', { module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose|@opentelemetry/otlp-exporter-base)/)'],
 };
 const buildDist = '<rootDir>/test/helpers/global-setup.js';
 const buildConsole = '<rootDir>/test/helpers/global-setup-console.js';

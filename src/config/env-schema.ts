@@ -308,6 +308,40 @@ export const envSchema = z.object({
   WEBHOOK_EXPIRY_SCAN_INTERVAL_MS: declare(integer(10, 86_400_000).default(60_000), {
     description: 'how often each process looks for expiring and expired keys',
   }),
+
+  // Traces (OpenTelemetry's own variable names; docs/operators/production.md, "Traces").
+  OTEL_EXPORTER_OTLP_ENDPOINT: declare(httpUrl.optional(), {
+    description: 'turns traces on: the OTLP/HTTP base URL of a collector (spans go to `<it>/v1/traces`); unset, no tracing code is loaded',
+    defaultText: 'off',
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: declare(httpUrl.optional(), {
+    description: 'the full URL spans are posted to (turns traces on too); wins over `OTEL_EXPORTER_OTLP_ENDPOINT`',
+    defaultText: 'off',
+  }),
+  OTEL_EXPORTER_OTLP_HEADERS: declare(text.optional(), {
+    description: 'headers sent with every export, `name=value` pairs separated by commas (URL-encoded values), e.g. a vendor API key',
+    secret: true,
+    field: 'telemetry.headers',
+  }),
+  OTEL_EXPORTER_OTLP_PROTOCOL: declare(oneOf(['http/json']).optional(), {
+    description: 'spans are exported as OTLP/HTTP JSON, which every collector takes on its HTTP port (4318); any other value stops startup',
+    defaultText: '`http/json`',
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: declare(oneOf(['http/json']).optional(), {
+    description: 'as `OTEL_EXPORTER_OTLP_PROTOCOL`, for traces',
+    defaultText: '`http/json`',
+  }),
+  OTEL_SERVICE_NAME: declare(text.default('creative-gateway'), { description: 'the `service.name` of every span' }),
+  OTEL_RESOURCE_ATTRIBUTES: declare(text.optional(), {
+    description: 'more resource attributes, `key=value` pairs separated by commas (e.g. `deployment.environment.name=prod`)',
+  }),
+  OTEL_TRACES_SAMPLER: declare(
+    oneOf(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']).default(
+      'parentbased_always_on',
+    ),
+    { description: 'which requests are traced; `parentbased_*` follow the sampled flag of a trusted `traceparent`' },
+  ),
+  OTEL_TRACES_SAMPLER_ARG: declare(decimal(0, 1).default(1), { description: 'the ratio of the `traceidratio` samplers' }),
 });
 
 export type EnvValues = z.output<typeof envSchema>;

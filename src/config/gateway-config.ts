@@ -1,3 +1,4 @@
+import { readTelemetry } from '../telemetry/telemetry-config';
 import { readConsoleSso } from '../console-sso/sso-config';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -355,6 +356,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       },
       /** TRUSTED_PROXIES: CIDRs of proxies whose X-Forwarded-For is believed (key allowed_ips). */
       trustedProxies: values.TRUSTED_PROXIES,
+      /** OTEL_*: where traces go (src/telemetry/); off without an endpoint. */
+      telemetry: readTelemetry(values),
       /** KEY_LEASE_TTL_MS: a dead replica's max_concurrent slots free after this. */
       keyLeaseTtlMs: values.KEY_LEASE_TTL_MS,
       /** IDEMPOTENCY_LEASE_MS: an Idempotency-Key's claim lapses after this without renewal, and a retry takes it over. */

@@ -35,6 +35,11 @@ export interface StoredGenerationRequest {
    * runs them), as the catalog had them at submission. Absent without any.
    */
   fallbacks?: CatalogModel[];
+  /**
+   * The request that created it: its id (the failure log line names it, whichever process runs it)
+   * and its trace context when traced (a background run's span links to it).
+   */
+  origin?: { request_id: string; traceparent?: string };
 }
 
 /** The request fields a catalog model decides: what its upstream is asked for. */

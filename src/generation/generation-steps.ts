@@ -1,3 +1,5 @@
+import { tracingEnabled, withSpan } from '../telemetry/tracing';
+
 /**
  * How a step's work is undone should the request end: `release`, called as the request ends
  * however it ends (what it holds only while the request runs), or `by`, naming what undoes it
@@ -39,7 +41,11 @@ export class GenerationSteps<I extends object, S extends object = I> {
     const releases: Array<() => Promise<void>> = [];
     try {
       for (const step of this.steps) {
-        state = { ...state, ...((await step.run(state)) ?? {}) };
+        // With tracing, each step is a span named after it (admit, moderate, reserve, run, ...).
+        const added = tracingEnabled()
+          ? await withSpan(`generation ${step.name}`, { 'gateway.step': step.name }, async () => step.run(state))
+          : await step.run(state);
+        state = { ...state, ...(added ?? {}) };
         const { undo } = step;
         if ('release' in undo) {
           const held = state;

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { injectTraceContext, tracingEnabled, withSpan } from '../telemetry/tracing';
 import { redactUpstreamText } from '../providers/redaction';
 import { randomBase62 } from '../shared/ids';
 import { type OutboundError, outboundRequest } from '../shared/outbound';
@@ -76,6 +77,21 @@ export async function askModerationHook(
   subject: ModerationSubject,
   network: ModerationHookNetwork,
 ): Promise<ModerationOutcome> {
+  if (!tracingEnabled()) return ask(settings, subject, network);
+  return withSpan(
+    'moderation hook',
+    { 'gateway.project.id': subject.projectId },
+    async (span) => {
+      const outcome = await ask(settings, subject, network);
+      span.set({ 'gateway.moderation.decision': outcome.decision });
+      if (outcome.failure !== undefined) span.fail('moderation_hook_failure');
+      return outcome;
+    },
+    { kind: 'client' },
+  );
+}
+
+async function ask(settings: ModerationHookSettings, subject: ModerationSubject, network: ModerationHookNetwork): Promise<ModerationOutcome> {
   const started = performance.now();
   const latency = () => Math.round(performance.now() - started);
   const failed = (failure: string): ModerationOutcome => {
@@ -93,6 +109,7 @@ export async function askModerationHook(
   });
   // Receivers check webhook-timestamp against their own clock: the wall-clock time, as webhooks send.
   const headers = signedHeaders(settings.secrets, `msg_${randomBase62(22)}`, Math.floor(Date.now() / 1000), body);
+  injectTraceContext(headers);
   const answer = await exchange(settings.url, headers, body, settings.timeoutMs, network);
   if ('error' in answer) return failed(answer.error);
   if (answer.status >= 300 && answer.status < 400) return failed(`the hook answered a redirect (HTTP ${answer.status}), not followed`);

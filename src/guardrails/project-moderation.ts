@@ -17,6 +17,8 @@ export type ModerationColumns = Required<Pick<GenerationsTable, 'moderation_deci
 
 export interface ModerationRequest {
   keyId: string;
+  /** The request asking, named in a failure's log line. */
+  requestId?: string | undefined;
   model: string;
   prompt: string;
   /** The bytes of the request's input images (and mask), read and checked: the hook is sent their SHA-256. */
@@ -83,7 +85,14 @@ export class ProjectModeration {
           );
     if (outcome.failure !== undefined) {
       this.deps.logger.warn(
-        { project_id: project.id, key_id: request.keyId, failure: outcome.failure, latency_ms: outcome.latencyMs, failure_mode: hook.failureMode },
+        {
+          request_id: request.requestId,
+          project_id: project.id,
+          key_id: request.keyId,
+          failure: outcome.failure,
+          latency_ms: outcome.latencyMs,
+          failure_mode: hook.failureMode,
+        },
         outcome.failedOpen
           ? 'moderation hook failed; the project fails open, the request goes on'
           : 'moderation hook failed; the project fails closed, the request is refused',

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics/metrics';
+import { traceRequest } from '../telemetry/http-spans';
 import { assignRequestId } from './request-id';
 import { logRequest } from './request-logger';
 import { countRequest } from './request-metrics';
@@ -21,6 +22,7 @@ export function requestContext(deps: { logger: Logger; metrics: GatewayMetrics; 
       if (logged) logRequest(deps.logger, req, res, startedNs);
       countRequest(deps.metrics, listener, req, res);
     });
-    next();
+    // With tracing, the rest of the request runs inside its server span (next called there).
+    if (!traceRequest(req, res, next)) next();
   };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { configureOutbound, errorCode, outboundDispatcher, outboundOrigin } from '../shared/outbound';
+import { injectTraceContext, tracingEnabled, withSpan } from '../telemetry/tracing';
 
 /**
  * The upstream hop: the process-wide guarded agents (shared/outbound.ts: a keep-alive pool per origin,
@@ -101,6 +102,33 @@ export function send(
   signal: AbortSignal,
   publicOnly = false,
   onSent?: () => void,
+): Promise<UpstreamAnswer> {
+  if (!tracingEnabled()) return dispatchCall(method, url, body, headers, signal, publicOnly, onSent);
+  // A client span per call, its traceparent sent to the upstream (docs/operators/production.md, "Traces").
+  const attributes = { 'http.request.method': method, 'server.address': url.hostname, 'url.scheme': url.protocol.replace(':', '') };
+  return withSpan(
+    method,
+    url.port === '' ? attributes : { ...attributes, 'server.port': Number(url.port) },
+    async (span) => {
+      const traced = { ...headers };
+      injectTraceContext(traced);
+      const answer = await dispatchCall(method, url, body, traced, signal, publicOnly, onSent);
+      span.set({ 'http.response.status_code': answer.status });
+      if (answer.status >= 400) span.fail(String(answer.status));
+      return answer;
+    },
+    { kind: 'client' },
+  );
+}
+
+function dispatchCall(
+  method: 'GET' | 'POST' | 'PUT',
+  url: URL,
+  body: string | Buffer | undefined,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  publicOnly: boolean,
+  onSent: (() => void) | undefined,
 ): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {

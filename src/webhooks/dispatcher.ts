@@ -8,6 +8,7 @@ import { emitExpiryEvents } from '../events/key-events';
 import { type PostResult, postJson } from '../shared/outbound';
 import type { WebhookSecrets } from './secret-sealing';
 import { signedHeaders } from './signing';
+import { injectTraceContext, tracingEnabled, withSpan } from '../telemetry/tracing';
 
 /**
  * Sends queued deliveries, in every gateway process. A delivery is claimed with a lease (`FOR UPDATE
@@ -188,10 +189,12 @@ export class WebhookDispatcher {
     const result: PostResult =
       secrets === undefined || target === null
         ? { error: 'its signing secret cannot be opened (sealing key not configured)' }
-        : await postJson(target, signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload), delivery.payload, {
-            timeoutMs,
-            allowPrivate: allowPrivateNetworks,
-          });
+        : await traceDelivery(delivery.endpoint_id, () =>
+            postJson(target, withTraceContext(signedHeaders(secrets, delivery.event_id, Math.floor(Date.now() / 1000), delivery.payload)), delivery.payload, {
+              timeoutMs,
+              allowPrivate: allowPrivateNetworks,
+            }),
+          );
     const finished = clock.now();
     const attempt = delivery.attempts + 1;
     const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
@@ -250,4 +253,26 @@ export class WebhookDispatcher {
       'webhook delivery attempt',
     );
   }
+}
+
+/** A delivery as a client span (its status, or its failure), when traces are on. */
+function traceDelivery(endpointId: string | null, post: () => Promise<PostResult>): Promise<PostResult> {
+  if (!tracingEnabled()) return post();
+  return withSpan(
+    'webhook delivery',
+    endpointId === null ? {} : { 'gateway.webhook.endpoint_id': endpointId },
+    async (span) => {
+      const result = await post();
+      if (result.statusCode !== undefined) span.set({ 'http.response.status_code': result.statusCode });
+      if (result.statusCode === undefined || result.statusCode >= 300)
+        span.fail(result.statusCode === undefined ? 'delivery_error' : String(result.statusCode));
+      return result;
+    },
+    { kind: 'client' },
+  );
+}
+
+function withTraceContext(headers: Record<string, string>): Record<string, string> {
+  injectTraceContext(headers);
+  return headers;
 }
