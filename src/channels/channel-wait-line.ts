@@ -166,6 +166,8 @@ export class ChannelWaitLine {
       const now = this.deps.clock.now();
       let soonestMs = Infinity;
       let storeFailure: unknown;
+      // Whether every candidate is refused only for a cool-down, whose end is known and nothing frees sooner.
+      let onlyCooling = true;
       for (const candidate of routingOrder(closed)) {
         const { channel } = candidate;
         const runtime = this.runtimes.runtime(channel);
@@ -173,7 +175,10 @@ export class ChannelWaitLine {
           soonestMs = Math.min(soonestMs, runtime.coolingUntil - now);
           continue;
         }
-        if (!runtime.breaker.tryAcquire()) continue;
+        if (!runtime.breaker.tryAcquire()) {
+          onlyCooling = false;
+          continue;
+        }
         const checkedAt = this.deps.clock.now();
         let taken: Awaited<ReturnType<ChannelLimitStore['acquire']>>;
         try {
@@ -183,19 +188,23 @@ export class ChannelWaitLine {
           // stay taken, and a channel whose limits live elsewhere (in this process) may still serve.
           runtime.breaker.onNeutral();
           storeFailure ??= error;
+          onlyCooling = false;
           continue;
         }
         if ('leaseId' in taken) return { channel, client: candidate.client!, leaseId: taken.leaseId };
         runtime.breaker.onNeutral();
         // Cooling down on another replica's word: skip the store until then.
         if (taken.refused === 'cooling_down') runtime.coolingUntil = Math.max(runtime.coolingUntil, checkedAt + taken.retryAfterMs);
+        else onlyCooling = false;
         soonestMs = Math.min(soonestMs, taken.retryAfterMs);
       }
       // Nothing to wait for: no channel is at a limit that frees, and a store that failed answers with its outage.
       if (storeFailure !== undefined && !Number.isFinite(soonestMs)) throw storeFailure;
       const remaining = queueDeadline - this.deps.clock.now();
       const retryAfter = retryAfterHeader(Number.isFinite(soonestMs) ? soonestMs : 1000);
-      if (remaining <= 0) {
+      // Every channel cools down past the queue's deadline (an upstream's Retry-After or RetryInfo):
+      // waiting could not help, and the answer passes on the upstream's own delay.
+      if (remaining <= 0 || (onlyCooling && soonestMs > remaining)) {
         throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy; retry shortly.`, false, { headers: retryAfter });
       }
       const ticket = joinQueue();

@@ -243,7 +243,8 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
         ],
       }),
       PROVIDER_GOOGLE_RETRY_BASE_DELAY_MS: '5',
-      CHANNEL_QUEUE_TIMEOUT_MS: '300',
+      // The default queue timeout (2 s), shorter than Google's RetryInfo of 7 s.
+      CHANNEL_QUEUE_TIMEOUT_MS: '2000',
     });
     key = await t.createKey({ allowed_providers: ['google'], credits_quota: 100_000 });
   });
@@ -392,12 +393,16 @@ describe('Gemini through the gateway: API channels, failover, and its error tabl
     expect(disabled.disabled_reason).toContain('per-day quota');
   });
 
-  it("busy (row 5): 429 RESOURCE_EXHAUSTED is 503 provider_busy with Google's RetryInfo as Retry-After, not a provider failure", async () => {
+  it("busy (row 5): 429 RESOURCE_EXHAUSTED is 503 provider_busy with Google's RetryInfo (7s) as Retry-After 7, at once, not a provider failure", async () => {
     const only = await channel(healthy);
-    const res = await generate('rate limited [busy]');
+    const prompt = 'rate limited [busy]';
+    const res = await generate(prompt);
     expect(res.status).toBe(503);
     expect(res.body.error.code).toBe('provider_busy');
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    // The channel cools down past the request's queue deadline: the answer is not held in the queue
+    // (which would leave 7 s minus the wait), it passes Google's delay on.
+    expect(res.headers['retry-after']).toBe('7');
+    expect(callsOf(healthy, prompt)).toBe(1);
     expect(await channelOf(only.id)).toMatchObject({ status: 'enabled' });
   });
 });
