@@ -43,7 +43,8 @@ import { CidrSet } from './shared/cidr';
 import { type Clock, systemClock } from './shared/clock';
 import { CloserStack } from './shared/closer-stack';
 import { CursorCodec } from './shared/cursor';
-import { type ListeningUrls, listeningUrls, type ModelInService } from './startup-announcement';
+import { type ListeningUrls, listeningUrls, type ModelInService, summarizeConfig } from './startup-announcement';
+import { startTracing } from './telemetry/start-tracing';
 import { UsageReportService } from './usage/usage.service';
 import { createWebhooks } from './webhooks/create-webhooks';
 
@@ -142,7 +143,9 @@ async function reportUnreachableImageStore(probe: DependencyProbe | undefined, d
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logger = createLogger(config.logLevel, options.logDestination);
-  logger.info({ config: describeConfig(config) }, 'configuration');
+  // A short line at info (the first thing a failed start shows), the full one for debugging.
+  logger.info({ config: summarizeConfig(config) }, 'configuration');
+  logger.debug({ config: describeConfig(config) }, 'effective configuration');
   const closers = new CloserStack(logger);
   try {
     return await startFeatures(config, clock, logger, closers);
@@ -156,6 +159,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 }
 
 async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger, closers: CloserStack): Promise<RunningGateway> {
+  // First on the stack, so closed last: the spans of the drain are exported too.
+  const tracing = await startTracing(config.telemetry, config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined);
+  if (tracing) closers.push('traces', () => tracing.close());
   // Before the database opens: it reports its waits to the monitor.
   const load = closers.add('load monitor', new LoadMonitor({ eventLoopDelayMs: config.shedEventLoopDelayMs, databaseWaitMs: config.shedDatabaseWaitMs }));
   const metrics = new GatewayMetrics();
@@ -347,6 +353,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     'gateway listening',
   );
 
+  let stopping: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${listeners.publicPort}`,
     port: listeners.publicPort,
@@ -357,6 +364,6 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     images,
     apps: { public: publicApp, internal: internalApp },
     generation: generation.service,
-    close: () => closers.closeAll(),
+    close: () => (stopping ??= closers.closeAll().then(() => logger.info('stopped'))),
   };
 }

@@ -1,3 +1,5 @@
+import type { GatewayConfig } from './config/config';
+import { maskUrl } from './config/env-types';
 import type { components } from '../generated/creative';
 
 /** Where a started gateway answers, as a person on the same machine reaches it. */
@@ -37,4 +39,27 @@ export function describeListening(urls: ListeningUrls, models: readonly ModelInS
     `creative-gateway listening on ${urls.api}: API reference ${urls.docs}, console ${urls.console}, internal API ${urls.internal}`,
     `models: ${named.length > 0 ? named.join(', ') : 'none'}`,
   ];
+}
+
+/**
+ * The startup's configuration line in a few fields an operator reads at a glance (the effective
+ * configuration in full, secrets masked, is the `debug` line "effective configuration"): where it
+ * listens and stores, what it serves, what is turned on. No secret is in it; passwords in URLs are masked.
+ */
+export function summarizeConfig(config: GatewayConfig): Record<string, unknown> {
+  const store = config.images.store;
+  return {
+    node_env: config.nodeEnv,
+    listen: `${config.host}:${config.port}`,
+    internal_port: config.internalPort,
+    database: config.databaseUrl.startsWith('postgres') ? maskUrl(config.databaseUrl) : 'sqlite',
+    redis: config.redisUrl === undefined ? null : maskUrl(config.redisUrl),
+    rate_limit_store: config.rateLimitStore,
+    image_store: store.kind === 'directory' ? `directory ${store.directory}` : `s3 ${store.bucket}`,
+    models: config.catalog.length,
+    environment_accounts: config.providers.accounts.map((account) => account.provider),
+    console_sso: config.consoleSso ? 'on' : 'off',
+    traces: config.telemetry.tracesUrl === undefined ? 'off' : new URL(config.telemetry.tracesUrl).origin,
+    log_level: config.logLevel,
+  };
 }

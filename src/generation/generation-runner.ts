@@ -37,6 +37,9 @@ import type { GenerationOutcome } from './generation-outcome';
 import { imageOwnerOf, withdrawOtherOutputs } from '../images/images.repository';
 import type { CatalogModel } from '../config/catalog';
 import type { ProviderImage } from '../providers/provider';
+import { logGenerationFailure } from './failure-log';
+import { traceAttempts } from './generation-spans';
+import { tracingEnabled, withSpan } from '../telemetry/tracing';
 
 export interface GenerationRunnerDeps {
   db: Kysely<Database>;
@@ -166,7 +169,18 @@ export class GenerationRunner {
       ? undefined
       : new GenerationTaskJournal(db, writes, clock, logger, row.id, tasks, stored.mark_sends, owner, taskLifeOf(first.entry));
     const run: Run = { row, stored, signal, started, journal, firstSeq };
-    return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
+    if (!tracingEnabled()) return this.settle(run, await this.run(run, chain.slice(startAt), first, tasks));
+    // A background run starts a trace of its own, linked to the request that queued it.
+    const ids = { 'gateway.generation.id': row.id, ...(row.key_id !== null ? { 'gateway.key.id': row.key_id } : {}) };
+    return withSpan(
+      stored.mark_sends ? 'generation background run' : 'generation execute',
+      ids,
+      async () => {
+        const outcome = await this.run(run, chain.slice(startAt), first, tasks);
+        return withSpan('generation settle', { ...ids, 'gateway.outcome': outcome.kind }, () => this.settle(run, outcome));
+      },
+      stored.mark_sends ? { root: true, ...(stored.origin?.traceparent ? { linkTo: stored.origin.traceparent } : {}) } : {},
+    );
   }
 
   /** The channel phase: the upstream calls on the chain's models from `first` on, and the images stored. It settles nothing. */
@@ -222,26 +236,29 @@ export class GenerationRunner {
         stage = onModel(stored, next.model);
       };
       const result = await this.deps.channels.generate(row.id, stages, signal, journal, onFallback);
+      if (tracingEnabled()) traceAttempts(result.attempts, chain, result.ok ? undefined : result.error);
       ({ losses } = result);
       attempts = run.firstSeq === 0 ? result.attempts : result.attempts.map((attempt) => ({ ...attempt, seq: attempt.seq + run.firstSeq }));
       if (!result.ok) return stopOf(run, result.error, { stage, attempts, losses, attemptsWritten: false });
       imagesMade = true;
       // Stored before success is recorded: an image the client cannot get is never charged.
       let imageIds: string[] = [];
-      const images = await this.deps.images.persist(
-        {
-          generationId: row.id,
-          owner: imageOwnerOf(row),
-          provider: result.entry.provider,
-          images: result.images,
-          responseFormat: stored.request.responseFormat,
-          keepBase64: stored.keep_base64,
-          onStored: (ids) => {
-            imageIds = ids;
+      const persist = () =>
+        this.deps.images.persist(
+          {
+            generationId: row.id,
+            owner: imageOwnerOf(row),
+            provider: result.entry.provider,
+            images: result.images,
+            responseFormat: stored.request.responseFormat,
+            keepBase64: stored.keep_base64,
+            onStored: (ids) => {
+              imageIds = ids;
+            },
           },
-        },
-        signal,
-      );
+          signal,
+        );
+      const images = tracingEnabled() ? await withSpan('generation store images', { 'gateway.images': result.images.length }, persist) : await persist();
       return { kind: 'produced', entry: result.entry, images, imageIds, stage, attempts, losses, attemptsWritten: false, imagesMade };
     } catch (error) {
       return stopOf(run, error, { stage, attempts, losses, attemptsWritten: false, imagesMade });
@@ -388,6 +405,23 @@ export class GenerationRunner {
     // A client that went away keeps what it had sent upstream, like a cancel (charges.ts).
     const disconnected = signal.aborted && signal.reason instanceof ClientDisconnected;
     const chargedCredits = disconnected ? creditsOf(imagesOfCalls(stage, journal?.sent ?? []), heldFor(stage, row)) : 0;
+    if (!canceled && !disconnected) {
+      logGenerationFailure(
+        this.deps.logger,
+        {
+          request_id: stored.origin?.request_id,
+          generation_id: row.id,
+          key_id: row.key_id,
+          project_id: row.project_id ?? null,
+          model: stage.entry.model,
+          provider: stage.entry.provider,
+          channel_id: attempts.at(-1)?.channel_id,
+          error_code: code,
+        },
+        error,
+        'generation failed',
+      );
+    }
     let endedElsewhere: FailureWritten['endedElsewhere'];
     try {
       const hooked = await writes.run(async (trx) => {

@@ -29,10 +29,11 @@ interface Asked {
   signal: AbortSignal;
   /** The `Prefer` header, parsed: absent for a synchronous request. */
   prefer: Prefer | undefined;
+  requestId: string;
 }
 
-function askedOf(request: { principal: { key: ClientKey }; signal: AbortSignal; header(name: string): string | undefined }): Asked {
-  return { key: request.principal.key, signal: request.signal, prefer: parsePrefer(request.header('prefer')) };
+function askedOf(request: { principal: { key: ClientKey }; signal: AbortSignal; requestId: string; header(name: string): string | undefined }): Asked {
+  return { key: request.principal.key, signal: request.signal, prefer: parsePrefer(request.header('prefer')), requestId: request.requestId };
 }
 
 /** `wait=N` honoured (RFC 7240 §3): the answer came within the wait, or the wait ran out into a 202. */
@@ -59,11 +60,11 @@ interface Accepted {
  */
 async function submitAsync(
   { service, clients, resources }: GenerationParts,
-  { key }: Asked,
+  { key, requestId }: Asked,
   prefer: Prefer,
   input: GenerationInput,
 ): Promise<{ done: ClientGeneration; creditsRemaining: number; creditsPerImage: number } | Accepted> {
-  const submitted = await service.submitForKey(key, input);
+  const submitted = await service.submitForKey(key, input, requestId);
   let row = submitted.row;
   if (prefer.waitSeconds > 0) row = (await clients.waitForSettled(row.id, prefer.waitSeconds * 1000)) ?? row;
   const resource = await resources.resource(row);
@@ -113,7 +114,7 @@ async function gatewayAnswer(parts: GenerationParts, asked: Asked, input: Genera
       },
     };
   }
-  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal);
+  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal, asked.requestId);
   return {
     status: 200 as const,
     body: {
@@ -149,7 +150,7 @@ async function openAIAnswer(parts: GenerationParts, asked: Asked, input: Generat
       body: { created: Math.floor(Date.parse(outcome.done.created_at) / 1000), data: openAIImages(outcome.done.data ?? [], input.prompt) },
     };
   }
-  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal);
+  const outcome = await parts.service.generateForKey(asked.key, input, asked.signal, asked.requestId);
   return { status: 200 as const, body: { created: outcome.created, data: openAIImages(generationSummary(outcome).data, input.prompt) } };
 }
 

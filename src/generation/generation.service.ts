@@ -38,6 +38,9 @@ import { countQueuedGenerations, findGeneration } from './generations.repository
 import { LeaseLost } from './lease';
 import type { Unbilled } from './settlement.repository';
 import { Reservations } from './reservations';
+import { currentTraceparent } from '../telemetry/tracing';
+import { ClientDisconnected } from '../http/abort-on-disconnect';
+import { errorCodeOf, logGenerationFailure, wasLogged } from './failure-log';
 
 export type GenerateImageInput = components['schemas']['GenerateImageRequest'];
 /**
@@ -118,6 +121,8 @@ interface Asked {
   background: boolean;
   /** The waiting client's disconnect; none for a queued request. */
   signal: AbortSignal | undefined;
+  /** The id of the request that asked (kept with the generation for its failure log line). */
+  requestId?: string | undefined;
 }
 
 /** A client key's request. */
@@ -224,20 +229,47 @@ export class GenerationService {
   }
 
   /** See `keyAsync`. */
-  async submitForKey(key: ClientKey, input: GenerationInput): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
-    const { row, reservation } = await this.keyAsync.run({
-      key,
-      input: asSent(input),
-      signal: undefined,
-      owner: { kind: 'key', id: key.id },
-      background: true,
-    });
+  async submitForKey(key: ClientKey, input: GenerationInput, requestId?: string): Promise<{ row: GenerationsTable; creditsRemaining: number }> {
+    const asked = { requestId, key, input: asSent(input), signal: undefined, owner: { kind: 'key', id: key.id }, background: true } as const;
+    const { row, reservation } = await this.keyAsync.run(asked).catch((error: unknown) => this.refused(asked, error));
     return { row, creditsRemaining: reservation.creditsRemaining };
   }
 
   /** See `service`. */
-  async generateForService(clientId: string, input: GenerationInput & { provider?: string }, signal: AbortSignal): Promise<GenerationOutcome> {
-    return (await this.service.run({ input: asSent(input), signal, owner: { kind: 'service', id: clientId }, background: false })).outcome;
+  async generateForService(
+    clientId: string,
+    input: GenerationInput & { provider?: string },
+    signal: AbortSignal,
+    requestId?: string,
+  ): Promise<GenerationOutcome> {
+    const asked = { input: asSent(input), signal, owner: { kind: 'service', id: clientId }, background: false, requestId } as const;
+    return (await this.service.run(asked).catch((error: unknown) => this.refused(asked, error))).outcome;
+  }
+
+  /**
+   * The one log line of a request that ended without its images and whose run did not log it
+   * already (failure-log.ts): a refusal at admission, a check, moderation, the reservation.
+   */
+  private refused(asked: Asked & { key?: ClientKey }, error: unknown): never {
+    if (!wasLogged(error) && !(error instanceof ClientDisconnected)) {
+      const entry = this.deps.catalog.get(asked.input.model);
+      logGenerationFailure(
+        this.deps.logger,
+        {
+          request_id: asked.requestId,
+          generation_id: undefined,
+          key_id: asked.key?.id ?? null,
+          project_id: asked.key?.project?.id ?? null,
+          model: asked.input.model,
+          provider: entry?.provider,
+          channel_id: undefined,
+          error_code: errorCodeOf(error),
+        },
+        error,
+        'generation refused',
+      );
+    }
+    throw error;
   }
 
   /**
@@ -265,7 +297,9 @@ export class GenerationService {
     if (!this.deps.moderation || key.project === null || key.project.moderationHook === null) return { moderation: undefined };
     const inputs = checked ? [...checked.images, ...(checked.mask ? [checked.mask] : [])].map((image) => image.bytes) : [];
     try {
-      return { moderation: await this.deps.moderation.check(key.project, { keyId: key.id, model: entry.model, prompt: input.prompt, inputs }) };
+      return {
+        moderation: await this.deps.moderation.check(key.project, { keyId: key.id, requestId: s.requestId, model: entry.model, prompt: input.prompt, inputs }),
+      };
     } catch (error) {
       if (error instanceof ApiError && (error.code === 'moderation_blocked' || error.code === 'moderation_unavailable'))
         await this.recordBlocked(key, entry, error.code);
@@ -303,8 +337,11 @@ export class GenerationService {
   }
 
   /** What a worker needs to run the generation later, on any replica; a size, quality or output option the upstream would refuse is refused here. */
-  private checkRequest({ entry, input, background }: Asked & { entry: CatalogModel }): { request: StoredGenerationRequest } {
-    return { request: storedRequestFor(entry, input, background) };
+  private checkRequest({ entry, input, background, requestId }: Asked & { entry: CatalogModel }): { request: StoredGenerationRequest } {
+    const request = storedRequestFor(entry, input, background);
+    if (requestId === undefined) return { request };
+    const traceparent = currentTraceparent();
+    return { request: { ...request, origin: { request_id: requestId, ...(traceparent !== undefined ? { traceparent } : {}) } } };
   }
 
   /** The request's input images, read and checked against the model's limits: the 4xx refusals, before anything is stored or reserved. */

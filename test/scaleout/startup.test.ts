@@ -81,7 +81,7 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
     }
   });
 
-  it('logs the effective configuration once at startup, with every secret masked', async () => {
+  it('logs the effective configuration once at startup (at debug; a short summary at info), with every secret masked', async () => {
     const database = await createThrowawayDatabase('sqlite');
     const secrets = { ark: 'ark-api-key-must-not-leak', redis: 'redis-password-must-not-leak', volc: 'volc-secret-must-not-leak' };
     const gateway = await startGatewayProcess({
@@ -91,10 +91,12 @@ describe('startup failures an operator can fix: one line, no stack trace, a mean
       ARK_API_KEY: secrets.ark,
       VOLC_ACCESS_KEY_ID: 'AKLTvisible',
       VOLC_SECRET_ACCESS_KEY: secrets.volc,
+      LOG_LEVEL: 'debug',
     });
     try {
       const output = gateway.output.join('');
-      const configLines = lines(output).filter((line) => line.includes('"msg":"configuration"'));
+      expect(lines(output).filter((line) => line.includes('"msg":"configuration"'))).toHaveLength(1);
+      const configLines = lines(output).filter((line) => line.includes('"msg":"effective configuration"'));
       expect(configLines).toHaveLength(1);
       const { config } = JSON.parse(configLines[0] as string);
       expect(config).toMatchObject({
