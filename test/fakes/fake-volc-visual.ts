@@ -12,8 +12,9 @@ import { solidPngB64 } from './solid-images';
  * prompt's first K tasks only); [busy:K] the first K
  * submits of that prompt answer 50429; [pending:K] K polls say "generating"; [lost] the task is
  * not_found; [garbage] a non-JSON body; [slow:MS] answers late; [fail-from:K] the K-th and later
- * submits of that prompt fail with 50500 (the earlier ones make their images). Each image is a real PNG
- * of the task's `width` x `height` (1024 x 1024 when it sent none).
+ * submits of that prompt fail with 50500 (the earlier ones make their images); [extra-images:K] a task
+ * answers K images more than its one (as 4.0 may without force_single, and bills each). Each image is a
+ * real PNG of the task's `width` x `height` (1024 x 1024 when it sent none).
  */
 export interface FakeVisual {
   url: string;
@@ -288,12 +289,15 @@ export async function startFakeVisual(
         task.finished();
         const returnUrl = (JSON.parse(String(body.req_json ?? '{}')) as { return_url?: boolean }).return_url === true;
         const made = Number.isInteger(task.width) && Number.isInteger(task.height) ? { width: task.width, height: task.height } : { width: 1024, height: 1024 };
+        const names = Array.from({ length: 1 + Number(token(task.prompt, 'extra-images') ?? 0) }, (_, i) =>
+          i === 0 ? String(body.task_id) : `${String(body.task_id)}-${i}`,
+        );
         return sendJson(res, 200, {
           code: 10000,
           data: {
             status: 'done',
-            image_urls: returnUrl ? [resultUrl(req, task.prompt, String(body.task_id), made)] : null,
-            binary_data_base64: returnUrl ? [] : [solidPngB64(made.width, made.height)],
+            image_urls: returnUrl ? names.map((name) => resultUrl(req, task.prompt, name, made)) : null,
+            binary_data_base64: returnUrl ? [] : names.map(() => solidPngB64(made.width, made.height)),
           },
           message: 'Success',
           request_id: 'fake',

@@ -77,7 +77,8 @@ export function serveImageFile(req: import('node:http').IncomingMessage, res: im
     res.writeHead(404, { 'Content-Type': 'text/plain' });
     res.end('no such file');
   } else {
-    const size = /-(\d+)x(\d+)\.png$/.exec(req.url ?? '');
+    // The path names the size; a query (a signed URL's, as the visual fake's) is not part of it.
+    const size = /-(\d+)x(\d+)\.png$/.exec((req.url ?? '').split('?')[0]!);
     const png = size ? solidPng(Number(size[1]), Number(size[2])) : Buffer.from(TINY_PNG_B64, 'base64');
     res.writeHead(200, { 'Content-Type': 'image/png', 'Content-Length': png.length });
     res.end(png);

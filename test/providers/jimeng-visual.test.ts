@@ -65,7 +65,7 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.body).toMatchObject({ model: 'jimeng-4.0', provider: 'jimeng', usage: { images: 1, credits_charged: 3 } });
     expect(res.body.data[0]).toMatchObject({ url: expect.stringContaining(`${t.gateway.url}/images/img_`), width: 1024, height: 1024 });
     // Taken from the visual API's own image host, which the default IMAGE_FETCH_ALLOWED_HOSTS admits.
-    expect(downloaded.at(-1)).toMatch(/^https:\/\/p3-aiop-sign\.byteimg\.com\/files\/png-task-\d+\.png\?rk3s=/);
+    expect(downloaded.at(-1)).toMatch(/^https:\/\/p3-aiop-sign\.byteimg\.com\/files\/png-task-\d+-1024x1024\.png\?rk3s=/);
     const calls = fake.requests.slice(before);
     expect(calls[0]).toEqual({
       action: 'CVSync2AsyncSubmitTask',
@@ -142,6 +142,35 @@ describe('jimeng through the Volcengine visual API (fake upstream)', () => {
     expect(res.body.data).toHaveLength(2);
     expect(res.body.data[0].b64_json).toMatch(/^iVBOR/);
     expect(res.body.usage.credits_charged).toBe(4);
+  });
+
+  it("a task answering more images than its one: n are delivered (one per task), n charged, the rest booked as the operator's loss", async () => {
+    const before = await creditsUsed();
+    for (const response_format of ['url', 'b64_json'] as const) {
+      const prompt = `two asked, six answered [extra-images:2] ${response_format}`;
+      const fetchedBefore = downloaded.length;
+      const res = await generate(prompt, { n: 2, response_format });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toHaveLength(2);
+      expect(res.body.usage).toMatchObject({ images: 2, credits_charged: 6 });
+      expect(fake.requests.filter((r) => r.action === 'CVSync2AsyncSubmitTask' && r.body.prompt === prompt)).toHaveLength(2);
+      // Only the delivered images are fetched and stored (a URL answer), each task's first.
+      expect(downloaded.length - fetchedBefore).toBe(response_format === 'url' ? 2 : 0);
+      for (const url of downloaded.slice(fetchedBefore)) expect(url).toMatch(/\/files\/png-task-\d+-1024x1024\.png/);
+      const row = await t.gateway.database.db
+        .selectFrom('generations')
+        .selectAll()
+        .where('id', '=', res.body.id as string)
+        .executeTakeFirstOrThrow();
+      expect({ images: Number(row.images), unbilled: Number(row.unbilled_images) }).toEqual({ images: 2, unbilled: 4 });
+      const stored = await t.gateway.database.db
+        .selectFrom('stored_images')
+        .select('position')
+        .where('generation_id', '=', res.body.id as string)
+        .execute();
+      expect(stored.map((image) => image.position).sort()).toEqual(response_format === 'url' ? [0, 1] : []);
+    }
+    expect((await creditsUsed()) - before).toBe(2 * 6);
   });
 
   it.each([

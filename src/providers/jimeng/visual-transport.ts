@@ -34,6 +34,8 @@ interface VisualAnswer {
 const REGENERATE_CODES = new Set([50511, 50519]);
 /** Tasks in all for one image when the output keeps failing moderation (each failed one may be billed). */
 const MODERATION_TASKS = 3;
+/** Images a task delivers: each stands for one image of the request (generate runs n tasks). */
+const TASK_IMAGES = 1;
 
 /** output_moderated that a new task may not meet (50511 / 50519). */
 class RegenerableModeration extends UpstreamError {
@@ -212,15 +214,17 @@ export class VisualTransport {
     }
   }
 
+  /**
+   * The task's one image: an image beyond it (4.0 without force_single, or a misbehaving answer) is one
+   * nobody pays for. The API bills every image a task returns: the ones not delivered are the operator's loss.
+   */
   private images(answer: VisualAnswer, request: ProviderRequest): ProviderImage[] {
     const size = { width: request.width, height: request.height };
-    if (request.responseFormat === 'url') {
-      const urls = answer.data?.image_urls ?? [];
-      if (urls.length === 0) throw upstream.failed(PROVIDER, 'the finished task has no image_urls');
-      return urls.map((url) => ({ url, ...size }));
-    }
-    const blobs = answer.data?.binary_data_base64 ?? [];
-    if (blobs.length === 0) throw upstream.failed(PROVIDER, 'the finished task has no binary_data_base64');
-    return blobs.map((b64Json) => ({ b64Json, ...size }));
+    const urlForm = request.responseFormat === 'url';
+    const field = urlForm ? 'image_urls' : 'binary_data_base64';
+    const made = (urlForm ? answer.data?.image_urls : answer.data?.binary_data_base64) ?? [];
+    if (made.length === 0) throw upstream.failed(PROVIDER, `the finished task has no ${field}`);
+    if (made.length > TASK_IMAGES) request.onBilled?.(made.length, TASK_IMAGES);
+    return made.slice(0, TASK_IMAGES).map((image) => (urlForm ? { url: image, ...size } : { b64Json: image, ...size }));
   }
 }
