@@ -310,6 +310,7 @@ export const envSchema = z.object({
   }),
 
   // Traces (OpenTelemetry's own variable names; docs/operators/production.md, "Traces").
+  OTEL_SDK_DISABLED: declare(boolean.default(false), { description: '`true` turns traces off whatever the endpoint variables say' }),
   OTEL_EXPORTER_OTLP_ENDPOINT: declare(httpUrl.optional(), {
     description: 'turns traces on: the OTLP/HTTP base URL of a collector (spans go to `<it>/v1/traces`); unset, no tracing code is loaded',
     defaultText: 'off',

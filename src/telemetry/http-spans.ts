@@ -20,14 +20,16 @@ function operationIdOf(method: string, path: string): string | undefined {
  */
 export function traceRequest(req: Request, res: Response, next: () => void): boolean {
   if (!tracingEnabled()) return false;
-  const host = req.headers.host ?? '';
+  // The listener's own address, not the Host header: no header value goes into a span.
+  const local = req.socket.localAddress;
   const span = startServerSpan(
     req,
     res,
     {
       'http.request.method': req.method,
       'url.scheme': 'http',
-      'server.address': host.replace(/:\d+$/, ''),
+      ...(local !== undefined ? { 'server.address': local.replace(/^::ffff:/, '') } : {}),
+      ...(req.socket.localPort !== undefined ? { 'server.port': req.socket.localPort } : {}),
     },
     next,
   );

@@ -16,7 +16,8 @@ export interface TelemetryConfig {
 
 export function readTelemetry(values: EnvValues): TelemetryConfig {
   const base = values.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const tracesUrl = values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
+  const endpoint = values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
+  const tracesUrl = values.OTEL_SDK_DISABLED ? undefined : endpoint;
   return {
     tracesUrl,
     headers: values.OTEL_EXPORTER_OTLP_HEADERS,
