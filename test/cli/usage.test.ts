@@ -20,8 +20,9 @@ describe('admin CLI: usage (getUsageReport)', () => {
     return ['--from', new Date(hour - HOUR).toISOString(), '--to', new Date(hour + HOUR).toISOString()];
   };
 
-  it('usage --help prints help and exits 0', async () => {
-    await help(['usage', '--help']);
+  it("usage --help prints help and exits 0; the range's defaults are the API's", async () => {
+    const out = await help(['usage', '--help']);
+    expect(out.replace(/\s+/g, ' ')).toContain("--from <time> start, a whole UTC hour (default: the API's, the start of --to's calendar month, UTC)");
   });
 
   it.each([
@@ -32,7 +33,7 @@ describe('admin CLI: usage (getUsageReport)', () => {
     await usageError(args, message);
   });
 
-  it('--json prints the API answer; the default range (the last 7 days) includes what was just made', async () => {
+  it('--json prints the API answer; the default range (the month so far) includes what was just made', async () => {
     const report = await json(['usage', '--group-by', 'key']);
     expect(report.data).toEqual([expect.objectContaining({ key_id: keyId, requests: 2, succeeded: 2, images_delivered: 3, credits_charged: 3 })]);
     expect(report.next_cursor).toBeNull();
@@ -77,5 +78,26 @@ describe('admin CLI: usage (getUsageReport)', () => {
     const out = await cli(['usage', '--from', '2026-11-02T00:00:00Z', '--to', '2026-11-01T00:00:00Z']);
     expect(out).toMatchObject({ code: 1, stdout: '' });
     expect(out.stderr).toMatch(/400 invalid_request: to: must be after from/);
+  });
+});
+
+describe("admin CLI: usage without --from or --to sends no range (the API's default, the calendar month so far)", () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway();
+    // The gateway's clock 40 days ahead: another calendar month than the CLI's own clock, whatever the date.
+    t.clock.advanceDays(40);
+    const { key } = await t.createKey({ owner: 'month@example.com' });
+    expect((await t.api.client(key, localRequest({ n: 2 }))).status).toBe(200);
+  });
+  afterAll(() => t.close());
+  const { json } = cliRunner(() => t);
+
+  it("reports the gateway's month so far, as GET /admin/usage without a range does", async () => {
+    const report = await json(['usage', '--group-by', 'owner']);
+    expect(report.data).toEqual([expect.objectContaining({ owner: 'month@example.com', requests: 1, images_delivered: 2 })]);
+    const api = await t.api.admin('get', '/admin/usage?group_by=owner');
+    expect(api.status).toBe(200);
+    expect(report.data).toEqual(api.body.data);
   });
 });

@@ -42,8 +42,8 @@ export function registerUsageCommands(program: Command, context: CommandContext)
     program
       .command('usage')
       .description('usage analytics: credits, images, requests, failures and latency per group (a table; --json for the API answer, --csv for CSV)')
-      .option('--from <time>', 'start, a whole UTC hour (default: 7 days before --to)', wholeHour)
-      .option('--to <time>', 'end (exclusive), a whole UTC hour (default: the next whole hour)', wholeHour)
+      .option('--from <time>', "start, a whole UTC hour (default: the API's, the start of --to's calendar month, UTC)", wholeHour)
+      .option('--to <time>', "end (exclusive), a whole UTC hour (default: the API's, the end of the current hour)", wholeHour)
       .addOption(new Option('--bucket <bucket>', 'also group by time').choices(['hour', 'day', 'month']))
       .option('--group-by <list>', 'comma-separated: key, owner, project, model, provider, channel, metadata.<name>')
       .option('--key <id>', 'only this key (key_...)')
@@ -57,11 +57,10 @@ export function registerUsageCommands(program: Command, context: CommandContext)
       .option('--csv', "print the API's CSV (Accept: text/csv)"),
     'rows',
   ).action(async (options: UsageOptions, command: Command) => {
-    const to = options.to ?? new Date(Math.ceil(Date.now() / HOUR_MS) * HOUR_MS).toISOString();
-    const from = options.from ?? new Date(Date.parse(to) - 7 * 24 * HOUR_MS).toISOString();
+    // A bound not given is not sent: the range defaults are the API's (one home for them).
     const route = withQuery(gatewayOperations.getUsageReport.path, {
-      from,
-      to,
+      from: options.from,
+      to: options.to,
       bucket: options.bucket,
       group_by: options.groupBy,
       key_id: options.key,
