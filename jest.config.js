@@ -14,7 +14,7 @@ const base = {
     // The OTLP exporter loads node:http with import(), which jest's CommonJS runtime cannot run: made a require.
     '/@opentelemetry/otlp-exporter-base/.+\\.cjs$': ['@swc/jest', { module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose|@opentelemetry/otlp-exporter-base)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@scalar|jose|openid-client|oauth4webapi|@opentelemetry/otlp-exporter-base)/)'],
 };
 const buildDist = '<rootDir>/test/helpers/global-setup.js';
 const buildConsole = '<rootDir>/test/helpers/global-setup-console.js';
@@ -25,7 +25,7 @@ const operationCoverage = '<rootDir>/test/helpers/global-teardown-operation-cove
 const PROCESS_FOLDERS = ['scaleout', 'dependencies', 'cli'];
 const OWN_TIER = ['unit', ...PROCESS_FOLDERS, 'conformance', 'browser'];
 // Storage tests, run on PostgreSQL + Redis too. test/scaleout starts real processes on both engines itself.
-const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'leases', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks', 'usage', 'guardrails'];
+const STORAGE_FOLDERS = ['keys', 'generation', 'http', 'leases', 'ratelimit', 'providers', 'internal', 'images', 'channels', 'webhooks', 'usage', 'guardrails', 'console-sso'];
 
 const projects = [
   { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

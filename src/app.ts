@@ -9,6 +9,9 @@ import type { AuditService } from './audit/audit.service';
 import { adminAccessJwtGuard } from './auth/access-admin-auth';
 import type { AccessJwtVerifier } from './auth/access-jwt-auth';
 import { adminGuard } from './auth/admin-auth';
+import { consoleSessionGuard } from './auth/console-session-auth';
+import { consoleSsoHandlers } from './console-sso/console-sso.handlers';
+import type { ConsoleSso } from './console-sso/console-sso.service';
 import { apiKeyGuard } from './auth/api-key-auth';
 import type { Database } from './db/schema';
 import { channelHandlers } from './channels/channels.handlers';
@@ -85,6 +88,10 @@ export interface GatewayAppDeps {
   usage: UsageReportService;
   /** Cloudflare Access JWTs as admin credentials (CF_ACCESS_ADMIN_SCOPES); undefined = Access is not configured. */
   accessJwt?: AccessJwtVerifier;
+  /** Console single sign-on (CONSOLE_OIDC_ISSUERS); undefined = not configured. */
+  consoleSso?: ConsoleSso;
+  /** PUBLIC_BASE_URL: the origin of the single sign-on redirect URIs (else the request's). */
+  publicBaseUrl?: string;
 }
 
 /**
@@ -114,13 +121,19 @@ export function createGatewayApp(deps: GatewayAppDeps): Express {
     },
     getApiReference: docsPageHandler({ specUrl: gatewayOperations.getOpenApiDocument.path, title: 'Creative Gateway API' }),
     ...consoleHandlers(undefined, deps.accessJwt),
+    ...consoleSsoHandlers(deps.consoleSso, deps.publicBaseUrl),
   };
   const imageInputs = imageInputsSupport(deps.document);
   const app = createBaseApp({ ...deps, bodyLimitFor: imageInputs.bodyLimitFor }, 'public');
   const { router } = specRouter({
     document: deps.document,
     handlers,
-    guards: { ApiKey: apiKeyGuard(deps), AdminSecret: adminGuard(deps), AdminAccessJwt: adminAccessJwtGuard({ verifier: deps.accessJwt }) },
+    guards: {
+      ApiKey: apiKeyGuard(deps),
+      AdminSecret: adminGuard(deps),
+      AdminAccessJwt: adminAccessJwtGuard({ verifier: deps.accessJwt }),
+      ConsoleSession: consoleSessionGuard({ sso: deps.consoleSso }),
+    },
     // In this order for an operation that declares several: the rate-limit headers before the body is
     // read, so a body refused while it arrives still answers with them.
     layers: [

@@ -1,3 +1,4 @@
+import { ConsoleSso } from './console-sso/console-sso.service';
 import type { Express } from 'express';
 import type Redis from 'ioredis';
 import type { DestinationStream, Logger } from 'pino';
@@ -282,8 +283,12 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
   const projects = new ProjectsService(db, clock, providers.names(), cursors, catalog, keys, hooks, async (keyIds) => {
     for (const id of keyIds) await keyLookup.changed(id);
   });
+  // Discovery of every single sign-on issuer before listening: one that fails stops startup.
+  const consoleSso = config.consoleSso ? await ConsoleSso.start(config.consoleSso, { db, clock, logger }) : undefined;
   const publicApp = createGatewayApp({
     accessJwt,
+    consoleSso,
+    publicBaseUrl: config.images.publicBaseUrl,
     ...common,
     clock,
     generation,

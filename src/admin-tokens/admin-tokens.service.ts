@@ -97,6 +97,10 @@ export class AdminTokensService {
    * an Access principal expires with its JWT. */
   async identityOf(principal: AdminPrincipal): Promise<Schemas['AdminIdentity']> {
     if (principal.credential === 'admin_secret') return { actor: 'root', kind: 'admin_secret', name: null, scopes: [...principal.scopes], expires_at: null };
+    if (principal.session) {
+      const { email, subject, expiresAt } = principal.session;
+      return { actor: principal.actor, kind: 'console_session', name: email ?? subject, scopes: [...principal.scopes], expires_at: toIso(expiresAt) };
+    }
     if (principal.access) {
       const { name, expiresAt } = principal.access;
       return { actor: principal.actor, kind: 'access', name, scopes: [...principal.scopes], expires_at: toIso(expiresAt) };

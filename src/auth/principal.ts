@@ -17,13 +17,25 @@ export interface ClientPrincipal {
 export interface AdminPrincipal {
   kind: 'admin';
   /** What established it. */
-  credential: 'admin_secret' | 'admin_token' | 'access';
-  /** `root` for the admin secret, the admin token's id, or `access:<email>`: what audit events name as the actor. */
+  credential: 'admin_secret' | 'admin_token' | 'access' | 'console_session';
+  /** `root` for the admin secret, the admin token's id, `access:<email>`, or `sso:<issuer>:<sub>:<email>`: what audit events name as the actor. */
   actor: 'root' | (string & {});
   /** What this principal may do: every scope for root, the token's scopes, or CF_ACCESS_ADMIN_SCOPES. */
   scopes: readonly AdminScope[];
   /** For an Access JWT: its email (or common_name) and expiry. */
   access?: AccessIdentity;
+  /** For a console session (single sign-on): who signed in, where, and until when. */
+  session?: SessionIdentity;
+}
+
+/** The person a console session is for. */
+export interface SessionIdentity {
+  sessionId: string;
+  issuerId: string;
+  subject: string;
+  email: string | null;
+  /** When the session ends if unused (or at its absolute end, whichever is first), epoch milliseconds. */
+  expiresAt: number;
 }
 
 /**
@@ -54,6 +66,7 @@ export interface PrincipalBySecurityScheme {
   ApiKey: ClientPrincipal;
   AdminSecret: AdminPrincipal;
   AdminAccessJwt: AdminPrincipal;
+  ConsoleSession: AdminPrincipal;
   ServiceTokenId: ServicePrincipal;
   ServiceTokenSecret: ServicePrincipal;
   CfAccessJwt: ServicePrincipal;

@@ -193,6 +193,37 @@ export interface AdminTokensTable {
   revoked_at: number | null;
 }
 
+/** A console single sign-on under way: created by its start, consumed by its callback (src/console-sso). */
+export interface ConsoleSsoLoginsTable {
+  /** SHA-256 of the `state` sent to the issuer. */
+  state_hash: string;
+  issuer_id: string;
+  code_verifier: string;
+  nonce: string;
+  redirect_uri: string;
+  expires_at: number;
+}
+
+/** A console session from a single sign-on: the cookie holds its secret, the row its hash. */
+export interface ConsoleSessionsTable {
+  id: string;
+  token_hash: string;
+  /** SHA-256 of the CSRF token its state-changing requests must send. */
+  csrf_hash: string;
+  issuer_id: string;
+  /** The ID token's `sub`. */
+  subject: string;
+  email: string | null;
+  /** JSON array of AdminScope values, mapped from the person's groups at sign-in. */
+  scopes: string;
+  /** The ID token, sent back as `id_token_hint` at logout. */
+  id_token: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
 /** Append-only record of admin changes, written in the transaction of the change. */
 export interface AuditEventsTable {
   id: string;
@@ -410,6 +441,8 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   key_webhook_secrets: KeyWebhookSecretsTable;
   admin_tokens: AdminTokensTable;
+  console_sso_logins: ConsoleSsoLoginsTable;
+  console_sessions: ConsoleSessionsTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   leases: LeasesTable;
