@@ -9,8 +9,8 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const output = path.join(root, 'dist/console/index.html');
-/** What the console is built from: its folder, the spec's types it is typed against, its toolchain. */
-const SOURCES = ['console', 'generated/gateway.ts', 'package-lock.json'].map((entry) => path.join(root, entry));
+/** What the console is built from: its folder, the spec's types it is typed against, the registry's transports, its toolchain. */
+const SOURCES = ['console', 'generated/gateway.ts', 'generated/channel-transports.ts', 'package-lock.json'].map((entry) => path.join(root, entry));
 
 function newestChange(entries) {
   let newest = 0;

@@ -6,6 +6,8 @@ import { type FakeImagesApi, startFakeImagesApi } from '../fakes/fake-images-api
 import { makeKey, startJwksServer } from '../helpers/access-jwt';
 import { bearer, createAdminTokenVia } from '../helpers/admin-tokens';
 import { rangeOf } from '../../console/src/usage-series';
+import { transportFacts } from '../../src/cli/commands/channels-transports';
+import { FORMATS } from '../../src/providers/formats';
 import { ADMIN_SECRET, type TestGateway, localRequest, startTestGateway } from '../helpers/test-gateway';
 import { type ConsoleTab, clean, openConsole, pageProblems } from './console-tab';
 import { describeSkippedBecause } from '../helpers/skip-reasons';
@@ -559,7 +561,15 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     await page.getByRole('rowheader', { name: 'local (environment)', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Add channel' }).click();
     const channelForm = page.getByRole('form', { name: 'Add channel' });
+    // Every transport of the provider registry is offered, in its order (generated/channel-transports.ts).
+    const offered = await channelForm
+      .getByLabel('Transport')
+      .locator('option')
+      .evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
+    expect(offered).toEqual(transportFacts(FORMATS).map((facts) => facts.transport));
     await channelForm.getByLabel('Name').fill('ark from the console');
+    await channelForm.getByLabel('Transport').selectOption('ark');
+    expect(await channelForm.getByLabel('Provider').inputValue()).toBe('jimeng');
     await channelForm.getByLabel('Base URL').fill(ark.url);
     await channelForm.getByLabel('Models').fill('jimeng-4.5');
     await channelForm.getByLabel('Priority').fill('5');
