@@ -24,11 +24,13 @@ interface RequestContext extends CallScope {
 
 /**
  * What the upstream billed that the attempt rows do not show (src/generation/charges.ts books it):
- * images it billed beyond those it delivered (Ark's `usage.generated_images`), and the image indexes
- * of accepted tasks that outlived the upstream's keeping of them (never polled to their end).
+ * images it billed beyond those it delivered (Ark's `usage.generated_images`), the image indexes of
+ * the calls whose answer said what it billed (their loss is that figure, not an estimate), and the
+ * image indexes of accepted tasks that outlived the upstream's keeping of them (never polled to their end).
  */
 export interface UpstreamLosses {
   billedUndelivered: number;
+  billingReported?: number[];
   expiredCalls: number[];
 }
 
@@ -197,6 +199,7 @@ export class ChannelFailover {
           reached = true;
         };
         const onBilled = (billedImages: number, deliveredImages: number) => {
+          (context.losses.billingReported ??= []).push(imageIndex);
           if (billedImages === deliveredImages) return;
           this.deps.logger.warn(
             {

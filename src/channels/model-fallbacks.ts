@@ -62,6 +62,7 @@ export class ModelFallbacks {
     const withModel = (run: ChannelRun, entry: CatalogModel): void => {
       for (const attempt of run.attempts) attempts.push({ ...attempt, seq: attempts.length, model: entry.model });
       losses.billedUndelivered += run.losses.billedUndelivered;
+      if (run.losses.billingReported) (losses.billingReported ??= []).push(...run.losses.billingReported);
       losses.expiredCalls.push(...run.losses.expiredCalls);
     };
     for (let index = 0; ; index += 1) {

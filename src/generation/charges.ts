@@ -156,10 +156,12 @@ export function unbilledOf(
       stage,
       own.filter((a) => a.outcome !== 'succeeded' && a.error_code === 'provider_timeout').map((a) => a.image_index),
     );
-    // Not failed over, so not provably refused (content refusals have codes of their own).
+    // Not failed over, so not provably refused (content refusals have codes of their own); a call whose
+    // answer said what it billed is counted by that figure instead (billedUndelivered).
+    const reported = new Set(losses.billingReported ?? []);
     const unanswered = imagesOfCalls(
       stage,
-      own.filter((a) => a.outcome === 'failed' && a.error_code === 'provider_error').map((a) => a.image_index),
+      own.filter((a) => a.outcome === 'failed' && a.error_code === 'provider_error' && !reported.has(a.image_index)).map((a) => a.image_index),
     );
     made += succeeded;
     cut += timedOut;
