@@ -16,9 +16,23 @@ export function useCredential(value: string | undefined): void {
 }
 
 export const api = createClient<paths>({ baseUrl: window.location.origin });
+/** The single sign-on session's CSRF token: the one cookie of the session the console's script may read. */
+function csrfToken(): string | undefined {
+  const match = /(?:^|;\s*)__Host-cgw_csrf=([^;]+)/.exec(document.cookie);
+  return match?.[1];
+}
+
+/** Whether a single sign-on session's cookies are here (its own cookie is HttpOnly: the CSRF one says so). */
+export const hasSsoSession = (): boolean => csrfToken() !== undefined;
+
 api.use({
   onRequest({ request }) {
     if (credential) request.headers.set('Authorization', `Bearer ${credential}`);
+    else if (request.method !== 'GET' && request.method !== 'HEAD') {
+      // A single sign-on session's cookie goes by itself; a state-changing call proves it came from this page.
+      const token = csrfToken();
+      if (token) request.headers.set('X-CSRF-Token', token);
+    }
     return request;
   },
 });

@@ -9,7 +9,8 @@ import { TokensPage } from './pages/tokens';
 import { UsagePage } from './pages/usage';
 import { WebhooksPage } from './pages/webhooks';
 import { consoleHref, currentPath, followLink } from './navigation';
-import { type Session, resumeSession, signIn, signOut } from './session';
+import type { Schemas } from './api';
+import { type Session, resumeSession, signIn, signOut, ssoIssuers } from './session';
 import { ErrorNote, Field } from './ui';
 import './styles.css';
 
@@ -28,6 +29,10 @@ const PAGES = [
 function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<string>();
+  const [issuers, setIssuers] = useState<Schemas['ConsoleSsoIssuer'][]>([]);
+  useEffect(() => {
+    ssoIssuers().then(setIssuers);
+  }, []);
   const submit = async (event: Event) => {
     event.preventDefault();
     setError(undefined);
@@ -40,14 +45,32 @@ function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   return (
     <main class="signin">
       <h1>Creative Gateway console</h1>
+      {issuers.length > 0 && (
+        <ul class="sso" aria-label="Single sign-on">
+          {issuers.map((issuer) => (
+            <li key={issuer.id}>
+              <a class="button" href={issuer.sign_in_path}>
+                Sign in with {issuer.name}
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
       <form onSubmit={submit}>
-        <Field label="Admin token" type="password" value={token} onInput={setToken} required hint="An admin token (hyadm_…) or the admin secret. Kept in this tab only." />
+        <Field
+          label="Admin token"
+          type="password"
+          value={token}
+          onInput={setToken}
+          required
+          hint="An admin token (hyadm_…) or the admin secret. Kept in this tab only."
+        />
         <button type="submit">Sign in</button>
       </form>
       <ErrorNote message={error} />
       <p class="hint">
-        Behind Cloudflare Access with <code>CF_ACCESS_ADMIN_SCOPES</code> set, the console signs you in with your Access login, no token needed; a token
-        typed here acts as itself.
+        Behind Cloudflare Access with <code>CF_ACCESS_ADMIN_SCOPES</code> set, the console signs you in with your Access login, no token needed; a token typed
+        here acts as itself.
       </p>
     </main>
   );
@@ -88,13 +111,14 @@ function App() {
             ? 'admin secret'
             : identity.kind === 'access'
               ? `Signed in through Cloudflare Access as ${identity.name ?? ''}`
-              : `${identity.name ?? ''} (${identity.actor})`}
+              : identity.kind === 'console_session'
+                ? `Signed in as ${identity.name ?? ''}`
+                : `${identity.name ?? ''} (${identity.actor})`}
           <button
             type="button"
             class="secondary"
             onClick={() => {
-              signOut();
-              setSession(null);
+              signOut(session).finally(() => setSession(null));
             }}
           >
             Sign out

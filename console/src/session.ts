@@ -1,4 +1,4 @@
-import { type AdminScope, type Schemas, api, dataOf, useCredential } from './api';
+import { type AdminScope, type Schemas, api, dataOf, hasSsoSession, useCredential } from './api';
 
 const STORAGE_KEY = 'creative-gateway.console.admin-token';
 
@@ -27,7 +27,8 @@ export async function signIn(token: string): Promise<Session> {
 }
 
 /**
- * The session this tab signed in earlier, if its token still works; else, behind Cloudflare Access
+ * The session this tab signed in earlier, if its token still works; else a single sign-on session
+ * (its cookies: whoami with no token); else, behind Cloudflare Access
  * with CF_ACCESS_ADMIN_SCOPES set, the Access identity (whoami with no token: the edge adds the JWT).
  * Nothing is stored for Access: the edge's cookie is the credential. The gateway marks the page when
  * Access may sign in (console.handlers.ts); otherwise that whoami could only fail, so it is not sent.
@@ -38,10 +39,29 @@ export async function resumeSession(): Promise<Session | undefined> {
     try {
       return await signIn(stored);
     } catch {
-      signOut();
+      forgetToken();
     }
   }
-  return accessSession();
+  return (await ssoSession()) ?? accessSession();
+}
+
+async function ssoSession(): Promise<Session | undefined> {
+  if (!hasSsoSession()) return undefined;
+  try {
+    const { data } = await api.GET('/admin/whoami');
+    return data?.kind === 'console_session' ? sessionOf(data) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The single sign-on issuers the gateway offers (none without CONSOLE_OIDC_ISSUERS). */
+export async function ssoIssuers(): Promise<Schemas['ConsoleSsoIssuer'][]> {
+  try {
+    return (await api.GET('/console/sso/issuers')).data?.data ?? [];
+  } catch {
+    return [];
+  }
 }
 
 const accessMaySignIn = () => document.querySelector('meta[name="access-sign-in"]')?.getAttribute('content') === 'on';
@@ -56,7 +76,18 @@ async function accessSession(): Promise<Session | undefined> {
   }
 }
 
-export function signOut(): void {
+function forgetToken(): void {
   sessionStorage.removeItem(STORAGE_KEY);
   useCredential(undefined);
+}
+
+/**
+ * Forgets the token; a single sign-on session is ended at the gateway (every replica) and then at
+ * its issuer, where the browser is sent (it comes back to the console signed out).
+ */
+export async function signOut(session: Session): Promise<void> {
+  forgetToken();
+  if (session.identity.kind !== 'console_session') return;
+  const { data } = await api.POST('/console/sso/sign-out');
+  if (data?.end_session_url) window.location.assign(data.end_session_url);
 }
