@@ -565,7 +565,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
     const offered = await channelForm
       .getByLabel('Transport')
       .locator('option')
-      .evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
+      .evaluateAll((options) => options.map((option) => (option as unknown as { value: string }).value));
     expect(offered).toEqual(transportFacts(FORMATS).map((facts) => facts.transport));
     await channelForm.getByLabel('Name').fill('ark from the console');
     await channelForm.getByLabel('Transport').selectOption('ark');
