@@ -1,6 +1,6 @@
 import { toFile } from 'openai';
 import { type FakeOpenAIImages, startFakeOpenAIImages } from '../fakes/fake-openai-images';
-import { expectOnePng, openaiClient } from '../helpers/openai-sdk';
+import { openaiClient } from '../helpers/openai-sdk';
 import { type TestGateway, startTestGateway } from '../helpers/test-gateway';
 import { testPng } from '../helpers/test-images';
 import { until } from '../helpers/until';
