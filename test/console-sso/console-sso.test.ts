@@ -1,8 +1,7 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import path from 'node:path';
 import type { Response } from 'supertest';
 import { loadConfig } from '../../src/config/config';
 import { startGateway } from '../../src/server';
+import { CLIENT_SECRET, type TestProvider, startProvider } from '../helpers/oidc-provider';
 import { ApiClient, type TestGateway, startTestGateway } from '../helpers/test-gateway';
 
 /**
@@ -12,42 +11,6 @@ import { ApiClient, type TestGateway, startTestGateway } from '../helpers/test-g
  */
 
 const BASE = 'https://console.example.test';
-const CLIENT_SECRET = 'gateway-client-secret-0123456789';
-
-interface TestProvider {
-  issuer: string;
-  process: ChildProcess;
-  setUser(user: { sub: string; email: string; groups: string[] }): Promise<void>;
-  rotateKey(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-async function startProvider(): Promise<TestProvider> {
-  const child = fork(path.join(__dirname, '../helpers/oidc-test-provider.mjs'), {
-    env: { ...process.env, OIDC_TEST_REDIRECT_URI: `${BASE}/console/sso/callback`, OIDC_TEST_POST_LOGOUT_URI: `${BASE}/console` },
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-  });
-  const issuer = await new Promise<string>((resolve, reject) => {
-    child.once('message', (message) => resolve((message as { issuer: string }).issuer));
-    child.once('exit', (code) => reject(new Error(`the test OpenID Provider exited (${code})`)));
-  });
-  const post = async (at: string, body?: unknown) => {
-    const res = await fetch(`${issuer}${at}`, { method: 'POST', body: JSON.stringify(body ?? {}) });
-    if (!res.ok) throw new Error(`${at}: ${res.status}`);
-  };
-  return {
-    issuer,
-    process: child,
-    setUser: (user) => post('/test/user', user),
-    rotateKey: () => post('/test/rotate'),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill();
-      }),
-  };
-}
 
 function issuersJson(providers: { id: string; provider: TestProvider; clientId?: string }[]): string {
   return JSON.stringify(

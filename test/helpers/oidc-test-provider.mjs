@@ -6,8 +6,8 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
-const redirectUri = process.env.OIDC_TEST_REDIRECT_URI;
-const postLogoutUri = process.env.OIDC_TEST_POST_LOGOUT_URI;
+let redirectUri = process.env.OIDC_TEST_REDIRECT_URI;
+let postLogoutUri = process.env.OIDC_TEST_POST_LOGOUT_URI;
 let user = { sub: 'ada', email: 'ada@example.com', groups: ['gateway-admins'] };
 
 const newKey = () => ({
@@ -62,6 +62,15 @@ const server = http.createServer(async (req, res) => {
       let body = '';
       for await (const chunk of req) body += chunk;
       user = JSON.parse(body);
+      res.end('{}');
+      return;
+    }
+    // Where the client's redirects go, once the gateway (which discovers this provider at its start) listens.
+    if (url.pathname === '/test/client' && req.method === 'POST') {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      ({ redirectUri, postLogoutUri } = JSON.parse(body));
+      provider = makeProvider(issuer, keys);
       res.end('{}');
       return;
     }
