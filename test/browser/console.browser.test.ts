@@ -267,7 +267,8 @@ describeWithBrowser('the operator console in headless Chromium', () => {
   }
 
   it("Projects: a project's guardrails (prompt retention, a moderation hook whose secret is shown once, then removed) and its quota, set in its details", async () => {
-    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'guardrails operator' });
+    // A moderation hook's endpoint receives every prompt: setting one also takes generations:read (security.md).
+    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write', 'generations:read'], { name: 'guardrails operator' });
     const projectId = await createProject('guarded studio', 'guarded@example.com');
     const { tab, page, details, detail, guardrails, field } = await openProjectGuardrails(operator.token, 'guarded studio', projectId);
     expect(await detail('Prompt retention').textContent()).toBe('gateway default (PROMPT_RETENTION)');
@@ -433,7 +434,7 @@ describeWithBrowser('the operator console in headless Chromium', () => {
   }, 90_000);
 
   it('Projects: created with a prompt retention and a moderation hook, the hook secret is shown once in its details', async () => {
-    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write'], { name: 'hooked creator' });
+    const operator = await createAdminTokenVia(t.api, ['projects:read', 'projects:write', 'generations:read'], { name: 'hooked creator' });
     const tab = await openConsole(browser, t.gateway.url);
     const { page } = tab;
     await signIn(tab, t.gateway.url, operator.token);
