@@ -15,7 +15,7 @@ function requirementsOf(document: typeof gateway, spec: { security?: Array<Recor
 // getAdminIdentity (GET /admin/whoami) is the one admin operation without a scope: any admin
 // credential may read its own scopes (test/keys/admin-identity.test.ts).
 const SCOPELESS = new Set(['getAdminIdentity']);
-const ADMIN_SCHEMES = new Set(['AdminSecret', 'AdminAccessJwt']);
+const ADMIN_SCHEMES = new Set(['AdminSecret', 'AdminAccessJwt', 'ConsoleSession']);
 const adminOperations = operationsOf(gateway)
   .map((op) => ({ ...op, requirements: requirementsOf(gateway, op.spec) }))
   .filter((op) => op.requirements.some((requirement) => 'AdminSecret' in requirement))
@@ -35,15 +35,20 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
     const declared = operationsOf(gateway)
       .filter((op) => SCOPELESS.has(op.operationId))
       .map((op) => [op.operationId, requirementsOf(gateway, op.spec)]);
-    expect(declared).toEqual([...SCOPELESS].map((id) => [id, [{ AdminAccessJwt: [] }, { AdminSecret: [] }]]));
+    expect(declared).toEqual([...SCOPELESS].map((id) => [id, [{ AdminAccessJwt: [] }, { ConsoleSession: [] }, { AdminSecret: [] }]]));
   });
 
-  it('every admin operation also admits an Access JWT (AdminAccessJwt, first) with the same scopes as AdminSecret', () => {
+  it('every admin operation also admits an Access JWT (AdminAccessJwt, first) and a console session (ConsoleSession) with the same scopes as AdminSecret', () => {
     // First: when no Authorization header is sent, a refused Access JWT is what the 401 explains.
     const wrong = adminOperations
-      .filter(
-        (op) => op.requirements.length !== 2 || JSON.stringify(op.requirements[0]) !== JSON.stringify({ AdminAccessJwt: op.requirements[1]?.AdminSecret }),
-      )
+      .filter((op) => {
+        const scopes = op.requirements[2]?.AdminSecret;
+        return (
+          op.requirements.length !== 3 ||
+          JSON.stringify(op.requirements[0]) !== JSON.stringify({ AdminAccessJwt: scopes }) ||
+          JSON.stringify(op.requirements[1]) !== JSON.stringify({ ConsoleSession: scopes })
+        );
+      })
       .map((op) => op.operationId);
     expect(wrong).toEqual([]);
   });
@@ -51,7 +56,12 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
   it('every admin operation declares exactly one scope, from the published enum', () => {
     expect(adminOperations.length).toBeGreaterThan(0);
     const wrong = adminOperations
-      .flatMap((op) => op.requirements.map((requirement) => ({ op: op.operationId, scopes: requirement.AdminSecret ?? requirement.AdminAccessJwt })))
+      .flatMap((op) =>
+        op.requirements.map((requirement) => ({
+          op: op.operationId,
+          scopes: requirement.AdminSecret ?? requirement.AdminAccessJwt ?? requirement.ConsoleSession,
+        })),
+      )
       .filter(({ scopes }) => scopes === undefined || scopes.length !== 1 || !publishedScopes.includes(scopes[0] as string));
     expect(wrong).toEqual([]);
   });
@@ -78,7 +88,7 @@ describe('admin scopes: declared in the spec, published, enforced', () => {
 
     it('each admin operation refuses a token without its scope (403 naming it) and admits one with only that scope', async () => {
       for (const op of adminOperations) {
-        const scope = op.requirements[1]?.AdminSecret?.[0] as string;
+        const scope = op.requirements[2]?.AdminSecret?.[0] as string;
         const path = op.path.replace(/\{[^}]+\}/g, 'x_1');
         const others = await createAdminTokenVia(
           t.api,
