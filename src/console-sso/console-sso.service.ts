@@ -153,21 +153,19 @@ export class ConsoleSso {
     const groups = claims[issuer.config.groupsClaim] ?? null;
     const scopes = scopesFor(issuer.config, groups);
     if (scopes.length === 0) {
-      await this.db
-        .transaction()
-        .execute((trx) =>
-          recordAuditEvent(
-            trx,
-            context,
-            {
-              action: 'console_session.refused',
-              target: issuer.config.id,
-              before: null,
-              after: { subject, email, [issuer.config.groupsClaim]: groups, scopes: [] },
-            },
-            now,
-          ),
-        );
+      await this.db.transaction().execute((trx) =>
+        recordAuditEvent(
+          trx,
+          context,
+          {
+            action: 'console_session.refused',
+            target: issuer.config.id,
+            before: null,
+            after: { subject, email, [issuer.config.groupsClaim]: groups, scopes: [] },
+          },
+          now,
+        ),
+      );
       throw new ApiError('sso_no_access', `${email ?? subject} signed in, but no value of their "${issuer.config.groupsClaim}" claim grants an admin scope.`);
     }
 
