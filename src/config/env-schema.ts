@@ -179,6 +179,7 @@ export const envSchema = z.object({
     description:
       'console single sign-on: a JSON array of OpenID Connect issuers, each `{id, name, issuer, client_id, client_secret?, scopes?, groups_claim?, scope_map}` ([security](security.md#single-sign-on)); discovery runs at startup and its failure, or an unknown scope in `scope_map`, stops it',
     secret: true,
+    field: 'consoleSso.issuers.*.clientSecret',
     defaultText: 'none (token sign-in only)',
   }),
   CONSOLE_SESSION_IDLE_MINUTES: declare(integer(1, 1440).default(60), {

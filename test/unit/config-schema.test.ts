@@ -132,6 +132,9 @@ describe('describeConfig', () => {
     IMAGE_URL_SIGNING_KEY: 'image-signing-key-must-not-leak-0123456789',
     IMAGE_S3_SECRET_ACCESS_KEY: 's3-secret-must-not-leak',
     CHANNEL_SEALING_KEY: 'ab'.repeat(32),
+    CONSOLE_OIDC_ISSUERS: JSON.stringify([
+      { id: 'corp', issuer: 'https://login.example.com', client_id: 'gateway-visible', client_secret: 'oidc-secret-must-not-leak', scope_map: {} },
+    ]),
   };
   const configured = () =>
     loadConfig(
@@ -152,7 +155,8 @@ describe('describeConfig', () => {
   it('masks every variable the schema declares secret, and nothing else', () => {
     const described = describeConfig(configured());
     const line = JSON.stringify(described);
-    for (const secret of [...Object.values(secrets), 'redis-password-must-not-leak']) expect(line).not.toContain(secret);
+    for (const secret of [...Object.values(secrets), 'redis-password-must-not-leak', 'oidc-secret-must-not-leak']) expect(line).not.toContain(secret);
+    expect(described).toMatchObject({ consoleSso: { issuers: [{ clientId: 'gateway-visible', clientSecret: '***' }] } });
     expect(described).toMatchObject({
       adminSecret: '***',
       redisUrl: 'redis://:***@127.0.0.1:6379/0',
