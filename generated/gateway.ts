@@ -730,7 +730,8 @@ export interface paths {
          *     (RFC 4180, a header row; columns are the grouped dimensions in `group_by` order, named
          *     `key_id`, `owner`, `project_id`, `model`, `provider`, `channel_id` or `metadata.<name>` (a
          *     null value is an empty cell), then `requests`, `succeeded`,
-         *     `failed`, `canceled`, `blocked`, `images_delivered`, `credits_charged`, `latency_p50_ms`,
+         *     `failed`, `canceled`, `blocked`, `images_delivered`, `credits_charged`, `upstream_cost_usd`,
+         *     `margin_usd` (an empty cell when unknown), `latency_p50_ms`,
          *     `latency_p95_ms`, `latency_p99_ms`, `failures` written `code=count;code=count`), and the next
          *     page's cursor is in the `X-Next-Cursor` header (absent on the last page). A text cell (a
          *     dimension such as `owner` or `metadata.<name>`) that begins with `=`, `+`, `-`, `@`, a tab
@@ -2059,6 +2060,21 @@ export interface components {
             images_delivered: number;
             /** @description What the keys were charged: successes, plus what cancels and disconnects kept. */
             credits_charged: number;
+            /**
+             * @description What the upstreams are estimated to have billed for these requests, in US dollars: the
+             *     quantities each billed (images delivered at their pixels, input images, reported tokens)
+             *     at its model's money `price`, and what failed or canceled requests cost upstream without
+             *     being charged (calls a cancel or disconnect kept, images booked as the operator's loss).
+             *     Null when no request of the group ran on a model with a money price (a model priced in
+             *     credits only): unknown, not free.
+             */
+            upstream_cost_usd: number | null;
+            /**
+             * @description The credits charged for the requests whose upstream cost is known, in US dollars
+             *     (credits / `CREDITS_PER_USD`), less `upstream_cost_usd`; negative when the upstream cost
+             *     more than was charged (failures it billed). Null when `upstream_cost_usd` is.
+             */
+            margin_usd: number | null;
             /** @description Failed and canceled requests by error code (`canceled` for cancels and disconnects), upstream moderation refusals included; requests the gateway blocked are counted in `blocked`, not here. */
             failures: {
                 [key: string]: number;
@@ -4779,8 +4795,8 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["UsageReport"];
                     /**
-                     * @example model,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures
-                     *     seedream-4.0,123,114,4,2,3,190,1920,6350,12700,16000,provider_timeout=3;provider_error=1;canceled=2
+                     * @example model,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,upstream_cost_usd,margin_usd,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures
+                     *     seedream-4.0,123,114,4,2,3,190,1920,,,6350,12700,16000,provider_timeout=3;provider_error=1;canceled=2
                      */
                     "text/csv": string;
                 };

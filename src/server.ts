@@ -307,7 +307,7 @@ async function startFeatures(config: GatewayConfig, clock: Clock, logger: Logger
     modelStatus: (entry) => channels.router.modelStatus(entry),
     trustedProxies: config.trustedProxies.length > 0 ? CidrSet.of(config.trustedProxies) : undefined,
     webhooks: webhooks.admin,
-    usage: new UsageReportService(db, cursors, catalog, clock),
+    usage: new UsageReportService(db, cursors, catalog, clock, config.creditsPerUsd),
   });
   const catalogService = new CatalogService(catalog, providers, channels.router);
   const internalApp = createInternalApp({

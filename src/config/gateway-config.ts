@@ -284,6 +284,8 @@ export function configSchema(env: Env, announce: (line: string) => void) {
       validateResponses: values.VALIDATE_RESPONSES,
       bodyLimitBytes: values.BODY_LIMIT_BYTES,
       catalog,
+      /** Credits per US dollar: what usage analytics' margins convert credits charged by. */
+      creditsPerUsd: values.CREDITS_PER_USD,
       providers,
       /** Where request-per-minute windows live; see createRateLimiter. */
       rateLimitStore: rateLimit,

@@ -133,6 +133,8 @@ export interface GenerationsTable {
    */
   moderation_decision?: string | null;
   moderation_latency_ms?: number | null;
+  /** The upstream's estimated cost in US dollars (0034, src/usage/upstream-cost.ts); null when its model has no money price. */
+  upstream_cost_usd?: number | null;
   moderation_reason?: string | null;
   moderation_failure?: string | null;
 }
@@ -399,6 +401,10 @@ export interface UsageRollupsTable {
   requests: number;
   images: number;
   credits: number;
+  /** Summed upstream cost estimate in US dollars (0034); NULL while no generation of the row had one. */
+  upstream_cost_usd?: number | null;
+  /** The credits of the generations whose upstream cost is known: what `upstream_cost_usd` is set against (0 on insert). */
+  costed_credits?: number;
   /** NULL for an empty bucket. */
   [latencyColumn: `lat_${string}`]: number | null;
 }
@@ -427,6 +433,8 @@ export interface UsageKeyMonthsTable {
   blocked: number;
   images: number;
   credits: number;
+  upstream_cost_usd?: number | null;
+  costed_credits?: number;
 }
 
 export interface Database {

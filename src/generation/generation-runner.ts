@@ -15,6 +15,7 @@ import type { InputImages } from '../images/inputs/input-images';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Clock } from '../shared/clock';
 import { creditsOf, deliveredCharge, heldFor, imagesOfCalls, unbilledOf } from './charges';
+import { deliveredCostUsd } from '../usage/upstream-cost';
 import type { CompletionWebhooks } from './completion-webhooks';
 import { sendsNothingUpstream, taskLifeOf } from '../providers/formats';
 import { GenerationTaskJournal, type StoredGenerationRequest, chainOf, interrupted, onModel, storedRequestOf, unacknowledgedCalls } from './durable';
@@ -287,7 +288,6 @@ export class GenerationRunner {
     const { clock, metrics, writes, completionWebhooks } = this.deps;
     const { entry, stage, attempts, losses } = produced;
     const latencyMs = elapsedMs(clock, run.started);
-    const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now() } as const;
     // What was delivered, priced on the model that delivered it, within what that model holds of the reservation.
     const { credits, overrun } = deliveredCharge(stage, heldFor(stage, row), produced.images);
     // The operator's loss: what the upstream billed beyond what it delivered, and what calls of the models
@@ -298,6 +298,8 @@ export class GenerationRunner {
       false,
       { billedUndelivered: losses.billedUndelivered },
     );
+    const upstreamCostUsd = deliveredCostUsd(stage, produced.images, loss?.images);
+    const outcome = { status: 'succeeded', errorCode: null, latencyMs, completedAt: clock.now(), upstreamCostUsd } as const;
     const delivered =
       credits === row.credits && entry.model === stored.entry.model
         ? undefined

@@ -4,6 +4,7 @@ import type { Database, GenerationAttemptsTable, GenerationsTable } from '../db/
 import { capabilitiesOf } from '../db/storage-capabilities';
 import { releaseCredits } from '../keys/keys.repository';
 import { releaseProjectCredits } from '../projects/projects.repository';
+import { endedCostUsd } from '../usage/upstream-cost';
 import { addSettledGenerationUsage, latencyBucketParameter, rollupChannelOf, settledUsageCtes, subtractRefundedUsage } from '../usage/usage-rollups.repository';
 import { ATTEMPT_COLUMNS, insertAttempts } from './attempts.repository';
 import { ACTIVE_STATUSES } from './generations.repository';
@@ -16,9 +17,17 @@ import { ACTIVE_STATUSES } from './generations.repository';
 type Db = Kysely<Database>;
 
 const completeGenerationQuery = preparedQuery<
-  { id: string; status: string; errorCode: string | null; errorMessage: string | null; latencyMs: number | null; completedAt: number },
+  {
+    id: string;
+    status: string;
+    errorCode: string | null;
+    errorMessage: string | null;
+    latencyMs: number | null;
+    completedAt: number;
+    upstreamCostUsd: number | null;
+  },
   never
->(['id', 'status', 'errorCode', 'errorMessage', 'latencyMs', 'completedAt'], (db, p) =>
+>(['id', 'status', 'errorCode', 'errorMessage', 'latencyMs', 'completedAt', 'upstreamCostUsd'], (db, p) =>
   db
     .updateTable('generations')
     .set({
@@ -29,6 +38,7 @@ const completeGenerationQuery = preparedQuery<
       completed_at: p.completedAt,
       lease_owner: null,
       lease_expires_at: null,
+      upstream_cost_usd: p.upstreamCostUsd,
     })
     .where('id', '=', p.id)
     .where('status', 'in', ['queued', 'running']),
@@ -48,9 +58,16 @@ export async function completeGeneration(
     errorMessage?: string | null;
     latencyMs: number | null;
     completedAt: number;
+    /** The upstream's estimated cost in US dollars (src/usage/upstream-cost.ts); null when unknown. */
+    upstreamCostUsd?: number | null;
   },
 ): Promise<boolean> {
-  const result = await completeGenerationQuery(db, { id, ...outcome, errorMessage: outcome.errorMessage ?? null });
+  const result = await completeGenerationQuery(db, {
+    id,
+    ...outcome,
+    errorMessage: outcome.errorMessage ?? null,
+    upstreamCostUsd: outcome.upstreamCostUsd ?? null,
+  });
   const settled = Number(result.numAffectedRows ?? 0) === 1;
   if (settled) await addSettledGenerationUsage(db, id, outcome.status === 'succeeded' ? outcome.latencyMs : null);
   return settled;
@@ -60,7 +77,7 @@ export async function completeGeneration(
 const settleStatements = new Map<number, string>();
 
 /** What the settlement statements' UPDATE returns: the usage rollups' inputs. */
-const SETTLED_COLUMNS = 'id, key_id, model, provider, images, credits, completed_at';
+const SETTLED_COLUMNS = 'id, key_id, model, provider, images, credits, completed_at, upstream_cost_usd';
 
 function settleStatement(attempts: number): string {
   let text = settleStatements.get(attempts);
@@ -75,7 +92,8 @@ function settleStatement(attempts: number): string {
       (attempts > 0
         ? `WITH a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (generation_id, seq) DO NOTHING), `
         : 'WITH ') +
-      `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL ` +
+      `u AS (UPDATE generations SET status = $2, error_code = $3, error_message = $4, latency_ms = $5, completed_at = $6, lease_owner = NULL, lease_expires_at = NULL, ` +
+      `upstream_cost_usd = $${usage + 2}::double precision ` +
       `WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${SETTLED_COLUMNS}), ` +
       `${settledUsageCtes({ settled: 'u', from: 'u', channel: `$${usage}::text`, latencyBucket: `$${usage + 1}::int` })} SELECT count(*)::int AS n FROM u`;
     settleStatements.set(attempts, text);
@@ -95,7 +113,7 @@ export async function settleGeneration(db: Db, id: string, outcome: Settlement['
   }
   const parameters: unknown[] = [id, outcome.status, outcome.errorCode, null, outcome.latencyMs, outcome.completedAt];
   for (const row of attempts) for (const column of ATTEMPT_COLUMNS) parameters.push(row[column] ?? null);
-  parameters.push(rollupChannelOf(attempts), latencyBucketParameter(outcome.latencyMs));
+  parameters.push(rollupChannelOf(attempts), latencyBucketParameter(outcome.latencyMs), outcome.upstreamCostUsd ?? null);
   const result = await db.executeQuery<{ n: number }>(CompiledQuery.raw(settleStatement(attempts.length), parameters));
   return Number(result.rows[0]?.n ?? 0) === 1;
 }
@@ -140,7 +158,7 @@ export async function settleDelivered(
 /** One settlement of settleGenerations(): what settleGeneration() takes. */
 export interface Settlement {
   id: string;
-  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number };
+  outcome: { status: 'succeeded'; errorCode: null; latencyMs: number | null; completedAt: number; upstreamCostUsd?: number | null };
   attempts: readonly GenerationAttemptsTable[];
 }
 
@@ -158,14 +176,14 @@ const ATTEMPT_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   upstream_usage: 'text',
 };
 const SETTLE_MANY_STATEMENT =
-  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $${5 + ATTEMPT_COLUMNS.length}::text[], $${6 + ATTEMPT_COLUMNS.length}::int[]) ` +
-  `AS s(id, status, latency_ms, completed_at, channel_id, latency_bucket)), ` +
+  `WITH s AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $${5 + ATTEMPT_COLUMNS.length}::text[], $${6 + ATTEMPT_COLUMNS.length}::int[], ` +
+  `$${7 + ATTEMPT_COLUMNS.length}::double precision[]) AS s(id, status, latency_ms, completed_at, channel_id, latency_bucket, upstream_cost_usd)), ` +
   `a AS (INSERT INTO generation_attempts (${ATTEMPT_COLUMNS.join(', ')}) SELECT * FROM unnest(${ATTEMPT_COLUMNS.map((column, i) => `$${5 + i}::${ATTEMPT_TYPES[column]}[]`).join(', ')}) ` +
   `ON CONFLICT (generation_id, seq) DO NOTHING), ` +
   // The rows locked in id order first, as lease renewals (an IN list on the primary key) lock them: the two never deadlock.
   `l AS (SELECT id FROM generations WHERE id IN (SELECT id FROM s) ORDER BY id FOR NO KEY UPDATE), ` +
   `u AS (UPDATE generations g SET status = s.status, error_code = NULL, error_message = NULL, latency_ms = s.latency_ms, completed_at = s.completed_at, ` +
-  `lease_owner = NULL, lease_expires_at = NULL FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') ` +
+  `lease_owner = NULL, lease_expires_at = NULL, upstream_cost_usd = s.upstream_cost_usd FROM s WHERE g.id = s.id AND g.id IN (SELECT id FROM l) AND g.status IN ('queued', 'running') ` +
   `RETURNING ${SETTLED_COLUMNS.split(', ')
     .map((column) => `g.${column}`)
     .join(', ')}), ` +
@@ -180,7 +198,7 @@ const SETTLE_MANY_STATEMENT =
 export async function settleGenerations(db: Db, settlements: readonly Settlement[]): Promise<boolean[]> {
   const columns: unknown[][] = [[], [], [], []];
   const attemptColumns: unknown[][] = ATTEMPT_COLUMNS.map(() => []);
-  const usageColumns: unknown[][] = [[], []];
+  const usageColumns: unknown[][] = [[], [], []];
   for (const { id, outcome, attempts } of settlements) {
     columns[0]!.push(id);
     columns[1]!.push(outcome.status);
@@ -189,6 +207,7 @@ export async function settleGenerations(db: Db, settlements: readonly Settlement
     for (const row of attempts) ATTEMPT_COLUMNS.forEach((column, i) => attemptColumns[i]!.push(row[column] ?? null));
     usageColumns[0]!.push(rollupChannelOf(attempts));
     usageColumns[1]!.push(latencyBucketParameter(outcome.latencyMs));
+    usageColumns[2]!.push(outcome.upstreamCostUsd ?? null);
   }
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(SETTLE_MANY_STATEMENT, [...columns, ...attemptColumns, ...usageColumns]));
   const settled = new Set(result.rows.map((row) => row.id));
@@ -214,6 +233,8 @@ export async function failGeneration(
     unbilled?: Unbilled;
   },
 ): Promise<boolean> {
+  const charged = outcome.chargedCredits ?? 0;
+  const billedImages = outcome.unbilled?.images ?? 0;
   const failed = await completeGenerationQuery(trx, {
     id: generation.id,
     status: outcome.status ?? 'failed',
@@ -221,11 +242,22 @@ export async function failGeneration(
     errorMessage: outcome.errorMessage ?? null,
     latencyMs: outcome.latencyMs,
     completedAt: outcome.completedAt,
+    upstreamCostUsd: await endedCost(trx, generation.id, charged, billedImages),
   });
   if (Number(failed.numAffectedRows ?? 0) !== 1) return false;
-  await keepAndRelease(trx, generation, outcome.chargedCredits ?? 0);
+  await keepAndRelease(trx, generation, charged);
   if (outcome.unbilled) await recordUnbilled(trx, generation.id, outcome.unbilled);
   return true;
+}
+
+/**
+ * The upstream's estimated cost of a generation ending without delivering (upstream-cost.ts
+ * endedCostUsd): the images of the credits it keeps and those booked as the loss. Null when nothing
+ * was billed upstream on a model without a money price; 0 when nothing was billed on one with it.
+ */
+async function endedCost(trx: Db, id: string, keptCredits: number, billedImages: number): Promise<number | null> {
+  const row = await trx.selectFrom('generations').select(['id', 'request', 'model', 'credits', 'images']).where('id', '=', id).executeTakeFirst();
+  return row ? endedCostUsd(row, keptCredits, billedImages) : null;
 }
 
 /** Images made upstream that no key paid for, and why (src/generation/charges.ts). */
@@ -291,6 +323,13 @@ export async function cancelGeneration(
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) continue;
     const chargedCredits = Math.min(await charge(from), generation.credits);
+    if (chargedCredits > 0) {
+      await trx
+        .updateTable('generations')
+        .set({ upstream_cost_usd: await endedCost(trx, generation.id, chargedCredits, 0) })
+        .where('id', '=', generation.id)
+        .execute();
+    }
     await keepAndRelease(trx, generation, chargedCredits, outcome.errorMessage(chargedCredits));
     return { chargedCredits };
   }
@@ -307,12 +346,20 @@ export async function refundUnsentCalls(
   generation: Pick<GenerationsTable, 'id' | 'key_id' | 'credits' | 'usage_epoch'>,
   sentCredits: number,
 ): Promise<number> {
-  const row = await trx.selectFrom('generations').select('charged_credits').where('id', '=', generation.id).where('status', '=', 'canceled').executeTakeFirst();
+  const row = await trx
+    .selectFrom('generations')
+    .select(['charged_credits', 'upstream_cost_usd'])
+    .where('id', '=', generation.id)
+    .where('status', '=', 'canceled')
+    .executeTakeFirst();
   const charged = Number(row?.charged_credits ?? 0);
   if (charged <= sentCredits) return 0;
+  // The cost of the kept calls goes down with their credits (both priced per image sent).
+  const cost = row?.upstream_cost_usd === null || row?.upstream_cost_usd === undefined ? null : Number(row.upstream_cost_usd);
+  const keptCost = cost === null ? null : Math.round(((cost * sentCredits) / charged) * 1_000_000) / 1_000_000;
   const result = await trx
     .updateTable('generations')
-    .set({ charged_credits: sentCredits })
+    .set({ charged_credits: sentCredits, upstream_cost_usd: keptCost })
     .where('id', '=', generation.id)
     .where('status', '=', 'canceled')
     .where('charged_credits', '=', charged)
@@ -322,6 +369,6 @@ export async function refundUnsentCalls(
     await releaseCredits(trx, generation.key_id, charged - sentCredits, generation.usage_epoch);
     await releaseProjectCredits(trx, generation.id, charged - sentCredits);
   }
-  await subtractRefundedUsage(trx, generation.id, charged - sentCredits);
+  await subtractRefundedUsage(trx, generation.id, charged - sentCredits, cost === null || keptCost === null ? null : cost - keptCost);
   return charged - sentCredits;
 }

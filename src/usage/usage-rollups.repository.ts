@@ -17,7 +17,9 @@ import { bucketStartOf, DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
  *
  * What a settled generation adds: one request of its status and error code ('' for none); a
  * success its images and credits and its latency to the histogram; a failure or cancel the credits
- * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). The
+ * it kept (generations.charged_credits: what a cancel or disconnect charged for calls sent). Each adds
+ * its upstream cost estimate (generations.upstream_cost_usd, upstream-cost.ts) when known, and then
+ * its credits to costed_credits too: a margin sets the credits of costed generations against their cost. The
  * channel is the one of its last recorded attempt ('' for cancels: their attempts may be written
  * after the cancel, and a later refund must land on the same row). The hour, day and month are completed_at's.
  *
@@ -29,9 +31,11 @@ import { bucketStartOf, DAY_MS, HOUR_MS, monthStartSql } from './usage-query';
  */
 type Db = Kysely<Database>;
 
-const COUNTS = ['requests', 'images', 'credits'] as const;
+const COUNTS = ['requests', 'images', 'credits', 'upstream_cost_usd', 'costed_credits'] as const;
 /** usage_key_months keeps the outcomes as counts instead of rows per status and error code. */
-const OUTCOME_COUNTS = ['requests', 'succeeded', 'failed', 'canceled', 'images', 'credits'] as const;
+const OUTCOME_COUNTS = ['requests', 'succeeded', 'failed', 'canceled', 'images', 'credits', 'upstream_cost_usd', 'costed_credits'] as const;
+/** Measures that stay NULL until a contribution has a value (an unknown upstream cost adds nothing, not 0). */
+const NULLABLE_MEASURES: readonly string[] = [...LATENCY_COLUMNS, 'upstream_cost_usd'];
 
 interface RollupTable {
   name: string;
@@ -57,14 +61,19 @@ function measuresOf(table: RollupTable, latency: readonly string[]): string[] {
 /** Adds the new row's measures to the stored one; histogram buckets stay NULL while empty. */
 function onConflict(table: RollupTable, measures: readonly string[]): string {
   const add = (column: string) =>
-    LATENCY_COLUMNS.includes(column)
+    NULLABLE_MEASURES.includes(column)
       ? `${column} = CASE WHEN excluded.${column} IS NULL THEN ${table.name}.${column} ELSE COALESCE(${table.name}.${column}, 0) + excluded.${column} END`
       : `${column} = ${table.name}.${column} + excluded.${column}`;
   return ` ON CONFLICT (${table.dimensions.join(', ')}) DO UPDATE SET ${measures.map(add).join(', ')}`;
 }
 
 /** A settled generation row's contribution, by rollup column, as expressions over `generations g`. */
-function generationExpressions(postgres: boolean, refundParameter: string | undefined): Record<string, string> {
+function generationExpressions(
+  postgres: boolean,
+  refundParameters: { credits: string; cost: string; costedCredits: string } | undefined,
+): Record<string, string> {
+  const refundParameter = refundParameters?.credits;
+  const credits = `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END`;
   const outcome = (status: string) => (refundParameter === undefined ? `CASE WHEN g.status = '${status}' THEN 1 ELSE 0 END` : '0');
   return {
     hour_start: `g.completed_at - g.completed_at % ${HOUR_MS}`,
@@ -81,8 +90,12 @@ function generationExpressions(postgres: boolean, refundParameter: string | unde
     failed: outcome('failed'),
     canceled: outcome('canceled'),
     images: refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.images ELSE 0 END` : '0',
-    credits:
-      refundParameter === undefined ? `CASE WHEN g.status = 'succeeded' THEN g.credits ELSE g.charged_credits END` : `-CAST(${refundParameter} AS bigint)`,
+    credits: refundParameters === undefined ? credits : `-CAST(${refundParameters.credits} AS bigint)`,
+    upstream_cost_usd: refundParameters === undefined ? 'g.upstream_cost_usd' : `-CAST(${refundParameters.cost} AS double precision)`,
+    costed_credits:
+      refundParameters === undefined
+        ? `CASE WHEN g.upstream_cost_usd IS NULL THEN 0 ELSE ${credits} END`
+        : `-CAST(${refundParameters.costedCredits} AS bigint)`,
   };
 }
 
@@ -135,7 +148,10 @@ function rowStatements(oneStatement: boolean, latencyBucket: number | undefined,
   const p = (i: number) => (postgres ? `$${i}` : '?');
   const built = upsertStatements(
     {
-      expressions: { ...generationExpressions(postgres, refund ? p(2) : undefined), ...Object.fromEntries(latency.map((column) => [column, '1'])) },
+      expressions: {
+        ...generationExpressions(postgres, refund ? { credits: p(2), cost: p(3), costedCredits: p(4) } : undefined),
+        ...Object.fromEntries(latency.map((column) => [column, '1'])),
+      },
       from: `FROM generations g WHERE g.id = ${p(1)} AND g.key_id IS NOT NULL AND g.completed_at IS NOT NULL`,
       measures: (table) => measuresOf(table, latency),
     },
@@ -243,13 +259,18 @@ export async function addSettledGenerationUsage(trx: Db, generationId: string, l
   }
 }
 
-/** Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same hour, day and dimensions). */
-export async function subtractRefundedUsage(trx: Db, generationId: string, refundedCredits: number): Promise<void> {
+/**
+ * Takes a canceled generation's refund of unsent calls off the rollup rows its cancel added (same
+ * hour, day and dimensions): its credits, and `refundedCostUsd` of its upstream cost (null when the
+ * cost is unknown: the rows' cost and costed credits stay as they are).
+ */
+export async function subtractRefundedUsage(trx: Db, generationId: string, refundedCredits: number, refundedCostUsd: number | null = null): Promise<void> {
   if (refundedCredits <= 0) return;
   const { oneStatementWrites } = capabilitiesOf(trx);
+  const refund = [refundedCredits, refundedCostUsd, refundedCostUsd === null ? 0 : refundedCredits];
   for (const text of rowStatements(oneStatementWrites, undefined, true)) {
-    // The per-table statements bind in the order of their text (`?`), where the refund comes before the id.
-    await trx.executeQuery(CompiledQuery.raw(text, oneStatementWrites ? [generationId, refundedCredits] : [refundedCredits, generationId]));
+    // The per-table statements bind in the order of their text (`?`), where the refunds come before the id.
+    await trx.executeQuery(CompiledQuery.raw(text, oneStatementWrites ? [generationId, ...refund] : [...refund, generationId]));
   }
 }
 
@@ -268,7 +289,7 @@ export function rollupChannelOf(attempts: ReadonlyArray<{ seq: number; channel_i
 /**
  * CTEs for PostgreSQL's one-statement settlements: the rollup upserts from the generations the
  * statement settled. `settled`: a CTE of the updated rows (RETURNING id, key_id, model, provider,
- * images, credits, completed_at), `from`: what to select from (it, or it joined to the batch's
+ * images, credits, completed_at, upstream_cost_usd), `from`: what to select from (it, or it joined to the batch's
  * inputs), `channel` and `latencyBucket`: expressions for each settled row. Rows are summed per
  * rollup row first (one statement may not update a row twice), and written in key order. The tables
  * are written in one order everywhere (TABLES).
@@ -282,6 +303,8 @@ export function settledUsageCtes(options: { settled: string; from: string; chann
     canceled: '0',
     images: `sum(${u}.images)`,
     credits: `sum(${u}.credits)`,
+    upstream_cost_usd: `sum(${u}.upstream_cost_usd)`,
+    costed_credits: `sum(CASE WHEN ${u}.upstream_cost_usd IS NULL THEN 0 ELSE ${u}.credits END)`,
     ...Object.fromEntries(LATENCY_COLUMNS.map((column, bucket) => [column, `sum(CASE WHEN ${options.latencyBucket} = ${bucket} THEN 1 END)`])),
   };
   const value: Record<string, string> = {

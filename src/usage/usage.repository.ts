@@ -52,6 +52,10 @@ export interface UsageTotalsRow {
   blocked: number;
   images: number;
   credits: number;
+  /** The upstream cost estimate in US dollars; null when no generation of the group had one. */
+  upstreamCostUsd: number | null;
+  /** The credits of the generations whose upstream cost is known. */
+  costedCredits: number;
 }
 
 /** A group's outcome detail: requests by status and error code, and the latency histogram. */
@@ -180,12 +184,14 @@ function pieceMeasures(grain: RollupGrain, sign: 1 | -1, detail: boolean): RawBu
     signed(outcome('blocked'), 'blocked'),
     signed(sql`r.images`, 'images'),
     signed(sql`r.credits`, 'credits'),
+    signed(sql`r.upstream_cost_usd`, 'upstream_cost_usd'),
+    signed(sql`r.costed_credits`, 'costed_credits'),
   ];
 }
 
 /**
  * The rollup rows in range and filters, with the grouped values as g0, g1, ... and the measures:
- * the sums' (requests, succeeded, failed, canceled, blocked, images, credits), or with `narrow` the detail's
+ * the sums' (requests, succeeded, failed, canceled, blocked, images, credits, upstream_cost_usd, costed_credits), or with `narrow` the detail's
  * (status, error_code, requests, lat_*), of every piece of the range.
  */
 function filteredRows(selection: UsageSelection, narrow?: { range: UsageRange; values: SortValue[][] }): RawBuilder<unknown> {
@@ -280,7 +286,8 @@ export async function usageTotals(
   const subtracts = piecesOf(selection, sourceOf(selection, false), selection.range).some((piece) => piece.sign === -1);
   const having = subtracts ? sql` HAVING sum(requests) <> 0 OR sum(credits) <> 0` : sql``;
   const totals = sql`SELECT ${sql.join(groups)}, sum(requests) AS requests, sum(succeeded) AS succeeded, sum(failed) AS failed,
-      sum(canceled) AS canceled, sum(blocked) AS blocked, sum(images) AS images, sum(credits) AS credits
+      sum(canceled) AS canceled, sum(blocked) AS blocked, sum(images) AS images, sum(credits) AS credits,
+      sum(upstream_cost_usd) AS upstream_cost_usd, sum(costed_credits) AS costed_credits
     FROM (${filteredRows(selection)}) x GROUP BY ${sql.join(groups)}${having}`;
   const where = position === undefined || sort.length === 0 ? sql`` : sql` WHERE ${after(sort, position)}`;
   const orderBy =
@@ -296,6 +303,8 @@ export async function usageTotals(
     blocked: num(row.blocked),
     images: num(row.images),
     credits: num(row.credits),
+    upstreamCostUsd: row.upstream_cost_usd === null || row.upstream_cost_usd === undefined ? null : Number(row.upstream_cost_usd),
+    costedCredits: num(row.costed_credits),
   }));
 }
 

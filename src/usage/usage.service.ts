@@ -7,6 +7,8 @@ import { type Clock, systemClock, toIso } from '../shared/clock';
 import type { CursorCodec } from '../shared/cursor';
 import { LATENCY_BUCKETS, latencyPercentiles } from './latency-histogram';
 import { csvDocument } from './usage-csv';
+import { dollars, marginUsd } from './upstream-cost';
+import { DEFAULT_CREDITS_PER_USD } from '../pricing/catalog-prices';
 import {
   bucketEndOf,
   decodeUsageCursor,
@@ -62,6 +64,8 @@ export class UsageReportService {
     private readonly catalog: ReadonlyMap<string, CatalogModel>,
     /** Where a range left out ends (the current hour). */
     private readonly clock: Clock = systemClock,
+    /** CREDITS_PER_USD: how a margin turns credits charged into dollars. */
+    private readonly creditsPerUsd: number = DEFAULT_CREDITS_PER_USD,
   ) {}
 
   async report(query: UsageReportQuery): Promise<UsageReport> {
@@ -141,6 +145,8 @@ export class UsageReportService {
       blocked: row.blocked,
       images_delivered: row.images,
       credits_charged: row.credits,
+      upstream_cost_usd: row.upstreamCostUsd === null ? null : Math.max(0, dollars(row.upstreamCostUsd)),
+      margin_usd: marginUsd(row.costedCredits, row.upstreamCostUsd, this.creditsPerUsd),
       failures: detail?.failures ?? {},
       latency_ms: latencyPercentiles(detail?.latency ?? []),
     };
@@ -172,6 +178,8 @@ export class UsageReportService {
       'blocked',
       'images_delivered',
       'credits_charged',
+      'upstream_cost_usd',
+      'margin_usd',
       'latency_p50_ms',
       'latency_p95_ms',
       'latency_p99_ms',
@@ -187,6 +195,8 @@ export class UsageReportService {
       row.blocked,
       row.images_delivered,
       row.credits_charged,
+      row.upstream_cost_usd,
+      row.margin_usd,
       row.latency_ms.p50,
       row.latency_ms.p95,
       row.latency_ms.p99,
@@ -239,7 +249,18 @@ function dimensionValue(row: UsageReportRow, dimension: UsageDimension): string 
 }
 
 function emptySums(): Omit<UsageReportRow, 'latency_ms'> {
-  return { requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+  return {
+    requests: 0,
+    succeeded: 0,
+    failed: 0,
+    canceled: 0,
+    blocked: 0,
+    images_delivered: 0,
+    credits_charged: 0,
+    upstream_cost_usd: null,
+    margin_usd: null,
+    failures: {},
+  };
 }
 
 function groupKey(groups: readonly SortValue[]): string {

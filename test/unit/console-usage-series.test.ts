@@ -13,6 +13,8 @@ const row = (bucket: string, model: string, credits: number, extra: Partial<Row>
   blocked: 0,
   images_delivered: credits,
   credits_charged: credits,
+  upstream_cost_usd: null,
+  margin_usd: null,
   failures: {},
   latency_ms: { p50: null, p95: null, p99: null },
   ...extra,

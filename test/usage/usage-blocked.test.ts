@@ -154,11 +154,11 @@ describe('blocked requests in usage analytics (GET /admin/usage)', () => {
     const res = await ask(from, to, `&group_by=key&order=requests_desc`, { Accept: 'text/csv' });
     const lines = res.text.split('\r\n');
     expect(lines[0]).toBe(
-      'key_id,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
+      'key_id,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,upstream_cost_usd,margin_usd,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
     );
     const byKey = new Map(lines.slice(1, -1).map((line) => [line.split(',')[0], line]));
-    expect(byKey.get(guarded.id)).toMatch(new RegExp(`^${guarded.id},2,1,0,0,1,1,1,\\d+,\\d+,\\d+,$`));
-    expect(byKey.get(moderated.id)).toBe(`${moderated.id},2,0,2,0,0,0,0,,,,content_policy_violation=1;output_moderated=1`);
+    expect(byKey.get(guarded.id)).toMatch(new RegExp(`^${guarded.id},2,1,0,0,1,1,1,,,\\d+,\\d+,\\d+,$`));
+    expect(byKey.get(moderated.id)).toBe(`${moderated.id},2,0,2,0,0,0,0,,,,,,content_policy_violation=1;output_moderated=1`);
   });
 
   it('a blocked request whose rollup write fails is still answered 400 prompt_blocked, and the failure is logged (without the prompt)', async () => {

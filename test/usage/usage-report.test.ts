@@ -294,9 +294,9 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect(res.status).toBe(200);
     const lines = res.text.split('\r\n');
     expect(lines[0]).toBe(
-      'project_id,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
+      'project_id,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,upstream_cost_usd,margin_usd,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
     );
-    expect(lines[1]).toMatch(/^,3,1,0,2,0,1,2,\d+,\d+,\d+,canceled=2$/);
+    expect(lines[1]).toMatch(/^,3,1,0,2,0,1,2,,,\d+,\d+,\d+,canceled=2$/);
     expect(lines[2]).toMatch(/^prj_[0-9A-Za-z]+,3,/);
     expect(lines[3]).toBe('');
     const next = await usage(`&group_by=project&limit=2&cursor=${res.headers['x-next-cursor']}`, { ...bearer(adminSecret()), Accept: 'text/csv' });
@@ -324,9 +324,9 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
     expect(res.headers['content-type']).toMatch(/^text\/csv/);
     const lines = res.text.split('\r\n');
     expect(lines[0]).toBe(
-      'owner,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
+      'owner,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,upstream_cost_usd,margin_usd,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures',
     );
-    expect(lines[1]).toMatch(/^bob@example\.com,3,1,0,2,0,1,8,\d+,\d+,\d+,canceled=2$/);
+    expect(lines[1]).toMatch(/^bob@example\.com,3,1,0,2,0,1,8,,,\d+,\d+,\d+,canceled=2$/);
     expect(lines[2]).toBe('');
     expect(res.headers['x-next-cursor']).toEqual(expect.any(String));
   });
@@ -373,6 +373,8 @@ describe('usage analytics (GET /admin/usage, getUsageReport)', () => {
         blocked: 0,
         images_delivered: 0,
         credits_charged: 0,
+        upstream_cost_usd: null,
+        margin_usd: null,
         failures: {},
         latency_ms: { p50: null, p95: null, p99: null },
       },

@@ -19,7 +19,18 @@ function sumBy(rows: Row[], fields: ReadonlyArray<keyof Row>): Map<string, Omit<
   const sums = new Map<string, Omit<Row, 'model'>>();
   for (const row of rows) {
     const group = JSON.stringify(fields.map((field) => row[field] ?? null));
-    const entry = sums.get(group) ?? { requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0, failures: {} };
+    const entry = sums.get(group) ?? {
+      requests: 0,
+      succeeded: 0,
+      failed: 0,
+      canceled: 0,
+      blocked: 0,
+      images_delivered: 0,
+      credits_charged: 0,
+      upstream_cost_usd: null,
+      margin_usd: null,
+      failures: {},
+    };
     for (const field of SUMS) entry[field] += row[field];
     for (const [code, count] of Object.entries(row.failures)) entry.failures[code] = (entry.failures[code] ?? 0) + count;
     sums.set(group, entry);
@@ -72,7 +83,7 @@ describe('usage rollups of every grain agree (usage_key_months, usage_day_totals
     new Map(
       rows.map((row) => [
         JSON.stringify(fields.map((field) => row[field] ?? null)),
-        Object.fromEntries([...SUMS, 'failures'].map((f) => [f, row[f as keyof Row]])),
+        Object.fromEntries([...SUMS, 'upstream_cost_usd', 'margin_usd', 'failures'].map((f) => [f, row[f as keyof Row]])),
       ]),
     );
 

@@ -32,6 +32,7 @@ import { migration as m0030 } from './0030_project_prompt_retention';
 import { migration as m0031 } from './0031_moderation_hook_secret_rotation';
 import { migration as m0032 } from './0032_idempotency_key_leases';
 import { migration as m0033 } from './0033_console_sessions';
+import { migration as m0034 } from './0034_upstream_cost';
 
 /** A migration file exports a Migration, or a function of the engine when it depends on it. */
 export type MigrationSource = Migration | ((engine: DatabaseEngine) => Migration);
@@ -75,6 +76,7 @@ export const migrationSources: ReadonlyArray<readonly [name: string, source: Mig
   ['0031_moderation_hook_secret_rotation', m0031],
   ['0032_idempotency_key_leases', m0032],
   ['0033_console_sessions', m0033],
+  ['0034_upstream_cost', m0034],
 ];
 
 /** The migrations for an engine, keyed by name in order. */
