@@ -1,8 +1,11 @@
 import { bearer } from '../helpers/admin-tokens';
 import { startArkGateway } from '../helpers/ark-gateway';
 import type { TestGateway } from '../helpers/test-gateway';
+import type { FakeImagesApi } from '../fakes/fake-images-api';
 import type { components } from '../../generated/gateway';
+import type { GenerationsTable } from '../../src/db/schema';
 import { findGeneration } from '../../src/generation/generations.repository';
+import { refundUnsentCalls } from '../../src/generation/settlement.repository';
 
 type UsageRow = components['schemas']['UsageReportRow'];
 
@@ -14,10 +17,11 @@ type UsageRow = components['schemas']['UsageReportRow'];
  */
 describe('upstream cost and margin (generations.upstream_cost_usd, GET /admin/usage)', () => {
   let t: TestGateway;
+  let ark: FakeImagesApi;
   let key: { id: string; key: string };
 
   beforeAll(async () => {
-    ({ t } = await startArkGateway({
+    ({ t, ark } = await startArkGateway({
       env: {
         MODEL_CATALOG: JSON.stringify([
           // $0.03 an image: 3 credits at the default CREDITS_PER_USD (100).
@@ -97,5 +101,29 @@ describe('upstream cost and margin (generations.upstream_cost_usd, GET /admin/us
     expect(columns).toEqual(expect.arrayContaining(['credits_charged', 'upstream_cost_usd', 'margin_usd']));
     expect(cells('priced-ark')).toEqual({ cost: '0.06', margin: '-0.03' });
     expect(cells('credits-ark')).toEqual({ cost: '', margin: '' });
+  });
+
+  it('a cancel that keeps the credits of its sent call costs that call upstream, on its own rollup row', async () => {
+    const other = await t.createKey({ credits_quota: 100, allowed_providers: ['jimeng'] });
+    const auth = { Authorization: `Bearer ${other.key}` };
+    const started = await t.api.send('post', '/images/generate', {
+      body: { prompt: 'a fox [hold:c1]', model: 'priced-ark' },
+      headers: { ...auth, Prefer: 'respond-async' },
+    });
+    expect(started.status).toBe(202);
+    await ark.whenHeld('c1');
+    const canceled = await t.api.send('post', `/generations/${started.body.id}/cancel`, { headers: auth });
+    expect(canceled.body).toMatchObject({ status: 'canceled', usage: { credits_charged: 3 } });
+    ark.releaseHeld('c1');
+    expect(await costOf(started.body.id)).toBeCloseTo(0.03, 9);
+    const [row] = (await t.api.admin('get', `/admin/usage?group_by=key&key_id=${other.id}`)).body.data as UsageRow[];
+    expect(row).toMatchObject({ canceled: 1, credits_charged: 3, upstream_cost_usd: 0.03, margin_usd: 0 });
+    // A synchronous run that learns it never sent the call gives its credits back: its cost goes with them.
+    const db = t.gateway.database.db;
+    const generation = (await findGeneration(db, started.body.id)) as GenerationsTable;
+    expect(await db.transaction().execute((trx) => refundUnsentCalls(trx, generation, 0))).toBe(3);
+    expect(await costOf(started.body.id)).toBe(0);
+    const [after] = (await t.api.admin('get', `/admin/usage?group_by=key&key_id=${other.id}`)).body.data as UsageRow[];
+    expect(after).toMatchObject({ canceled: 1, credits_charged: 0, upstream_cost_usd: 0, margin_usd: 0 });
   });
 });
