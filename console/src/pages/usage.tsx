@@ -192,7 +192,18 @@ export function UsagePage(_props: { session: Session }) {
       {rows.data && rows.data.rows.length > 0 && (
         <Table
           caption={`Totals by ${dimensionName.toLowerCase()}`}
-          columns={[dimensionName, 'Requests', 'Succeeded', 'Failed', 'Canceled', 'Blocked', 'Images delivered', 'Credits charged']}
+          columns={[
+            dimensionName,
+            'Requests',
+            'Succeeded',
+            'Failed',
+            'Canceled',
+            'Blocked',
+            'Images delivered',
+            'Credits charged',
+            'Upstream cost (USD, estimated)',
+            'Margin (USD)',
+          ]}
           rows={totals}
         >
           {(total) => (
@@ -205,6 +216,8 @@ export function UsagePage(_props: { session: Session }) {
               <td>{total.blocked}</td>
               <td>{total.images_delivered}</td>
               <td>{total.credits_charged}</td>
+              <td>{usd(total.upstream_cost_usd)}</td>
+              <td>{usd(total.margin_usd)}</td>
             </tr>
           )}
         </Table>
@@ -213,15 +226,48 @@ export function UsagePage(_props: { session: Session }) {
   );
 }
 
-/** The range's sums per group (what the chart's lines add up to). */
+/** Dollars to the hundredth of a cent; a dash when unknown (no request of the group ran on a model with a money price). */
+function usd(value: number | null): string {
+  if (value === null) return '—';
+  const rounded = Number(Math.abs(value).toFixed(4));
+  return `${value < 0 && rounded > 0 ? '−' : ''}$${rounded}`;
+}
+
+/** Adds two amounts that may be unknown: unknown only when both are. */
+function plus(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : a + b;
+}
+
+interface Totals {
+  name: string;
+  requests: number;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+  blocked: number;
+  images_delivered: number;
+  credits_charged: number;
+  upstream_cost_usd: number | null;
+  margin_usd: number | null;
+}
+
+/** The range's sums per group (what the chart's lines add up to); cost and margin add up like the rest. */
 function totalsOf(rows: UsageRow[], dimension: Dimension) {
-  const totals = new Map<
-    string,
-    { name: string; requests: number; succeeded: number; failed: number; canceled: number; blocked: number; images_delivered: number; credits_charged: number }
-  >();
+  const totals = new Map<string, Totals>();
   for (const row of rows) {
     const name = groupOf(row, dimension);
-    const total = totals.get(name) ?? { name, requests: 0, succeeded: 0, failed: 0, canceled: 0, blocked: 0, images_delivered: 0, credits_charged: 0 };
+    const total: Totals = totals.get(name) ?? {
+      name,
+      requests: 0,
+      succeeded: 0,
+      failed: 0,
+      canceled: 0,
+      blocked: 0,
+      images_delivered: 0,
+      credits_charged: 0,
+      upstream_cost_usd: null,
+      margin_usd: null,
+    };
     total.requests += row.requests;
     total.succeeded += row.succeeded;
     total.failed += row.failed;
@@ -229,6 +275,8 @@ function totalsOf(rows: UsageRow[], dimension: Dimension) {
     total.blocked += row.blocked;
     total.images_delivered += row.images_delivered;
     total.credits_charged += row.credits_charged;
+    total.upstream_cost_usd = plus(total.upstream_cost_usd, row.upstream_cost_usd);
+    total.margin_usd = plus(total.margin_usd, row.margin_usd);
     totals.set(name, total);
   }
   return [...totals.values()].sort((a, b) => b.credits_charged - a.credits_charged || a.name.localeCompare(b.name));
