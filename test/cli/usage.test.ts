@@ -53,7 +53,7 @@ describe('admin CLI: usage (getUsageReport)', () => {
     const out = await cli(['usage', ...range(), '--group-by', 'metadata.team', '--csv']);
     expect(out).toMatchObject({ code: 0, stderr: '' });
     expect(out.stdout).toMatch(
-      /^metadata\.team,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,0,3,3,\d+,\d+,\d+,\r\n$/,
+      /^metadata\.team,requests,succeeded,failed,canceled,blocked,images_delivered,credits_charged,upstream_cost_usd,margin_usd,latency_p50_ms,latency_p95_ms,latency_p99_ms,failures\r\n"a,b",2,2,0,0,0,3,3,,,\d+,\d+,\d+,\r\n$/,
     );
   });
 
