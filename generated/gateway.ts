@@ -5649,6 +5649,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Console single sign-on is not configured (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The issuer could not be reached (`sso_issuer_unavailable`), or the database is unavailable (`dependency_unavailable`). */
             503: {
                 headers: {

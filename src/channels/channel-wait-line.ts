@@ -144,9 +144,15 @@ export class ChannelWaitLine {
     joinQueue: () => QueueTicket | undefined,
   ): Promise<PickedChannel> {
     const { entry } = scope;
+    // Once a request found every channel it knew cooling down, it reads the list again: another
+    // replica may have added one that serves at once.
+    let reread = false;
+    let rereadNow = false;
     for (;;) {
       scope.signal.throwIfAborted();
-      let serving = (await this.directory.channels()).filter((r) => servesModel(r.channel, entry));
+      const listed = rereadNow ? await this.directory.reread() : await this.directory.channels();
+      rereadNow = false;
+      let serving = listed.filter((r) => servesModel(r.channel, entry));
       // The cached list may predate a channel just created on another replica: read it again once.
       if (serving.length === 0) serving = (await this.directory.reread()).filter((r) => servesModel(r.channel, entry));
       if (serving.length === 0) throw this.unconfigured(entry);
@@ -204,6 +210,10 @@ export class ChannelWaitLine {
       const retryAfter = retryAfterHeader(Number.isFinite(soonestMs) ? soonestMs : 1000);
       // Every channel cools down past the queue's deadline (an upstream's Retry-After or RetryInfo):
       // waiting could not help, and the answer passes on the upstream's own delay.
+      if (remaining > 0 && onlyCooling && soonestMs > remaining && !reread) {
+        reread = rereadNow = true;
+        continue;
+      }
       if (remaining <= 0 || (onlyCooling && soonestMs > remaining)) {
         throw new UpstreamError('provider_busy', `Every channel of ${entry.model} is at its limit or busy; retry shortly.`, false, { headers: retryAfter });
       }

@@ -1,5 +1,9 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type GatewayProcess, startGatewayProcess } from './gateway-process';
 
 /**
  * Stands first on the shell's PATH as `curl`: runs the real one unchanged and appends the HTTP status of
@@ -51,4 +55,39 @@ export class PastingShell {
     this.child.stdin.end();
     return this.exited;
   }
+}
+
+/** A gateway process as `npm start` runs on a fresh clone, in a directory of its own, with a curl that records each answer's status. */
+export interface FreshCloneGateway {
+  /** Where it runs (node_modules linked in): its ./data is the clone's. */
+  directory: string;
+  /** Holds the recording `curl`: put it first on PATH. */
+  tools: string;
+  /** Where the recording curl appends each status code. */
+  codesFile: string;
+  gateway: GatewayProcess;
+}
+
+export async function startFreshCloneGateway(prefix: string): Promise<FreshCloneGateway> {
+  const root = path.resolve(__dirname, '../..');
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  const tools = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-tools-`));
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(directory, 'node_modules'));
+  const realCurl = execFileSync('bash', ['-c', 'command -v curl']).toString().trim();
+  fs.writeFileSync(path.join(tools, 'curl'), curlRecorder(realCurl), { mode: 0o755 });
+  // Nothing configured: the secrets are generated into ./data, as on a fresh clone.
+  const gateway = await startGatewayProcess(
+    {
+      NODE_ENV: undefined,
+      ADMIN_SECRET: undefined,
+      CF_ACCESS_CLIENT_ID: undefined,
+      CF_ACCESS_CLIENT_SECRET: undefined,
+      IMAGE_URL_SIGNING_KEY: undefined,
+      CHANNEL_SEALING_KEY: undefined,
+      IMAGE_DIRECTORY: undefined,
+      CHANNEL_ALLOW_PRIVATE_UPSTREAMS: undefined,
+    },
+    { cwd: directory },
+  );
+  return { directory, tools, codesFile: path.join(tools, 'codes'), gateway };
 }

@@ -119,7 +119,7 @@ function keyChangesAcrossReplicas(start: () => Promise<{ processes: GatewayProce
     await a.admin('post', `/admin/keys/${id}/quota`, { credits_quota: 1 });
     const res = await b.client(key, localRequest());
     expect(res.status).toBe(402);
-    expect(res.body.error.message).toContain('quota of 1;');
+    expect(res.body.error.message).toContain('the key has 0 of its 1 left');
   });
 }
 

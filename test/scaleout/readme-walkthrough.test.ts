@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
-import { PastingShell, curlRecorder } from '../helpers/pasting-shell';
+import type { GatewayProcess } from '../helpers/gateway-process';
+import { PastingShell, startFreshCloneGateway } from '../helpers/pasting-shell';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WALK_THROUGH_HEADING = '\n## Walk-through with curl\n';
@@ -55,26 +53,7 @@ describe("the README's walk-through, pasted in order", () => {
   let shell: PastingShell;
 
   beforeAll(async () => {
-    directory = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-readme-'));
-    tools = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-readme-tools-'));
-    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(directory, 'node_modules'));
-    const realCurl = execFileSync('bash', ['-c', 'command -v curl']).toString().trim();
-    fs.writeFileSync(path.join(tools, 'curl'), curlRecorder(realCurl), { mode: 0o755 });
-    codesFile = path.join(tools, 'codes');
-    gateway = await startGatewayProcess(
-      {
-        // As `npm start` runs on a fresh clone: nothing configured, secrets generated into ./data.
-        NODE_ENV: undefined,
-        ADMIN_SECRET: undefined,
-        CF_ACCESS_CLIENT_ID: undefined,
-        CF_ACCESS_CLIENT_SECRET: undefined,
-        IMAGE_URL_SIGNING_KEY: undefined,
-        CHANNEL_SEALING_KEY: undefined,
-        IMAGE_DIRECTORY: undefined,
-        CHANNEL_ALLOW_PRIVATE_UPSTREAMS: undefined,
-      },
-      { cwd: directory },
-    );
+    ({ directory, tools, codesFile, gateway } = await startFreshCloneGateway('cgw-readme'));
     shell = new PastingShell(directory, {
       // The project's Node 24 for the node one-liners, whatever the machine's own node is; then the recording curl.
       PATH: [path.join(ROOT, 'node_modules/.bin'), tools, process.env.PATH].join(':'),
