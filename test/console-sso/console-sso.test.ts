@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Response } from 'supertest';
 import { loadConfig } from '../../src/config/config';
 import { startGateway } from '../../src/server';
@@ -310,7 +313,17 @@ describe('console single sign-on (OpenID Connect)', () => {
 });
 
 describe('console single sign-on configuration', () => {
-  const base = { NODE_ENV: 'test', PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1', DATABASE_URL: ':memory:', ADMIN_SECRET: 'test-admin-secret-0123456789' };
+  // A SQLite path in a directory of its own: the secrets a start generates go there, not into the working directory.
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'cgw-sso-config-'));
+  const base = {
+    NODE_ENV: 'test',
+    PORT: '0',
+    INTERNAL_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: path.join(scratch, 'gateway.db'),
+    ADMIN_SECRET: 'test-admin-secret-0123456789',
+  };
+  afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
   const entry = { id: 'corp', issuer: 'https://login.example.com', client_id: 'gateway', scope_map: { admins: ['keys:read'] } };
 
   it('stops startup on a scope_map naming an unknown scope, in one line', () => {
