@@ -1,5 +1,20 @@
 import { z } from 'zod';
-import { boolean, cidrList, databaseUrl, decimal, envMeta, httpUrl, integer, list, minLength, oneOf, redisUrl, sealingKeys, text, declareVariable } from './env-types';
+import {
+  boolean,
+  cidrList,
+  databaseUrl,
+  decimal,
+  envMeta,
+  httpUrl,
+  integer,
+  list,
+  minLength,
+  oneOf,
+  redisUrl,
+  sealingKeys,
+  text,
+  declareVariable,
+} from './env-types';
 import { FORMATS } from '../providers/formats';
 import { ConfigError } from './config-error';
 

@@ -221,7 +221,10 @@ describe('conformance: Prism proxy in front of the gateway process', () => {
       // Both take a 72 MiB body (a prompt past its model's limit is 400): generateImage's 413s are its inputs'
       // (a pixel bomb by its header); createImageOpenAI's a body past the 72 MiB.
       await generate(400, { ...local, prompt: big });
-      await generate(413, operationId === 'generateImage' ? { ...local, images: [dataUri(claimedPng(9000, 9000))] } : { ...local, prompt: 'x'.repeat(73 * 1024 * 1024) });
+      await generate(
+        413,
+        operationId === 'generateImage' ? { ...local, images: [dataUri(claimedPng(9000, 9000))] } : { ...local, prompt: 'x'.repeat(73 * 1024 * 1024) },
+      );
       if (operationId === 'generateImage') {
         await generate(400, { ...local, images: [dataUri(Buffer.from('not an image'))] });
         await generate(404, { ...local, images: ['img_notStoredAnywhere0'] });
