@@ -132,6 +132,7 @@ describe('describeConfig', () => {
     IMAGE_URL_SIGNING_KEY: 'image-signing-key-must-not-leak-0123456789',
     IMAGE_S3_SECRET_ACCESS_KEY: 's3-secret-must-not-leak',
     CHANNEL_SEALING_KEY: 'ab'.repeat(32),
+    OTEL_EXPORTER_OTLP_HEADERS: 'authorization=otel-token-must-not-leak',
     CONSOLE_OIDC_ISSUERS: JSON.stringify([
       { id: 'corp', issuer: 'https://login.example.com', client_id: 'gateway-visible', client_secret: 'oidc-secret-must-not-leak', scope_map: {} },
     ]),

@@ -58,6 +58,11 @@ const captureError: ErrorRequestHandler = (err: CapturedError, _req, res, _next)
     .json({ message: err.message, status: err.status, type: err.type, path: err.errors?.[0]?.path, allow: err.headers?.Allow ?? err.headers?.allow });
 };
 
+/** The library's layers as the gateway installs them, without the gateway's own wording of their refusals: the seams are the library's shapes. */
+function libraryLayers(document: Parameters<typeof openApiValidator>[0]) {
+  return openApiValidator(document, false).filter((layer) => layer.name !== 'readableRefusals');
+}
+
 describe(seam(1, 'the patch to express-openapi-validator is written for the installed version and applied'), () => {
   const patches = fs.readdirSync(path.join(root, 'patches')).filter((name) => name.endsWith('.patch'));
 
@@ -108,8 +113,9 @@ describe(seam(2, 'the validator layers are left out by function name'), () => {
 
   it('what the gateway installs: metadata, request and response validation, nothing left out', () => {
     expect([...LEFT_OUT_LAYERS].sort()).toEqual(['pathParamsMiddleware', 'securityMiddleware']);
-    expect(namesOf(openApiValidator(miniDocument, true))).toEqual(['metadataMiddleware', 'requestMiddleware', 'responseMiddleware']);
-    expect(namesOf(openApiValidator(miniDocument, false))).toEqual(['metadataMiddleware', 'requestMiddleware']);
+    // readableRefusals is the gateway's own last layer: it words the library's 400s (test/http/validator-wording.test.ts).
+    expect(namesOf(openApiValidator(miniDocument, true))).toEqual(['metadataMiddleware', 'requestMiddleware', 'responseMiddleware', 'readableRefusals']);
+    expect(namesOf(openApiValidator(miniDocument, false))).toEqual(['metadataMiddleware', 'requestMiddleware', 'readableRefusals']);
   });
 });
 
@@ -136,14 +142,14 @@ describe(seam(3, 'req.query is redefined on the request'), () => {
       next();
     };
     const app = express()
-      .use(restore, ...openApiValidator(miniDocument, false))
+      .use(restore, ...libraryLayers(miniDocument))
       .get('/things', (req, res) => res.json({ since: (req.query as Record<string, string>).since }))
       .use(captureError);
     const shown = await request(app).get('/things?since=2030-01-01T01:00:00+01:00');
     expect([shown.status, shown.body]).toEqual([200, { since: '2030-01-01T01:00:00+01:00' }]);
     // Without the layer the validator sees the space and refuses: the redefinition is what it reads.
     const bare = express()
-      .use(...openApiValidator(miniDocument, false))
+      .use(...libraryLayers(miniDocument))
       .get('/things', (_req, res) => res.json({}))
       .use(captureError);
     expect((await request(bare).get('/things?since=2030-01-01T01:00:00+01:00')).body).toMatchObject({ status: 400, path: '/query/since' });
@@ -159,7 +165,7 @@ describe(seam(4, 'HEAD is served by showing the validator GET'), () => {
 
   it('the validator refuses HEAD on a path documented only for GET (upstream issue #874): the rewrite is still needed', async () => {
     const app = express()
-      .use(...openApiValidator(miniDocument, false))
+      .use(...libraryLayers(miniDocument))
       .get('/things', (_req, res) => res.json({}))
       .use(captureError);
     expect((await request(app).head('/things')).headers['x-error-status']).toBe('405');
@@ -169,7 +175,7 @@ describe(seam(4, 'HEAD is served by showing the validator GET'), () => {
       next();
     };
     const shown = express()
-      .use(showAsGet, ...openApiValidator(miniDocument, false))
+      .use(showAsGet, ...libraryLayers(miniDocument))
       .get('/things', (_req, res) => res.json({}))
       .use(captureError);
     const res = await request(shown).head('/things');
@@ -264,7 +270,7 @@ describe(seam(8, 'the error handler reads the errors of body-parser and the vali
 
   it('the validator: status, errors[0].path, and Allow on a 405', async () => {
     const app = express()
-      .use(express.json(), ...openApiValidator(miniDocument, false))
+      .use(express.json(), ...libraryLayers(miniDocument))
       .post('/things', (_req, res) => res.status(201).json({}))
       .use(captureError);
     expect((await request(app).post('/things').send({ name: 1 })).body).toMatchObject({ status: 400, path: '/body/name' });
