@@ -35,7 +35,7 @@ export function traceRequest(req: Request, res: Response, next: () => void): boo
   );
   if (!span) return false;
   res.once('close', () => {
-    // Express's route path (`/generations/:id`) written as the spec writes it (`/generations/{id}`).
+    // Express's route path, its `:name` parameters written as the spec writes them (`{name}`).
     const routePath = (req.route as { path?: unknown } | undefined)?.path;
     const route = typeof routePath === 'string' ? `${req.baseUrl}${routePath}`.replace(/:([A-Za-z0-9_]+)/g, '{$1}') : undefined;
     const method = req.method === 'HEAD' ? 'GET' : req.method;
