@@ -5603,12 +5603,19 @@ export interface operations {
     completeConsoleSignIn: {
         parameters: {
             query?: {
+                /** @description The state this gateway sent with the sign-in. */
                 state?: string;
+                /** @description The issuer's authorization code, exchanged once. */
                 code?: string;
+                /** @description The issuer, when it names itself (RFC 9207). */
                 iss?: string;
+                /** @description The issuer's session state, when it sends one (not used). */
                 session_state?: string;
+                /** @description The issuer's error code, when the sign-in failed there. */
                 error?: string;
+                /** @description The issuer's words for its error. */
                 error_description?: string;
+                /** @description A page about the issuer's error. */
                 error_uri?: string;
             };
             header?: never;

@@ -27,8 +27,8 @@ async function takeover(openai: FakeOpenAIImages, setup: TakeoverStage) {
   // The one call (n = 2) written to OpenAI and held there, with the option the request gave.
   await openai.whenHeld();
   expect(callsOf().map((r) => r.fields)).toEqual([{ model: 'gpt-image-1', prompt, n: 2, size: '1536x1024', quality: 'low', background: 'opaque' }]);
-  // Two images at gpt-image-1's low-quality 1536x1024 price.
-  expect(await new ApiClient(receiver.url).creditsUsed(created.id)).toBe(2 * 16);
+  // Two images at gpt-image-1's low-quality 1536x1024 price ($0.016: 2 credits at a cent a credit).
+  expect(await new ApiClient(receiver.url).creditsUsed(created.id)).toBe(2 * 2);
   await expectAbandonedAfterKill(setup, {
     generationId: submitted.body.id as string,
     keyId: created.id,
